@@ -1,0 +1,85 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let package = Package(
+    name: "hookbot",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "hookbot", targets: ["hookbot"]),
+        .library(name: "IMCore", targets: ["IMCore"]),
+        .library(name: "IMServer", targets: ["IMServer"]),
+        .library(name: "IMClient", targets: ["IMClient"]),
+        .library(name: "HookRuntime", targets: ["HookRuntime"]),
+        .library(name: "BotHost", targets: ["BotHost"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        .target(name: "IMCore"),
+        .target(
+            name: "IMServer",
+            dependencies: [
+                "IMCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "IMClient",
+            dependencies: [
+                "IMCore",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .systemLibrary(
+            name: "CLua",
+            pkgConfig: "lua5.4",
+            providers: [.apt(["liblua5.4-dev"])]
+        ),
+        .target(
+            name: "HookRuntime",
+            dependencies: [
+                "CLua",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "BotHost",
+            dependencies: [
+                "IMCore", "IMClient", "HookRuntime",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "hookbot",
+            dependencies: [
+                "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
+        .testTarget(
+            name: "IMServerTests",
+            dependencies: [
+                "IMCore", "IMServer",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+    ]
+)

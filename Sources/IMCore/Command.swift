@@ -1,0 +1,191 @@
+/// The kind of a protocol command (`cmd`), named as in LeanCloud's realtime command model.
+public enum CommandType: String, Sendable, Codable, CaseIterable {
+    case session, conv, direct, ack, rcp, unread, logs, error, read, patch, echo, goaway
+    /// Interceptor hook requests and verdicts (server ⇄ bot host).
+    case hook
+}
+
+/// The operation of a command (`op`).
+public enum OpType: String, Sendable, Codable, CaseIterable {
+    // session
+    case open, opened, close, closed
+    // conversations
+    case start, started, add, added, remove, removed, join, joined, quit, left, invited, kicked
+    case membersJoined = "members-joined"
+    case membersLeft = "members-left"
+    case query, results, count, result, update, updated, mute, unmute, muted, unmuted
+    // patch (recall)
+    case modify, modified
+    // interceptor
+    case request, verdict
+}
+
+/// One protocol command. Every field but `cmd` is optional; which ones a command uses depends on
+/// `cmd` and `op` (see docs/PROTOCOL.md). The JSON codec writes only the fields that are set.
+public struct Command: Sendable, Codable, Equatable {
+    public var cmd: CommandType
+    public var op: OpType?
+    /// Request serial, echoed in the single reply to a request.
+    public var i: Int?
+    public var peerId: String?
+    public var appId: String?
+    public var serverTs: Int64?
+
+    // Errors and results.
+    public var code: Int?
+    public var reason: String?
+    public var detail: String?
+    public var appCode: Int?
+
+    // Session.
+    public var tag: String?
+    public var deviceId: String?
+    /// In `session open`: `true` asks for a non-forced reopen (fails with 4111 when another device holds the tag).
+    /// In `direct`: receipt requested.
+    public var r: Bool?
+    /// Timestamp in ms: signature time (session, conv), server time (ack, rcp, read), paging bound (logs).
+    public var t: Int64?
+    public var n: String?
+    public var s: String?
+    public var st: String?
+    public var stTtl: Int?
+    public var ua: String?
+
+    // Messages.
+    public var cid: String?
+    public var msg: String?
+    public var id: String?
+    public var fromPeerId: String?
+    public var timestamp: Int64?
+    public var transient: Bool?
+    public var offline: Bool?
+    public var hasMore: Bool?
+    /// Client-side de-duplication token: resending with the same token returns the first ack.
+    public var dt: String?
+    /// Message priority in group conversations: `high`, `normal` or `low`.
+    public var priority: String?
+    public var mentionPids: [String]?
+    public var mentionAll: Bool?
+    /// Cmd messages: the action and its extension fields.
+    public var action: String?
+    public var ext: [String: JSONValue]?
+
+    // Acks and receipts.
+    public var uid: String?
+    public var mid: String?
+    public var ids: [String]?
+    public var read: Bool?
+    public var from: String?
+
+    // Conversations.
+    public var m: [String]?
+    public var unique: Bool?
+    public var name: String?
+    public var attr: JSONValue?
+    public var `where`: JSONValue?
+    public var limit: Int?
+    public var skip: Int?
+    public var sort: String?
+    public var c: String?
+    public var initBy: String?
+    public var results: [ConversationInfo]?
+    public var count: Int?
+    public var lm: Int64?
+    public var mu: [String]?
+    public var cdate: Int64?
+    public var udate: Int64?
+
+    // History.
+    public var tt: Int64?
+    public var tmid: String?
+    public var logs: [LogItem]?
+    public var reversed: Bool?
+
+    // Unread counts and patches.
+    public var convs: [UnreadInfo]?
+    public var patches: [PatchItem]?
+
+    // Interceptor verdicts.
+    public var verdict: String?
+    public var silent: Bool?
+    public var kind: String?
+
+    public init(cmd: CommandType, op: OpType? = nil, i: Int? = nil) {
+        self.cmd = cmd
+        self.op = op
+        self.i = i
+    }
+}
+
+/// A conversation as returned by `conv query` and carried in conversation events.
+public struct ConversationInfo: Sendable, Codable, Equatable {
+    public var objectId: String
+    public var name: String?
+    /// Members; absent for chat rooms.
+    public var m: [String]?
+    /// Creator.
+    public var c: String?
+    /// Chat room (transient conversation).
+    public var tr: Bool?
+    public var unique: Bool?
+    public var attr: JSONValue?
+    /// Members who muted the conversation.
+    public var mu: [String]?
+    /// Time of the last message (ms).
+    public var lm: Int64?
+    public var createdAt: Int64?
+    public var updatedAt: Int64?
+
+    public init(objectId: String) { self.objectId = objectId }
+}
+
+/// One stored message in a `logs` reply.
+public struct LogItem: Sendable, Codable, Equatable {
+    public var msgId: String
+    public var from: String
+    public var data: String
+    public var timestamp: Int64
+    public var ackAt: Int64?
+    public var readAt: Int64?
+    public var recalled: Bool?
+    public var priority: String?
+
+    public init(msgId: String, from: String, data: String, timestamp: Int64) {
+        self.msgId = msgId
+        self.from = from
+        self.data = data
+        self.timestamp = timestamp
+    }
+}
+
+/// Unread state of one conversation for the logged-in member.
+public struct UnreadInfo: Sendable, Codable, Equatable {
+    public var cid: String
+    public var unread: Int
+    public var mid: String?
+    public var timestamp: Int64?
+    public var from: String?
+    public var data: String?
+
+    public init(cid: String, unread: Int) {
+        self.cid = cid
+        self.unread = unread
+    }
+}
+
+/// A change to a stored message (a recall replaces its content).
+public struct PatchItem: Sendable, Codable, Equatable {
+    public var cid: String
+    public var mid: String
+    public var timestamp: Int64
+    public var recall: Bool?
+    public var data: String?
+    public var from: String?
+    public var patchTimestamp: Int64?
+
+    public init(cid: String, mid: String, timestamp: Int64) {
+        self.cid = cid
+        self.mid = mid
+        self.timestamp = timestamp
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import IMCore
+import Logging
+import NIOCore
+
+import Synchronization
+
+/// The IM server: a WebSocket endpoint at `/ws` speaking the JSON command protocol, backed by SQLite.
+public final class IMServer: Sendable {
+    public let configuration: ServerConfiguration
+    let service: IMService
+    private let logger: Logger
+    private let running = Mutex<Task<Void, any Error>?>(nil)
+    private let nextConnectionID = Atomic<UInt64>(1)
+
+    /// Opens (and migrates) the database. The server does not listen until `start()` or `run()`.
+    public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "hookbot.server")) throws {
+        self.configuration = configuration
+        self.logger = logger
+        service = try IMService(configuration: configuration, logger: logger)
+    }
+
+    /// Starts listening in the background and returns the bound port.
+    public func start() async throws -> Int {
+        let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
+        let app = makeApplication { port in portContinuation.yield(port); portContinuation.finish() }
+        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        running.withLock { $0 = task }
+        for await port in portStream { return port }
+        task.cancel()
+        _ = try await task.value
+        throw IMError(.internalError, "server did not start")
+    }
+
+    /// Stops a server started with `start()` and waits until it has shut down.
+    public func stop() async {
+        guard let task = running.withLock({ state -> Task<Void, any Error>? in defer { state = nil }; return state }) else { return }
+        task.cancel()
+        _ = try? await task.value
+        await service.cursors.flush()
+    }
+
+    /// Runs in the foreground until SIGINT or SIGTERM.
+    public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        let app = makeApplication(onListening)
+        try await app.runService()
+        await service.cursors.flush()
+    }
+
+    private func makeApplication(_ onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
+        let router = Router()
+        router.get("/health") { _, _ in "ok" }
+        var wsConfig = WebSocketServerConfiguration()
+        wsConfig.maxFrameSize = configuration.maxFrameBytes
+        wsConfig.autoPing = .enabled(timePeriod: .seconds(30))
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(configuration: .init(ws: wsConfig)) { [self] request, channel, _ in
+                guard request.path?.split(separator: "?").first == "/ws" else { return .dontUpgrade }
+                let remote = channel.remoteAddress?.description ?? "unknown"
+                return .upgrade([:]) { inbound, outbound, _ in
+                    await self.serve(inbound: inbound, outbound: outbound, remote: remote)
+                }
+            },
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "hookbot"),
+            onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+    }
+
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String) async {
+        let (frames, continuation) = AsyncStream<Connection.Outbound>.makeStream()
+        let codec = JSONCommandCodec()
+        let connection = Connection(
+            id: nextConnectionID.wrappingAdd(1, ordering: .relaxed).oldValue, remoteAddress: remote,
+            outbound: continuation, encoder: { .text(codec.encode($0)) })
+        logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)"])
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for await frame in frames {
+                        switch frame {
+                        case .text(let text): try await outbound.write(.text(text))
+                        case .binary(let buffer): try await outbound.write(.binary(buffer))
+                        case .close(let code, let reason):
+                            try await outbound.close(code, reason: reason)
+                            return
+                        }
+                    }
+                } catch {}
+            }
+            do {
+                for try await message in inbound.messages(maxSize: configuration.maxFrameBytes) {
+                    switch message {
+                    case .text(let text):
+                        switch Result(catching: { () throws(CommandDecodingError) in try codec.decode(text) }) {
+                        case .success(let command):
+                            await service.handle(command, on: connection)
+                        case .failure(let failure):
+                            connection.send(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial)))
+                        }
+                    case .binary:
+                        connection.send(IMService.errorReply(
+                            IMError(.malformedCommand, "binary frames need a protobuf subprotocol"), to: nil))
+                    }
+                }
+            } catch {
+                logger.debug("connection read ended", metadata: ["conn": "\(connection.id)", "error": "\(error)"])
+            }
+            service.connectionClosed(connection)
+            continuation.finish()
+            await group.waitForAll()
+        }
+        logger.info("connection closed", metadata: ["conn": "\(connection.id)"])
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import GRDB
+import IMCore
+import Logging
+
+/// A message a client asked to send to a stored conversation.
+struct OutgoingMessage: Sendable {
+    var cid: String
+    var from: String
+    var data: String
+    var receipt: Bool
+    var priority: String?
+    var dedupeToken: String?
+    var mentionPids: [String]?
+    var mentionAll: Bool?
+    var sender: Connection
+    var serial: Int?
+}
+
+/// Stores messages with group commit and fans them out in commit order.
+///
+/// Every message enqueued while a transaction is being written waits for the next one, so many senders
+/// share a single commit. Only after the transaction is durable does the pipeline deliver each message
+/// to the online members and acknowledge it to its sender, in the order the messages were enqueued;
+/// timestamps are strictly increasing within a conversation.
+actor MessagePipeline {
+    private enum Outcome: Sendable {
+        case stored(MessageRecord, members: [String])
+        case duplicate(MessageRecord)
+        case failed(IMError)
+    }
+
+    private let db: DatabasePool
+    private let registry: SessionRegistry
+    private let receipts: ReceiptTracker
+    private let logger: Logger
+    private var queue: [OutgoingMessage] = []
+    private var draining = false
+    private var lastTimestamps: [String: Int64] = [:]
+
+    init(db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, logger: Logger) {
+        self.db = db
+        self.registry = registry
+        self.receipts = receipts
+        self.logger = logger
+    }
+
+    func enqueue(_ message: OutgoingMessage) {
+        queue.append(message)
+        if !draining {
+            draining = true
+            Task { await self.drain() }
+        }
+    }
+
+    private func drain() async {
+        while !queue.isEmpty {
+            let batch = queue
+            queue.removeAll(keepingCapacity: true)
+            let known = lastTimestamps
+            do {
+                let (outcomes, timestamps) = try await db.write { db in
+                    try Self.commit(db, batch, knownTimestamps: known, now: Identifiers.nowMillis())
+                }
+                lastTimestamps.merge(timestamps) { _, new in new }
+                for (message, outcome) in zip(batch, outcomes) { publish(message, outcome) }
+            } catch {
+                logger.error("message batch failed", metadata: ["error": "\(error)", "count": "\(batch.count)"])
+                for message in batch { publish(message, .failed(IMError(.internalError, "storage failure"))) }
+            }
+        }
+        draining = false
+    }
+
+    private static func commit(
+        _ db: Database, _ batch: [OutgoingMessage], knownTimestamps: [String: Int64], now: Int64
+    ) throws -> ([Outcome], [String: Int64]) {
+        var timestamps: [String: Int64] = [:]
+        var conversations: [String: ConversationRecord?] = [:]
+        var memberLists: [String: [String]] = [:]
+        var outcomes: [Outcome] = []
+        outcomes.reserveCapacity(batch.count)
+        for message in batch {
+            let conversation: ConversationRecord?
+            if let cached = conversations[message.cid] { conversation = cached }
+            else {
+                conversation = try ConversationStore.find(db, id: message.cid)
+                conversations[message.cid] = conversation
+            }
+            guard let conversation, !conversation.transient else {
+                outcomes.append(.failed(IMError(.invalidMessagingTarget, "conversation \(message.cid) does not exist")))
+                continue
+            }
+            let members: [String]
+            if let cached = memberLists[message.cid] { members = cached }
+            else {
+                members = try ConversationStore.members(db, cid: message.cid)
+                memberLists[message.cid] = members
+            }
+            guard members.contains(message.from) else {
+                outcomes.append(.failed(IMError(.invalidMessagingTarget, "\(message.from) is not a member of \(message.cid)")))
+                continue
+            }
+            if let token = message.dedupeToken, let existing = try MessageStore.find(db, from: message.from, dedupeToken: token) {
+                outcomes.append(.duplicate(existing))
+                continue
+            }
+            let last: Int64
+            if let t = timestamps[message.cid] ?? knownTimestamps[message.cid] { last = t }
+            else { last = try MessageStore.lastTimestamp(db, cid: message.cid) }
+            let t = max(now, last + 1)
+            timestamps[message.cid] = t
+            let record = MessageRecord(
+                id: Identifiers.messageID(), cid: message.cid, from: message.from, data: message.data, t: t,
+                receipt: message.receipt, priority: message.priority)
+            try MessageStore.insert(db, record, dedupeToken: message.dedupeToken)
+            outcomes.append(.stored(record, members: members))
+        }
+        for (cid, t) in timestamps {
+            try db.execute(sql: "UPDATE conversations SET lm = ? WHERE id = ?", arguments: [t, cid])
+        }
+        return (outcomes, timestamps)
+    }
+
+    private func publish(_ message: OutgoingMessage, _ outcome: Outcome) {
+        var ack = Command(cmd: .ack, i: message.serial)
+        switch outcome {
+        case .stored(let record, let members):
+            if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
+            let frame = Self.directCommand(record, mentionPids: message.mentionPids, mentionAll: message.mentionAll)
+            for member in members where member != record.from {
+                for connection in registry.connections(of: member) {
+                    connection.deliver(messageID: record.id, frame)
+                }
+            }
+            ack.uid = record.id
+            ack.t = record.t
+        case .duplicate(let record):
+            ack.uid = record.id
+            ack.t = record.t
+        case .failed(let error):
+            ack.code = error.code
+            ack.reason = error.reason
+            ack.detail = error.detail
+            ack.appCode = error.appCode
+        }
+        message.sender.send(ack)
+    }
+
+    /// The `direct` command that delivers a stored message.
+    static func directCommand(_ record: MessageRecord, offline: Bool = false, mentionPids: [String]? = nil,
+                              mentionAll: Bool? = nil) -> Command {
+        var command = Command(cmd: .direct)
+        command.cid = record.cid
+        command.id = record.id
+        command.msg = record.data
+        command.fromPeerId = record.from
+        command.timestamp = record.t
+        command.r = record.receipt ? true : nil
+        command.priority = record.priority
+        command.offline = offline ? true : nil
+        command.mentionPids = mentionPids
+        command.mentionAll = mentionAll
+        return command
+    }
+}

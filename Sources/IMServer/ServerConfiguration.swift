@@ -1,0 +1,26 @@
+import Foundation
+
+/// Settings of an IM server.
+public struct ServerConfiguration: Sendable {
+    /// Address to bind; loopback by default.
+    public var host: String = "127.0.0.1"
+    /// Port to bind; 0 picks a free port (see `IMServer.start()`).
+    public var port: Int = 8080
+    /// Path of the SQLite file.
+    public var databasePath: String = "hookbot.sqlite"
+    /// Largest message body (`msg`) accepted, in bytes; larger ones are refused with 4109.
+    public var maxMessageBytes: Int = 64 * 1024
+    /// Largest WebSocket frame; a larger frame closes the connection (WebSocket code 1009).
+    public var maxFrameBytes: Int = 1024 * 1024
+    /// Default and largest page size of `logs`.
+    public var historyDefaultLimit: Int = 20
+    public var historyMaxLimit: Int = 1000
+    /// Most backlog messages sent per conversation on login; the rest are flagged `hasMore`.
+    public var backlogLimitPerConversation: Int = 1000
+    /// `PRAGMA synchronous = FULL` (fsync on every commit) when true, `NORMAL` otherwise.
+    public var synchronousFull: Bool = true
+    /// Lifetime of session tokens (`st`), in seconds.
+    public var sessionTokenTTL: Int = 24 * 3600
+
+    public init() {}
+}

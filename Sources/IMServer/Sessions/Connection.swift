@@ -1,0 +1,89 @@
+import Foundation
+import IMCore
+import NIOCore
+import Synchronization
+import NIOWebSocket
+
+/// One WebSocket connection. Frames are queued to a single writer task, so everything sent to a
+/// connection leaves in the order it was queued. Messages fanned out before the connection's backlog
+/// has been delivered are held back, then sent after it (skipping any already in the backlog).
+final class Connection: Sendable {
+    /// What the writer task does next.
+    enum Outbound: Sendable {
+        case text(String)
+        case binary(ByteBuffer)
+        case close(WebSocketErrorCode, String?)
+    }
+
+    /// The logged-in identity of a connection.
+    struct Identity: Sendable {
+        var clientID: String
+        var tag: String?
+        var deviceID: String?
+    }
+
+    private struct State {
+        var identity: Identity?
+        var ready = false
+        var held: [(id: String, command: Command)] = []
+        var closed = false
+    }
+
+    let id: UInt64
+    let remoteAddress: String
+    private let outbound: AsyncStream<Outbound>.Continuation
+    private let encoder: @Sendable (Command) -> Outbound
+    private let state = Mutex(State())
+
+    init(id: UInt64, remoteAddress: String, outbound: AsyncStream<Outbound>.Continuation,
+         encoder: @escaping @Sendable (Command) -> Outbound) {
+        self.id = id
+        self.remoteAddress = remoteAddress
+        self.outbound = outbound
+        self.encoder = encoder
+    }
+
+    var identity: Identity? { state.withLock { $0.identity } }
+    var clientID: String? { identity?.clientID }
+
+    func setIdentity(_ identity: Identity?) {
+        state.withLock { $0.identity = identity }
+    }
+
+    /// Queues a command for sending.
+    func send(_ command: Command) {
+        let closed = state.withLock { $0.closed }
+        if !closed { outbound.yield(encoder(command)) }
+    }
+
+    /// Sends a conversation message, or holds it until the backlog has gone out.
+    func deliver(messageID: String, _ command: Command) {
+        let sendNow = state.withLock { state -> Bool in
+            if state.ready { return true }
+            state.held.append((messageID, command))
+            return false
+        }
+        if sendNow { send(command) }
+    }
+
+    /// Releases held messages, skipping those already sent as backlog.
+    func markReady(alreadySent: Set<String>) {
+        let held = state.withLock { state -> [(id: String, command: Command)] in
+            state.ready = true
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        for item in held where !alreadySent.contains(item.id) { send(item.command) }
+    }
+
+    /// Sends a close frame and ends the writer.
+    func close(code: WebSocketErrorCode = .normalClosure, reason: String? = nil) {
+        let wasClosed = state.withLock { state -> Bool in
+            defer { state.closed = true }
+            return state.closed
+        }
+        guard !wasClosed else { return }
+        outbound.yield(.close(code, reason))
+        outbound.finish()
+    }
+}

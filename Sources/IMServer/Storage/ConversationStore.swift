@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+import IMCore
+
+/// A conversation row.
+struct ConversationRecord: Sendable, Equatable {
+    var id: String
+    var name: String?
+    var creator: String
+    var transient: Bool
+    var uniqueKey: String?
+    var attr: JSONValue
+    var muted: [String]
+    var lm: Int64?
+    var createdAt: Int64
+    var updatedAt: Int64
+
+    init(row: Row) {
+        id = row["id"]
+        name = row["name"]
+        creator = row["creator"]
+        transient = row["transient"]
+        uniqueKey = row["unique_key"]
+        attr = JSONValue.parse(row["attr"] ?? "{}") ?? .object([:])
+        muted = (JSONValue.parse(row["muted"] ?? "[]")?.arrayValue ?? []).compactMap(\.stringValue)
+        lm = row["lm"]
+        createdAt = row["created_at"]
+        updatedAt = row["updated_at"]
+    }
+
+    /// The wire form; `members` is nil for chat rooms.
+    func info(members: [String]?) -> ConversationInfo {
+        var info = ConversationInfo(objectId: id)
+        info.name = name
+        info.c = creator
+        info.m = transient ? nil : members
+        info.tr = transient
+        info.unique = uniqueKey != nil
+        info.attr = attr
+        info.mu = muted
+        info.lm = lm
+        info.createdAt = createdAt
+        info.updatedAt = updatedAt
+        return info
+    }
+}
+
+/// Conversation and membership queries. Functions take a GRDB `Database` so callers choose the transaction.
+enum ConversationStore {
+    static func uniqueKey(for members: [String]) -> String {
+        Array(Set(members)).sorted().joined(separator: "\u{1F}")
+    }
+
+    /// Creates a conversation with `creator` among its members, or, for `unique`, returns the existing
+    /// conversation with the same member set. Runs inside the caller's write transaction, so concurrent
+    /// unique starts resolve to one row.
+    static func create(
+        _ db: Database, creator: String, members: [String], name: String?, attr: JSONValue?,
+        unique: Bool, transient: Bool, now: Int64
+    ) throws -> (record: ConversationRecord, created: Bool) {
+        var all = [creator]
+        for member in members where !all.contains(member) { all.append(member) }
+        let key = unique && !transient ? uniqueKey(for: all) : nil
+        if let key, let row = try Row.fetchOne(db, sql: "SELECT * FROM conversations WHERE unique_key = ?", arguments: [key]) {
+            return (ConversationRecord(row: row), false)
+        }
+        let id = Identifiers.conversationID()
+        try db.execute(
+            sql: """
+                INSERT INTO conversations (id, name, creator, transient, unique_key, attr, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [id, name, creator, transient, key, (attr ?? .object([:])).jsonString(), now, now])
+        if !transient {
+            for member in all {
+                try db.execute(
+                    sql: "INSERT INTO members (cid, client_id, joined_at, delivered_t, read_t) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [id, member, now, now, now])
+            }
+        }
+        guard let record = try find(db, id: id) else { throw IMError(.internalError, "conversation vanished") }
+        return (record, true)
+    }
+
+    static func find(_ db: Database, id: String) throws -> ConversationRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM conversations WHERE id = ?", arguments: [id]).map(ConversationRecord.init)
+    }
+
+    static func members(_ db: Database, cid: String) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT client_id FROM members WHERE cid = ? ORDER BY joined_at, client_id", arguments: [cid])
+    }
+
+    static func isMember(_ db: Database, cid: String, clientID: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM members WHERE cid = ? AND client_id = ?", arguments: [cid, clientID]) ?? false
+    }
+
+    /// Memberships of a client with their delivery cursors.
+    static func memberships(_ db: Database, clientID: String) throws -> [(cid: String, deliveredT: Int64)] {
+        try Row.fetchAll(db, sql: "SELECT cid, delivered_t FROM members WHERE client_id = ?", arguments: [clientID])
+            .map { ($0["cid"], $0["delivered_t"]) }
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import GRDB
+
+/// Opens the server's SQLite file (WAL mode) and migrates its schema.
+enum ServerDatabase {
+    static func open(path: String, synchronousFull: Bool) throws -> DatabasePool {
+        var config = Configuration()
+        config.busyMode = .timeout(5)
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
+        }
+        let pool = try DatabasePool(path: path, configuration: config)
+        try migrator.migrate(pool)
+        return pool
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE conversations (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    name TEXT,
+                    creator TEXT NOT NULL,
+                    transient INTEGER NOT NULL DEFAULT 0,
+                    unique_key TEXT UNIQUE,
+                    attr TEXT NOT NULL DEFAULT '{}',
+                    muted TEXT NOT NULL DEFAULT '[]',
+                    lm INTEGER,
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL
+                );
+                CREATE INDEX conversations_by_lm ON conversations(lm);
+                CREATE TABLE members (
+                    cid TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                    client_id TEXT NOT NULL,
+                    joined_at INTEGER NOT NULL,
+                    delivered_t INTEGER NOT NULL DEFAULT 0,
+                    read_t INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (cid, client_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX members_by_client ON members(client_id, cid);
+                CREATE TABLE messages (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    cid TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                    from_id TEXT NOT NULL,
+                    data TEXT NOT NULL,
+                    t INTEGER NOT NULL,
+                    receipt INTEGER NOT NULL DEFAULT 0,
+                    priority TEXT,
+                    dt TEXT,
+                    recalled INTEGER NOT NULL DEFAULT 0,
+                    patch_t INTEGER
+                );
+                CREATE UNIQUE INDEX messages_by_conversation ON messages(cid, t);
+                CREATE UNIQUE INDEX messages_by_dedupe_token ON messages(from_id, dt) WHERE dt IS NOT NULL;
+                CREATE TABLE device_tags (
+                    client_id TEXT NOT NULL,
+                    tag TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    PRIMARY KEY (client_id, tag)
+                ) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import GRDB
+import IMCore
+
+/// A stored message row.
+struct MessageRecord: Sendable, Equatable {
+    var id: String
+    var cid: String
+    var from: String
+    var data: String
+    var t: Int64
+    var receipt: Bool
+    var priority: String?
+    var recalled: Bool
+    var patchT: Int64?
+
+    init(id: String, cid: String, from: String, data: String, t: Int64, receipt: Bool, priority: String?) {
+        self.id = id
+        self.cid = cid
+        self.from = from
+        self.data = data
+        self.t = t
+        self.receipt = receipt
+        self.priority = priority
+        self.recalled = false
+        self.patchT = nil
+    }
+
+    init(row: Row) {
+        id = row["id"]
+        cid = row["cid"]
+        from = row["from_id"]
+        data = row["data"]
+        t = row["t"]
+        receipt = row["receipt"]
+        priority = row["priority"]
+        recalled = row["recalled"]
+        patchT = row["patch_t"]
+    }
+
+    var logItem: LogItem {
+        var item = LogItem(msgId: id, from: from, data: data, timestamp: t)
+        item.recalled = recalled ? true : nil
+        item.priority = priority
+        return item
+    }
+}
+
+/// Message history, offline backlog and delivery cursors.
+enum MessageStore {
+    static func insert(_ db: Database, _ m: MessageRecord, dedupeToken: String?) throws {
+        try db.execute(
+            sql: "INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken])
+    }
+
+    static func find(_ db: Database, from: String, dedupeToken: String) throws -> MessageRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE from_id = ? AND dt = ?", arguments: [from, dedupeToken])
+            .map(MessageRecord.init)
+    }
+
+    static func find(_ db: Database, id: String) throws -> MessageRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id]).map(MessageRecord.init)
+    }
+
+    static func lastTimestamp(_ db: Database, cid: String) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT MAX(t) FROM messages WHERE cid = ?", arguments: [cid]) ?? 0
+    }
+
+    /// The newest `limit` messages before `beforeT` (exclusive) and after `afterT` (exclusive), ascending.
+    /// Uses the (cid, t) index: cost is O(log n + limit).
+    static func history(_ db: Database, cid: String, limit: Int, beforeT: Int64?, afterT: Int64?) throws -> [MessageRecord] {
+        let rows = try Row.fetchAll(
+            db,
+            sql: "SELECT * FROM messages WHERE cid = ? AND t < ? AND t > ? ORDER BY t DESC LIMIT ?",
+            arguments: [cid, beforeT ?? Int64.max, afterT ?? Int64.min, limit])
+        return rows.map(MessageRecord.init).reversed()
+    }
+
+    /// Messages of `cid` after the cursor that `clientID` did not send, oldest first.
+    static func backlog(_ db: Database, cid: String, clientID: String, after: Int64, limit: Int) throws -> [MessageRecord] {
+        try Row.fetchAll(
+            db,
+            sql: "SELECT * FROM messages WHERE cid = ? AND t > ? AND from_id <> ? ORDER BY t LIMIT ?",
+            arguments: [cid, after, clientID, limit]
+        ).map(MessageRecord.init)
+    }
+
+    /// Moves delivery cursors forward (never back).
+    static func advanceCursors(_ db: Database, _ cursors: [CursorKey: Int64]) throws {
+        let statement = try db.cachedStatement(
+            sql: "UPDATE members SET delivered_t = MAX(delivered_t, ?) WHERE cid = ? AND client_id = ?")
+        for (key, t) in cursors {
+            try statement.execute(arguments: [t, key.cid, key.clientID])
+        }
+    }
+}
+
+/// Identifies one member's delivery cursor.
+struct CursorKey: Hashable, Sendable {
+    var cid: String
+    var clientID: String
+}

@@ -1,0 +1,77 @@
+import IMCore
+import XCTest
+
+final class SessionTests: XCTestCase {
+    func testOpenReturnsTokenAndRejectsInvalidClientIDs() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let client = try await TestClient.connect(port: server.port)
+
+        for bad in ["", String(repeating: "x", count: 65), "tab\there"] {
+            var open = Command(cmd: .session, op: .open)
+            open.peerId = bad
+            let reply = try await client.request(open)
+            XCTAssertEqual(reply.op, .closed)
+            XCTAssertEqual(reply.code, 4103, "client id \(bad.debugDescription)")
+            XCTAssertEqual(reply.reason, "INVALID_LOGIN")
+        }
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = String(repeating: "y", count: 64)
+        let reply = try await client.request(open)
+        XCTAssertEqual(reply.op, .opened)
+        XCTAssertNotNil(reply.st)
+        XCTAssertEqual(reply.stTtl, 86400)
+        await client.close()
+    }
+
+    func testCommandsBeforeLoginAreRefused() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let client = try await TestClient.connect(port: server.port)
+        var logs = Command(cmd: .logs)
+        logs.cid = "whatever"
+        let reply = try await client.request(logs)
+        XCTAssertEqual(reply.cmd, .error)
+        XCTAssertEqual(reply.code, 4105)
+        let echo = try await client.request(Command(cmd: .echo))
+        XCTAssertEqual(echo.cmd, .echo)
+        await client.close()
+    }
+
+    func testSameTagKicksOlderDeviceAndNonForcedReopenFails() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let phoneA = try await server.login("Tom", tag: "Mobile", deviceID: "device-A")
+        let desktop = try await server.login("Tom", tag: "Desktop", deviceID: "device-D")
+        let phoneB = try await server.login("Tom", tag: "Mobile", deviceID: "device-B")
+
+        let kicked = try await phoneA.next { $0.cmd == .session && $0.op == .closed }
+        XCTAssertEqual(kicked.code, 4111)
+        XCTAssertEqual(kicked.reason, "SESSION_CONFLICT")
+        for _ in 0..<50 where !phoneA.isClosed { try await Task.sleep(for: .milliseconds(20)) }
+        XCTAssertTrue(phoneA.isClosed, "the kicked connection is closed by the server")
+        let desktopEvents = await desktop.settle { $0.cmd == .session }
+        XCTAssertTrue(desktopEvents.isEmpty, "another tag is not affected")
+
+        // Device A reconnects on its own (non-forced): refused while device B holds the tag.
+        do {
+            _ = try await TestClient.login("Tom", port: server.port, tag: "Mobile", deviceID: "device-A", reopen: true)
+            XCTFail("non-forced reopen of a kicked device must fail")
+        } catch let error as IMError {
+            XCTAssertEqual(error.code, 4111)
+        }
+        // Device B itself may resume without force.
+        let phoneBAgain = try await TestClient.login("Tom", port: server.port, tag: "Mobile", deviceID: "device-B", reopen: true)
+        let bKicked = try await phoneB.next { $0.cmd == .session && $0.op == .closed }
+        XCTAssertEqual(bKicked.code, 4111)
+        // A forced login of device A takes the tag back.
+        let phoneAForced = try await server.login("Tom", tag: "Mobile", deviceID: "device-A")
+        let bAgainKicked = try await phoneBAgain.next { $0.cmd == .session && $0.op == .closed }
+        XCTAssertEqual(bAgainKicked.code, 4111)
+
+        let reply = try await phoneAForced.request(Command(cmd: .session, op: .close))
+        XCTAssertEqual(reply.op, .closed)
+        XCTAssertNil(reply.code)
+        await desktop.close()
+    }
+}

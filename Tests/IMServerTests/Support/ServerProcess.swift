@@ -1,0 +1,55 @@
+import Foundation
+
+/// The `hookbot server` executable running as a child process.
+final class ServerProcess: @unchecked Sendable {
+    let process: Process
+    let port: Int
+
+    private init(process: Process, port: Int) {
+        self.process = process
+        self.port = port
+    }
+
+    /// The `hookbot` executable built next to the test binary (`.build/<triple>/<config>/hookbot`).
+    static func binaryURL() -> URL? {
+        let testBinary = URL(fileURLWithPath: CommandLine.arguments.first(where: { $0.contains(".xctest") }) ?? CommandLine.arguments[0])
+        var directory = testBinary.deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("hookbot")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return nil
+    }
+
+    static func freePort() -> Int { Int.random(in: 20000..<60000) }
+
+    static func launch(binary: URL, db: String) async throws -> ServerProcess {
+        var lastError: (any Error)?
+        for _ in 0..<5 {
+            let port = freePort()
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["server", "--port", "\(port)", "--db", db, "--log-level", "warning"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            for _ in 0..<200 {
+                if !process.isRunning { break }
+                if let client = try? await TestClient.connect(port: port) {
+                    await client.close()
+                    return ServerProcess(process: process, port: port)
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            process.terminate()
+            lastError = TestClient.Timeout(waitingFor: "hookbot server on port \(port)")
+        }
+        throw lastError ?? TestClient.Timeout(waitingFor: "hookbot server")
+    }
+
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import IMCore
+import IMServer
+import Logging
+import XCTest
+
+/// A real server on an ephemeral loopback port with its own SQLite file in a temporary directory.
+final class TestServer: Sendable {
+    let directory: URL
+    let server: IMServer
+    let port: Int
+
+    var databasePath: String { directory.appendingPathComponent("hookbot.sqlite").path }
+
+    private init(directory: URL, server: IMServer, port: Int) {
+        self.directory = directory
+        self.server = server
+        self.port = port
+    }
+
+    static func start(directory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+        let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.databasePath = directory.appendingPathComponent("hookbot.sqlite").path
+        configure(&configuration)
+        var logger = Logger(label: "test-server")
+        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
+        let server = try IMServer(configuration: configuration, logger: logger)
+        let port = try await server.start()
+        return TestServer(directory: directory, server: server, port: port)
+    }
+
+    func stop() async { await server.stop() }
+
+    /// Stops this server and starts a new one on the same database file.
+    func restarted() async throws -> TestServer {
+        await stop()
+        return try await TestServer.start(directory: directory)
+    }
+
+    func login(_ clientID: String, tag: String? = nil, deviceID: String? = nil) async throws -> TestClient {
+        try await TestClient.login(clientID, port: port, tag: tag, deviceID: deviceID)
+    }
+}
+
+extension TestClient {
+    /// Starts a conversation and returns its id.
+    func startConversation(members: [String], name: String? = nil, unique: Bool = false,
+                           attr: JSONValue? = nil) async throws -> String {
+        var start = Command(cmd: .conv, op: .start)
+        start.m = members
+        start.name = name
+        start.unique = unique ? true : nil
+        start.attr = attr
+        let reply = try await request(start)
+        guard reply.op == .started, let cid = reply.cid else {
+            throw IMError(code: reply.code ?? 0, reason: reply.reason ?? "conv start failed")
+        }
+        return cid
+    }
+
+    /// Sends a text message and returns the ack.
+    @discardableResult
+    func sendText(_ text: String, to cid: String, transient: Bool = false, receipt: Bool = false,
+                  dedupeToken: String? = nil) async throws -> Command {
+        var direct = Command(cmd: .direct)
+        direct.cid = cid
+        direct.msg = TypedMessage.text(text).encoded()
+        direct.transient = transient ? true : nil
+        direct.r = receipt ? true : nil
+        direct.dt = dedupeToken
+        return try await request(direct)
+    }
+
+    /// Waits for the next message delivered to this client.
+    func nextMessage(timeout: Duration = .seconds(10)) async throws -> Command {
+        try await next(timeout: timeout, "direct") { $0.cmd == .direct }
+    }
+
+    /// Acknowledges a delivered message, as SDKs do.
+    func acknowledge(_ direct: Command) {
+        var ack = Command(cmd: .ack)
+        ack.cid = direct.cid
+        ack.mid = direct.id
+        ack.t = direct.timestamp
+        send(ack)
+    }
+
+    func history(_ cid: String, limit: Int? = nil, before: Int64? = nil) async throws -> Command {
+        var logs = Command(cmd: .logs)
+        logs.cid = cid
+        logs.limit = limit
+        logs.t = before
+        return try await request(logs)
+    }
+}
+
+extension Command {
+    /// The text of a typed text message body.
+    var text: String? { msg.flatMap(TypedMessage.decode)?.text }
+}
+
+/// Unwraps an optional produced by an `await` (XCTUnwrap's autoclosure cannot await).
+func required<T>(_ value: T?, _ message: String = "", file: StaticString = #filePath, line: UInt = #line) throws -> T {
+    try XCTUnwrap(value, message, file: file, line: line)
+}
