@@ -22,5 +22,18 @@ public struct ServerConfiguration: Sendable {
     /// Lifetime of session tokens (`st`), in seconds.
     public var sessionTokenTTL: Int = 24 * 3600
 
+    /// Most conversations a query without an indexed condition (objectId, m, lm) may scan; beyond it the
+    /// query fails with 4310.
+    public var queryScanLimit: Int = 10_000
+    /// How long after sending a sender may recall a message, in seconds.
+    public var recallWindow: Int = 120
+
+    /// With both set, logins and conversation actions (start, join, invite, kick) need signatures.
+    public var appID: String?
+    public var masterKey: String?
+    /// How far a signature's timestamp may be from the server's clock, in seconds; nonces are remembered
+    /// this long.
+    public var signatureWindow: Int = 300
+
     public init() {}
 }

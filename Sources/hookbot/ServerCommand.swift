@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import IMServer
 import Logging
 
@@ -11,6 +12,9 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Largest message body in bytes.") var maxMessageBytes = 64 * 1024
     @Flag(help: "Use PRAGMA synchronous=NORMAL instead of FULL (faster; a power loss may lose the last commits).")
     var relaxedSync = false
+    @Option(help: "Seconds after sending during which a sender may recall a message.") var recallWindow = 120
+    @Option(help: "App id; with --master-key, logins and conversation actions need signatures.") var appId: String?
+    @Option(help: "Master key for signatures (or set HOOKBOT_MASTER_KEY).") var masterKey: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func run() async throws {
@@ -21,6 +25,9 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.databasePath = db
         configuration.maxMessageBytes = maxMessageBytes
         configuration.synchronousFull = !relaxedSync
+        configuration.recallWindow = recallWindow
+        configuration.appID = appId
+        configuration.masterKey = masterKey ?? ProcessInfo.processInfo.environment["HOOKBOT_MASTER_KEY"]
         let server = try IMServer(configuration: configuration, logger: logger)
         try await server.run { port in
             logger.info("listening", metadata: ["url": "ws://\(host):\(port)/ws", "db": "\(db)"])

@@ -25,7 +25,8 @@ struct OutgoingMessage: Sendable {
 /// timestamps are strictly increasing within a conversation.
 actor MessagePipeline {
     private enum Outcome: Sendable {
-        case stored(MessageRecord, members: [String])
+        /// Stored; `members` receive it, or, for a chat room (`room`), the connections in the room.
+        case stored(MessageRecord, members: [String], room: Bool)
         case duplicate(MessageRecord)
         case failed(IMError)
     }
@@ -33,15 +34,17 @@ actor MessagePipeline {
     private let db: DatabasePool
     private let registry: SessionRegistry
     private let receipts: ReceiptTracker
+    private let rooms: ChatRooms
     private let logger: Logger
     private var queue: [OutgoingMessage] = []
     private var draining = false
     private var lastTimestamps: [String: Int64] = [:]
 
-    init(db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, logger: Logger) {
+    init(db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms, logger: Logger) {
         self.db = db
         self.registry = registry
         self.receipts = receipts
+        self.rooms = rooms
         self.logger = logger
     }
 
@@ -58,9 +61,10 @@ actor MessagePipeline {
             let batch = queue
             queue.removeAll(keepingCapacity: true)
             let known = lastTimestamps
+            let rooms = rooms
             do {
                 let (outcomes, timestamps) = try await db.write { db in
-                    try Self.commit(db, batch, knownTimestamps: known, now: Identifiers.nowMillis())
+                    try Self.commit(db, batch, knownTimestamps: known, rooms: rooms, now: Identifiers.nowMillis())
                 }
                 lastTimestamps.merge(timestamps) { _, new in new }
                 for (message, outcome) in zip(batch, outcomes) { publish(message, outcome) }
@@ -73,7 +77,7 @@ actor MessagePipeline {
     }
 
     private static func commit(
-        _ db: Database, _ batch: [OutgoingMessage], knownTimestamps: [String: Int64], now: Int64
+        _ db: Database, _ batch: [OutgoingMessage], knownTimestamps: [String: Int64], rooms: ChatRooms, now: Int64
     ) throws -> ([Outcome], [String: Int64]) {
         var timestamps: [String: Int64] = [:]
         var conversations: [String: ConversationRecord?] = [:]
@@ -87,14 +91,16 @@ actor MessagePipeline {
                 conversation = try ConversationStore.find(db, id: message.cid)
                 conversations[message.cid] = conversation
             }
-            guard let conversation, !conversation.transient else {
+            guard let conversation else {
                 outcomes.append(.failed(IMError(.invalidMessagingTarget, "conversation \(message.cid) does not exist")))
                 continue
             }
             let members: [String]
             if let cached = memberLists[message.cid] { members = cached }
             else {
-                members = try ConversationStore.members(db, cid: message.cid)
+                members = conversation.transient
+                    ? Array(rooms.clientIDs(in: message.cid))
+                    : try ConversationStore.members(db, cid: message.cid)
                 memberLists[message.cid] = members
             }
             guard members.contains(message.from) else {
@@ -112,9 +118,9 @@ actor MessagePipeline {
             timestamps[message.cid] = t
             let record = MessageRecord(
                 id: Identifiers.messageID(), cid: message.cid, from: message.from, data: message.data, t: t,
-                receipt: message.receipt, priority: message.priority)
+                receipt: message.receipt && !conversation.transient, priority: message.priority)
             try MessageStore.insert(db, record, dedupeToken: message.dedupeToken)
-            outcomes.append(.stored(record, members: members))
+            outcomes.append(.stored(record, members: members, room: conversation.transient))
         }
         for (cid, t) in timestamps {
             try db.execute(sql: "UPDATE conversations SET lm = ? WHERE id = ?", arguments: [t, cid])
@@ -125,13 +131,14 @@ actor MessagePipeline {
     private func publish(_ message: OutgoingMessage, _ outcome: Outcome) {
         var ack = Command(cmd: .ack, i: message.serial)
         switch outcome {
-        case .stored(let record, let members):
+        case .stored(let record, let members, let room):
             if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
             let frame = Self.directCommand(record, mentionPids: message.mentionPids, mentionAll: message.mentionAll)
-            for member in members where member != record.from {
-                for connection in registry.connections(of: member) {
-                    connection.deliver(messageID: record.id, frame)
-                }
+            let recipients = room
+                ? rooms.connections(in: record.cid)
+                : members.flatMap { registry.connections(of: $0) }
+            for connection in recipients where connection.clientID != record.from {
+                connection.deliver(messageID: record.id, frame)
             }
             ack.uid = record.id
             ack.t = record.t

@@ -100,3 +100,35 @@ enum ConversationStore {
             .map { ($0["cid"], $0["delivered_t"]) }
     }
 }
+
+extension ConversationStore {
+    /// Adds members; returns those who were not members yet. New members' cursors start at the last
+    /// message, so older messages reach them through history, not as offline backlog.
+    static func addMembers(_ db: Database, cid: String, clientIDs: [String], now: Int64) throws -> [String] {
+        let last = try MessageStore.lastTimestamp(db, cid: cid)
+        var added: [String] = []
+        for clientID in clientIDs {
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO members (cid, client_id, joined_at, delivered_t, read_t) VALUES (?, ?, ?, ?, ?)",
+                arguments: [cid, clientID, now, last, last])
+            if db.changesCount > 0 { added.append(clientID) }
+        }
+        if !added.isEmpty { try touch(db, cid: cid, now: now) }
+        return added
+    }
+
+    /// Removes members; returns those who were members.
+    static func removeMembers(_ db: Database, cid: String, clientIDs: [String]) throws -> [String] {
+        var removed: [String] = []
+        for clientID in clientIDs {
+            try db.execute(sql: "DELETE FROM members WHERE cid = ? AND client_id = ?", arguments: [cid, clientID])
+            if db.changesCount > 0 { removed.append(clientID) }
+        }
+        if !removed.isEmpty { try touch(db, cid: cid, now: Identifiers.nowMillis()) }
+        return removed
+    }
+
+    static func touch(_ db: Database, cid: String, now: Int64) throws {
+        try db.execute(sql: "UPDATE conversations SET updated_at = ? WHERE id = ?", arguments: [now, cid])
+    }
+}

@@ -8,6 +8,7 @@ enum ServerDatabase {
         config.busyMode = .timeout(5)
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
+            db.add(function: RegexCache.function)
         }
         let pool = try DatabasePool(path: path, configuration: config)
         try migrator.migrate(pool)

@@ -101,3 +101,8 @@ struct CursorKey: Hashable, Sendable {
     var cid: String
     var clientID: String
 }
+
+extension MessageStore {
+    /// The content a recalled message is replaced with.
+    static let recalledPlaceholder = TypedMessage(type: MessageType.recalled.rawValue).encoded()
+}

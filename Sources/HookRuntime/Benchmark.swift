@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+
+/// Measures hook dispatch speed (used by `hookbench` and `hookbot bench`).
+public enum HookBenchmark {
+    public struct Result: Codable, Sendable {
+        /// Trivial `on_receive` hook calls per second (one plugin, one thread).
+        public var trivialCallsPerSecond: Double
+        /// Microseconds per event for the trivial hook.
+        public var trivialMicrosPerEvent: Double
+        /// Events per second through a 5-plugin pipeline (moderation + on_receive).
+        public var pipelineEventsPerSecond: Double
+        /// Microseconds per event through the 5-plugin pipeline.
+        public var pipelineMicrosPerEvent: Double
+        /// Hook calls per event in the pipeline.
+        public var pipelineHookCallsPerEvent: Int
+        public var iterations: Int
+    }
+
+    static let trivial = """
+        return { name = "trivial", on_receive = function(msg, ctx) end }
+        """
+
+    static let pipeline: [(String, String)] = [
+        ("p1_filter", """
+            local banned = { spam = true, scam = true }
+            return {
+              name = "p1_filter", priority = 50,
+              moderation = function(msg, ctx)
+                local t = msg.text
+                if t and banned[t] then return ctx.block("banned word") end
+              end,
+            }
+            """),
+        ("p2_caps", """
+            return {
+              name = "p2_caps", priority = 40,
+              moderation = function(msg, ctx)
+                local t = msg.text
+                if t and #t > 200 and t == t:upper() then return ctx.block("shouting") end
+              end,
+            }
+            """),
+        ("p3_echo", """
+            return {
+              name = "p3_echo", priority = 30,
+              on_receive = function(msg, ctx)
+                if msg.text == "!ping" then ctx.reply("pong") end
+              end,
+            }
+            """),
+        ("p4_words", """
+            return {
+              name = "p4_words", priority = 20,
+              on_receive = function(msg, ctx)
+                local n = 0
+                for _ in string.gmatch(msg.text or "", "%S+") do n = n + 1 end
+                msg.attrs.words = n
+              end,
+            }
+            """),
+        ("p5_types", """
+            return {
+              name = "p5_types", priority = 10,
+              on_receive = function(msg, ctx)
+                if msg.type_name == "image" and msg.file then ctx.log("debug", msg.file.url) end
+              end,
+            }
+            """),
+    ]
+
+    /// Runs both measurements in a temporary directory.
+    public static func run(iterations: Int = 300_000) throws -> Result {
+        let fm = FileManager.default
+        let base = fm.temporaryDirectory.appendingPathComponent("hookbench-\(UUID().uuidString)")
+        try fm.createDirectory(at: base, withIntermediateDirectories: true)
+        defer { try? fm.removeItem(at: base) }
+        let store = try HookStateStore(path: base.appendingPathComponent("state.sqlite").path)
+        var quiet = Logger(label: "hookbench")
+        quiet.logLevel = .critical
+
+        let msg = HookMessage(id: "m1", cid: "c1", from: "alice", type: HookMessageType.text,
+                              text: "hello there general kenobi", timestamp: 1_700_000_000_000)
+
+        // trivial
+        let d1 = base.appendingPathComponent("trivial")
+        try fm.createDirectory(at: d1, withIntermediateDirectories: true)
+        try trivial.write(to: d1.appendingPathComponent("trivial.lua"), atomically: true, encoding: .utf8)
+        let rt1 = PluginRuntime(directory: d1, store: store, logger: quiet)
+        rt1.loadAll()
+        for _ in 0..<2000 { _ = rt1.receive(msg) }
+        let t0 = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<iterations { _ = rt1.receive(msg) }
+        let s1 = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
+        rt1.shutdown()
+
+        // pipeline
+        let d2 = base.appendingPathComponent("pipeline")
+        try fm.createDirectory(at: d2, withIntermediateDirectories: true)
+        for (n, src) in pipeline {
+            try src.write(to: d2.appendingPathComponent("\(n).lua"), atomically: true, encoding: .utf8)
+        }
+        let rt2 = PluginRuntime(directory: d2, store: store, logger: quiet)
+        rt2.loadAll()
+        let n2 = max(iterations / 4, 1000)
+        for _ in 0..<2000 { _ = rt2.incoming(msg) }
+        let t1 = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<n2 { _ = rt2.incoming(msg) }
+        let s2 = Double(DispatchTime.now().uptimeNanoseconds - t1) / 1e9
+        rt2.shutdown()
+
+        return Result(trivialCallsPerSecond: Double(iterations) / s1,
+                      trivialMicrosPerEvent: s1 * 1e6 / Double(iterations),
+                      pipelineEventsPerSecond: Double(n2) / s2,
+                      pipelineMicrosPerEvent: s2 * 1e6 / Double(n2),
+                      pipelineHookCallsPerEvent: 5,
+                      iterations: iterations)
+    }
+}

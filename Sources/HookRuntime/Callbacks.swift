@@ -1,0 +1,384 @@
+import CLua
+import Foundation
+import Logging
+
+// Swift functions called from Lua through the C trampoline (shim.h).
+// Rules: never call lua_error; on failure push a message and return -1 (the
+// trampoline raises it once this frame is gone). Only raw table access. No
+// Lua allocation inside a database closure.
+
+@inline(__always) private func pluginOf(_ L: LuaRef) -> LuaPlugin? {
+    guard let lim = hb_limits_of(L), let owner = lim.pointee.owner else { return nil }
+    return Unmanaged<LuaPlugin>.fromOpaque(owner).takeUnretainedValue()
+}
+
+/// "source:line: " of the innermost plugin frame (skipping C and prelude frames).
+func luaWhere(_ L: LuaRef) -> String {
+    var level: Int32 = 1
+    while level < 30 {
+        var ar = lua_Debug()
+        if lua_getstack(L, level, &ar) == 0 { break }
+        if lua_getinfo(L, "Sl", &ar) != 0, ar.currentline > 0 {
+            let src = ar.source.map { String(cString: $0) } ?? ""
+            if src != "=(hookbot)" {
+                let short = withUnsafeBytes(of: &ar.short_src) { raw -> String in
+                    let b = raw.bindMemory(to: UInt8.self)
+                    let n = b.firstIndex(of: 0) ?? b.count
+                    return String(decoding: b[0..<n], as: UTF8.self)
+                }
+                return "\(short):\(ar.currentline): "
+            }
+        }
+        level += 1
+    }
+    return ""
+}
+
+@inline(__always) private func fail(_ L: LuaRef, _ msg: String) -> Int32 {
+    luaPush(L, luaWhere(L) + msg)
+    return -1
+}
+
+private func argString(_ L: LuaRef, _ i: Int32) -> String? {
+    switch lua_type(L, i) {
+    case LUA_TSTRING: return luaString(L, i)
+    case LUA_TNUMBER:
+        return lua_isinteger(L, i) != 0 ? String(lua_tointegerx(L, i, nil)) : String(lua_tonumberx(L, i, nil))
+    default: return nil
+    }
+}
+
+private func argNumber(_ L: LuaRef, _ i: Int32) -> Double? {
+    lua_type(L, i) == LUA_TNUMBER ? lua_tonumberx(L, i, nil) : nil
+}
+
+let cbLog: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let lv = argString(L, 1), let level = HookLogLevel(rawValue: lv) else {
+        return fail(L, "ctx.log: unknown level '\(argString(L, 1) ?? luaTypeName(L, 1))' (use trace, debug, info, notice, warning, error, critical)")
+    }
+    let text = argString(L, 2) ?? ""
+    p.env.logger.log(level: level.swiftLog, "\(text)", metadata: ["plugin": "\(p.name)"])
+    if p.pending.count < maxActionsPerCall {
+        p.pending.append(HookAction(plugin: p.name, kind: .log(level: level, message: text)))
+    }
+    return 0
+}
+
+let cbWhere: hb_swift_fn = { L in
+    guard let L else { return 0 }
+    luaPush(L, luaWhere(L))
+    return 1
+}
+
+let cbNow: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    lua_pushnumber(L, p.env.clock.now())
+    return 1
+}
+
+func isValidModuleName(_ n: String) -> Bool {
+    guard !n.isEmpty, n.utf8.count <= 128 else { return false }
+    for part in n.split(separator: ".", omittingEmptySubsequences: false) {
+        guard let f = part.utf8.first, !(f >= 0x30 && f <= 0x39) else { return false }
+        for c in part.utf8 {
+            let ok = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F
+            if !ok { return false }
+        }
+    }
+    return true
+}
+
+let cbRequireSource: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let name = luaString(L, 1), isValidModuleName(name) else {
+        return fail(L, "require: invalid module name '\(argString(L, 1) ?? "?")' (modules are <plugins>/lib/<name>.lua; letters, digits, _ and . only)")
+    }
+    let rel = "lib/" + name.replacingOccurrences(of: ".", with: "/") + ".lua"
+    let url = p.env.directory.appendingPathComponent(rel)
+    guard let data = FileManager.default.contents(atPath: url.path) else {
+        return fail(L, "require: module '\(name)' not found (looked for \(rel))")
+    }
+    data.withUnsafeBytes { raw in
+        _ = lua_pushlstring(L, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
+    }
+    luaPush(L, "@" + rel)
+    return 2
+}
+
+// MARK: state
+
+private func stateKey(_ L: LuaRef, _ what: String) -> String? {
+    guard let k = luaString(L, 1), k.utf8.count <= maxStateKeyBytes else { return nil }
+    return k
+}
+
+let cbStateGet: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let key = stateKey(L, "get") else { return fail(L, "state.get: invalid key") }
+    let v: JSONValue?
+    do { v = try p.env.store.get(plugin: p.name, key: key, now: p.env.clock.now()) }
+    catch { return fail(L, "state.get: \(error)") }
+    guard let v else { lua_pushnil(L); return 1 }
+    if !luaPush(L, json: v) { return fail(L, "state.get: value too deep") }
+    return 1
+}
+
+let cbStateSet: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let key = stateKey(L, "set") else { return fail(L, "state.set: invalid key") }
+    let value: JSONValue
+    do { value = try luaToJSON(L, 2) } catch { return fail(L, "state.set(\(key)): \(error)") }
+    var ttl: Double? = nil
+    if lua_type(L, 3) != LUA_TNIL && lua_type(L, 3) != LUA_TNONE {
+        guard let t = argNumber(L, 3), t > 0, t.isFinite else { return fail(L, "state.set: ttl must be a positive number of seconds") }
+        ttl = t
+    }
+    do { try p.env.store.set(plugin: p.name, key: key, value: value, ttl: ttl, now: p.env.clock.now()) }
+    catch { return fail(L, "state.set: \(error)") }
+    return 0
+}
+
+let cbStateIncr: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let key = stateKey(L, "incr") else { return fail(L, "state.incr: invalid key") }
+    var by: JSONValue = .int(1)
+    if lua_type(L, 2) != LUA_TNIL && lua_type(L, 2) != LUA_TNONE {
+        guard lua_type(L, 2) == LUA_TNUMBER, let v = try? luaToJSON(L, 2) else {
+            return fail(L, "state.incr: increment must be a number")
+        }
+        by = v
+    }
+    var ttl: Double? = nil
+    if lua_type(L, 3) != LUA_TNIL && lua_type(L, 3) != LUA_TNONE {
+        guard let t = argNumber(L, 3), t > 0, t.isFinite else { return fail(L, "state.incr: ttl must be a positive number of seconds") }
+        ttl = t
+    }
+    let r: JSONValue
+    do { r = try p.env.store.incr(plugin: p.name, key: key, by: by, ttl: ttl, now: p.env.clock.now()) }
+    catch { return fail(L, "state.incr(\(key)): \(error)") }
+    _ = luaPush(L, json: r)
+    return 1
+}
+
+let cbStateDelete: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let key = stateKey(L, "delete") else { return fail(L, "state.delete: invalid key") }
+    do { try p.env.store.delete(plugin: p.name, key: key) }
+    catch { return fail(L, "state.delete: \(error)") }
+    return 0
+}
+
+let cbStateKeys: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    let prefix = luaString(L, 1) ?? ""
+    let keys: [String]
+    do { keys = try p.env.store.keys(plugin: p.name, prefix: prefix, now: p.env.clock.now()) }
+    catch { return fail(L, "state.keys: \(error)") }
+    lua_createtable(L, Int32(clamping: keys.count), 0)
+    for (i, k) in keys.enumerated() {
+        luaPush(L, k)
+        lua_rawseti(L, -2, Int64(i + 1))
+    }
+    return 1
+}
+
+// MARK: timers
+
+let cbTimerAdd: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    let repeating = lua_toboolean(L, 2) != 0
+    let what = repeating ? "ctx.every" : "ctx.after"
+    guard let s = argNumber(L, 1), s.isFinite, s >= 0, s < 1e9, !(repeating && s < 0.001) else {
+        return fail(L, "\(what): seconds must be a number \(repeating ? ">= 0.001" : ">= 0")")
+    }
+    guard p.timers.count < maxTimersPerPlugin else { return fail(L, "\(what): too many timers (\(maxTimersPerPlugin))") }
+    let id = p.nextTimerID
+    p.nextTimerID += 1
+    p.timers[id] = PluginTimer(id: id, due: p.env.clock.now() + s, interval: repeating ? s : nil)
+    lua_pushinteger(L, Int64(id))
+    return 1
+}
+
+let cbTimerCancel: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard lua_type(L, 1) == LUA_TNUMBER else { lua_pushboolean(L, 0); return 1 }
+    let id = Int(lua_tointegerx(L, 1, nil))
+    lua_pushboolean(L, p.timers.removeValue(forKey: id) != nil ? 1 : 0)
+    return 1
+}
+
+// MARK: types
+
+let cbTypesRegister: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard lua_type(L, 1) == LUA_TTABLE else {
+        return fail(L, "ctx.types.register: expects a table {type = n, name = s, fields = {...}}")
+    }
+    let spec: JSONValue
+    do { spec = try luaToJSON(L, 1, path: "type") } catch { return fail(L, "ctx.types.register: \(error)") }
+    guard let num = spec["type"]?.intValue, num > 0 else {
+        return fail(L, "ctx.types.register: type must be a positive integer")
+    }
+    guard let name = spec["name"]?.stringValue, isValidPluginName(name) else {
+        return fail(L, "ctx.types.register: name must be a string of letters, digits, _ . -")
+    }
+    var fields: [String: CustomMessageType.Field] = [:]
+    switch spec["fields"] ?? .object([:]) {
+    case .object(let o):
+        for (k, v) in o {
+            guard var s = v.stringValue else { return fail(L, "ctx.types.register: field '\(k)' needs a type name") }
+            var optional = false
+            if s.hasSuffix("?") { optional = true; s.removeLast() }
+            guard let ft = CustomMessageType.FieldType(rawValue: s) else {
+                return fail(L, "ctx.types.register: field '\(k)': unknown type '\(s)' (string, number, integer, boolean, table, any)")
+            }
+            fields[k] = .init(type: ft, optional: optional)
+        }
+    case .array(let a) where a.isEmpty: break
+    default: return fail(L, "ctx.types.register: fields must be a table of name = type")
+    }
+    let t = CustomMessageType(number: num, name: name, fields: fields, plugin: p.name)
+    if let err = p.env.registry.register(t, owner: p.instanceID) {
+        return fail(L, "ctx.types.register: \(err)")
+    }
+    lua_pushinteger(L, Int64(num))
+    return 1
+}
+
+let cbTypesValidate: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    let m: HookMessage
+    do { m = try luaToMessage(L, 1, base: HookMessage()) } catch {
+        lua_pushboolean(L, 0); luaPush(L, "\(error)"); return 2
+    }
+    if m.type > 0, p.env.registry.type(number: m.type) == nil {
+        lua_pushboolean(L, 0); luaPush(L, "unknown message type \(m.type)"); return 2
+    }
+    if let err = p.env.registry.validate(m) {
+        lua_pushboolean(L, 0); luaPush(L, err); return 2
+    }
+    lua_pushboolean(L, 1)
+    return 1
+}
+
+let cbTypesName: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard lua_type(L, 1) == LUA_TNUMBER, let n = p.env.registry.name(of: Int(lua_tointegerx(L, 1, nil))) else {
+        lua_pushnil(L); return 1
+    }
+    luaPush(L, n)
+    return 1
+}
+
+let cbTypesNumber: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    if lua_type(L, 1) == LUA_TNUMBER {
+        let n = Int(lua_tointegerx(L, 1, nil))
+        if p.env.registry.name(of: n) != nil { lua_pushinteger(L, Int64(n)) } else { lua_pushnil(L) }
+        return 1
+    }
+    guard let s = luaString(L, 1) else { lua_pushnil(L); return 1 }
+    if let b = HookMessageType.builtinNames.first(where: { $0.value == s }) { lua_pushinteger(L, Int64(b.key)); return 1 }
+    if let t = p.env.registry.type(named: s) { lua_pushinteger(L, Int64(t.number)); return 1 }
+    lua_pushnil(L)
+    return 1
+}
+
+// MARK: actions
+
+enum ActionKind: String, CaseIterable {
+    case reply, send, send_cmd, send_transient, recall, kick, mute, add, warn, update_attr
+}
+
+private func messageArg(_ L: LuaRef, _ i: Int32, cid: String, p: LuaPlugin, what: String) throws -> HookMessage {
+    switch lua_type(L, i) {
+    case LUA_TSTRING, LUA_TNUMBER:
+        return HookMessage(cid: cid, type: HookMessageType.text, text: argString(L, i))
+    case LUA_TTABLE:
+        var m = try luaToMessage(L, i, base: HookMessage(cid: cid))
+        m.cid = cid
+        if let err = p.env.registry.validate(m) { throw LuaConversionError(err) }
+        return m
+    default:
+        throw LuaConversionError("message must be a string or a table, got \(luaTypeName(L, i))")
+    }
+}
+
+/// Conversation argument: a string, or nil for the current event's conversation.
+private func cidArg(_ L: LuaRef, _ i: Int32, _ p: LuaPlugin) -> String? {
+    if lua_type(L, i) <= LUA_TNIL { return p.currentCid }
+    return argString(L, i)
+}
+
+let cbAction: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let kindName = luaString(L, lua_upvalueindex_swift(2)), let kind = ActionKind(rawValue: kindName) else { return 0 }
+    let fname = "ctx." + kindName
+    guard p.pending.count < maxActionsPerCall else { return fail(L, "\(fname): too many actions in one call (\(maxActionsPerCall))") }
+    let action: HookAction.Kind
+    do {
+        switch kind {
+        case .reply:
+            guard let cid = p.currentCid else { return fail(L, "ctx.reply: no current conversation (use ctx.send)") }
+            action = .send(cid: cid, message: try messageArg(L, 1, cid: cid, p: p, what: fname), replyTo: p.currentMessageID)
+        case .send, .send_transient:
+            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            var m = try messageArg(L, 2, cid: cid, p: p, what: fname)
+            if kind == .send_transient {
+                m.transient = true
+                action = .sendTransient(cid: cid, message: m)
+            } else {
+                action = .send(cid: cid, message: m, replyTo: nil)
+            }
+        case .send_cmd:
+            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let act = luaString(L, 2), !act.isEmpty else { return fail(L, "\(fname): action name expected") }
+            var ext: [String: JSONValue] = [:]
+            if lua_type(L, 3) > LUA_TNIL {
+                let v = try luaToJSON(L, 3, path: "ext")
+                switch v {
+                case .object(let o): ext = o
+                case .array(let a) where a.isEmpty: break
+                default: return fail(L, "\(fname): ext must be a table with string keys")
+                }
+                for (k, v) in ext {
+                    switch v {
+                    case .string, .int, .double, .bool: break
+                    default: return fail(L, "\(fname): ext.\(k) must be a string, number or boolean")
+                    }
+                }
+            }
+            action = .sendCommand(cid: cid, command: HookCommand(action: act, ext: ext, cid: cid, from: ""))
+        case .recall:
+            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let id = argString(L, 2) else { return fail(L, "\(fname): message id expected") }
+            action = .recall(cid: cid, messageID: id)
+        case .kick, .add, .warn:
+            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let user = argString(L, 2) else { return fail(L, "\(fname): user id expected") }
+            let reason = argString(L, 3)
+            action = kind == .kick ? .kick(cid: cid, user: user, reason: reason)
+                : kind == .warn ? .warn(cid: cid, user: user, reason: reason) : .add(cid: cid, user: user)
+        case .mute:
+            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let user = argString(L, 2) else { return fail(L, "\(fname): user id expected") }
+            var secs: Int? = nil
+            if lua_type(L, 3) > LUA_TNIL {
+                guard let s = argNumber(L, 3), s.isFinite, s >= 0, s < 1e10 else { return fail(L, "\(fname): seconds must be a number") }
+                secs = Int(s)
+            }
+            action = .mute(cid: cid, user: user, seconds: secs, reason: argString(L, 4))
+        case .update_attr:
+            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let key = argString(L, 2), !key.isEmpty else { return fail(L, "\(fname): attribute key expected") }
+            action = .updateAttribute(cid: cid, key: key, value: try luaToJSON(L, 3, path: key))
+        }
+    } catch {
+        return fail(L, "\(fname): \(error)")
+    }
+    p.pending.append(HookAction(plugin: p.name, kind: action))
+    return 0
+}
+
+@inline(__always) func lua_upvalueindex_swift(_ i: Int32) -> Int32 { hb_lua_upvalueindex(i) }

@@ -1,0 +1,388 @@
+import CLua
+import Foundation
+import Logging
+
+enum HookName: Int, CaseIterable {
+    case onLoad, onUnload, beforeSend, moderation, translate, onReceive, onCmd, onTransient
+    case onMemberJoined, onMemberLeft, onInvited, onKicked, onConversationUpdated, onRecall
+
+    var luaName: String {
+        switch self {
+        case .onLoad: return "on_load"
+        case .onUnload: return "on_unload"
+        case .beforeSend: return "before_send"
+        case .moderation: return "moderation"
+        case .translate: return "translate"
+        case .onReceive: return "on_receive"
+        case .onCmd: return "on_cmd"
+        case .onTransient: return "on_transient"
+        case .onMemberJoined: return "on_member_joined"
+        case .onMemberLeft: return "on_member_left"
+        case .onInvited: return "on_invited"
+        case .onKicked: return "on_kicked"
+        case .onConversationUpdated: return "on_conversation_updated"
+        case .onRecall: return "on_recall"
+        }
+    }
+
+    static func forEvent(_ e: HookEvent) -> HookName {
+        switch e {
+        case .membersJoined: return .onMemberJoined
+        case .membersLeft: return .onMemberLeft
+        case .invited: return .onInvited
+        case .kicked: return .onKicked
+        case .conversationUpdated: return .onConversationUpdated
+        case .recalled: return .onRecall
+        }
+    }
+}
+
+/// What every plugin instance of one runtime shares.
+final class PluginEnvironment: @unchecked Sendable {
+    let store: HookStateStore
+    let clock: HookClock
+    let registry = TypeRegistry()
+    let logger: Logger
+    let limits: HookLimits
+    let directory: URL
+
+    init(store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL) {
+        self.store = store; self.clock = clock; self.logger = logger; self.limits = limits; self.directory = directory
+    }
+}
+
+struct PluginTimer {
+    var id: Int
+    var due: Double
+    var interval: Double?
+}
+
+private let nextInstanceID = Counter()
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
+}
+
+let maxActionsPerCall = 1000
+let maxTimersPerPlugin = 1000
+let maxStateKeyBytes = 1024
+
+/// One loaded version of a plugin: its own lua_State, hooks, timers and
+/// pending actions. Not thread-safe; the runtime serialises all use.
+final class LuaPlugin {
+    let env: PluginEnvironment
+    let key: String
+    let path: String
+    let instanceID: Int
+    let generation: Int
+    private(set) var name: String
+    private(set) var priority: Int = 0
+    private(set) var L: OpaquePointer?
+    let limits: UnsafeMutablePointer<hb_limits>
+    var refs = [Int32](repeating: LUA_NOREF, count: HookName.allCases.count)
+    var hookLines = [Int](repeating: 0, count: HookName.allCases.count)
+    private var ctxRef: Int32 = LUA_NOREF
+    private var fireTimerRef: Int32 = LUA_NOREF
+
+    // per call
+    var pending: [HookAction] = []
+    var currentCid: String?
+    var currentMessageID: String?
+
+    var timers: [Int: PluginTimer] = [:]
+    var nextTimerID = 1
+
+    // health
+    var consecutiveFailures = 0
+    var totalFailures = 0
+    var lastError: HookError?
+    var disabled = false
+
+    /// Creates the state, runs the plugin chunk and reads its table. Does not
+    /// call `on_load`.
+    init(env: PluginEnvironment, key: String, path: String, chunkName: String, source: String,
+         generation: Int, hostConfig: (String) -> JSONValue?) throws {
+        self.env = env
+        self.key = key
+        self.path = path
+        self.name = key
+        self.generation = generation
+        self.instanceID = nextInstanceID.next()
+        limits = .allocate(capacity: 1)
+        limits.initialize(to: hb_limits())
+        limits.pointee.mem_cap = env.limits.memoryBytes > 0 ? env.limits.memoryBytes : 0
+        limits.pointee.count_step = Int32(max(1, min(env.limits.checkInterval, 1_000_000)))
+        limits.pointee.unlimited = 1
+        guard let L = hb_newstate(limits) else {
+            limits.deallocate()
+            throw HookError(plugin: key, hook: "load", reason: .invalidPlugin("cannot create Lua state"))
+        }
+        self.L = L
+        limits.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        do {
+            try setUp(source: source, chunkName: chunkName, hostConfig: hostConfig)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit {
+        close()
+        limits.deallocate()
+    }
+
+    func close() {
+        guard let L else { return }
+        limits.pointee.owner = nil
+        limits.pointee.unlimited = 1
+        limits.pointee.deadline = 1e-9
+        lua_close(L)
+        self.L = nil
+        timers.removeAll()
+    }
+
+    var memoryUsed: Int { limits.pointee.mem_used }
+
+    func has(_ hook: HookName) -> Bool { refs[hook.rawValue] != LUA_NOREF }
+
+    private func loadError(_ status: Int32, hook: String) -> HookError {
+        makeError(status: status, hook: hook, fallbackLine: nil)
+    }
+
+    private func setUp(source: String, chunkName: String, hostConfig: (String) -> JSONValue?) throws {
+        guard let L else { return }
+        hb_open_safe_libs(L)
+        let budget = Int64(env.limits.instructionBudget)
+        // prelude
+        var status = hookbotPrelude.withCString { p in
+            hb_luaL_loadbuffer(L, p, strlen(p), "=(hookbot)", "t")
+        }
+        guard status == LUA_OK else {
+            throw HookError(plugin: key, hook: "load", reason: .invalidPlugin("prelude: \(luaString(L, -1) ?? "?")"))
+        }
+        pushHBTable(L)
+        lua_rawgeti(L, hb_lua_registryindex(), Int64(LUA_RIDX_GLOBALS))
+        status = hb_limited_pcall(L, 2, 3, env.limits.loadDeadline, 0)
+        guard status == LUA_OK else { throw loadError(status, hook: "load") }
+        fireTimerRef = hb_ref(L)
+        ctxRef = hb_ref(L)
+        let envRef = hb_ref(L)
+
+        // plugin chunk
+        var src = source
+        status = src.withUTF8 { buf in
+            buf.withMemoryRebound(to: CChar.self) { b in
+                hb_luaL_loadbuffer(L, b.baseAddress, b.count, chunkName, "t")
+            }
+        }
+        guard status == LUA_OK else {
+            let msg = luaString(L, -1) ?? "unknown compile error"
+            let (src, line, text) = splitLuaPosition(msg)
+            throw HookError(plugin: key, hook: "load", source: src, line: line, reason: .compile(text))
+        }
+        hb_getregistryref(L, envRef)
+        _ = lua_setupvalue(L, -2, 1)
+        hb_unref(L, envRef)
+        status = hb_limited_pcall(L, 0, 1, env.limits.loadDeadline, budget)
+        guard status == LUA_OK else { throw loadError(status, hook: "load") }
+        guard lua_type(L, -1) == LUA_TTABLE else {
+            throw HookError(plugin: key, hook: "load",
+                            reason: .invalidPlugin("the script must return a table, got \(luaTypeName(L, -1))"))
+        }
+        let t = lua_gettop(L)
+
+        // name
+        switch luaRawField(L, t, "name") {
+        case LUA_TNIL: break
+        case LUA_TSTRING:
+            let n = luaString(L, -1) ?? ""
+            guard isValidPluginName(n) else {
+                throw HookError(plugin: key, hook: "load", reason: .invalidPlugin("invalid name '\(n)' (letters, digits, _ . - only)"))
+            }
+            name = n
+        default:
+            throw HookError(plugin: key, hook: "load", reason: .invalidPlugin("name must be a string"))
+        }
+        lua_settop(L, t)
+        // priority
+        switch luaRawField(L, t, "priority") {
+        case LUA_TNIL: break
+        case LUA_TNUMBER:
+            let d = lua_tonumberx(L, -1, nil)
+            guard d.isFinite, abs(d) < 1e9 else {
+                throw HookError(plugin: name, hook: "load", reason: .invalidPlugin("priority out of range"))
+            }
+            priority = Int(d)
+        default:
+            throw HookError(plugin: name, hook: "load", reason: .invalidPlugin("priority must be a number"))
+        }
+        lua_settop(L, t)
+        // config
+        var defaults: JSONValue = .object([:])
+        if luaRawField(L, t, "config") != LUA_TNIL {
+            do {
+                defaults = try luaToJSON(L, -1, path: "config")
+            } catch {
+                throw HookError(plugin: name, hook: "load", reason: .invalidPlugin("\(error)"))
+            }
+            if case .array(let a) = defaults, a.isEmpty { defaults = .object([:]) }
+            guard case .object = defaults else {
+                throw HookError(plugin: name, hook: "load", reason: .invalidPlugin("config must be a table with string keys"))
+            }
+        }
+        lua_settop(L, t)
+        // hooks
+        for hook in HookName.allCases {
+            luaPush(L, hook.luaName)
+            let ty = lua_rawget(L, t)
+            if ty == LUA_TFUNCTION {
+                var ar = lua_Debug()
+                lua_pushvalue(L, -1)
+                if lua_getinfo(L, ">S", &ar) != 0 { hookLines[hook.rawValue] = Int(ar.linedefined) }
+                refs[hook.rawValue] = hb_ref(L)
+            } else if ty != LUA_TNIL {
+                throw HookError(plugin: name, hook: "load", reason: .invalidPlugin("\(hook.luaName) must be a function"))
+            }
+            lua_settop(L, t)
+        }
+        // ctx.plugin, ctx.config
+        let config = mergeConfig(defaults, hostConfig(name) ?? .null)
+        hb_getregistryref(L, ctxRef)
+        luaSetField(L, "plugin", name)
+        if !luaPush(L, json: config) { lua_createtable(L, 0, 0) }
+        luaSetFieldTop(L, "config")
+        lua_settop(L, 0)
+    }
+
+    private func pushHBTable(_ L: LuaRef) {
+        lua_createtable(L, 0, 32)
+        func set(_ name: String, _ fn: hb_swift_fn) {
+            hb_push_swift_function(L, fn)
+            lua_setfield(L, -2, name)
+        }
+        set("log", cbLog)
+        set("now", cbNow)
+        set("where", cbWhere)
+        set("require_source", cbRequireSource)
+        set("state_get", cbStateGet)
+        set("state_set", cbStateSet)
+        set("state_incr", cbStateIncr)
+        set("state_delete", cbStateDelete)
+        set("state_keys", cbStateKeys)
+        set("timer_add", cbTimerAdd)
+        set("timer_cancel", cbTimerCancel)
+        set("types_register", cbTypesRegister)
+        set("types_validate", cbTypesValidate)
+        set("types_name", cbTypesName)
+        set("types_number", cbTypesNumber)
+        for kind in ActionKind.allCases {
+            luaPush(L, kind.rawValue)
+            hb_push_swift_closure(L, cbAction, 1)
+            lua_setfield(L, -2, "act_" + kind.rawValue)
+        }
+    }
+
+    // MARK: calling
+
+    /// Calls `hook(args..., ctx)` under the limits. On success the single
+    /// result is left on top of the stack (caller pops with `lua_settop(L, 0)`).
+    func invoke(_ hook: HookName, timeout: Double? = nil, _ pushArgs: (LuaRef) -> Int32) -> HookError? {
+        guard let L else {
+            return HookError(plugin: name, hook: hook.luaName, reason: .runtime("plugin is closed"))
+        }
+        lua_settop(L, 0)
+        hb_getregistryref(L, refs[hook.rawValue])
+        let n = pushArgs(L)
+        hb_getregistryref(L, ctxRef)
+        let t = timeout ?? env.limits.deadline
+        let status = hb_limited_pcall(L, n + 1, 1, t, Int64(env.limits.instructionBudget))
+        if status == LUA_OK { return nil }
+        let e = makeError(status: status, hook: hook.luaName, fallbackLine: hookLines[hook.rawValue])
+        lua_settop(L, 0)
+        return e
+    }
+
+    func fireTimer(id: Int, once: Bool) -> HookError? {
+        guard let L else { return HookError(plugin: name, hook: "timer", reason: .runtime("plugin is closed")) }
+        lua_settop(L, 0)
+        hb_getregistryref(L, fireTimerRef)
+        lua_pushinteger(L, Int64(id))
+        lua_pushboolean(L, once ? 1 : 0)
+        let status = hb_limited_pcall(L, 2, 0, env.limits.deadline, Int64(env.limits.instructionBudget))
+        if status == LUA_OK { return nil }
+        let e = makeError(status: status, hook: "timer", fallbackLine: nil)
+        lua_settop(L, 0)
+        return e
+    }
+
+    func makeError(status: Int32, hook: String, fallbackLine: Int?) -> HookError {
+        let tripped = limits.pointee.tripped
+        var msg: String
+        if let L {
+            if let s = luaString(L, -1) { msg = s }
+            else if lua_type(L, -1) == LUA_TNUMBER { msg = String(lua_tonumberx(L, -1, nil)) }
+            else { msg = "(error object is a \(luaTypeName(L, -1)) value)" }
+        } else {
+            msg = "error"
+        }
+        let (src, line, text) = splitLuaPosition(msg)
+        let reason: HookError.Reason
+        if tripped == Int32(HB_TRIP_INSTRUCTIONS) { reason = .instructionBudget }
+        else if tripped == Int32(HB_TRIP_DEADLINE) { reason = .deadline }
+        else if tripped == Int32(HB_TRIP_MEMORY) || status == LUA_ERRMEM { reason = .memory }
+        else { reason = .runtime(text) }
+        return HookError(plugin: name, hook: hook, source: src ?? (line == nil ? chunkLabel : nil),
+                         line: line ?? (fallbackLine.flatMap { $0 > 0 ? $0 : nil }), reason: reason)
+    }
+
+    var chunkLabel: String {
+        path.hasSuffix("init.lua") ? "\(key)/init.lua" : "\(key).lua"
+    }
+
+    func takeActions() -> [HookAction] {
+        if pending.isEmpty { return [] }
+        let a = pending
+        pending.removeAll(keepingCapacity: true)
+        return a
+    }
+}
+
+func isValidPluginName(_ n: String) -> Bool {
+    !n.isEmpty && n.count <= 64 && n.utf8.allSatisfy { c in
+        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D || c == 0x2E
+    }
+}
+
+/// Host config overrides plugin defaults; objects merge recursively.
+func mergeConfig(_ defaults: JSONValue, _ override: JSONValue) -> JSONValue {
+    switch (defaults, override) {
+    case (_, .null): return defaults
+    case (.object(var a), .object(let b)):
+        for (k, v) in b { a[k] = mergeConfig(a[k] ?? .null, v) }
+        return .object(a)
+    default: return override
+    }
+}
+
+/// Splits "source:line: message" into its parts.
+func splitLuaPosition(_ msg: String) -> (String?, Int?, String) {
+    let u = Array(msg.utf8)
+    var i = 0
+    while i < u.count {
+        if u[i] == UInt8(ascii: ":") {
+            var j = i + 1
+            while j < u.count, u[j] >= 0x30, u[j] <= 0x39 { j += 1 }
+            if j > i + 1, j + 1 < u.count, u[j] == UInt8(ascii: ":"), u[j + 1] == UInt8(ascii: " ") {
+                let src = String(decoding: u[0..<i], as: UTF8.self)
+                let line = Int(String(decoding: u[(i + 1)..<j], as: UTF8.self))
+                let rest = String(decoding: u[(j + 2)...], as: UTF8.self)
+                return (src, line, rest)
+            }
+        }
+        if u[i] == 0x0A { break }
+        i += 1
+    }
+    return (nil, nil, msg)
+}

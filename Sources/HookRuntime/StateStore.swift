@@ -1,0 +1,153 @@
+import Foundation
+import GRDB
+
+/// Persistent plugin state and translation cache in one SQLite file (WAL).
+/// Every write is committed before the call returns. Thread-safe.
+public final class HookStateStore: @unchecked Sendable {
+    let pool: DatabasePool
+    public let path: String
+
+    /// Opens (or creates) the store at `path`, e.g. `hookbot-state.sqlite`.
+    public init(path: String) throws {
+        self.path = path
+        var config = Configuration()
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        config.busyMode = .timeout(10)
+        pool = try DatabasePool(path: path, configuration: config)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("hookruntime-v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE IF NOT EXISTS plugin_state (
+                    plugin TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    expires_at REAL,
+                    PRIMARY KEY (plugin, key)
+                ) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS translation_cache (
+                    message_id TEXT NOT NULL,
+                    lang TEXT NOT NULL,
+                    text TEXT NOT NULL,
+                    plugin TEXT,
+                    created_at REAL,
+                    PRIMARY KEY (message_id, lang)
+                ) WITHOUT ROWID;
+                """)
+        }
+        try migrator.migrate(pool)
+    }
+
+    // MARK: plugin state
+
+    public func get(plugin: String, key: String, now: Double) throws -> JSONValue? {
+        let text = try pool.read { db in
+            try String.fetchOne(db, sql: """
+                SELECT value FROM plugin_state WHERE plugin = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)
+                """, arguments: [plugin, key, now])
+        }
+        guard let text else { return nil }
+        return try JSONValue(jsonText: text)
+    }
+
+    /// Sets `key`; `ttl` in seconds (nil = no expiry). Setting `.null` deletes.
+    public func set(plugin: String, key: String, value: JSONValue, ttl: Double? = nil, now: Double) throws {
+        if value == .null { try delete(plugin: plugin, key: key); return }
+        let text = value.jsonText
+        let expires: Double? = ttl.map { now + $0 }
+        try pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+                """, arguments: [plugin, key, text, expires])
+        }
+    }
+
+    /// Atomically adds `by` to a numeric value (missing or expired counts as 0).
+    /// Keeps the existing expiry unless `ttl` is given. Returns the new value.
+    public func incr(plugin: String, key: String, by: JSONValue, ttl: Double? = nil, now: Double) throws -> JSONValue {
+        try pool.write { db -> JSONValue in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT value, expires_at FROM plugin_state WHERE plugin = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)
+                """, arguments: [plugin, key, now])
+            var current: JSONValue = .int(0)
+            var expires: Double? = nil
+            if let row {
+                current = try JSONValue(jsonText: row["value"])
+                expires = row["expires_at"]
+            }
+            if let ttl { expires = now + ttl }
+            let result: JSONValue
+            switch (current, by) {
+            case (.int(let a), .int(let b)):
+                let (s, o) = a.addingReportingOverflow(b)
+                result = o ? .double(Double(a) + Double(b)) : .int(s)
+            default:
+                guard let a = current.doubleValue else { throw StoreError.notNumeric(key) }
+                guard let b = by.doubleValue else { throw StoreError.notNumeric("increment") }
+                result = .double(a + b)
+            }
+            try db.execute(sql: """
+                INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+                """, arguments: [plugin, key, result.jsonText, expires])
+            return result
+        }
+    }
+
+    public func delete(plugin: String, key: String) throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM plugin_state WHERE plugin = ? AND key = ?", arguments: [plugin, key])
+        }
+    }
+
+    /// Live keys starting with `prefix`, sorted.
+    public func keys(plugin: String, prefix: String, now: Double) throws -> [String] {
+        try pool.read { db in
+            // range scan on the primary key; prefix compared in Swift for exactness
+            let rows = try String.fetchAll(db, sql: """
+                SELECT key FROM plugin_state WHERE plugin = ? AND key >= ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key
+                """, arguments: [plugin, prefix, now])
+            var out: [String] = []
+            for k in rows {
+                if k.hasPrefix(prefix) { out.append(k) } else if !prefix.isEmpty && k > prefix { break }
+            }
+            return out
+        }
+    }
+
+    /// Removes expired entries (optional housekeeping; reads already ignore them).
+    @discardableResult
+    public func purgeExpired(now: Double) throws -> Int {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM plugin_state WHERE expires_at IS NOT NULL AND expires_at <= ?", arguments: [now])
+            return db.changesCount
+        }
+    }
+
+    // MARK: translation cache
+
+    public func cachedTranslation(messageID: String, lang: String) throws -> (text: String, plugin: String?)? {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT text, plugin FROM translation_cache WHERE message_id = ? AND lang = ?",
+                                             arguments: [messageID, lang]) else { return nil }
+            return (row["text"], row["plugin"])
+        }
+    }
+
+    public func cacheTranslation(messageID: String, lang: String, text: String, plugin: String?, now: Double) throws {
+        try pool.write { db in
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO translation_cache(message_id, lang, text, plugin, created_at) VALUES (?, ?, ?, ?, ?)
+                """, arguments: [messageID, lang, text, plugin, now])
+        }
+    }
+
+    enum StoreError: Error, CustomStringConvertible {
+        case notNumeric(String)
+        var description: String {
+            switch self { case .notNumeric(let k): return "value of \(k) is not a number" }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+/// A custom message type registered by a plugin: a positive type number, a
+/// name and a schema for the fields kept in the message's `attrs`.
+public struct CustomMessageType: Sendable, Hashable {
+    public enum FieldType: String, Sendable, Hashable {
+        case string, number, integer, boolean, table, any
+    }
+    public struct Field: Sendable, Hashable {
+        public var type: FieldType
+        public var optional: Bool
+    }
+    public var number: Int
+    public var name: String
+    public var fields: [String: Field]
+    /// Plugin that registered the type.
+    public var plugin: String
+
+    /// Returns nil if `attrs` satisfies the schema, else a reason.
+    public func validate(attrs: [String: JSONValue]) -> String? {
+        for (key, field) in fields.sorted(by: { $0.key < $1.key }) {
+            guard let v = attrs[key], v != .null else {
+                if field.optional { continue }
+                return "\(name): missing field '\(key)'"
+            }
+            let ok: Bool
+            switch field.type {
+            case .any: ok = true
+            case .string: if case .string = v { ok = true } else { ok = false }
+            case .boolean: if case .bool = v { ok = true } else { ok = false }
+            case .number: ok = v.doubleValue != nil
+            case .integer: ok = v.intValue != nil
+            case .table:
+                switch v { case .array, .object: ok = true; default: ok = false }
+            }
+            if !ok { return "\(name): field '\(key)' must be \(field.type.rawValue)" }
+        }
+        for key in attrs.keys.sorted() where fields[key] == nil {
+            return "\(name): unknown field '\(key)'"
+        }
+        return nil
+    }
+}
+
+/// Registry of custom message types, shared by all plugins of a runtime.
+/// Registrations are owned by the plugin instance that made them and removed
+/// when it unloads (a reloaded version re-registers in `on_load`).
+final class TypeRegistry: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byNumber: [Int: (type: CustomMessageType, owner: Int)] = [:]
+
+    func register(_ t: CustomMessageType, owner: Int) -> String? {
+        lock.lock(); defer { lock.unlock() }
+        if t.number <= 0 { return "custom message types must be positive numbers" }
+        if HookMessageType.builtinNames.values.contains(t.name) { return "type name '\(t.name)' is reserved" }
+        if let existing = byNumber[t.number], existing.type.plugin != t.plugin {
+            return "type \(t.number) is already registered by plugin \(existing.type.plugin)"
+        }
+        if let other = byNumber.values.first(where: { $0.type.name == t.name && $0.type.number != t.number }) {
+            return "type name '\(t.name)' is already registered as type \(other.type.number)"
+        }
+        byNumber[t.number] = (t, owner)
+        return nil
+    }
+
+    func removeAll(owner: Int) {
+        lock.lock(); defer { lock.unlock() }
+        byNumber = byNumber.filter { $0.value.owner != owner }
+    }
+
+    func type(number: Int) -> CustomMessageType? {
+        lock.lock(); defer { lock.unlock() }
+        return byNumber[number]?.type
+    }
+
+    func type(named name: String) -> CustomMessageType? {
+        lock.lock(); defer { lock.unlock() }
+        return byNumber.values.first(where: { $0.type.name == name })?.type
+    }
+
+    var all: [CustomMessageType] {
+        lock.lock(); defer { lock.unlock() }
+        return byNumber.values.map(\.type).sorted { $0.number < $1.number }
+    }
+
+    func name(of number: Int) -> String? {
+        if let n = HookMessageType.builtinNames[number] { return n }
+        return type(number: number)?.name
+    }
+
+    /// nil when valid; custom types that are not registered are not checked.
+    func validate(_ m: HookMessage) -> String? {
+        if m.type > 0, let t = type(number: m.type) { return t.validate(attrs: m.attrs) }
+        return nil
+    }
+}

@@ -1,0 +1,342 @@
+import Foundation
+import Logging
+
+// MARK: - Messages
+
+/// Well-known message types (LeanCloud typed messages). Positive numbers are
+/// custom types registered by plugins.
+public enum HookMessageType {
+    public static let text = -1
+    public static let image = -2
+    public static let audio = -3
+    public static let video = -4
+    public static let location = -5
+    public static let file = -6
+    public static let recalled = -127
+
+    public static let builtinNames: [Int: String] = [
+        -1: "text", -2: "image", -3: "audio", -4: "video", -5: "location", -6: "file", -127: "recalled",
+    ]
+}
+
+public struct HookFile: Sendable, Hashable, Codable {
+    public var url: String?
+    public var name: String?
+    public var format: String?
+    public var size: Int?
+    public var width: Int?
+    public var height: Int?
+    public var duration: Double?
+
+    public init(url: String? = nil, name: String? = nil, format: String? = nil, size: Int? = nil,
+                width: Int? = nil, height: Int? = nil, duration: Double? = nil) {
+        self.url = url; self.name = name; self.format = format; self.size = size
+        self.width = width; self.height = height; self.duration = duration
+    }
+}
+
+public struct HookLocation: Sendable, Hashable, Codable {
+    public var latitude: Double
+    public var longitude: Double
+    public init(latitude: Double, longitude: Double) { self.latitude = latitude; self.longitude = longitude }
+}
+
+/// A message as plugins see it (a Lua table with the same fields, plus
+/// `type_name`). Drafts built by plugins (`ctx.reply`, `ctx.send`) have an
+/// empty `id`/`from` that the host fills in.
+public struct HookMessage: Sendable, Hashable, Codable {
+    public var id: String
+    public var cid: String
+    public var from: String
+    public var type: Int
+    public var text: String?
+    public var attrs: [String: JSONValue]
+    public var file: HookFile?
+    public var location: HookLocation?
+    /// Milliseconds since 1970.
+    public var timestamp: Int64
+    public var transient: Bool
+
+    public init(id: String = "", cid: String = "", from: String = "", type: Int = HookMessageType.text,
+                text: String? = nil, attrs: [String: JSONValue] = [:], file: HookFile? = nil,
+                location: HookLocation? = nil, timestamp: Int64 = 0, transient: Bool = false) {
+        self.id = id; self.cid = cid; self.from = from; self.type = type; self.text = text
+        self.attrs = attrs; self.file = file; self.location = location
+        self.timestamp = timestamp; self.transient = transient
+    }
+}
+
+/// A command message: `{action, ext, cid, from}`.
+public struct HookCommand: Sendable, Hashable, Codable {
+    public var action: String
+    public var ext: [String: JSONValue]
+    public var cid: String
+    public var from: String
+    public init(action: String, ext: [String: JSONValue] = [:], cid: String = "", from: String = "") {
+        self.action = action; self.ext = ext; self.cid = cid; self.from = from
+    }
+}
+
+/// Conversation-level events fed by the host.
+public enum HookEvent: Sendable, Hashable {
+    /// `on_member_joined({cid, members, by})`
+    case membersJoined(cid: String, members: [String], by: String?)
+    /// `on_member_left({cid, members, by})`
+    case membersLeft(cid: String, members: [String], by: String?)
+    /// `on_invited({cid, by})` – the bot was added to a conversation.
+    case invited(cid: String, by: String?)
+    /// `on_kicked({cid, by})` – the bot was removed from a conversation.
+    case kicked(cid: String, by: String?)
+    /// `on_conversation_updated({cid, attrs, by})`
+    case conversationUpdated(cid: String, attrs: [String: JSONValue], by: String?)
+    /// `on_recall({cid, id, by, timestamp})`
+    case recalled(cid: String, messageID: String, by: String?, timestamp: Int64)
+
+    var hookName: String {
+        switch self {
+        case .membersJoined: return "on_member_joined"
+        case .membersLeft: return "on_member_left"
+        case .invited: return "on_invited"
+        case .kicked: return "on_kicked"
+        case .conversationUpdated: return "on_conversation_updated"
+        case .recalled: return "on_recall"
+        }
+    }
+
+    var cid: String {
+        switch self {
+        case .membersJoined(let c, _, _), .membersLeft(let c, _, _), .invited(let c, _), .kicked(let c, _),
+             .conversationUpdated(let c, _, _), .recalled(let c, _, _, _):
+            return c
+        }
+    }
+
+    var table: JSONValue {
+        switch self {
+        case .membersJoined(let cid, let m, let by), .membersLeft(let cid, let m, let by):
+            var o: [String: JSONValue] = ["cid": .string(cid), "members": .array(m.map { .string($0) })]
+            if let by { o["by"] = .string(by) }
+            return .object(o)
+        case .invited(let cid, let by), .kicked(let cid, let by):
+            var o: [String: JSONValue] = ["cid": .string(cid)]
+            if let by { o["by"] = .string(by) }
+            return .object(o)
+        case .conversationUpdated(let cid, let attrs, let by):
+            var o: [String: JSONValue] = ["cid": .string(cid), "attrs": .object(attrs)]
+            if let by { o["by"] = .string(by) }
+            return .object(o)
+        case .recalled(let cid, let id, let by, let ts):
+            var o: [String: JSONValue] = ["cid": .string(cid), "id": .string(id), "timestamp": .int(Int(ts))]
+            if let by { o["by"] = .string(by) }
+            return .object(o)
+        }
+    }
+}
+
+// MARK: - Actions
+
+public enum HookLogLevel: String, Sendable, Hashable, Codable, CaseIterable {
+    case trace, debug, info, notice, warning, error, critical
+
+    var swiftLog: Logger.Level {
+        switch self {
+        case .trace: return .trace
+        case .debug: return .debug
+        case .info: return .info
+        case .notice: return .notice
+        case .warning: return .warning
+        case .error: return .error
+        case .critical: return .critical
+        }
+    }
+}
+
+/// A side effect requested by a plugin. The runtime never performs network
+/// actions itself; the host executes them.
+public struct HookAction: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// Send `message` to `cid`. `replyTo` is set by `ctx.reply`.
+        case send(cid: String, message: HookMessage, replyTo: String?)
+        /// Send a transient message (not stored, not pushed offline).
+        case sendTransient(cid: String, message: HookMessage)
+        case sendCommand(cid: String, command: HookCommand)
+        case recall(cid: String, messageID: String)
+        case kick(cid: String, user: String, reason: String?)
+        case mute(cid: String, user: String, seconds: Int?, reason: String?)
+        case add(cid: String, user: String)
+        case warn(cid: String, user: String, reason: String?)
+        case updateAttribute(cid: String, key: String, value: JSONValue)
+        /// Already written to the runtime's logger; listed for hosts and test runners.
+        case log(level: HookLogLevel, message: String)
+    }
+
+    /// The plugin that requested the action.
+    public var plugin: String
+    public var kind: Kind
+
+    public init(plugin: String, kind: Kind) { self.plugin = plugin; self.kind = kind }
+}
+
+// MARK: - Errors
+
+/// A failure of a plugin: compile error, hook error, limit exceeded.
+public struct HookError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Reason: Sendable, Hashable {
+        case compile(String)
+        case invalidPlugin(String)
+        case runtime(String)
+        case instructionBudget
+        case deadline
+        case memory
+        case invalidResult(String)
+        case io(String)
+    }
+
+    public var plugin: String
+    /// The hook that failed (`"load"` for compilation/`on_load`).
+    public var hook: String
+    /// Script and line from the Lua error position, when known.
+    public var source: String?
+    public var line: Int?
+    public var reason: Reason
+
+    public init(plugin: String, hook: String, source: String? = nil, line: Int? = nil, reason: Reason) {
+        self.plugin = plugin; self.hook = hook; self.source = source; self.line = line; self.reason = reason
+    }
+
+    public var message: String {
+        switch reason {
+        case .compile(let m): return "compile error: \(m)"
+        case .invalidPlugin(let m): return "invalid plugin: \(m)"
+        case .runtime(let m): return m
+        case .instructionBudget: return "instruction budget exceeded"
+        case .deadline: return "deadline exceeded"
+        case .memory: return "memory limit exceeded"
+        case .invalidResult(let m): return "invalid result: \(m)"
+        case .io(let m): return m
+        }
+    }
+
+    public var description: String {
+        var s = "plugin \(plugin) \(hook)"
+        if let source, let line { s += " at \(source):\(line)" } else if let line { s += " at line \(line)" }
+        return s + ": " + message
+    }
+}
+
+// MARK: - Outcomes
+
+public enum ModerationVerdict: Sendable, Hashable {
+    case allow
+    /// `code` is an optional application error code; `silent` means the sender
+    /// is not told (the message looks sent to them).
+    case block(reason: String?, code: Int?, silent: Bool)
+    case replace(text: String)
+}
+
+public struct ModerationOutcome: Sendable, Hashable {
+    public var verdict: ModerationVerdict
+    /// The plugin whose verdict won (nil for allow).
+    public var decidedBy: String?
+    public var actions: [HookAction]
+    public var errors: [HookError]
+}
+
+public struct BeforeSendOutcome: Sendable, Hashable {
+    /// The message to send (possibly modified); nil if dropped.
+    public var message: HookMessage?
+    public var dropped: (plugin: String, reason: String?)? { droppedBy.map { ($0, dropReason) } }
+    public var droppedBy: String?
+    public var dropReason: String?
+    public var actions: [HookAction]
+    public var errors: [HookError]
+}
+
+public struct TranslationOutcome: Sendable, Hashable {
+    public var text: String?
+    /// Plugin that produced the translation (nil when none did).
+    public var plugin: String?
+    public var cached: Bool
+    public var actions: [HookAction]
+    public var errors: [HookError]
+}
+
+/// Result of hooks that all run (`on_receive`, `on_cmd`, events, timers).
+public struct HookResult: Sendable, Hashable {
+    public var actions: [HookAction]
+    public var errors: [HookError]
+    public init(actions: [HookAction] = [], errors: [HookError] = []) { self.actions = actions; self.errors = errors }
+}
+
+/// Result of the incoming pipeline: moderation, then `on_receive` unless blocked.
+public struct IncomingOutcome: Sendable, Hashable {
+    public var moderation: ModerationOutcome
+    /// The message as delivered to `on_receive` (text replaced if so decided); nil if blocked.
+    public var delivered: HookMessage?
+    public var actions: [HookAction]
+    public var errors: [HookError]
+}
+
+// MARK: - Limits, clock, status
+
+public struct HookLimits: Sendable, Hashable {
+    /// Lua VM instructions per hook call (0 = unlimited).
+    public var instructionBudget: Int = 10_000_000
+    /// Wall-clock deadline per hook call, in seconds (0 = none).
+    public var deadline: Double = 0.25
+    /// Deadline for compiling a plugin and running `on_load`/`on_unload`.
+    public var loadDeadline: Double = 2.0
+    /// Memory cap per plugin state, in bytes (0 = unlimited).
+    public var memoryBytes: Int = 32 * 1024 * 1024
+    /// Consecutive failures after which a plugin is disabled until reloaded.
+    public var breakerThreshold: Int = 5
+    /// When true, a failing moderation hook blocks the message.
+    public var moderationFailClosed: Bool = false
+    /// Instructions between two checks of the budget and deadline.
+    public var checkInterval: Int = 1000
+
+    public init(instructionBudget: Int = 10_000_000, deadline: Double = 0.25, loadDeadline: Double = 2.0,
+                memoryBytes: Int = 32 * 1024 * 1024, breakerThreshold: Int = 5,
+                moderationFailClosed: Bool = false, checkInterval: Int = 1000) {
+        self.instructionBudget = instructionBudget; self.deadline = deadline; self.loadDeadline = loadDeadline
+        self.memoryBytes = memoryBytes; self.breakerThreshold = breakerThreshold
+        self.moderationFailClosed = moderationFailClosed; self.checkInterval = checkInterval
+    }
+
+    public static let `default` = HookLimits()
+}
+
+/// The runtime's notion of "now" (seconds since 1970) for timers and state TTLs.
+public struct HookClock: Sendable {
+    public let now: @Sendable () -> Double
+    public init(now: @escaping @Sendable () -> Double) { self.now = now }
+    public static let system = HookClock { Date().timeIntervalSince1970 }
+}
+
+/// A clock that only moves when told to (tests, plugin test runner).
+public final class ManualClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: Double
+    public init(_ start: Double = 1_700_000_000) { current = start }
+    public var now: Double { lock.lock(); defer { lock.unlock() }; return current }
+    public func advance(by seconds: Double) { lock.lock(); current += seconds; lock.unlock() }
+    public func set(_ t: Double) { lock.lock(); current = t; lock.unlock() }
+    public var clock: HookClock { HookClock { [self] in self.now } }
+}
+
+public struct PluginStatus: Sendable, Hashable {
+    public enum State: String, Sendable, Hashable { case loaded, disabled, failed }
+    public var name: String
+    public var path: String
+    public var priority: Int
+    public var state: State
+    /// Consecutive failures (reset by a successful call).
+    public var consecutiveFailures: Int
+    public var totalFailures: Int
+    public var lastError: HookError?
+    /// How many times this plugin has been (re)loaded.
+    public var generation: Int
+    public var hooks: [String]
+    public var timers: Int
+    public var memoryBytes: Int
+}

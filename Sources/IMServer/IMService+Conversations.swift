@@ -1,0 +1,66 @@
+import Foundation
+import GRDB
+import IMCore
+import NIOWebSocket
+
+/// Conversation creation and history.
+extension IMService {
+
+    func startConversation(_ command: Command, by clientID: String, on connection: Connection) async throws {
+        let members = command.m ?? []
+        if members.count > 1000 { throw IMError(.invalidField, "at most 1000 members at creation") }
+        for member in members {
+            if let error = ClientID.validate(member) { throw IMError(.invalidField, "member '\(member)': \(error.detail ?? error.reason)") }
+        }
+        if let attr = command.attr, attr.objectValue == nil { throw IMError(.invalidField, "attr must be a JSON object") }
+        try signatures?.verify(.start(clientID: clientID, members: members), command: command, failure: .conversationSignatureFailed)
+        let now = Identifiers.nowMillis()
+        let (record, created) = try await db.write { db in
+            try ConversationStore.create(
+                db, creator: clientID, members: members, name: command.name, attr: command.attr,
+                unique: command.unique == true, transient: command.transient == true, now: now)
+        }
+        var reply = Command(cmd: .conv, op: .started, i: command.i)
+        reply.cid = record.id
+        reply.cdate = record.createdAt
+        reply.unique = record.uniqueKey != nil ? true : nil
+        connection.send(reply)
+        if record.transient {
+            rooms.enter(connection, room: record.id)
+            return
+        }
+        guard created else { return }
+        let all = try await db.read { db in try ConversationStore.members(db, cid: record.id) }
+        var invited = Command(cmd: .conv, op: .invited)
+        invited.cid = record.id
+        invited.initBy = clientID
+        notify(all.filter { $0 != clientID }, invited)
+        var joined = Command(cmd: .conv, op: .membersJoined)
+        joined.cid = record.id
+        joined.m = all
+        joined.initBy = clientID
+        notify(all, joined, except: connection)
+    }
+
+    // MARK: History
+
+    func history(_ command: Command, for clientID: String, on connection: Connection) async throws {
+        guard let cid = command.cid else { throw IMError(.invalidField, "missing field 'cid'") }
+        let limit = command.limit ?? configuration.historyDefaultLimit
+        guard limit >= 1 else { throw IMError(.invalidField, "limit must be at least 1") }
+        let records = try await db.read { db -> [MessageRecord] in
+            guard let conversation = try ConversationStore.find(db, id: cid) else {
+                throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
+            }
+            if !conversation.transient, try !ConversationStore.isMember(db, cid: cid, clientID: clientID) {
+                throw IMError(.conversationLogRejected, "\(clientID) is not a member of \(cid)")
+            }
+            return try MessageStore.history(
+                db, cid: cid, limit: min(limit, self.configuration.historyMaxLimit), beforeT: command.t, afterT: command.tt)
+        }
+        var reply = Command(cmd: .logs, i: command.i)
+        reply.cid = cid
+        reply.logs = records.map(\.logItem)
+        connection.send(reply)
+    }
+}

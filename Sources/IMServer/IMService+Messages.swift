@@ -1,0 +1,112 @@
+import Foundation
+import GRDB
+import IMCore
+import NIOWebSocket
+
+/// Sending messages and acknowledging deliveries.
+extension IMService {
+
+    func sendMessage(_ command: Command, from clientID: String, on connection: Connection) async throws {
+        let cid = try requiredCID(command)
+        if command.action != nil {
+            return try await sendCmdMessage(command, cid: cid, from: clientID, on: connection)
+        }
+        guard let body = command.msg else { throw IMError(.invalidField, "missing field 'msg'") }
+        if body.utf8.count > configuration.maxMessageBytes {
+            throw IMError(.frameTooLong, "message body is \(body.utf8.count) bytes; the limit is \(configuration.maxMessageBytes)")
+        }
+        if let priority = command.priority, !["high", "normal", "low"].contains(priority) {
+            throw IMError(.invalidField, "priority must be high, normal or low")
+        }
+        if command.transient == true {
+            var direct = Command(cmd: .direct)
+            direct.msg = body
+            direct.transient = true
+            return try await broadcastOnline(direct, cid: cid, from: clientID, on: connection, serial: command.i)
+        }
+        await pipeline.enqueue(OutgoingMessage(
+            cid: cid, from: clientID, data: body, receipt: command.r == true, priority: command.priority,
+            dedupeToken: command.dt, mentionPids: command.mentionPids, mentionAll: command.mentionAll,
+            sender: connection, serial: command.i))
+    }
+
+    /// Cmd messages (action + ext) go to online members only and are never stored.
+    private func sendCmdMessage(_ command: Command, cid: String, from clientID: String, on connection: Connection) async throws {
+        guard let action = command.action, !action.isEmpty, action.count <= 128 else {
+            throw IMError(.invalidField, "action must be 1–128 characters")
+        }
+        if action.hasPrefix("_") || action.hasPrefix("hookbot.") {
+            throw IMError(.invalidField, "actions starting with '_' or 'hookbot.' are reserved")
+        }
+        let ext = command.ext ?? [:]
+        if ext.count > 64 { throw IMError(.invalidField, "ext has more than 64 keys") }
+        for (key, value) in ext {
+            switch value {
+            case .string, .int, .double, .bool: continue
+            default: throw IMError(.invalidField, "ext.\(key) must be a string, number or bool")
+            }
+        }
+        if JSONValue.object(ext).jsonString().utf8.count > configuration.maxMessageBytes {
+            throw IMError(.frameTooLong, "ext is larger than \(configuration.maxMessageBytes) bytes")
+        }
+        var direct = Command(cmd: .direct)
+        direct.action = action
+        direct.ext = ext
+        try await broadcastOnline(direct, cid: cid, from: clientID, on: connection, serial: command.i)
+    }
+
+    /// Delivers an unstored message (transient or cmd) to the online members of a conversation, or to the
+    /// clients in a chat room, and acks it.
+    private func broadcastOnline(_ template: Command, cid: String, from clientID: String, on connection: Connection,
+                                 serial: Int?) async throws {
+        let members = try await db.read { db -> [String]? in
+            guard let record = try ConversationStore.find(db, id: cid) else { return nil }
+            return record.transient ? nil : try ConversationStore.members(db, cid: cid)
+        }
+        let recipients: [Connection]
+        if let members {
+            guard members.contains(clientID) else {
+                throw IMError(.invalidMessagingTarget, "\(clientID) is not a member of \(cid)")
+            }
+            recipients = members.flatMap { registry.connections(of: $0) }
+        } else {
+            guard rooms.room(of: connection) == cid else {
+                let exists = try await db.read { db in try ConversationStore.find(db, id: cid) != nil }
+                throw IMError(.invalidMessagingTarget, exists ? "join the chat room \(cid) first" : "conversation \(cid) does not exist")
+            }
+            recipients = rooms.connections(in: cid)
+        }
+        var direct = template
+        direct.cid = cid
+        direct.id = Identifiers.messageID()
+        direct.fromPeerId = clientID
+        direct.timestamp = Identifiers.nowMillis()
+        for recipient in recipients where recipient.clientID != clientID {
+            recipient.deliver(messageID: direct.id ?? "", direct)
+        }
+        var ack = Command(cmd: .ack, i: serial)
+        ack.uid = direct.id
+        ack.t = direct.timestamp
+        connection.send(ack)
+    }
+
+    /// A client acknowledges delivered messages: the delivery cursor moves, and senders who asked for
+    /// a receipt get an `rcp`.
+    func acknowledge(_ command: Command, by clientID: String, on connection: Connection) async {
+        let ids = (command.ids ?? []) + [command.mid].compactMap { $0 }
+        if let cid = command.cid, let t = command.t {
+            await cursors.advance(CursorKey(cid: cid, clientID: clientID), to: t)
+        }
+        let now = Identifiers.nowMillis()
+        for id in ids {
+            guard let entry = receipts.entry(for: id), entry.sender != clientID else { continue }
+            var rcp = Command(cmd: .rcp)
+            rcp.id = id
+            rcp.cid = entry.cid
+            rcp.t = now
+            rcp.from = clientID
+            for sender in registry.connections(of: entry.sender) { sender.send(rcp) }
+        }
+        if let serial = command.i { connection.send(Command(cmd: .ack, i: serial)) }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+import IMCore
+
+/// Conversation queries, attribute updates and mute.
+extension IMService {
+    func queryConversations(_ command: Command, on connection: Connection) async throws {
+        let query = try ConversationQuery.compile(command.where)
+        let order = try ConversationQuery.orderBy(command.sort)
+        let limit = min(command.limit ?? 10, 1000)
+        let skip = command.skip ?? 0
+        guard limit >= 1 else { throw IMError(.invalidField, "limit must be at least 1") }
+        guard skip >= 0 else { throw IMError(.invalidField, "skip must not be negative") }
+        let scanLimit = configuration.queryScanLimit
+        let results = try await db.read { db -> [ConversationInfo] in
+            if !query.indexed {
+                let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM conversations") ?? 0
+                if total > scanLimit {
+                    throw IMError(.conversationQueryFailed,
+                                  "query would scan \(total) conversations; add a condition on objectId, m or lm")
+                }
+            }
+            var arguments = query.arguments
+            arguments += [limit, skip]
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT c.* FROM conversations c WHERE \(query.sql) ORDER BY \(order) LIMIT ? OFFSET ?",
+                arguments: arguments)
+            return try rows.map(ConversationRecord.init).map { record in
+                record.info(members: record.transient ? nil : try ConversationStore.members(db, cid: record.id))
+            }
+        }
+        var reply = Command(cmd: .conv, op: .results, i: command.i)
+        reply.results = results
+        connection.send(reply)
+    }
+
+    func updateConversation(_ command: Command, by clientID: String, on connection: Connection) async throws {
+        let cid = try requiredCID(command)
+        guard let patch = command.attr?.objectValue, !patch.isEmpty else {
+            throw IMError(.invalidField, "attr must be a non-empty object of changes")
+        }
+        let now = Identifiers.nowMillis()
+        let members = try await db.write { db -> [String] in
+            guard let record = try ConversationStore.find(db, id: cid) else {
+                throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
+            }
+            let members = try ConversationStore.members(db, cid: cid)
+            if !record.transient, !members.contains(clientID) {
+                throw IMError(.conversationUpdateRejected, "\(clientID) is not a member of \(cid)")
+            }
+            let (name, attr) = try AttributePatch.apply(patch, name: record.name, attr: record.attr)
+            try db.execute(
+                sql: "UPDATE conversations SET name = ?, attr = ?, updated_at = ? WHERE id = ?",
+                arguments: [name, attr.jsonString(), now, cid])
+            return record.transient ? [] : members
+        }
+        var reply = Command(cmd: .conv, op: .updated, i: command.i)
+        reply.cid = cid
+        reply.udate = now
+        connection.send(reply)
+        var event = Command(cmd: .conv, op: .updated)
+        event.cid = cid
+        event.attr = .object(patch)
+        event.initBy = clientID
+        event.udate = now
+        notify(members, event, except: connection)
+    }
+
+    func setMuted(_ command: Command, by clientID: String, on connection: Connection) async throws {
+        let cid = try requiredCID(command)
+        let mute = command.op == .mute
+        try await db.write { db in
+            guard let record = try ConversationStore.find(db, id: cid) else {
+                throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
+            }
+            if try !ConversationStore.isMember(db, cid: cid, clientID: clientID) {
+                throw IMError(.conversationMembershipRequired, "only members may mute \(cid)")
+            }
+            var muted = record.muted.filter { $0 != clientID }
+            if mute { muted.append(clientID) }
+            try db.execute(
+                sql: "UPDATE conversations SET muted = ? WHERE id = ?",
+                arguments: [JSONValue.array(muted.map(JSONValue.string)).jsonString(), cid])
+        }
+        var reply = Command(cmd: .conv, op: mute ? .muted : .unmuted, i: command.i)
+        reply.cid = cid
+        connection.send(reply)
+    }
+}
+
+/// Applies a `conv update` patch: keys `name` or `attr.<path>`, a value `{"__op":"Delete"}` deletes.
+enum AttributePatch {
+    static func apply(_ patch: [String: JSONValue], name: String?, attr: JSONValue) throws -> (String?, JSONValue) {
+        var name = name
+        var attributes = attr.objectValue ?? [:]
+        for key in patch.keys.sorted() {
+            let value = patch[key] ?? .null
+            let delete = value.objectValue?["__op"]?.stringValue == "Delete"
+            if key == "name" {
+                if delete { name = nil; continue }
+                guard let text = value.stringValue else { throw IMError(.invalidField, "name must be a string") }
+                name = text
+            } else if key.hasPrefix("attr.") {
+                let path = key.dropFirst(5).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+                guard !path.isEmpty, path.allSatisfy({ !$0.isEmpty && $0.count <= 64 }), path.count <= 8 else {
+                    throw IMError(.invalidField, "invalid attribute path '\(key)'")
+                }
+                set(&attributes, path: path[...], to: delete ? nil : value)
+            } else if key == "attr" {
+                guard let object = value.objectValue else { throw IMError(.invalidField, "attr must be an object") }
+                attributes = object
+            } else {
+                throw IMError(.invalidField, "cannot update '\(key)': use name or attr.<key>")
+            }
+        }
+        let result = JSONValue.object(attributes)
+        if result.jsonString().utf8.count > 64 * 1024 { throw IMError(.invalidField, "attributes exceed 64 KiB") }
+        return (name, result)
+    }
+
+    private static func set(_ object: inout [String: JSONValue], path: ArraySlice<String>, to value: JSONValue?) {
+        guard let head = path.first else { return }
+        if path.count == 1 {
+            object[head] = value
+            return
+        }
+        var child = object[head]?.objectValue ?? [:]
+        set(&child, path: path.dropFirst(), to: value)
+        object[head] = .object(child)
+    }
+}

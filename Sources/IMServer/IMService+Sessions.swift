@@ -1,0 +1,101 @@
+import Foundation
+import GRDB
+import IMCore
+import NIOWebSocket
+
+/// Login, single-device tags, logout and offline backlog.
+extension IMService {
+
+    func openSession(_ command: Command, on connection: Connection) async throws {
+        if let current = connection.clientID {
+            throw IMError(.invalidField, "session already open as \(current)")
+        }
+        if let error = ClientID.validate(command.peerId) { throw error }
+        let clientID = command.peerId ?? ""
+        if let signatures {
+            if let token = command.st {
+                guard tokens.clientID(for: token) == clientID else {
+                    throw IMError(.sessionTokenExpired, "session token is unknown or expired; log in with a signature")
+                }
+            } else {
+                try signatures.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)
+            }
+        }
+        let tag = command.tag.flatMap { $0.isEmpty ? nil : $0 }
+        let deviceID = command.deviceId ?? "connection-\(connection.id)"
+        if let tag {
+            let forced = command.r != true
+            let kicked = try await db.write { db -> Bool in
+                let holder = try String.fetchOne(
+                    db, sql: "SELECT device_id FROM device_tags WHERE client_id = ? AND tag = ?", arguments: [clientID, tag])
+                if !forced, let holder, holder != deviceID { return true }
+                try db.execute(
+                    sql: "INSERT INTO device_tags (client_id, tag, device_id) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET device_id = excluded.device_id",
+                    arguments: [clientID, tag, deviceID])
+                return false
+            }
+            if kicked {
+                throw IMError(.sessionConflict, "another device logged in with tag '\(tag)'; open with force to take over")
+            }
+            for other in registry.connections(of: clientID) where other.identity?.tag == tag {
+                var closed = Command(cmd: .session, op: .closed)
+                closed.code = IMErrorCode.sessionConflict.rawValue
+                closed.reason = IMErrorCode.sessionConflict.reason
+                closed.detail = "logged in on another device with tag '\(tag)'"
+                other.send(closed)
+                connectionClosed(other)
+                other.close(code: .normalClosure, reason: "SESSION_CONFLICT")
+            }
+        }
+        connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID))
+        registry.add(connection, clientID: clientID)
+        logger.info("session opened", metadata: ["client": "\(clientID)", "tag": "\(tag ?? "")", "conn": "\(connection.id)"])
+
+        var opened = Command(cmd: .session, op: .opened, i: command.i)
+        opened.peerId = clientID
+        opened.st = tokens.issue(for: clientID)
+        opened.stTtl = configuration.sessionTokenTTL
+        opened.t = Identifiers.nowMillis()
+        connection.send(opened)
+        if let unread = try? await unreadCounts(for: clientID), !unread.isEmpty {
+            var notice = Command(cmd: .unread)
+            notice.convs = unread
+            connection.send(notice)
+        }
+        await deliverBacklog(to: connection, clientID: clientID)
+    }
+
+    /// Sends stored messages the client has not acknowledged, oldest first per conversation, then
+    /// releases messages that arrived meanwhile.
+    func deliverBacklog(to connection: Connection, clientID: String) async {
+        await cursors.flush()
+        let limit = configuration.backlogLimitPerConversation
+        let backlog = (try? await db.read { db -> [(records: [MessageRecord], hasMore: Bool)] in
+            try ConversationStore.memberships(db, clientID: clientID).map { membership in
+                let records = try MessageStore.backlog(
+                    db, cid: membership.cid, clientID: clientID, after: membership.deliveredT, limit: limit + 1)
+                return (Array(records.prefix(limit)), records.count > limit)
+            }
+        }) ?? []
+        var sent = Set<String>()
+        for (records, hasMore) in backlog {
+            for (index, record) in records.enumerated() {
+                if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
+                var command = MessagePipeline.directCommand(record, offline: true)
+                if hasMore, index == records.count - 1 { command.hasMore = true }
+                connection.send(command)
+                sent.insert(record.id)
+            }
+        }
+        connection.markReady(alreadySent: sent)
+    }
+
+    /// Forgets a connection that closed or was kicked.
+    func connectionClosed(_ connection: Connection) {
+        guard let identity = connection.identity else { return }
+        registry.remove(connection, clientID: identity.clientID)
+        rooms.leave(connection)
+        connection.setIdentity(nil)
+        logger.info("session closed", metadata: ["client": "\(identity.clientID)", "conn": "\(connection.id)"])
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import XCTest
+@testable import HookRuntime
+
+final class ReloadTests: XCTestCase {
+    func testCompileErrorKeepsOldVersion() {
+        let f = Fixture()
+        f.write("v.lua", #"return { on_receive = function(msg, ctx) ctx.reply("v1") end }"#)
+        let rt = f.runtime(limits: testLimits)
+        rt.loadAll()
+        f.write("v.lua", #"return { on_receive = function(msg, ctx) ctx.reply("v2" end }"#)
+        let r = rt.sync()
+        XCTAssertEqual(r.reloaded, [])
+        XCTAssertEqual(r.errors.count, 1)
+        if case .compile = r.errors.first?.reason {} else { XCTFail("\(r)") }
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["v1"])
+        XCTAssertEqual(rt.status("v")?.state, .loaded)
+        // a failing on_load also keeps the old version
+        f.write("v.lua", #"return { on_load = function() error("no") end, on_receive = function(msg, ctx) ctx.reply("v3") end }"#)
+        XCTAssertEqual(rt.sync().errors.first?.reason, .runtime("no"))
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["v1"])
+        // unchanged broken file is not retried on every sync
+        XCTAssertTrue(rt.sync().isEmpty)
+        f.write("v.lua", #"return { on_receive = function(msg, ctx) ctx.reply("v4") end }"#)
+        XCTAssertEqual(rt.sync().reloaded, ["v"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["v4"])
+    }
+
+    func testNewFileLoadsDeletedFileUnloads() {
+        let f = Fixture()
+        f.write("a.lua", #"return { on_unload = function(ctx) ctx.log("a bye") end, on_receive = function(msg, ctx) ctx.reply("a") end }"#)
+        let rt = f.runtime()
+        XCTAssertEqual(rt.loadAll().loaded, ["a"])
+        f.write("b.lua", #"return { on_load = function(ctx) ctx.log("b hi") end, on_receive = function(msg, ctx) ctx.reply("b") end }"#)
+        let r1 = rt.sync()
+        XCTAssertEqual(r1.loaded, ["b"])
+        XCTAssertEqual(logMessages(r1.actions), ["b hi"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["a", "b"])
+        f.remove("a.lua")
+        let r2 = rt.sync()
+        XCTAssertEqual(r2.unloaded, ["a"])
+        XCTAssertEqual(logMessages(r2.actions), ["a bye"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["b"])
+        XCTAssertEqual(rt.plugins.map(\.name), ["b"])
+    }
+
+    func testReloadOrderNewOnLoadBeforeOldOnUnload() {
+        let f = Fixture()
+        let src = { (v: Int) in """
+            return { on_load = function(ctx) ctx.log("load v\(v)") end, on_unload = function(ctx) ctx.log("unload v\(v)") end }
+            """ }
+        f.write("p.lua", src(1))
+        let rt = f.runtime()
+        rt.loadAll()
+        f.write("p.lua", src(2))
+        XCTAssertEqual(logMessages(rt.sync().actions), ["load v2", "unload v1"])
+        XCTAssertEqual(logMessages(rt.reload(name: "p").actions), ["load v2", "unload v2"])
+        XCTAssertEqual(logMessages(rt.shutdown().actions), ["unload v2"])
+    }
+
+    func testTimersNotDuplicatedAfterManyReloadsAndCancelledOnUnload() {
+        let f = Fixture()
+        f.write("tick.lua", #"""
+        return { on_load = function(ctx)
+          ctx.every(10, function(ctx) ctx.log("tick") end)
+          ctx.after(5, function(ctx) ctx.log("once") end)
+        end }
+        """#)
+        let rt = f.runtime()
+        rt.loadAll()
+        for _ in 0..<25 { rt.reload(name: "tick") }
+        XCTAssertEqual(rt.timerCount, 2)
+        XCTAssertEqual(rt.status("tick")?.timers, 2)
+        XCTAssertEqual(rt.status("tick")?.generation, 26)
+        f.clock.advance(by: 5)
+        XCTAssertEqual(logMessages(rt.fireDueTimers().actions), ["once"])
+        f.clock.advance(by: 5)
+        XCTAssertEqual(logMessages(rt.fireDueTimers().actions), ["tick"])
+        XCTAssertEqual(logMessages(rt.fireDueTimers().actions), [])
+        // a time jump fires a repeating timer once, then it continues from now
+        f.clock.advance(by: 1000)
+        XCTAssertEqual(logMessages(rt.fireDueTimers().actions), ["tick"])
+        f.clock.advance(by: 10)
+        XCTAssertEqual(logMessages(rt.fireDueTimers().actions), ["tick"])
+        XCTAssertEqual(rt.nextTimerDue, f.clock.now + 10)
+        f.remove("tick.lua")
+        rt.sync()
+        XCTAssertEqual(rt.timerCount, 0)
+        f.clock.advance(by: 100)
+        XCTAssertEqual(rt.fireDueTimers().actions, [])
+    }
+
+    func testTimerCancelAndErrorsAndOrder() {
+        let f = Fixture()
+        f.write("a.lua", #"""
+        return { priority = 1, on_load = function(ctx)
+          local id
+          id = ctx.every(1, function(ctx)
+            local n = ctx.state.incr("n")
+            ctx.log("a" .. n)
+            if n == 2 then ctx.cancel(id) end
+          end)
+          ctx.after(1, function() error("timer boom") end)
+        end }
+        """#)
+        f.write("b.lua", #"return { priority = 2, on_load = function(ctx) ctx.every(1, function(ctx) ctx.send("c1", "b") end) end }"#)
+        let rt = f.runtime(limits: testLimits)
+        rt.loadAll()
+        f.clock.advance(by: 1)
+        let r = rt.fireDueTimers()
+        XCTAssertEqual(r.actions.map(\.plugin), ["b", "a"])
+        XCTAssertEqual(r.errors.first?.hook, "timer")
+        XCTAssertEqual(r.errors.first?.line, 8)
+        f.clock.advance(by: 1)
+        XCTAssertEqual(logMessages(rt.fireDueTimers().actions), ["a2"])
+        f.clock.advance(by: 1)
+        XCTAssertEqual(logMessages(rt.fireDueTimers().actions), [])
+        XCTAssertEqual(rt.timerCount, 1)
+    }
+
+    func testReloadUnderStreamOf10kEventsLosesAndDuplicatesNothing() {
+        let f = Fixture()
+        let src: @Sendable (Int) -> String = { v in """
+            -- version \(v)
+            return { name = "stream",
+              on_load = function(ctx) ctx.every(60, function() end) end,
+              on_receive = function(msg, ctx) ctx.send("audit", msg.id .. "@v\(v)") end }
+            """ }
+        f.write("stream.lua", src(0))
+        f.write("other.lua", #"return { on_receive = function(msg, ctx) ctx.log(msg.id) end }"#)
+        let rt = f.runtime()
+        rt.loadAll()
+        let total = 10_000
+        let done = DispatchSemaphore(value: 0)
+        let stop = ManagedFlag()
+        let reloads = ManagedCounter()
+        Thread.detachNewThread {
+            var v = 1
+            while !stop.isSet {
+                f.write("stream.lua", src(v))
+                if v % 2 == 0 { rt.reload(name: "stream") } else { rt.sync() }
+                reloads.increment()
+                v += 1
+            }
+            done.signal()
+        }
+        var seen: [String: Int] = [:]
+        var logged: [String: Int] = [:]
+        var versions = Set<String>()
+        for i in 0..<total {
+            let id = "m\(i)"
+            let r = rt.receive(msg("x", id: id))
+            XCTAssertEqual(r.errors, [])
+            for t in sentTexts(r.actions) {
+                let parts = t.split(separator: "@")
+                seen[String(parts[0]), default: 0] += 1
+                versions.insert(String(parts[1]))
+            }
+            for l in logMessages(r.actions) { logged[l, default: 0] += 1 }
+            // keep reloading until at least a few swaps happened
+            if i == total - 1 && reloads.value < 5 { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        stop.set()
+        done.wait()
+        XCTAssertEqual(seen.count, total, "every event handled")
+        XCTAssertTrue(seen.values.allSatisfy { $0 == 1 }, "no event handled twice")
+        XCTAssertEqual(logged.count, total)
+        XCTAssertTrue(logged.values.allSatisfy { $0 == 1 })
+        XCTAssertGreaterThan(reloads.value, 1)
+        XCTAssertGreaterThan(versions.count, 1, "events were served by several versions")
+        XCTAssertEqual(rt.timerCount, 1, "no duplicate timers")
+        XCTAssertEqual(rt.plugins.count, 2)
+    }
+
+    func testWatcherPicksUpChanges() {
+        let f = Fixture()
+        f.write("w.lua", #"return { on_receive = function(msg, ctx) ctx.reply("w1") end }"#)
+        let rt = f.runtime()
+        rt.loadAll()
+        let changed = DispatchSemaphore(value: 0)
+        rt.startWatching(interval: 0.05) { report in
+            if !report.reloaded.isEmpty { changed.signal() }
+        }
+        f.write("w.lua", #"return { on_receive = function(msg, ctx) ctx.reply("w2") end }"#)
+        XCTAssertEqual(changed.wait(timeout: .now() + 20), .success)
+        rt.stopWatching()
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["w2"])
+    }
+
+    func testLibChangeReloadsPlugins() {
+        let f = Fixture()
+        f.write("lib/greet.lua", #"return { word = "hello" }"#)
+        f.write("g.lua", #"local g = require("greet") return { on_receive = function(msg, ctx) ctx.reply(g.word) end }"#)
+        let rt = f.runtime()
+        rt.loadAll()
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["hello"])
+        f.write("lib/greet.lua", #"return { word = "howdy" }"#)
+        XCTAssertEqual(rt.sync().reloaded, ["g"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["howdy"])
+    }
+
+    func testDuplicateNamesAreRejected() {
+        let f = Fixture()
+        f.write("a.lua", #"return { name = "same" }"#)
+        f.write("b.lua", #"return { name = "same" }"#)
+        let rt = f.runtime()
+        let r = rt.loadAll()
+        XCTAssertEqual(r.loaded, ["same"])
+        XCTAssertEqual(r.errors.count, 1)
+    }
+}
+
+final class ManagedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var flag = false
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return flag }
+    func set() { lock.lock(); flag = true; lock.unlock() }
+}
+
+final class ManagedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+    func increment() { lock.lock(); n += 1; lock.unlock() }
+}

@@ -1,0 +1,136 @@
+import XCTest
+@testable import HookRuntime
+
+final class StateTests: XCTestCase {
+    func testGetSetIncrDeleteKeysAndValues() {
+        let f = Fixture()
+        f.write("s.lua", #"""
+        return { on_receive = function(msg, ctx)
+          local st = ctx.state
+          st.set("n", 1)
+          st.set("f", 2.5)
+          st.set("s", "str")
+          st.set("b", false)
+          st.set("t", { list = { 1, 2, "three" }, map = { x = { y = true } } })
+          assert(st.get("missing") == nil)
+          assert(st.incr("n") == 2)
+          assert(st.incr("n", 10) == 12)
+          assert(st.incr("fresh", 0.5) == 0.5)
+          assert(math.type(st.get("n")) == "integer")
+          assert(st.get("f") == 2.5 and st.get("s") == "str" and st.get("b") == false)
+          local t = st.get("t")
+          assert(t.list[3] == "three" and t.map.x.y == true)
+          st.set("k:a", 1) st.set("k:b", 2) st.set("k;c", 3)
+          local ks = st.keys("k:")
+          assert(#ks == 2 and ks[1] == "k:a" and ks[2] == "k:b", table.concat(ks, ","))
+          st.delete("k:a")
+          assert(#st.keys("k:") == 1)
+          st.set("k:b", nil)
+          assert(#st.keys("k:") == 0)
+          local ok, err = pcall(st.set, "bad", { 1, 2, x = 3 })
+          assert(not ok and err:find("mixes"))
+          ok, err = pcall(st.set, "bad", { [1] = 1, [3] = 3 })
+          assert(not ok and err:find("holes"))
+          local cyc = {} cyc.self = cyc
+          ok, err = pcall(st.set, "bad", cyc)
+          assert(not ok)
+          ok, err = pcall(st.incr, "s")
+          assert(not ok and err:find("not a number"), err)
+          ctx.reply("ok")
+        end }
+        """#)
+        let rt = f.runtime()
+        rt.loadAll()
+        let r = rt.receive(msg("x"))
+        XCTAssertEqual(r.errors, [])
+        XCTAssertEqual(sentTexts(r.actions), ["ok"])
+        XCTAssertEqual(try f.store.get(plugin: "s", key: "t", now: 0), ["list": [1, 2, "three"], "map": ["x": ["y": true]]])
+    }
+
+    func testScopedHelpers() throws {
+        let f = Fixture()
+        f.write("sc.lua", #"""
+        return { on_receive = function(msg, ctx)
+          local conv = ctx.state.conv(msg.cid)
+          local user = ctx.state.user(msg.from)
+          conv.incr("count")
+          user.set("last", msg.text)
+          user.set("seen:" .. msg.cid, true)
+          ctx.reply(conv.get("count") .. " " .. user.get("last") .. " " .. table.concat(user.keys("seen:"), ","))
+        end }
+        """#)
+        let rt = f.runtime()
+        rt.loadAll()
+        _ = rt.receive(msg("a", cid: "c1", from: "u1"))
+        XCTAssertEqual(sentTexts(rt.receive(msg("b", cid: "c1", from: "u2")).actions), ["2 b seen:c1"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("c", cid: "c2", from: "u1")).actions), ["1 c seen:c1,seen:c2"])
+        XCTAssertEqual(try f.store.keys(plugin: "sc", prefix: "conv:", now: 0), ["conv:c1:count", "conv:c2:count"])
+        XCTAssertEqual(try f.store.get(plugin: "sc", key: "user:u1:last", now: 0), "c")
+    }
+
+    func testTTLExpiresWithFakeClock() {
+        let f = Fixture()
+        f.write("ttl.lua", #"""
+        return { on_cmd = function(cmd, ctx)
+          if cmd.action == "set" then ctx.state.set("k", "v", 60) ctx.state.incr("hits", 1, 30) ctx.state.set("forever", 1) end
+          if cmd.action == "incr" then ctx.state.incr("hits") end
+          local ks = ctx.state.keys()
+          ctx.log(tostring(ctx.state.get("k")) .. " " .. tostring(ctx.state.get("hits")) .. " " .. #ks)
+        end }
+        """#)
+        let rt = f.runtime()
+        rt.loadAll()
+        XCTAssertEqual(logMessages(rt.command(HookCommand(action: "set")).actions), ["v 1 3"])
+        f.clock.advance(by: 20)
+        XCTAssertEqual(logMessages(rt.command(HookCommand(action: "incr")).actions), ["v 2 3"])
+        f.clock.advance(by: 15)  // t = 35: hits expired (incr kept its original ttl)
+        XCTAssertEqual(logMessages(rt.command(HookCommand(action: "get")).actions), ["v nil 2"])
+        f.clock.advance(by: 30)  // t = 65
+        XCTAssertEqual(logMessages(rt.command(HookCommand(action: "get")).actions), ["nil nil 1"])
+        XCTAssertEqual(try f.store.purgeExpired(now: f.clock.now), 2)
+    }
+
+    func testOnePluginCannotReadAnothersState() {
+        let f = Fixture()
+        f.write("a.lua", #"return { priority = 2, on_receive = function(msg, ctx) ctx.state.set("secret", "a-only") ctx.state.conv("c1").set("x", 1) end }"#)
+        f.write("b.lua", #"""
+        return { priority = 1, on_receive = function(msg, ctx)
+          ctx.reply(tostring(ctx.state.get("secret")) .. " " .. #ctx.state.keys() .. " " .. tostring(ctx.state.conv("c1").get("x")))
+        end }
+        """#)
+        let rt = f.runtime()
+        rt.loadAll()
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["nil 0 nil"])
+    }
+
+    func testStateSurvivesReloadAndProcessRestart() throws {
+        let f = Fixture()
+        let src = #"""
+        return { name = "keeper", on_load = function(ctx) ctx.state.incr("loads") end,
+          on_receive = function(msg, ctx) ctx.reply(ctx.state.incr("seen") .. "/" .. ctx.state.get("loads")) end }
+        """#
+        f.write("keeper.lua", src)
+        let rt = f.runtime()
+        rt.loadAll()
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["1/1"])
+        f.write("keeper.lua", src + "\n-- v2")
+        XCTAssertEqual(rt.sync().reloaded, ["keeper"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["2/2"])
+        rt.shutdown()
+        // a new store and runtime on the same file: a process restart
+        let rt2 = f.runtime(store: try HookStateStore(path: f.dbPath))
+        rt2.loadAll()
+        XCTAssertEqual(sentTexts(rt2.receive(msg("x")).actions), ["3/3"])
+    }
+
+    func testWritesAreCommittedBeforeTheCallReturns() throws {
+        let f = Fixture()
+        f.write("w.lua", #"return { on_receive = function(msg, ctx) ctx.state.set("last", msg.text) end }"#)
+        let rt = f.runtime()
+        rt.loadAll()
+        _ = rt.receive(msg("first"))
+        // an independent connection sees the write immediately
+        let other = try HookStateStore(path: f.dbPath)
+        XCTAssertEqual(try other.get(plugin: "w", key: "last", now: 0), "first")
+    }
+}

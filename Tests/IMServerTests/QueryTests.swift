@@ -1,0 +1,124 @@
+import IMCore
+import XCTest
+
+/// Each operator of `conv query` against a seeded data set.
+final class QueryTests: XCTestCase {
+    private static let seed: [(name: String, members: [String], attr: JSONValue)] = [
+        ("alpha", ["Jerry"], ["level": 1, "topic": "cats", "vip": true]),
+        ("beta", ["Jerry", "Bob"], ["level": 2, "topic": "Dogs"]),
+        ("gamma", ["Bob"], ["level": 3, "topic": "cats and dogs", "vip": false]),
+        ("delta", ["Harry", "Bob"], ["level": 4]),
+    ]
+
+    private func seeded() async throws -> (TestServer, TestClient, [String: String]) {
+        let server = try await TestServer.start()
+        let tom = try await server.login("Tom")
+        var ids: [String: String] = [:]
+        for item in Self.seed {
+            ids[item.name] = try await tom.startConversation(members: item.members, name: item.name, attr: item.attr)
+        }
+        return (server, tom, ids)
+    }
+
+    private func names(_ client: TestClient, _ condition: JSONValue, sort: String? = "name", limit: Int? = nil,
+                       skip: Int? = nil) async throws -> [String] {
+        var query = Command(cmd: .conv, op: .query)
+        query.where = condition
+        query.sort = sort
+        query.limit = limit
+        query.skip = skip
+        let reply = try await client.request(query)
+        guard let results = reply.results else { throw IMError(code: reply.code ?? 0, reason: reply.detail ?? "no results") }
+        return results.compactMap(\.name)
+    }
+
+    func testOperators() async throws {
+        let (server, tom, ids) = try await seeded()
+        defer { Task { await server.stop() } }
+        let cases: [(JSONValue, [String])] = [
+            (["name": "beta"], ["beta"]),
+            (["attr.level": ["$ne": 2]], ["alpha", "delta", "gamma"]),
+            (["attr.level": ["$gt": 2]], ["delta", "gamma"]),
+            (["attr.level": ["$gte": 2, "$lt": 4]], ["beta", "gamma"]),
+            (["attr.level": ["$lte": 1]], ["alpha"]),
+            (["attr.topic": ["$regex": "^cats"]], ["alpha", "gamma"]),
+            (["attr.topic": ["$regex": "dogs", "$options": "i"]], ["beta", "gamma"]),
+            (["name": ["$in": ["alpha", "delta", "omega"]]], ["alpha", "delta"]),
+            (["name": ["$nin": ["alpha", "delta"]]], ["beta", "gamma"]),
+            (["m": "Bob"], ["beta", "delta", "gamma"]),
+            (["m": ["$all": ["Jerry", "Bob"]]], ["beta"]),
+            (["m": ["$in": ["Harry", "Jerry"]]], ["alpha", "beta", "delta"]),
+            (["attr.vip": ["$exists": true]], ["alpha", "gamma"]),
+            (["attr.vip": ["$exists": false]], ["beta", "delta"]),
+            (["attr.vip": true], ["alpha"]),
+            (["$or": [["name": "alpha"], ["attr.level": 4]]], ["alpha", "delta"]),
+            (["$and": [["m": "Bob"], ["attr.level": ["$lt": 3]]]], ["beta"]),
+            (["c": "Tom", "tr": false], ["alpha", "beta", "delta", "gamma"]),
+            (["objectId": .string(ids["gamma"] ?? "")], ["gamma"]),
+            (["lm": ["$exists": false]], ["alpha", "beta", "delta", "gamma"]),
+        ]
+        for (condition, expected) in cases {
+            let found = try await names(tom, condition)
+            XCTAssertEqual(found, expected, "where \(condition.jsonString())")
+        }
+    }
+
+    func testSortLimitSkipAndLastMessageOrder() async throws {
+        let (server, tom, ids) = try await seeded()
+        defer { Task { await server.stop() } }
+        let observed1 = try await names(tom, .object([:]), sort: "-name")
+        XCTAssertEqual(observed1, ["gamma", "delta", "beta", "alpha"])
+        let observed2 = try await names(tom, .object([:]), sort: "attr.level", limit: 2, skip: 1)
+        XCTAssertEqual(observed2, ["beta", "gamma"])
+        try await tom.sendText("first", to: try required(ids["beta"]))
+        try await tom.sendText("second", to: try required(ids["alpha"]))
+        let observed3 = try await names(tom, ["lm": ["$gt": 0]], sort: "-lm")
+        XCTAssertEqual(observed3, ["alpha", "beta"])
+        let observed4 = try await names(tom, .object([:]), sort: nil, limit: 1)
+        XCTAssertEqual(observed4, ["alpha"], "default order is most recent message first")
+    }
+
+    func testInvalidQueriesGetClearErrors() async throws {
+        let (server, tom, _) = try await seeded()
+        defer { Task { await server.stop() } }
+        let bad: [(JSONValue, String)] = [
+            (["color": "red"], "unknown field 'color'"),
+            (["attr.x') OR 1=1 --": 1], "invalid attribute path"),
+            (["name": ["$where": "1"]], "unsupported operator '$where'"),
+            (["name": ["$regex": "("]], "not a valid regular expression"),
+            (["name": ["$regex": "a", "$options": "q"]], "unknown option"),
+            (["$or": "nope"], "must be a non-empty array"),
+            (["m": ["$all": []]], "must be a non-empty array"),
+            ("just a string", "must be a JSON object"),
+            (["name": ["$gt": ["a": 1]]], "objects are not comparable"),
+        ]
+        for (condition, detail) in bad {
+            var query = Command(cmd: .conv, op: .query)
+            query.where = condition
+            let reply = try await tom.request(query)
+            XCTAssertEqual(reply.cmd, .error, condition.jsonString())
+            XCTAssertEqual(reply.code, 4903, condition.jsonString())
+            XCTAssertTrue(reply.detail?.contains(detail) == true, "\(reply.detail ?? "nil") should mention \(detail)")
+        }
+        var query = Command(cmd: .conv, op: .query)
+        query.sort = "-nope"
+        let observed1 = try await tom.request(query).code
+        XCTAssertEqual(observed1, 4903)
+        let observed5 = try await names(tom, ["name": "alpha"])
+        XCTAssertEqual(observed5, ["alpha"], "the connection stays usable")
+    }
+
+    func testUnindexedQueriesAreBoundedByTheScanLimit() async throws {
+        let server = try await TestServer.start { $0.queryScanLimit = 3 }
+        defer { Task { await server.stop() } }
+        let tom = try await server.login("Tom")
+        for k in 0..<5 { _ = try await tom.startConversation(members: ["m\(k)"], name: "c\(k)") }
+        var query = Command(cmd: .conv, op: .query)
+        query.where = ["name": "c1"]
+        let refused = try await tom.request(query)
+        XCTAssertEqual(refused.code, 4310)
+        query.where = ["m": "m1", "name": "c1"]
+        let indexedResults = try await tom.request(query).results?.compactMap(\.name)
+        XCTAssertEqual(indexedResults, ["c1"])
+    }
+}
