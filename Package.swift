@@ -73,6 +73,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
+        .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore"]),
+        .executableTarget(
+            name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry"),
         .testTarget(
             name: "IMServerTests",
             dependencies: [

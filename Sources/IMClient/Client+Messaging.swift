@@ -26,7 +26,8 @@ extension IMClient {
         direct.dt = options.transient ? nil : (options.dedupeToken ?? UUID().uuidString)
         let ack = try await request(direct, policy: options.transient ? .fail : .resend)
         guard let id = ack.uid, let timestamp = ack.t else { throw IMError(.unexpectedReply, "ack without uid or t") }
-        var message = IMMessage(id: id, conversationId: cid, from: clientId, timestamp: timestamp, content: content, status: .sent)
+        var message = IMMessage(id: id, conversationId: cid, from: clientId, timestamp: timestamp, content: content,
+                                body: body, status: .sent)
         message.isTransient = options.transient
         message.receiptRequested = options.receipt
         message.priority = options.priority
@@ -78,7 +79,7 @@ extension IMClient {
         return (reply.logs ?? []).map { item in
             var message = IMMessage(
                 id: item.msgId, conversationId: cid, from: item.from, timestamp: item.timestamp,
-                content: .decode(item.data, registry: registry), status: status(of: item))
+                content: .decode(item.data, registry: registry), body: item.data, status: status(of: item))
             message.priority = item.priority.flatMap(IMMessagePriority.init(rawValue:))
             message.deliveredAt = item.ackAt
             message.readAt = item.readAt

@@ -114,6 +114,8 @@ public struct IMMessage: Sendable {
     /// Server timestamp in milliseconds; unique and increasing within a conversation.
     public var timestamp: Int64
     public var content: IMMessageContent
+    /// The body as it travels (`msg`): typed JSON or any other text.
+    public var body: String
     /// Transient: never stored, delivered to online members only.
     public var isTransient: Bool = false
     /// Delivered from the backlog at login rather than live.
@@ -129,14 +131,19 @@ public struct IMMessage: Sendable {
     public var readAt: Int64?
 
     public init(id: String, conversationId: String, from: String, timestamp: Int64, content: IMMessageContent,
-                status: IMMessageStatus) {
+                body: String? = nil, status: IMMessageStatus) {
         self.id = id
         self.conversationId = conversationId
         self.from = from
         self.timestamp = timestamp
         self.content = content
+        self.body = body ?? content.body
         self.status = status
     }
+
+    /// The body as a typed message, exactly as received (for a registered custom type this includes keys
+    /// the Swift type does not model); nil for a common message.
+    public var typedMessage: TypedMessage? { TypedMessage.decode(body) }
 
     /// Recalled by its sender.
     public var isRecalled: Bool { status == .recalled }

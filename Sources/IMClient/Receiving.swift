@@ -36,7 +36,7 @@ extension IMClient {
         let isNew = markSeen(id)
         if isNew {
             var message = IMMessage(id: id, conversationId: cid, from: from, timestamp: timestamp,
-                                    content: .decode(command.msg ?? "", registry: registry), status: .received)
+                                    content: .decode(command.msg ?? "", registry: registry), body: command.msg, status: .received)
             message.isTransient = transient
             message.isOffline = command.offline == true
             message.receiptRequested = command.r == true
@@ -65,7 +65,8 @@ extension IMClient {
         if let mid = info.mid, let timestamp = info.timestamp, let data = info.data {
             let from = info.from ?? ""
             last = IMMessage(id: mid, conversationId: info.cid, from: from, timestamp: timestamp,
-                             content: .decode(data, registry: registry), status: from == clientId ? .sent : .received)
+                             content: .decode(data, registry: registry), body: data,
+                             status: from == clientId ? .sent : .received)
             noteLastMessage(cid: info.cid, id: mid, timestamp: timestamp)
         }
         return IMUnreadCount(conversationId: info.cid, count: info.unread, lastMessage: last)
@@ -73,8 +74,9 @@ extension IMClient {
 
     func recalledMessage(_ patch: PatchItem) -> IMMessage {
         let placeholder = TypedMessage(type: MessageType.recalled.rawValue).encoded()
+        let body = patch.data ?? placeholder
         return IMMessage(id: patch.mid, conversationId: patch.cid, from: patch.from ?? "", timestamp: patch.timestamp,
-                         content: .decode(patch.data ?? placeholder, registry: registry), status: .recalled)
+                         content: .decode(body, registry: registry), body: body, status: .recalled)
     }
 
     private func conversationEvent(_ command: Command, op: OpType) {
