@@ -19,7 +19,7 @@ extension IMClient {
         start.attr = attributes.map(JSONValue.object)
         start.unique = options.contains(.unique) ? true : nil
         start.transient = chatRoom ? true : nil
-        let reply = try await request(start)
+        let reply = try await request(try await signed(start, .startConversation(members: start.m ?? [])))
         guard let cid = reply.cid else { throw IMError(.unexpectedReply, "conv started without cid") }
         var info = ConversationInfo(objectId: cid)
         info.name = name
@@ -29,7 +29,7 @@ extension IMClient {
         info.unique = reply.unique
         info.attr = start.attr
         info.createdAt = reply.cdate
-        if chatRoom { knownChatRooms.insert(cid) }
+        chatRoomFlags[cid] = chatRoom
         return IMConversation(id: cid, client: self, info: info)
     }
 
@@ -42,7 +42,7 @@ extension IMClient {
     public func conversations(matching query: IMConversationQuery) async throws(IMError) -> [IMConversation] {
         let reply = try await request(query.command())
         let results = reply.results ?? []
-        for info in results where info.tr == true { knownChatRooms.insert(info.objectId) }
+        for info in results { chatRoomFlags[info.objectId] = info.tr == true }
         return results.map { IMConversation(id: $0.objectId, client: self, info: $0) }
     }
 
@@ -54,16 +54,18 @@ extension IMClient {
     func join(_ cid: String, chatRoom: Bool) async throws(IMError) {
         var join = Command(cmd: .conv, op: .join)
         join.cid = cid
-        _ = try await request(join)
-        if chatRoom { knownChatRooms.insert(cid) }
-        if knownChatRooms.contains(cid) { currentChatRoom = cid }
+        _ = try await request(try await signed(join, .join(conversationId: cid)))
+        if chatRoom { chatRoomFlags[cid] = true }
+        if chatRoomFlags[cid] == nil { _ = try? await fetchConversation(id: cid) }
+        if chatRoomFlags[cid] == true { currentChatRoom = cid }
     }
 
     func addMembers(_ members: [String], to cid: String) async throws(IMError) -> [String] {
         var add = Command(cmd: .conv, op: .add)
         add.cid = cid
         add.m = members
-        return try await request(add).m ?? []
+        let action: IMSignatureAction = members == [clientId] ? .join(conversationId: cid) : .invite(conversationId: cid, members: members)
+        return try await request(try await signed(add, action)).m ?? []
     }
 
     func quit(_ cid: String) async throws(IMError) {
@@ -77,6 +79,7 @@ extension IMClient {
         var remove = Command(cmd: .conv, op: .remove)
         remove.cid = cid
         remove.m = members
+        if members != [clientId] { remove = try await signed(remove, .kick(conversationId: cid, members: members)) }
         return try await request(remove).m ?? []
     }
 

@@ -21,6 +21,8 @@ public enum IMClientErrorCode: Int, Sendable, CaseIterable {
     case unexpectedReply = 9008
     /// The task waiting for the reply was cancelled (the request may still take effect).
     case cancelled = 9009
+    /// The signature provider failed to produce a signature.
+    case signatureUnavailable = 9010
 
     public var reason: String {
         switch self {
@@ -33,6 +35,7 @@ public enum IMClientErrorCode: Int, Sendable, CaseIterable {
         case .invalidArgument: "INVALID_ARGUMENT"
         case .unexpectedReply: "UNEXPECTED_REPLY"
         case .cancelled: "CANCELLED"
+        case .signatureUnavailable: "SIGNATURE_UNAVAILABLE"
         }
     }
 }

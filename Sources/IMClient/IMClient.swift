@@ -32,11 +32,16 @@ public actor IMClient {
     private var nextSerial = 1
     private var pending: [Int: PendingRequest] = [:]
     private var reconnectTask: Task<Void, Never>?
+    /// The session token of the last login, presented on reconnects instead of a new login signature.
+    private var sessionToken: String?
+    /// The request serial of the chat room rejoin a reconnect waits for before it counts as resumed.
+    private var rejoinSerial: Int?
     private var seen: RecentIDs
     /// The last message seen per conversation (what `markRead()` marks read up to).
     var lastMessages: [String: (id: String, timestamp: Int64)] = [:]
-    /// Chat rooms known from creation and queries; the one joined last is rejoined after a reconnect.
-    var knownChatRooms: Set<String> = []
+    /// Whether conversations are chat rooms, learnt from creation and queries. The chat room joined last
+    /// is rejoined after a reconnect.
+    var chatRoomFlags: [String: Bool] = [:]
     var currentChatRoom: String?
 
     /// A login in progress on a freshly connected link.
@@ -44,6 +49,8 @@ public actor IMClient {
         var link: Link
         var serial: Int
         var resuming: Bool
+        /// The chat room join to send right after a reconnect, before waiting requests.
+        var rejoin: Command?
         var continuation: CheckedContinuation<Result<Void, IMError>, Never>
     }
 
@@ -101,7 +108,10 @@ public actor IMClient {
         state = .opening
         let result = await connectAndLogin(reopen: !force, resuming: false, epoch: epoch)
         if case .failure(let error) = result {
-            if state == .opening { state = .closed }
+            if state == .opening {
+                state = .closed
+                failAll(error)
+            }
             throw error
         }
     }
@@ -117,9 +127,11 @@ public actor IMClient {
         reconnectTask?.cancel()
         reconnectTask = nil
         state = .closed
+        rejoinSerial = nil
         failLogin(IMError(.clientClosed, "close() was called during login"))
         failAll(IMError(.clientClosed, "the client was closed"))
         currentChatRoom = nil
+        sessionToken = nil
         if let link {
             self.link = nil
             link.send(Command(cmd: .session, op: .close, i: allocateSerial()))
@@ -131,6 +143,28 @@ public actor IMClient {
     /// Connects a new link and logs in on it. On success the link becomes current, the state `.opened`,
     /// and `.opened` or `.resumed` is emitted before anything the server sends after the login reply.
     private func connectAndLogin(reopen: Bool, resuming: Bool, epoch: Int) async -> Result<Void, IMError> {
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = clientId
+        open.tag = tag
+        open.deviceId = deviceId
+        open.r = reopen ? true : nil
+        open.ua = "hookbot-swift-sdk/1"
+        var rejoin: Command?
+        do {
+            if resuming, let sessionToken {
+                open.st = sessionToken
+            } else {
+                open = try await signed(open, .open)
+            }
+            if resuming, let room = currentChatRoom {
+                var join = Command(cmd: .conv, op: .join)
+                join.cid = room
+                rejoin = try await signed(join, .join(conversationId: room))
+            }
+        } catch {
+            return .failure(error)
+        }
+        guard epoch == self.epoch else { return .failure(IMError(.clientClosed, "the client was closed")) }
         nextLinkID += 1
         let link: Link
         do {
@@ -153,13 +187,8 @@ public actor IMClient {
             }
             await self?.linkEnded(link)
         }
-        var open = Command(cmd: .session, op: .open, i: allocateSerial())
-        open.peerId = clientId
-        open.tag = tag
-        open.deviceId = deviceId
-        open.r = reopen ? true : nil
-        open.ua = "hookbot-swift-sdk/1"
-        let serial = open.i ?? 0
+        let serial = allocateSerial()
+        open.i = serial
         let timeout = options.connectTimeout
         let timer = Task {
             try? await Task.sleep(for: timeout)
@@ -167,7 +196,7 @@ public actor IMClient {
         }
         defer { timer.cancel() }
         return await withCheckedContinuation { continuation in
-            login = Login(link: link, serial: serial, resuming: resuming, continuation: continuation)
+            login = Login(link: link, serial: serial, resuming: resuming, rejoin: rejoin, continuation: continuation)
             link.send(open)
         }
     }
@@ -193,15 +222,33 @@ public actor IMClient {
             return
         }
         link = login.link
-        state = .opened
-        hub.emit(login.resuming ? .resumed : .opened)
-        if login.resuming, let room = currentChatRoom {
-            var join = Command(cmd: .conv, op: .join, i: allocateSerial())
-            join.cid = room
-            login.link.send(join)
+        sessionToken = reply.st ?? sessionToken
+        if var rejoin = login.rejoin {
+            let serial = allocateSerial()
+            rejoin.i = serial
+            rejoinSerial = serial
+            login.link.send(rejoin)
+        } else {
+            finishLogin(resuming: login.resuming)
         }
-        flushPending()
         login.continuation.resume(returning: .success(()))
+    }
+
+    /// The session is fully restored: waiting requests go out.
+    private func finishLogin(resuming: Bool) {
+        state = .opened
+        hub.emit(resuming ? .resumed : .opened)
+        flushPending()
+    }
+
+    /// The reply to the chat room rejoin after a reconnect arrived.
+    private func completeRejoin(_ reply: Command) {
+        rejoinSerial = nil
+        if let error = IMError(reply: reply) {
+            logger.warning("could not rejoin the chat room", metadata: ["cid": "\(currentChatRoom ?? "")", "error": "\(error)"])
+            currentChatRoom = nil
+        }
+        finishLogin(resuming: true)
     }
 
     /// A link's inbound stream ended.
@@ -212,7 +259,8 @@ public actor IMClient {
         }
         guard let link, link.id == ended.id else { return }
         self.link = nil
-        guard state == .opened else { return }
+        guard state == .opened || rejoinSerial != nil else { return }
+        rejoinSerial = nil
         state = .paused
         hub.emit(.paused(IMError(.connectionLost, "the connection to \(options.url) was lost")))
         for serial in pending.keys.sorted() {
@@ -248,6 +296,10 @@ public actor IMClient {
             case .failure(let error) where epoch != self.epoch:
                 logger.debug("reconnect abandoned", metadata: ["error": "\(error)"])
                 return
+            case .failure(let error) where error.knownCode == .sessionTokenExpired && sessionToken != nil:
+                logger.debug("session token refused; logging in with a signature")
+                sessionToken = nil
+                attempt = 0
             case .failure(let error) where error.clientCode == nil:
                 reconnectTask = nil
                 if error.code == IMErrorCode.sessionConflict.rawValue { kicked(error) } else { giveUp(error) }
@@ -276,6 +328,7 @@ public actor IMClient {
     }
 
     private func endSession(_ error: IMError) {
+        rejoinSerial = nil
         reconnectTask?.cancel()
         reconnectTask = nil
         currentChatRoom = nil
@@ -367,6 +420,7 @@ public actor IMClient {
         }
         guard self.link?.id == link.id else { return }
         if let serial = command.i {
+            if serial == rejoinSerial { return completeRejoin(command) }
             if pending[serial]?.written == true { resolve(serial, .success(command)) }
             return
         }

@@ -19,6 +19,8 @@ public struct IMClientOptions: Sendable {
     public var pingInterval: Duration? = .seconds(30)
     /// Largest WebSocket frame accepted from the server.
     public var maxFrameSize: Int = 1 << 20
+    /// Signs logins and conversation actions when the server requires signatures.
+    public var signatureProvider: (any IMSignatureProvider)?
     /// How many received message ids are remembered to drop redeliveries.
     public var deduplicationWindow: Int = 10_000
 

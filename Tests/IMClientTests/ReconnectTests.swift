@@ -67,6 +67,45 @@ final class ReconnectTests: XCTestCase {
         await second.stop()
     }
 
+    /// A send in flight when the server goes down is resent after the reconnect with the same token:
+    /// it is stored exactly once whether or not the first attempt was committed.
+    func testMessageInFlightDuringRestartIsStoredOnce() async throws {
+        let server = try await ServerHarness.start()
+        let tom = server.client("Tom")
+        try await tom.open()
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        let inFlight = Task { () throws(IMError) -> IMMessage in try await conversation.send(.text("in flight")) }
+        await server.stop()
+        let second = try await server.restarted()
+        let sent = try await inFlight.value
+        let history = try await conversation.messages(limit: 10)
+        XCTAssertEqual(history.map(\.id), [sent.id])
+        XCTAssertEqual(history.first?.content.text, "in flight")
+        await tom.close()
+        await second.stop()
+    }
+
+    /// Chat room presence is per connection: after a reconnect the client re-enters the room it was in.
+    func testChatRoomIsRejoinedAfterReconnect() async throws {
+        let server = try await ServerHarness.start()
+        let tom = server.client("Tom"), jerry = server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        let room = try await tom.createChatRoom(name: "Live")
+        try await room.join()
+        try await jerry.conversation(room.id).join()
+        await server.stop()
+        let second = try await server.restarted()
+        for log in logs { _ = try await log.next("resumed") { if case .resumed = $0 { true } else { nil } } }
+        let online = try await room.countMembers()
+        XCTAssertEqual(online, 2)
+        let sent = try await room.send(.text("still here?"))
+        let received = try await logs[1].message(in: room.id)
+        XCTAssertEqual(received.id, sent.id)
+        await tom.close()
+        await jerry.close()
+        await second.stop()
+    }
+
     /// Logging in elsewhere with the same tag kicks the first device with 4111; it does not reconnect,
     /// and a non-forced open from it is refused while the other device holds the tag.
     func testKickedByTag() async throws {

@@ -18,6 +18,7 @@ final class ScenarioTests: XCTestCase {
         let tom = server.client("Tom"), jerry = server.client("Jerry")
         let logs = try await openClients([tom, jerry])
         let (tomEvents, jerryEvents) = (logs[0], logs[1])
+        let secondJerryListener = EventLog(jerry)
         let opened = try await tomEvents.next("opened") { if case .opened = $0 { true } else { nil } }
         XCTAssertTrue(opened)
         let state = await tom.state
@@ -30,6 +31,8 @@ final class ScenarioTests: XCTestCase {
 
         let received = try await jerryEvents.message(in: conversation.id)
         XCTAssertEqual(received.id, sent.id)
+        let atSecondSubscriber = try await secondJerryListener.message(in: conversation.id)
+        XCTAssertEqual(atSecondSubscriber.id, sent.id)
         XCTAssertEqual(received.from, "Tom")
         XCTAssertEqual(received.timestamp, sent.timestamp)
         XCTAssertEqual(received.content.text, "Jerry, wake up!")

@@ -1,0 +1,63 @@
+import Foundation
+import IMClient
+import IMCore
+import IMServer
+import XCTest
+
+/// Signs with the master key, as an app backend would.
+struct MasterKeySigner: IMSignatureProvider {
+    let signer: Signer
+
+    func signature(clientId: String, action: IMSignatureAction) async throws -> IMSignature {
+        let signed: SignedAction = switch action {
+        case .open: .login(clientID: clientId)
+        case .startConversation(let members): .start(clientID: clientId, members: members)
+        case .join(let cid): .member(clientID: clientId, conversationID: cid, members: [clientId], action: "join")
+        case .invite(let cid, let members): .member(clientID: clientId, conversationID: cid, members: members, action: "invite")
+        case .kick(let cid, let members): .member(clientID: clientId, conversationID: cid, members: members, action: "kick")
+        }
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        let nonce = UUID().uuidString
+        return IMSignature(timestamp: timestamp, nonce: nonce, signature: signer.sign(signed, timestamp: timestamp, nonce: nonce))
+    }
+}
+
+final class SignatureTests: XCTestCase {
+    /// With signatures on, a provider signs logins and conversation actions; a reconnect after a restart
+    /// (which forgets session tokens) falls back to a fresh login signature.
+    func testSignedLoginConversationActionsAndReconnect() async throws {
+        let configure: (inout ServerConfiguration) -> Void = { $0.appID = "app"; $0.masterKey = "secret" }
+        let server = try await ServerHarness.start(configure: configure)
+        let provider = MasterKeySigner(signer: Signer(appID: "app", masterKey: "secret"))
+
+        let unsigned = server.client("Mallory")
+        do {
+            try await unsigned.open()
+            XCTFail("an unsigned login succeeded")
+        } catch {
+            XCTAssertEqual(error.knownCode, .signatureFailed)
+        }
+
+        let tom = server.client("Tom") { $0.signatureProvider = provider }
+        let jerry = server.client("Jerry") { $0.signatureProvider = provider }
+        let logs = try await openClients([tom, jerry])
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        try await conversation.add(members: ["Bob", "Harry"])
+        try await conversation.remove(members: ["Harry"])
+        try await jerry.conversation(conversation.id).quit()
+        try await jerry.conversation(conversation.id).join()
+        let count = try await conversation.countMembers()
+        XCTAssertEqual(count, 3)
+
+        await server.stop()
+        let second = try await ServerHarness.start(directory: server.directory, port: server.port, configure: configure)
+        for log in logs { _ = try await log.next("resumed") { if case .resumed = $0 { true } else { nil } } }
+        try await conversation.send(.text("signed and back"))
+        let message = try await logs[1].message(in: conversation.id)
+        XCTAssertEqual(message.content.text, "signed and back")
+
+        await tom.close()
+        await jerry.close()
+        await second.stop()
+    }
+}
