@@ -1,1 +1,410 @@
-// Placeholder until the module's issue lands.
+import Foundation
+import IMCore
+import Logging
+
+/// A client id logged in to a Hookbot server: LeanCloud's `AVIMClient` in async Swift.
+///
+/// Subscribe to `events()` before calling `open()` (offline messages arrive right after login). The client
+/// keeps one WebSocket; when it drops, the client pauses, reconnects with exponential backoff and jitter,
+/// and resumes — requests made meanwhile wait and go out in order. It never reconnects after `close()`
+/// or after the server logged it out (`IMEvent.kickedOffline`).
+public actor IMClient {
+    /// The client id this client logs in as.
+    public nonisolated let clientId: String
+    /// The single-device tag (for example `Mobile`): logging in elsewhere with the same tag logs this one out.
+    public nonisolated let tag: String?
+    /// A stable id of this client instance, sent at login so reconnects keep the tag.
+    public nonisolated let deviceId: String
+    public nonisolated let options: IMClientOptions
+    /// Custom message types received messages are decoded to.
+    public nonisolated let registry: IMMessageRegistry
+
+    /// The connection state.
+    public private(set) var state: IMClientState = .closed
+
+    let hub = EventHub()
+    let logger: Logger
+    private var link: Link?
+    private var login: Login?
+    private var nextLinkID = 0
+    /// Bumped by `open()`, `close()` and a kick: reconnect loops and logins of an older epoch stop.
+    private var epoch = 0
+    private var nextSerial = 1
+    private var pending: [Int: PendingRequest] = [:]
+    private var reconnectTask: Task<Void, Never>?
+    private var seen: RecentIDs
+    /// The last message seen per conversation (what `markRead()` marks read up to).
+    var lastMessages: [String: (id: String, timestamp: Int64)] = [:]
+    /// Chat rooms known from creation and queries; the one joined last is rejoined after a reconnect.
+    var knownChatRooms: Set<String> = []
+    var currentChatRoom: String?
+
+    /// A login in progress on a freshly connected link.
+    private struct Login {
+        var link: Link
+        var serial: Int
+        var resuming: Bool
+        var continuation: CheckedContinuation<Result<Void, IMError>, Never>
+    }
+
+    /// What happens to a sent request when the connection drops before its reply.
+    enum LossPolicy {
+        /// Send it again after the reconnect (messages with a de-duplication token).
+        case resend
+        /// Fail it with `CONNECTION_LOST`.
+        case fail
+    }
+
+    private struct PendingRequest {
+        var command: Command
+        var policy: LossPolicy
+        var written = false
+        var timer: Task<Void, Never>?
+        var continuation: CheckedContinuation<Result<Command, IMError>, Never>
+    }
+
+    /// A client for `clientId`. Pass a `deviceId` that survives app restarts to keep a tag across them.
+    public init(clientId: String, tag: String? = nil, deviceId: String? = nil, options: IMClientOptions,
+                registry: IMMessageRegistry = .shared, logger: Logger? = nil) {
+        self.clientId = clientId
+        self.tag = tag
+        self.deviceId = deviceId ?? UUID().uuidString
+        self.options = options
+        self.registry = registry
+        self.logger = logger ?? Logger(label: "hookbot.client.\(clientId)")
+        seen = RecentIDs(capacity: options.deduplicationWindow)
+    }
+
+    deinit {
+        hub.finish()
+        link?.abort()
+    }
+
+    /// A new stream of this client's events. Every stream gets every event emitted after it was created;
+    /// several consumers (an app and a bot host) can each hold one. Cancelling the consuming task ends it.
+    public nonisolated func events() -> AsyncStream<IMEvent> {
+        hub.subscribe()
+    }
+
+    // MARK: Opening and closing
+
+    /// Logs in. `force` (the default) takes the tag from any other device; a non-forced open fails with
+    /// 4111 when another device holds the tag. Returns at once when already open.
+    public func open(force: Bool = true) async throws(IMError) {
+        switch state {
+        case .opened, .paused, .resuming: return
+        case .opening: throw IMError(.invalidArgument, "open() is already in progress")
+        case .closed, .kicked: break
+        }
+        if let error = ClientID.validate(clientId) { throw error }
+        epoch += 1
+        state = .opening
+        let result = await connectAndLogin(reopen: !force, resuming: false, epoch: epoch)
+        if case .failure(let error) = result {
+            if state == .opening { state = .closed }
+            throw error
+        }
+    }
+
+    /// Logs out and closes the connection. Waiting requests fail with `CLIENT_CLOSED`; no reconnect follows.
+    public func close() async {
+        if case .kicked = state {
+            state = .closed
+            return
+        }
+        guard state != .closed else { return }
+        epoch += 1
+        reconnectTask?.cancel()
+        reconnectTask = nil
+        state = .closed
+        failLogin(IMError(.clientClosed, "close() was called during login"))
+        failAll(IMError(.clientClosed, "the client was closed"))
+        currentChatRoom = nil
+        if let link {
+            self.link = nil
+            link.send(Command(cmd: .session, op: .close, i: allocateSerial()))
+            await link.closeAndWait(timeout: .seconds(2))
+        }
+        hub.emit(.closed(nil))
+    }
+
+    /// Connects a new link and logs in on it. On success the link becomes current, the state `.opened`,
+    /// and `.opened` or `.resumed` is emitted before anything the server sends after the login reply.
+    private func connectAndLogin(reopen: Bool, resuming: Bool, epoch: Int) async -> Result<Void, IMError> {
+        nextLinkID += 1
+        let link: Link
+        do {
+            link = try await Link.connect(
+                id: nextLinkID, url: options.url, timeout: options.connectTimeout, pingInterval: options.pingInterval,
+                maxFrameSize: options.maxFrameSize, logger: logger)
+        } catch {
+            return .failure(error)
+        }
+        guard epoch == self.epoch else {
+            link.close()
+            return .failure(IMError(.clientClosed, "the client was closed"))
+        }
+        Task { [weak self] in
+            for await frame in link.inbound {
+                switch frame {
+                case .command(let command): await self?.receive(command, on: link)
+                case .undecodable(let text): await self?.receiveUndecodable(text, on: link)
+                }
+            }
+            await self?.linkEnded(link)
+        }
+        var open = Command(cmd: .session, op: .open, i: allocateSerial())
+        open.peerId = clientId
+        open.tag = tag
+        open.deviceId = deviceId
+        open.r = reopen ? true : nil
+        open.ua = "hookbot-swift-sdk/1"
+        let serial = open.i ?? 0
+        let timeout = options.connectTimeout
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { link.abort() }
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            login = Login(link: link, serial: serial, resuming: resuming, continuation: continuation)
+            link.send(open)
+        }
+    }
+
+    private func failLogin(_ error: IMError) {
+        guard let login else { return }
+        self.login = nil
+        login.link.abort()
+        login.continuation.resume(returning: .failure(error))
+    }
+
+    /// The login reply arrived on `login.link`.
+    private func completeLogin(_ login: Login, reply: Command) {
+        self.login = nil
+        if let error = IMError(reply: reply) {
+            login.link.close()
+            login.continuation.resume(returning: .failure(error))
+            return
+        }
+        guard reply.cmd == .session, reply.op == .opened else {
+            login.link.close()
+            login.continuation.resume(returning: .failure(IMError(.unexpectedReply, "login answered with \(reply.cmd.rawValue)")))
+            return
+        }
+        link = login.link
+        state = .opened
+        hub.emit(login.resuming ? .resumed : .opened)
+        if login.resuming, let room = currentChatRoom {
+            var join = Command(cmd: .conv, op: .join, i: allocateSerial())
+            join.cid = room
+            login.link.send(join)
+        }
+        flushPending()
+        login.continuation.resume(returning: .success(()))
+    }
+
+    /// A link's inbound stream ended.
+    private func linkEnded(_ ended: Link) {
+        if let login, login.link.id == ended.id {
+            failLogin(IMError(.connectionFailed, "the connection closed during login"))
+            return
+        }
+        guard let link, link.id == ended.id else { return }
+        self.link = nil
+        guard state == .opened else { return }
+        state = .paused
+        hub.emit(.paused(IMError(.connectionLost, "the connection to \(options.url) was lost")))
+        for serial in pending.keys.sorted() {
+            guard let request = pending[serial], request.written else { continue }
+            if request.policy == .resend {
+                pending[serial]?.written = false
+                arm(serial, after: options.sendTimeout, IMError(.sendTimeout, "not sent: the connection did not come back in time"))
+            } else {
+                resolve(serial, .failure(IMError(.connectionLost, "the connection was lost before the reply")))
+            }
+        }
+        startReconnecting()
+    }
+
+    private func startReconnecting() {
+        let epoch = self.epoch
+        reconnectTask = Task { await self.reconnectLoop(epoch: epoch) }
+    }
+
+    private func reconnectLoop(epoch: Int) async {
+        var attempt = 0
+        while epoch == self.epoch, !Task.isCancelled {
+            let delay = options.reconnectDelay(attempt: attempt, unit: Double.random(in: 0...1))
+            attempt += 1
+            try? await Task.sleep(for: delay)
+            guard epoch == self.epoch, !Task.isCancelled else { return }
+            state = .resuming
+            hub.emit(.resuming(attempt: attempt))
+            switch await connectAndLogin(reopen: true, resuming: true, epoch: epoch) {
+            case .success:
+                reconnectTask = nil
+                return
+            case .failure(let error) where epoch != self.epoch:
+                logger.debug("reconnect abandoned", metadata: ["error": "\(error)"])
+                return
+            case .failure(let error) where error.clientCode == nil:
+                reconnectTask = nil
+                if error.code == IMErrorCode.sessionConflict.rawValue { kicked(error) } else { giveUp(error) }
+                return
+            case .failure(let error):
+                logger.debug("reconnect failed", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+                state = .paused
+            }
+        }
+    }
+
+    /// The server logged this client out.
+    private func kicked(_ error: IMError) {
+        epoch += 1
+        state = .kicked(error)
+        endSession(error)
+        hub.emit(.kickedOffline(error))
+    }
+
+    /// A reconnect failed with a server error other than 4111: stop for good.
+    private func giveUp(_ error: IMError) {
+        epoch += 1
+        state = .closed
+        endSession(error)
+        hub.emit(.closed(error))
+    }
+
+    private func endSession(_ error: IMError) {
+        reconnectTask?.cancel()
+        reconnectTask = nil
+        currentChatRoom = nil
+        failLogin(error)
+        failAll(error)
+        link?.close()
+        link = nil
+    }
+
+    // MARK: Requests
+
+    func allocateSerial() -> Int {
+        defer { nextSerial += 1 }
+        return nextSerial
+    }
+
+    /// Sends a request and returns its reply. While the client is paused the request waits for the
+    /// reconnect (at most `sendTimeout`); a reply carrying an error code is thrown as `IMError`.
+    func request(_ command: Command, policy: LossPolicy = .fail) async throws(IMError) -> Command {
+        switch state {
+        case .opened, .opening, .paused, .resuming: break
+        case .closed, .kicked: throw IMError(.clientNotOpen, "open the client first")
+        }
+        var command = command
+        let serial = allocateSerial()
+        command.i = serial
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                pending[serial] = PendingRequest(command: command, policy: policy, continuation: continuation)
+                if let link, state == .opened {
+                    write(serial, on: link)
+                } else {
+                    arm(serial, after: options.sendTimeout, IMError(.sendTimeout, "not sent: the client stayed disconnected"))
+                }
+            }
+        } onCancel: {
+            Task { await self.resolve(serial, .failure(IMError(.cancelled, "the request was cancelled"))) }
+        }
+        let reply = try result.get()
+        if let error = IMError(reply: reply) { throw error }
+        return reply
+    }
+
+    /// Sends a command without waiting for anything; it is lost when the client is not connected.
+    func post(_ command: Command) throws(IMError) {
+        guard let link, state == .opened else { throw IMError(.clientNotOpen, "not connected") }
+        link.send(command)
+    }
+
+    private func write(_ serial: Int, on link: Link) {
+        guard let request = pending[serial] else { return }
+        pending[serial]?.written = true
+        link.send(request.command)
+        arm(serial, after: options.requestTimeout, IMError(.requestTimeout, "no reply within \(options.requestTimeout)"))
+    }
+
+    /// Writes every waiting request, oldest first.
+    private func flushPending() {
+        guard let link else { return }
+        for serial in pending.keys.sorted() where pending[serial]?.written == false {
+            write(serial, on: link)
+        }
+    }
+
+    private func arm(_ serial: Int, after delay: Duration, _ error: IMError) {
+        pending[serial]?.timer?.cancel()
+        pending[serial]?.timer = Task {
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            self.resolve(serial, .failure(error))
+        }
+    }
+
+    private func resolve(_ serial: Int, _ result: Result<Command, IMError>) {
+        guard let request = pending.removeValue(forKey: serial) else { return }
+        request.timer?.cancel()
+        request.continuation.resume(returning: result)
+    }
+
+    private func failAll(_ error: IMError) {
+        for serial in pending.keys.sorted() { resolve(serial, .failure(error)) }
+    }
+
+    // MARK: Receiving
+
+    private func receive(_ command: Command, on link: Link) {
+        if let login, login.link.id == link.id, command.i == login.serial {
+            return completeLogin(login, reply: command)
+        }
+        guard self.link?.id == link.id else { return }
+        if let serial = command.i {
+            if pending[serial]?.written == true { resolve(serial, .success(command)) }
+            return
+        }
+        if command.cmd == .session, command.op == .closed {
+            if command.code != nil, let error = IMError(reply: command) { kicked(error) }
+            return
+        }
+        dispatchEvent(command, on: link)
+    }
+
+    private func receiveUndecodable(_ text: String, on link: Link) {
+        guard self.link?.id == link.id else { return }
+        hub.emit(.undecodable(text))
+    }
+
+    /// Remembers a received message id; false when it was seen before.
+    func markSeen(_ id: String) -> Bool { seen.insert(id) }
+}
+
+/// The most recent ids inserted, up to a capacity.
+struct RecentIDs {
+    private var members = Set<String>()
+    private var ring: [String] = []
+    private var next = 0
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    /// Inserts `id`; false when it is already present.
+    mutating func insert(_ id: String) -> Bool {
+        guard members.insert(id).inserted else { return false }
+        if ring.count < capacity {
+            ring.append(id)
+        } else {
+            members.remove(ring[next])
+            ring[next] = id
+            next = (next + 1) % capacity
+        }
+        return true
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import IMCore
+import Synchronization
+
+/// The connection state of an `IMClient`.
+public enum IMClientState: Sendable, Equatable {
+    /// Not logged in: never opened, or closed by `close()`.
+    case closed
+    /// `open()` is in progress.
+    case opening
+    /// Logged in and connected.
+    case opened
+    /// The connection was lost; a reconnect is scheduled. Requests wait (see `IMClientOptions.sendTimeout`).
+    case paused
+    /// A reconnect attempt is in progress.
+    case resuming
+    /// Logged out by the server, for example because another device logged in with the same tag (4111).
+    /// The client does not reconnect; `open()` logs in again.
+    case kicked(IMError)
+}
+
+/// Something that happened to an `IMClient`: a connection change or a server event.
+public enum IMEvent: Sendable {
+    // MARK: Connection
+    /// `open()` succeeded.
+    case opened
+    /// The connection was lost (the client reconnects by itself).
+    case paused(IMError?)
+    /// A reconnect attempt started (1 for the first attempt after a loss).
+    case resuming(attempt: Int)
+    /// A reconnect succeeded; waiting requests are being sent.
+    case resumed
+    /// `close()` finished, or the client gave up after a fatal login error (carried here).
+    case closed(IMError?)
+    /// The server logged this client out (4111: another device logged in with the same tag).
+    case kickedOffline(IMError)
+
+    // MARK: Messages
+    /// A message arrived: typed (`content` is `.typed` or `.custom`), common (`.common`), transient
+    /// (`isTransient`) or from the backlog (`isOffline`). Each message id is reported once.
+    case message(IMMessage)
+    /// A cmd message arrived.
+    case cmd(IMCmdMessage)
+    /// A recipient acknowledged a message sent with a receipt request.
+    case delivered(IMReceipt)
+    /// A recipient read a conversation up to `timestamp` (for messages sent with a receipt request).
+    case read(IMReceipt)
+    /// A message was recalled; the message carries its id, the recalled placeholder and `status == .recalled`.
+    case recalled(IMMessage)
+    /// Unread counts of conversations, sent at login.
+    case unread([IMUnreadCount])
+
+    // MARK: Conversations
+    /// Members joined a conversation this client is in (`by` added them, or they joined themselves).
+    case membersJoined(conversationId: String, members: [String], by: String?)
+    /// Members left or were removed from a conversation this client is in.
+    case membersLeft(conversationId: String, members: [String], by: String?)
+    /// This client joined a conversation by itself (possibly from another device).
+    case joined(conversationId: String, by: String?)
+    /// This client was added to a conversation by `by`.
+    case invited(conversationId: String, by: String?)
+    /// This client was removed from a conversation by `by`.
+    case kicked(conversationId: String, by: String?)
+    /// This client quit a conversation (possibly from another device).
+    case left(conversationId: String, by: String?)
+    /// A conversation's name or attributes changed; `patch` has the changed keys (`name`, `attr.<path>`;
+    /// a deleted key has the value `{"__op": "Delete"}`).
+    case conversationUpdated(conversationId: String, patch: [String: JSONValue], by: String?, updatedAt: Int64?)
+
+    // MARK: Everything else
+    /// A command from the server the SDK does not interpret (for example commands of later protocol versions).
+    case unhandled(Command)
+    /// A frame from the server that is not a known command (an unknown `cmd` or `op`), as received.
+    case undecodable(String)
+}
+
+/// Fans events out to every subscriber. Each subscriber buffers without limit.
+final class EventHub: Sendable {
+    private struct State {
+        var subscribers: [Int: AsyncStream<IMEvent>.Continuation] = [:]
+        var next = 0
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+
+    func subscribe() -> AsyncStream<IMEvent> {
+        let (stream, continuation) = AsyncStream<IMEvent>.makeStream()
+        let id = state.withLock { state -> Int? in
+            if state.finished { return nil }
+            state.next += 1
+            state.subscribers[state.next] = continuation
+            return state.next
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func emit(_ event: IMEvent) {
+        let subscribers = state.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.yield(event) }
+    }
+
+    /// Ends every subscription.
+    func finish() {
+        let subscribers = state.withLock { state in
+            state.finished = true
+            defer { state.subscribers.removeAll() }
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// Settings of an `IMClient`.
+public struct IMClientOptions: Sendable {
+    /// The server's WebSocket endpoint.
+    public var url: String
+    /// Delay before the first reconnect attempt; each further attempt doubles it, up to `reconnectMaxDelay`.
+    /// Every delay is randomised between half and all of its value (jitter).
+    public var reconnectBaseDelay: Duration = .milliseconds(500)
+    public var reconnectMaxDelay: Duration = .seconds(30)
+    /// How long a request (a message included) may wait for the connection to come back while the client
+    /// is paused; after that it fails with `SEND_TIMEOUT` (9002) and is never sent.
+    public var sendTimeout: Duration = .seconds(30)
+    /// How long a sent request waits for its reply before failing with `REQUEST_TIMEOUT` (9003).
+    public var requestTimeout: Duration = .seconds(15)
+    /// How long establishing a WebSocket and logging in may take.
+    public var connectTimeout: Duration = .seconds(10)
+    /// WebSocket ping interval that detects dead connections; nil disables pings.
+    public var pingInterval: Duration? = .seconds(30)
+    /// Largest WebSocket frame accepted from the server.
+    public var maxFrameSize: Int = 1 << 20
+    /// How many received message ids are remembered to drop redeliveries.
+    public var deduplicationWindow: Int = 10_000
+
+    /// Options for a server at `url` (for example `ws://127.0.0.1:8080/ws`).
+    public init(url: String) {
+        self.url = url
+    }
+
+    /// Options for a server on `host:port`, path `/ws`.
+    public init(host: String = "127.0.0.1", port: Int) {
+        self.init(url: "ws://\(host):\(port)/ws")
+    }
+
+    /// The delay before reconnect attempt number `attempt` (0-based), with jitter drawn from `unit` in 0...1.
+    func reconnectDelay(attempt: Int, unit: Double) -> Duration {
+        let factor = pow(2.0, Double(min(attempt, 30)))
+        let capped = min(reconnectBaseDelay * factor, reconnectMaxDelay)
+        return capped * (0.5 + 0.5 * unit)
+    }
+}

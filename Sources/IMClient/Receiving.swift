@@ -1,0 +1,98 @@
+import Foundation
+import IMCore
+
+/// Turns commands the server sends on its own (no `i`) into events.
+extension IMClient {
+    func dispatchEvent(_ command: Command, on link: Link) {
+        switch (command.cmd, command.op) {
+        case (.direct, _):
+            receiveDirect(command, on: link)
+        case (.rcp, _):
+            guard let cid = command.cid, let from = command.from else { return hub.emit(.unhandled(command)) }
+            let receipt = IMReceipt(conversationId: cid, messageId: command.id, by: from, timestamp: command.t ?? 0)
+            hub.emit(command.read == true ? .read(receipt) : .delivered(receipt))
+        case (.unread, _):
+            hub.emit(.unread((command.convs ?? []).map(unreadCount)))
+        case (.patch, .modify?):
+            for patch in command.patches ?? [] { hub.emit(.recalled(recalledMessage(patch))) }
+        case (.conv, let op?):
+            conversationEvent(command, op: op)
+        default:
+            hub.emit(.unhandled(command))
+        }
+    }
+
+    private func receiveDirect(_ command: Command, on link: Link) {
+        guard let cid = command.cid, let id = command.id else { return hub.emit(.unhandled(command)) }
+        let timestamp = command.timestamp ?? 0
+        let from = command.fromPeerId ?? ""
+        if let action = command.action {
+            guard markSeen(id) else { return }
+            hub.emit(.cmd(IMCmdMessage(id: id, conversationId: cid, from: from, timestamp: timestamp, action: action,
+                                       ext: command.ext ?? [:])))
+            return
+        }
+        let transient = command.transient == true
+        let isNew = markSeen(id)
+        if isNew {
+            var message = IMMessage(id: id, conversationId: cid, from: from, timestamp: timestamp,
+                                    content: .decode(command.msg ?? "", registry: registry), body: command.msg, status: .received)
+            message.isTransient = transient
+            message.isOffline = command.offline == true
+            message.receiptRequested = command.r == true
+            message.priority = command.priority.flatMap(IMMessagePriority.init(rawValue:))
+            message.mentionPids = command.mentionPids
+            message.mentionAll = command.mentionAll
+            if !transient { noteLastMessage(cid: cid, id: id, timestamp: timestamp) }
+            hub.emit(.message(message))
+        }
+        if !transient {
+            var ack = Command(cmd: .ack)
+            ack.cid = cid
+            ack.mid = id
+            ack.t = timestamp
+            link.send(ack)
+        }
+    }
+
+    func noteLastMessage(cid: String, id: String, timestamp: Int64) {
+        if let last = lastMessages[cid], last.timestamp > timestamp { return }
+        lastMessages[cid] = (id, timestamp)
+    }
+
+    private func unreadCount(_ info: UnreadInfo) -> IMUnreadCount {
+        var last: IMMessage?
+        if let mid = info.mid, let timestamp = info.timestamp, let data = info.data {
+            let from = info.from ?? ""
+            last = IMMessage(id: mid, conversationId: info.cid, from: from, timestamp: timestamp,
+                             content: .decode(data, registry: registry), body: data,
+                             status: from == clientId ? .sent : .received)
+            noteLastMessage(cid: info.cid, id: mid, timestamp: timestamp)
+        }
+        return IMUnreadCount(conversationId: info.cid, count: info.unread, lastMessage: last)
+    }
+
+    func recalledMessage(_ patch: PatchItem) -> IMMessage {
+        let placeholder = TypedMessage(type: MessageType.recalled.rawValue).encoded()
+        let body = patch.data ?? placeholder
+        return IMMessage(id: patch.mid, conversationId: patch.cid, from: patch.from ?? "", timestamp: patch.timestamp,
+                         content: .decode(body, registry: registry), body: body, status: .recalled)
+    }
+
+    private func conversationEvent(_ command: Command, op: OpType) {
+        guard let cid = command.cid else { return hub.emit(.unhandled(command)) }
+        let by = command.initBy
+        switch op {
+        case .joined: hub.emit(.joined(conversationId: cid, by: by))
+        case .invited: hub.emit(.invited(conversationId: cid, by: by))
+        case .kicked: hub.emit(.kicked(conversationId: cid, by: by))
+        case .left: hub.emit(.left(conversationId: cid, by: by))
+        case .membersJoined: hub.emit(.membersJoined(conversationId: cid, members: command.m ?? [], by: by))
+        case .membersLeft: hub.emit(.membersLeft(conversationId: cid, members: command.m ?? [], by: by))
+        case .updated:
+            hub.emit(.conversationUpdated(conversationId: cid, patch: command.attr?.objectValue ?? [:], by: by,
+                                          updatedAt: command.udate))
+        default: hub.emit(.unhandled(command))
+        }
+    }
+}
