@@ -19,7 +19,7 @@ build: deps
 ## Build everything and run the whole test suite.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --disable-swift-testing
 
 ## Start the IM server on 127.0.0.1:8080 with ./hookbot.sqlite.
 run: build

@@ -73,6 +73,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
+        .testTarget(name: "BotHostTests", dependencies: ["BotHost", "IMCore", "IMServer", "IMClient", "HookRuntime"]),
         .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore"]),
         .executableTarget(
             name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry"),

@@ -22,6 +22,9 @@ public final class IMServer: Sendable {
         service = try IMService(configuration: configuration, logger: logger)
     }
 
+    /// Counters of the interception role.
+    public var interceptionStats: InterceptionStats { service.interceptors.stats }
+
     /// Starts listening in the background and returns the bound port.
     public func start() async throws -> Int {
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()

@@ -56,7 +56,8 @@ extension IMService {
                 throw IMError(.conversationLogRejected, "\(clientID) is not a member of \(cid)")
             }
             return try MessageStore.history(
-                db, cid: cid, limit: min(limit, self.configuration.historyMaxLimit), beforeT: command.t, afterT: command.tt)
+                db, cid: cid, limit: min(limit, self.configuration.historyMaxLimit), beforeT: command.t, afterT: command.tt,
+                viewer: clientID)
         }
         var reply = Command(cmd: .logs, i: command.i)
         reply.cid = cid

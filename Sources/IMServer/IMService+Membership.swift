@@ -12,6 +12,7 @@ extension IMService {
         try signatures?.verify(
             .member(clientID: clientID, conversationID: cid, members: requested, action: selfJoin ? "join" : "invite"),
             command: command, failure: .conversationSignatureFailed)
+        try await reviewMembership(cid: cid, actor: clientID, members: requested, action: selfJoin ? "join" : "invite")
         let change = try await db.write { db -> (record: ConversationRecord, added: [String], members: [String]) in
             guard let record = try ConversationStore.find(db, id: cid) else {
                 throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
@@ -56,6 +57,7 @@ extension IMService {
                 .member(clientID: clientID, conversationID: cid, members: requested, action: "kick"),
                 command: command, failure: .conversationSignatureFailed)
         }
+        try await reviewMembership(cid: cid, actor: clientID, members: requested, action: requested == [clientID] ? "quit" : "kick")
         let change = try await db.write { db -> (record: ConversationRecord, removed: [String], remaining: [String]) in
             guard let record = try ConversationStore.find(db, id: cid) else {
                 throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
@@ -104,6 +106,16 @@ extension IMService {
         reply.cid = cid
         reply.count = count >= 0 ? count : rooms.clientIDs(in: cid).count
         connection.send(reply)
+    }
+
+    /// Asks the interceptors whether a membership change may happen; a drop becomes 4305.
+    func reviewMembership(cid: String, actor: String, members: [String], action: String) async throws {
+        guard interceptors.isActive, interceptors.configuration.reviewMembership, interceptors.inScope(cid),
+              !interceptors.isInterceptor(actor) else { return }
+        if case .drop(let error, _) = await interceptors.review(.membership(cid: cid, actor: actor, members: members, action: action)) {
+            throw IMError(code: IMErrorCode.conversationRejectedByApp.rawValue, reason: IMErrorCode.conversationRejectedByApp.reason,
+                          detail: error.detail, appCode: error.appCode)
+        }
     }
 
     /// Sends `command` to every connection of the given clients.

@@ -24,10 +24,15 @@ extension IMService {
             direct.transient = true
             return try await broadcastOnline(direct, cid: cid, from: clientID, on: connection, serial: command.i)
         }
-        await pipeline.enqueue(OutgoingMessage(
+        let message = OutgoingMessage(
             cid: cid, from: clientID, data: body, receipt: command.r == true, priority: command.priority,
             dedupeToken: command.dt, mentionPids: command.mentionPids, mentionAll: command.mentionAll,
-            sender: connection, serial: command.i))
+            sender: connection, serial: command.i)
+        if interceptors.isActive, interceptors.inScope(cid), !interceptors.isInterceptor(clientID) {
+            await interception.submit(message)
+        } else {
+            await pipeline.enqueue(message)
+        }
     }
 
     /// Cmd messages (action + ext) go to online members only and are never stored.

@@ -12,6 +12,7 @@ extension IMService {
         }
         if let error = ClientID.validate(command.peerId) { throw error }
         let clientID = command.peerId ?? ""
+        try authenticateInterceptor(command, clientID: clientID)
         if let signatures {
             if let token = command.st {
                 guard tokens.clientID(for: token) == clientID else {
@@ -49,6 +50,7 @@ extension IMService {
         }
         connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID))
         registry.add(connection, clientID: clientID)
+        if interceptors.isInterceptor(clientID) { interceptors.attach(connection, as: clientID) }
         logger.info("session opened", metadata: ["client": "\(clientID)", "tag": "\(tag ?? "")", "conn": "\(connection.id)"])
 
         var opened = Command(cmd: .session, op: .opened, i: command.i)
@@ -95,6 +97,7 @@ extension IMService {
         guard let identity = connection.identity else { return }
         registry.remove(connection, clientID: identity.clientID)
         rooms.leave(connection)
+        interceptors.detach(connection)
         connection.setIdentity(nil)
         logger.info("session closed", metadata: ["client": "\(identity.clientID)", "conn": "\(connection.id)"])
     }

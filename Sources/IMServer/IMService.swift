@@ -16,6 +16,9 @@ final class IMService: Sendable {
     let pipeline: MessagePipeline
     let cursors: CursorWriter
     let signatures: SignatureVerifier?
+    let interceptors: InterceptorHub
+    let interception: InterceptionStage
+    private let interceptorLogins: [String: SignatureVerifier]
     let logger: Logger
 
     init(configuration: ServerConfiguration, logger: Logger) throws {
@@ -25,6 +28,12 @@ final class IMService: Sendable {
         tokens = SessionTokens(ttl: TimeInterval(configuration.sessionTokenTTL))
         pipeline = MessagePipeline(db: db, registry: registry, receipts: receipts, rooms: rooms, logger: logger)
         cursors = CursorWriter(db: db)
+        interceptors = InterceptorHub(configuration: configuration.interception, logger: logger)
+        interception = InterceptionStage(hub: interceptors, pipeline: pipeline)
+        interceptorLogins = Dictionary(uniqueKeysWithValues: configuration.interception.interceptors.map { interceptor in
+            let signer = Signer(appID: configuration.appID ?? "hookbot", masterKey: interceptor.secret)
+            return (interceptor.clientID, SignatureVerifier(signer: signer, windowSeconds: configuration.signatureWindow))
+        })
         if let appID = configuration.appID, let key = configuration.masterKey {
             signatures = SignatureVerifier(signer: Signer(appID: appID, masterKey: key), windowSeconds: configuration.signatureWindow)
             logger.info("signatures required for login and conversation actions", metadata: ["appId": "\(appID)"])
@@ -103,8 +112,24 @@ final class IMService: Sendable {
             try await recall(command, by: identity.clientID, on: connection)
         case (.read, _):
             try await markRead(command, by: identity.clientID, on: connection)
+        case (.hook, .verdict?):
+            guard interceptors.isInterceptor(identity.clientID) else {
+                throw IMError(.notInterceptor, "\(identity.clientID) is not a configured interceptor")
+            }
+            let matched = interceptors.resolve(command, from: connection)
+            if !matched { logger.debug("late or unknown verdict", metadata: ["id": "\(command.id ?? "")"]) }
+            if let serial = command.i { connection.send(Command(cmd: .ack, i: serial)) }
         default:
             throw IMError(.unknownCommand, "unsupported command \(command.cmd.rawValue) \(command.op?.rawValue ?? "")")
         }
+    }
+
+    /// Interceptor ids must log in with a signature made with their secret (or the master key).
+    func authenticateInterceptor(_ command: Command, clientID: String) throws {
+        guard let verifier = interceptorLogins[clientID] else { return }
+        if let signatures, (try? signatures.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)) != nil {
+            return
+        }
+        try verifier.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)
     }
 }

@@ -35,5 +35,8 @@ public struct ServerConfiguration: Sendable {
     /// this long.
     public var signatureWindow: Int = 300
 
+    /// Pre-delivery interception by bot hosts.
+    public var interception = InterceptionConfiguration()
+
     public init() {}
 }

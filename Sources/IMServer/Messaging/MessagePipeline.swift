@@ -15,6 +15,8 @@ struct OutgoingMessage: Sendable {
     var mentionAll: Bool?
     var sender: Connection
     var serial: Int?
+    /// When an interceptor restricted the recipients: only these members receive it.
+    var recipients: [String]? = nil
 }
 
 /// Stores messages with group commit and fans them out in commit order.
@@ -119,8 +121,9 @@ actor MessagePipeline {
             let record = MessageRecord(
                 id: Identifiers.messageID(), cid: message.cid, from: message.from, data: message.data, t: t,
                 receipt: message.receipt && !conversation.transient, priority: message.priority)
-            try MessageStore.insert(db, record, dedupeToken: message.dedupeToken)
-            outcomes.append(.stored(record, members: members, room: conversation.transient))
+            try MessageStore.insert(db, record, dedupeToken: message.dedupeToken, recipients: message.recipients)
+            let audience = message.recipients.map { allowed in members.filter(allowed.contains) } ?? members
+            outcomes.append(.stored(record, members: audience, room: conversation.transient && message.recipients == nil))
         }
         for (cid, t) in timestamps {
             try db.execute(sql: "UPDATE conversations SET lm = ? WHERE id = ?", arguments: [t, cid])

@@ -63,6 +63,9 @@ enum ServerDatabase {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v2-recipients") { db in
+            try db.execute(sql: "ALTER TABLE messages ADD COLUMN recipients TEXT")
+        }
         return migrator
     }
 }

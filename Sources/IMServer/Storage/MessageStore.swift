@@ -48,11 +48,15 @@ struct MessageRecord: Sendable, Equatable {
 
 /// Message history, offline backlog and delivery cursors.
 enum MessageStore {
-    static func insert(_ db: Database, _ m: MessageRecord, dedupeToken: String?) throws {
+    static func insert(_ db: Database, _ m: MessageRecord, dedupeToken: String?, recipients: [String]? = nil) throws {
+        let audience = recipients.map { JSONValue.array($0.map(JSONValue.string)).jsonString() }
         try db.execute(
-            sql: "INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken])
+            sql: "INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken, audience])
     }
+
+    /// SQL condition: the message is visible to the client bound twice after it (sender, or in the audience).
+    static let visibleTo = "(recipients IS NULL OR from_id = ? OR EXISTS (SELECT 1 FROM json_each(messages.recipients) WHERE value = ?))"
 
     static func find(_ db: Database, from: String, dedupeToken: String) throws -> MessageRecord? {
         try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE from_id = ? AND dt = ?", arguments: [from, dedupeToken])
@@ -69,11 +73,13 @@ enum MessageStore {
 
     /// The newest `limit` messages before `beforeT` (exclusive) and after `afterT` (exclusive), ascending.
     /// Uses the (cid, t) index: cost is O(log n + limit).
-    static func history(_ db: Database, cid: String, limit: Int, beforeT: Int64?, afterT: Int64?) throws -> [MessageRecord] {
+    static func history(_ db: Database, cid: String, limit: Int, beforeT: Int64?, afterT: Int64?,
+                        viewer: String? = nil) throws -> [MessageRecord] {
+        let viewer = viewer ?? ""
         let rows = try Row.fetchAll(
             db,
-            sql: "SELECT * FROM messages WHERE cid = ? AND t < ? AND t > ? ORDER BY t DESC LIMIT ?",
-            arguments: [cid, beforeT ?? Int64.max, afterT ?? Int64.min, limit])
+            sql: "SELECT * FROM messages WHERE cid = ? AND t < ? AND t > ? AND (? = '' OR \(visibleTo)) ORDER BY t DESC LIMIT ?",
+            arguments: [cid, beforeT ?? Int64.max, afterT ?? Int64.min, viewer, viewer, viewer, limit])
         return rows.map(MessageRecord.init).reversed()
     }
 
@@ -81,8 +87,8 @@ enum MessageStore {
     static func backlog(_ db: Database, cid: String, clientID: String, after: Int64, limit: Int) throws -> [MessageRecord] {
         try Row.fetchAll(
             db,
-            sql: "SELECT * FROM messages WHERE cid = ? AND t > ? AND from_id <> ? ORDER BY t LIMIT ?",
-            arguments: [cid, after, clientID, limit]
+            sql: "SELECT * FROM messages WHERE cid = ? AND t > ? AND from_id <> ? AND \(visibleTo) ORDER BY t LIMIT ?",
+            arguments: [cid, after, clientID, clientID, clientID, limit]
         ).map(MessageRecord.init)
     }
 

@@ -1,0 +1,197 @@
+import Foundation
+import IMCore
+import Logging
+import Synchronization
+
+/// Counters of the interception role, for logs and benchmarks.
+public struct InterceptionStats: Sendable, Equatable {
+    public var requests = 0
+    public var allowed = 0
+    public var dropped = 0
+    public var modified = 0
+    public var timeouts = 0
+    public var failures = 0
+    /// Requests decided by the failure policy (timeouts, disconnects, bad answers, no interceptor online).
+    public var policyApplied = 0
+}
+
+/// Sends hook requests to the connected interceptors and waits for their verdicts, with a deadline.
+final class InterceptorHub: Sendable {
+    enum Subject: Sendable {
+        case message(OutgoingMessage)
+        case membership(cid: String, actor: String, members: [String], action: String)
+    }
+
+    /// What came back for one request.
+    private enum Answer: Sendable {
+        case verdict(Verdict)
+        /// The interceptor answered something that is not a verdict.
+        case invalid
+        /// No answer: not connected, disconnected, or past the deadline.
+        case missing
+    }
+
+    private struct Pending {
+        var continuation: CheckedContinuation<Answer, Never>
+        var connectionID: UInt64
+        var timeout: Task<Void, Never>?
+    }
+
+    private struct State {
+        var connections: [String: Connection] = [:]
+        var pending: [String: Pending] = [:]
+        var stats = InterceptionStats()
+        var nextID: UInt64 = 0
+    }
+
+    let configuration: InterceptionConfiguration
+    private let state = Mutex(State())
+    private let logger: Logger
+
+    init(configuration: InterceptionConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    var isActive: Bool { !configuration.interceptors.isEmpty }
+    var stats: InterceptionStats { state.withLock { $0.stats } }
+
+    func secret(for clientID: String) -> String? {
+        configuration.interceptors.first { $0.clientID == clientID }?.secret
+    }
+
+    func isInterceptor(_ clientID: String) -> Bool { secret(for: clientID) != nil }
+
+    func inScope(_ cid: String) -> Bool { configuration.conversations?.contains(cid) ?? true }
+
+    /// Records a logged-in interceptor connection (the newest login of an id replaces the older one).
+    func attach(_ connection: Connection, as clientID: String) {
+        state.withLock { $0.connections[clientID] = connection }
+        logger.info("interceptor attached", metadata: ["client": "\(clientID)", "conn": "\(connection.id)"])
+    }
+
+    /// Forgets a connection; its unanswered requests are decided by the failure policy at once.
+    func detach(_ connection: Connection) {
+        let abandoned = state.withLock { state -> [Pending] in
+            for (id, attached) in state.connections where attached === connection { state.connections[id] = nil }
+            let ids = state.pending.filter { $0.value.connectionID == connection.id }.map(\.key)
+            return ids.compactMap { state.pending.removeValue(forKey: $0) }
+        }
+        for pending in abandoned {
+            pending.timeout?.cancel()
+            pending.continuation.resume(returning: .missing)
+        }
+    }
+
+    /// Delivers an interceptor's answer; false when no request with that id is waiting on that connection.
+    func resolve(_ command: Command, from connection: Connection) -> Bool {
+        guard let id = command.id else { return false }
+        let pending = state.withLock { state -> Pending? in
+            guard let pending = state.pending[id], pending.connectionID == connection.id else { return nil }
+            return state.pending.removeValue(forKey: id)
+        }
+        guard let pending else { return false }
+        pending.timeout?.cancel()
+        pending.continuation.resume(returning: Verdict(command).map(Answer.verdict) ?? .invalid)
+        return true
+    }
+
+    /// Runs the interceptor chain over a subject and returns the combined verdict.
+    func review(_ subject: Subject) async -> Verdict {
+        var body: String?
+        var recipients: [String]?
+        for interceptor in configuration.interceptors {
+            var request = Self.request(for: subject)
+            if let body { request.msg = body }
+            let verdict = await ask(interceptor.clientID, request)
+            switch verdict {
+            case .allow:
+                continue
+            case .drop:
+                return verdict
+            case .modify(let newBody, let newRecipients):
+                body = newBody ?? body
+                recipients = newRecipients ?? recipients
+            }
+        }
+        if body == nil, recipients == nil { return .allow }
+        return .modify(body: body, recipients: recipients)
+    }
+
+    private func ask(_ clientID: String, _ request: Command) async -> Verdict {
+        let deadline = configuration.deadlineMillis
+        let answer: Answer = await withCheckedContinuation { continuation in
+            let registered = state.withLock { state -> (String, Connection)? in
+                state.stats.requests += 1
+                guard let connection = state.connections[clientID] else { return nil }
+                state.nextID += 1
+                let id = "h\(state.nextID)"
+                state.pending[id] = Pending(continuation: continuation, connectionID: connection.id, timeout: nil)
+                return (id, connection)
+            }
+            guard let (id, connection) = registered else {
+                continuation.resume(returning: .missing)
+                return
+            }
+            let timeout = Task {
+                try? await Task.sleep(for: .milliseconds(deadline))
+                guard !Task.isCancelled else { return }
+                let expired = self.state.withLock { state -> Pending? in
+                    guard let pending = state.pending.removeValue(forKey: id) else { return nil }
+                    state.stats.timeouts += 1
+                    return pending
+                }
+                expired?.continuation.resume(returning: .missing)
+            }
+            state.withLock { $0.pending[id]?.timeout = timeout }
+            var request = request
+            request.id = id
+            connection.send(request)
+        }
+        let verdict: Verdict
+        switch answer {
+        case .verdict(let given): verdict = given
+        case .invalid: verdict = policyVerdict(invalidAnswer: true)
+        case .missing: verdict = policyVerdict(invalidAnswer: false)
+        }
+        state.withLock { state in
+            switch verdict {
+            case .allow: state.stats.allowed += 1
+            case .drop: state.stats.dropped += 1
+            case .modify: state.stats.modified += 1
+            }
+        }
+        return verdict
+    }
+
+    private func policyVerdict(invalidAnswer: Bool) -> Verdict {
+        state.withLock { state in
+            state.stats.policyApplied += 1
+            if invalidAnswer { state.stats.failures += 1 }
+        }
+        switch configuration.failurePolicy {
+        case .failOpen: return .allow
+        case .failClosed: return .drop(IMError(.messageRejectedByApp, "no verdict from the interceptor (fail-closed policy)"), silent: false)
+        }
+    }
+
+    private static func request(for subject: Subject) -> Command {
+        var request = Command(cmd: .hook, op: .request)
+        switch subject {
+        case .message(let message):
+            request.kind = "message"
+            request.cid = message.cid
+            request.fromPeerId = message.from
+            request.msg = message.data
+            request.priority = message.priority
+            request.mentionPids = message.mentionPids
+        case .membership(let cid, let actor, let members, let action):
+            request.kind = "membership"
+            request.cid = cid
+            request.initBy = actor
+            request.m = members
+            request.action = action
+        }
+        return request
+    }
+}

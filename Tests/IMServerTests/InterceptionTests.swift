@@ -1,0 +1,257 @@
+import Foundation
+import IMCore
+import IMServer
+import Synchronization
+import XCTest
+
+final class InterceptionTests: XCTestCase {
+    static let secret = "interceptor-secret"
+
+    private func server(policy: InterceptionFailurePolicy = .failOpen, deadline: Int = 200) async throws -> TestServer {
+        try await TestServer.start { configuration in
+            configuration.interception.interceptors = [.init(clientID: "modbot", secret: Self.secret)]
+            configuration.interception.failurePolicy = policy
+            configuration.interception.deadlineMillis = deadline
+        }
+    }
+
+    /// Logs in as the interceptor and answers every hook request with `decide`.
+    private func interceptor(_ server: TestServer, decide: @escaping @Sendable (Command) -> Command?) async throws -> (TestClient, Task<Void, Never>) {
+        let client = try await TestClient.connect(port: server.port)
+        let t = Int64(Date().timeIntervalSince1970)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "modbot"
+        open.t = t
+        open.n = UUID().uuidString
+        open.s = Signer(appID: "hookbot", masterKey: Self.secret).sign(.login(clientID: "modbot"), timestamp: t, nonce: open.n ?? "")
+        let reply = try await client.request(open)
+        XCTAssertEqual(reply.op, .opened)
+        let loop = Task {
+            while !Task.isCancelled, let request = try? await client.next(timeout: .seconds(30), where: { $0.cmd == .hook }) {
+                guard var verdict = decide(request) else { continue }
+                verdict.cmd = .hook
+                verdict.op = .verdict
+                verdict.id = request.id
+                client.send(verdict)
+            }
+        }
+        return (client, loop)
+    }
+
+    private static func verdict(_ kind: String) -> Command {
+        var command = Command(cmd: .hook, op: .verdict)
+        command.verdict = kind
+        return command
+    }
+
+    /// Blocks "forbidden", rewrites "darn", sends "secret" only to Jerry, silently drops "spam".
+    private static func moderate(_ request: Command) -> Command? {
+        let text = request.msg.flatMap(TypedMessage.decode)?.text ?? request.msg ?? ""
+        if text.contains("forbidden") {
+            var drop = verdict("drop")
+            drop.reason = "contains a forbidden word"
+            drop.appCode = 42
+            return drop
+        }
+        if text.contains("spam") {
+            var drop = verdict("drop")
+            drop.silent = true
+            return drop
+        }
+        if text.contains("darn") {
+            var modify = verdict("modify")
+            modify.msg = TypedMessage.text(text.replacingOccurrences(of: "darn", with: "****")).encoded()
+            return modify
+        }
+        if text.contains("secret") {
+            var modify = verdict("modify")
+            modify.m = ["Jerry"]
+            return modify
+        }
+        return verdict("allow")
+    }
+
+    func testVerdictsApplyBeforeDelivery() async throws {
+        let server = try await server()
+        defer { Task { await server.stop() } }
+        let (bot, loop) = try await interceptor(server, decide: Self.moderate)
+        defer { loop.cancel() }
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let bob = try await server.login("Bob")
+        let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
+
+        let blocked = try await tom.sendText("this is forbidden", to: cid)
+        XCTAssertEqual(blocked.code, 4402)
+        XCTAssertEqual(blocked.reason, "MESSAGE_REJECTED_BY_APP")
+        XCTAssertEqual(blocked.detail, "contains a forbidden word")
+        XCTAssertEqual(blocked.appCode, 42)
+
+        let silent = try await tom.sendText("buy spam", to: cid)
+        XCTAssertNil(silent.code)
+        XCTAssertNotNil(silent.uid, "a silent drop looks delivered to the sender")
+
+        try await tom.sendText("oh darn", to: cid)
+        try await tom.sendText("a secret", to: cid)
+        try await tom.sendText("hello", to: cid)
+
+        let jerryTexts = [try await jerry.nextMessage(), try await jerry.nextMessage(), try await jerry.nextMessage()].map(\.text)
+        XCTAssertEqual(jerryTexts, ["oh ****", "a secret", "hello"])
+        let bobTexts = [try await bob.nextMessage(), try await bob.nextMessage()].map(\.text)
+        XCTAssertEqual(bobTexts, ["oh ****", "hello"])
+        let leaks = await jerry.settle { $0.cmd == .direct } + (await bob.settle { $0.cmd == .direct })
+        XCTAssertTrue(leaks.isEmpty, "blocked, dropped and restricted messages never reach others")
+
+        let bobHistory = try required(try await bob.history(cid).logs).compactMap { TypedMessage.decode($0.data)?.text }
+        XCTAssertEqual(bobHistory, ["oh ****", "hello"])
+        let tomHistory = try required(try await tom.history(cid).logs).compactMap { TypedMessage.decode($0.data)?.text }
+        XCTAssertEqual(tomHistory, ["oh ****", "a secret", "hello"])
+        XCTAssertEqual(server.server.interceptionStats.dropped, 2)
+        XCTAssertEqual(server.server.interceptionStats.modified, 2)
+        await bot.close()
+    }
+
+    func testOrderIsPreservedWhenVerdictsArriveOutOfOrder() async throws {
+        let server = try await server(deadline: 5000)
+        defer { Task { await server.stop() } }
+        let (bot, loop) = try await interceptor(server) { _ in nil }  // answered by hand below
+        loop.cancel()
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let texts = (0..<20).map { "m\($0)" }
+        for text in texts {
+            var direct = Command(cmd: .direct)
+            direct.cid = cid
+            direct.msg = TypedMessage.text(text).encoded()
+            tom.send(direct)
+        }
+        var requests: [Command] = []
+        for _ in texts { requests.append(try await bot.next { $0.cmd == .hook }) }
+        XCTAssertEqual(requests.count, 20, "reviews are requested concurrently, not one at a time")
+        for request in requests.reversed() {
+            var verdict = Self.verdict("allow")
+            verdict.id = request.id
+            bot.send(verdict)
+        }
+        var received: [String] = []
+        for _ in texts { received.append(try await jerry.nextMessage().text ?? "") }
+        XCTAssertEqual(received, texts)
+    }
+
+    func testTimeoutsAndMissingInterceptorFollowThePolicy() async throws {
+        for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
+            let server = try await server(policy: policy, deadline: 100)
+            let tom = try await server.login("Tom")
+            let jerry = try await server.login("Jerry")
+            let cid = try await tom.startConversation(members: ["Jerry"])
+
+            let noInterceptor = try await tom.sendText("nobody home", to: cid)
+            let (bot, loop) = try await interceptor(server) { _ in nil }  // never answers
+            let timedOut = try await tom.sendText("too slow", to: cid)
+            switch policy {
+            case .failOpen:
+                XCTAssertNil(noInterceptor.code)
+                XCTAssertNil(timedOut.code)
+                let observed1 = try await jerry.nextMessage().text
+                XCTAssertEqual(observed1, "nobody home")
+                let observed2 = try await jerry.nextMessage().text
+                XCTAssertEqual(observed2, "too slow")
+            case .failClosed:
+                XCTAssertEqual(noInterceptor.code, 4402)
+                XCTAssertEqual(timedOut.code, 4402)
+                let leaked = await jerry.settle { $0.cmd == .direct }
+                XCTAssertTrue(leaked.isEmpty)
+            }
+            let stats = server.server.interceptionStats
+            XCTAssertEqual(stats.timeouts, 1, "\(policy)")
+            XCTAssertEqual(stats.policyApplied, 2, "\(policy)")
+            loop.cancel()
+            await bot.close()
+            await server.stop()
+        }
+    }
+
+    func testInterceptorKilledMidStream() async throws {
+        for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
+            let server = try await server(policy: policy, deadline: 5000)
+            let tom = try await server.login("Tom")
+            let jerry = try await server.login("Jerry")
+            let cid = try await tom.startConversation(members: ["Jerry"])
+            let answered = Counter()
+            let (bot, loop) = try await interceptor(server) { _ in
+                answered.increment() < 10 ? Self.verdict("allow") : nil  // stops answering after ten
+            }
+            let acks = try await withThrowingTaskGroup(of: Command.self) { group in
+                for k in 0..<30 { group.addTask { try await tom.sendText("m\(k)", to: cid) } }
+                try await Task.sleep(for: .milliseconds(300))
+                loop.cancel()
+                await bot.close()  // the interceptor dies with requests pending
+                var acks: [Command] = []
+                for try await ack in group { acks.append(ack) }
+                return acks
+            }
+            let accepted = acks.filter { $0.code == nil }.count
+            var delivered = 0
+            while (try? await jerry.next(timeout: .milliseconds(500), where: { $0.cmd == .direct })) != nil { delivered += 1 }
+            switch policy {
+            case .failOpen:
+                XCTAssertEqual(accepted, 30, "nothing lost with fail-open")
+                XCTAssertEqual(delivered, 30)
+            case .failClosed:
+                XCTAssertEqual(accepted, 10, "only allowed messages pass with fail-closed")
+                XCTAssertEqual(delivered, 10)
+            }
+            await server.stop()
+        }
+    }
+
+    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated() async throws {
+        let server = try await server()
+        defer { Task { await server.stop() } }
+        let (_, loop) = try await interceptor(server) { request in
+            guard request.kind == "membership" else { return Self.verdict("allow") }
+            if request.action == "kick" {
+                var drop = Self.verdict("drop")
+                drop.reason = "kicks need a moderator"
+                return drop
+            }
+            return Self.verdict("allow")
+        }
+        defer { loop.cancel() }
+        let tom = try await server.login("Tom")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        var add = Command(cmd: .conv, op: .add)
+        add.cid = cid
+        add.m = ["Bob"]
+        let observed3 = try await tom.request(add).op
+        XCTAssertEqual(observed3, .added)
+        var kick = Command(cmd: .conv, op: .remove)
+        kick.cid = cid
+        kick.m = ["Bob"]
+        let vetoed = try await tom.request(kick)
+        XCTAssertEqual(vetoed.code, 4305)
+        XCTAssertEqual(vetoed.detail, "kicks need a moderator")
+
+        let impostor = try await TestClient.connect(port: server.port)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "modbot"
+        let observed4 = try await impostor.request(open).code
+        XCTAssertEqual(observed4, 4102, "an interceptor id needs its signature")
+        var fakeVerdict = Self.verdict("allow")
+        fakeVerdict.id = "h1"
+        let observed5 = try await tom.request(fakeVerdict).code
+        XCTAssertEqual(observed5, 4904)
+    }
+}
+
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    /// Returns the value before incrementing.
+    func increment() -> Int {
+        value.withLock { count in
+            defer { count += 1 }
+            return count
+        }
+    }
+}
