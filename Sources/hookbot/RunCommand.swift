@@ -18,8 +18,6 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func run() async throws {
-        nonisolated(unsafe) let output = stdout
-        setlinebuf(output)
         let logger = makeLogger(label: "hookbot", level: logLevel)
         var configuration = FileManager.default.fileExists(atPath: config)
             ? try BotConfiguration.load(path: config) : BotConfiguration()
@@ -47,6 +45,7 @@ struct RunCommand: AsyncParsableCommand {
                 Edit a file in \(configuration.pluginsDirectory.path)/ and it reloads by itself. Ctrl-C stops.
                 """)
         }
+        fflush(nil)
         let admin = try configuration.adminSocketPath.map { try AdminSocket(path: $0, bot: bot, logger: logger) }
         await waitForTerminationSignal()
         logger.info("shutting down")
