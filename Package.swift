@@ -75,7 +75,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
-        .testTarget(name: "BotHostTests", dependencies: ["BotHost", "IMCore", "IMServer", "IMClient", "HookRuntime"]),
+        .testTarget(name: "HookRuntimeTests", dependencies: ["HookRuntime"]),
+        .target(name: "HookbotTestSupport", dependencies: ["IMClient", "IMServer", "IMCore"], path: "Tests/Support"),
+        .testTarget(
+            name: "BotHostTests",
+            dependencies: ["BotHost", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport"]),
         .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore"]),
         .executableTarget(
             name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry"),

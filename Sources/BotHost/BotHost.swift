@@ -126,6 +126,7 @@ public actor BotHost {
     // MARK: Routing
 
     func route(_ event: IMEvent) async {
+        logger.debug("event", metadata: ["event": "\(event)"])
         switch event {
         case .message(let message):
             await receive(message)
