@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -34,6 +35,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -60,7 +62,7 @@ let package = Package(
         .target(
             name: "BotHost",
             dependencies: [
-                "IMCore", "IMClient", "HookRuntime",
+                "IMCore", "IMClient", "HookRuntime", "IMServer",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -73,7 +75,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
-        .testTarget(name: "BotHostTests", dependencies: ["BotHost", "IMCore", "IMServer", "IMClient", "HookRuntime"]),
+        .testTarget(name: "HookRuntimeTests", dependencies: ["HookRuntime"]),
+        .target(name: "HookbotTestSupport", dependencies: ["IMClient", "IMServer", "IMCore"], path: "Tests/Support"),
+        .testTarget(
+            name: "BotHostTests",
+            dependencies: ["BotHost", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport"]),
         .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore"]),
         .executableTarget(
             name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry"),

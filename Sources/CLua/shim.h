@@ -117,6 +117,7 @@ static void hb_count_hook(lua_State *L, lua_Debug *ar) {
     const char *what = lim->tripped == HB_TRIP_INSTRUCTIONS ? "instruction budget exceeded"
                      : lim->tripped == HB_TRIP_DEADLINE ? "deadline exceeded"
                      : "memory limit exceeded";
+    int saved = lim->unlimited;
     lim->unlimited = 1; /* the message itself must be allocatable */
     lua_Debug d;
     if (lua_getstack(L, 0, &d) && lua_getinfo(L, "Sl", &d) && d.currentline > 0) {
@@ -124,7 +125,7 @@ static void hb_count_hook(lua_State *L, lua_Debug *ar) {
     } else {
         lua_pushstring(L, what);
     }
-    lim->unlimited = 0;
+    lim->unlimited = saved;
     lua_error(L);
     (void)ar;
 }
@@ -151,6 +152,14 @@ static inline int hb_limited_pcall(lua_State *L, int nargs, int nresults, double
     lim->unlimited = 0;
     int status = lua_pcall(L, nargs, nresults, 0);
     lim->unlimited = 1;
+    /* Time spent inside one C library call (e.g. pattern matching) is not seen
+       by the count hook: a call that returns late still counts as a deadline
+       failure, its results are discarded. */
+    if (status == LUA_OK && lim->deadline > 0 && hb_monotonic() > lim->deadline) {
+        lim->tripped = HB_TRIP_DEADLINE;
+        lua_pushstring(L, "deadline exceeded (inside a library call)");
+        status = LUA_ERRRUN;
+    }
     /* outside a call any stray Lua code (finalizers) is aborted at once */
     lim->deadline = 1e-9;
     return status;

@@ -69,6 +69,14 @@ public enum HookBenchmark {
             """),
     ]
 
+    struct BenchmarkError: Error, CustomStringConvertible { var description: String }
+
+    private static func check(_ r: ReloadReport, expect: Int) throws {
+        guard r.errors.isEmpty, r.loaded.count == expect else {
+            throw BenchmarkError(description: "benchmark plugins failed to load: \(r.errors)")
+        }
+    }
+
     /// Runs both measurements in a temporary directory.
     public static func run(iterations: Int = 300_000) throws -> Result {
         let fm = FileManager.default
@@ -87,7 +95,7 @@ public enum HookBenchmark {
         try fm.createDirectory(at: d1, withIntermediateDirectories: true)
         try trivial.write(to: d1.appendingPathComponent("trivial.lua"), atomically: true, encoding: .utf8)
         let rt1 = PluginRuntime(directory: d1, store: store, logger: quiet)
-        rt1.loadAll()
+        try check(rt1.loadAll(), expect: 1)
         for _ in 0..<2000 { _ = rt1.receive(msg) }
         let t0 = DispatchTime.now().uptimeNanoseconds
         for _ in 0..<iterations { _ = rt1.receive(msg) }
@@ -101,7 +109,12 @@ public enum HookBenchmark {
             try src.write(to: d2.appendingPathComponent("\(n).lua"), atomically: true, encoding: .utf8)
         }
         let rt2 = PluginRuntime(directory: d2, store: store, logger: quiet)
-        rt2.loadAll()
+        try check(rt2.loadAll(), expect: pipeline.count)
+        var ping = msg
+        ping.text = "!ping"
+        guard rt2.incoming(ping).actions.count == 1, rt2.incoming(msg).errors.isEmpty else {
+            throw BenchmarkError(description: "pipeline plugins do not behave as expected")
+        }
         let n2 = max(iterations / 4, 1000)
         for _ in 0..<2000 { _ = rt2.incoming(msg) }
         let t1 = DispatchTime.now().uptimeNanoseconds

@@ -2,7 +2,8 @@ import Foundation
 
 /// A JSON-compatible value: plugin config, state values, message attributes
 /// and command extras. Integers and floating point numbers are kept apart so
-/// that Lua integers round-trip as integers.
+/// that Lua integers round-trip as integers. Code importing IMCore as well
+/// must qualify it as `HookRuntime.JSONValue`.
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)

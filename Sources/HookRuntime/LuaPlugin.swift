@@ -115,7 +115,7 @@ final class LuaPlugin {
         limits.pointee.count_step = Int32(max(1, min(env.limits.checkInterval, 1_000_000)))
         limits.pointee.unlimited = 1
         guard let L = hb_newstate(limits) else {
-            limits.deallocate()
+            // deinit frees `limits`
             throw HookError(plugin: key, hook: "load", reason: .invalidPlugin("cannot create Lua state"))
         }
         self.L = L

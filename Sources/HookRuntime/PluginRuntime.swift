@@ -194,7 +194,7 @@ public final class PluginRuntime: @unchecked Sendable {
         libFingerprint = libFP
         for key in found.keys.sorted() {
             let src = found[key]!
-            if fps[key] != src.fingerprint || (libChanged && liveKeys.contains(key)) || !known.contains(key) {
+            if fps[key] != src.fingerprint || libChanged || !known.contains(key) {
                 report.merge(loadLocked(src))
             }
         }
@@ -359,7 +359,7 @@ public final class PluginRuntime: @unchecked Sendable {
     /// Runs `on_unload` and disposes of everything the instance owns. Caller holds `lock`.
     private func finishUnload(_ old: LuaPlugin) -> [HookAction] {
         var actions: [HookAction] = []
-        if old.has(.onUnload) && !old.disabled {
+        if old.has(.onUnload) {
             if let e = old.invoke(.onUnload, timeout: limits.loadDeadline, { _ in 0 }) {
                 logger.error("\(e)", metadata: ["plugin": "\(old.name)"])
             }

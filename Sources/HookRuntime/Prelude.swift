@@ -21,8 +21,7 @@ end
 -- The sandbox environment: an explicit whitelist.
 local env = {}
 for _, k in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "rawequal", "rawget",
-                     "rawlen", "rawset", "select", "setmetatable", "getmetatable", "tonumber",
-                     "tostring", "type", "xpcall", "_VERSION" }) do
+                     "rawlen", "rawset", "select", "tonumber", "tostring", "type", "_VERSION" }) do
   env[k] = G[k]
 end
 local nodump = { dump = true }
@@ -33,6 +32,40 @@ env.utf8 = copy(G.utf8)
 env.coroutine = copy(G.coroutine)
 env.os = { time = G.os.time, clock = G.os.clock, date = G.os.date, difftime = G.os.difftime }
 env._G = env
+
+-- Lua runs finalizers with debug hooks off, and code that runs while an error
+-- raised by the limit hook unwinds (message handlers, __close of a coroutine
+-- killed by a limit) also runs with hooks off, so none of them could be
+-- stopped. Hence: no __gc / __close metamethods (the metatable installed is a
+-- raw copy, so they cannot be added later) and message handlers run after
+-- unwinding.
+local raw_next, raw_pcall, pack, unpack = G.next, G.pcall, G.table.pack, G.table.unpack
+local originals = setmetatable({}, { __mode = "k" })
+env.setmetatable = function(t, mt)
+  if type(t) ~= "table" then fail("setmetatable: table expected, got " .. type(t)) end
+  if mt ~= nil then
+    if type(mt) ~= "table" then fail("setmetatable: metatable must be a table or nil") end
+    if G.rawget(mt, "__gc") ~= nil or G.rawget(mt, "__close") ~= nil then
+      fail("setmetatable: __gc and __close metamethods are not allowed in plugins")
+    end
+    local c = {}
+    for k, v in raw_next, mt do c[k] = v end
+    originals[c] = mt
+    mt = c
+  end
+  return setmetatable(t, mt)
+end
+env.getmetatable = function(v)
+  local m = getmetatable(v)
+  if type(m) == "table" then return originals[m] or m end
+  return m
+end
+env.xpcall = function(f, handler, ...)
+  if type(handler) ~= "function" then fail("xpcall: message handler must be a function") end
+  local r = pack(raw_pcall(f, ...))
+  if r[1] then return unpack(r, 1, r.n) end
+  return false, handler(r[2])
+end
 
 -- Strings get their methods from a private copy; the metatable is hidden.
 local smt = getmetatable("")

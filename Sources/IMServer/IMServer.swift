@@ -4,6 +4,7 @@ import HummingbirdWebSocket
 import IMCore
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 import Synchronization
 
@@ -12,7 +13,7 @@ public final class IMServer: Sendable {
     public let configuration: ServerConfiguration
     let service: IMService
     private let logger: Logger
-    private let running = Mutex<Task<Void, any Error>?>(nil)
+    private let running = Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
     private let nextConnectionID = Atomic<UInt64>(1)
 
     /// Opens (and migrates) the database. The server does not listen until `start()` or `run()`.
@@ -29,18 +30,19 @@ public final class IMServer: Sendable {
     public func start() async throws -> Int {
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let app = makeApplication { port in portContinuation.yield(port); portContinuation.finish() }
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        running.withLock { $0 = task }
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let task = Task { try await group.run() }
+        running.withLock { $0 = (group, task) }
         for await port in portStream { return port }
-        task.cancel()
+        await group.triggerGracefulShutdown()
         _ = try await task.value
         throw IMError(.internalError, "server did not start")
     }
 
     /// Stops a server started with `start()` and waits until it has shut down.
     public func stop() async {
-        guard let task = running.withLock({ state -> Task<Void, any Error>? in defer { state = nil }; return state }) else { return }
-        task.cancel()
+        guard let (group, task) = running.withLock({ state in defer { state = nil }; return state }) else { return }
+        await group.triggerGracefulShutdown()
         _ = try? await task.value
         await service.cursors.flush()
     }

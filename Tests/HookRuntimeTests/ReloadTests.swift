@@ -157,8 +157,12 @@ final class ReloadTests: XCTestCase {
                 versions.insert(String(parts[1]))
             }
             for l in logMessages(r.actions) { logged[l, default: 0] += 1 }
-            // keep reloading until at least a few swaps happened
-            if i == total - 1 && reloads.value < 5 { Thread.sleep(forTimeInterval: 0.01) }
+            // make sure swaps interleave with the stream even on a busy machine
+            if i % 1000 == 999 {
+                let target = reloads.value + 1
+                var spins = 0
+                while reloads.value < target && spins < 4000 { Thread.sleep(forTimeInterval: 0.005); spins += 1 }
+            }
         }
         stop.set()
         done.wait()
@@ -166,8 +170,8 @@ final class ReloadTests: XCTestCase {
         XCTAssertTrue(seen.values.allSatisfy { $0 == 1 }, "no event handled twice")
         XCTAssertEqual(logged.count, total)
         XCTAssertTrue(logged.values.allSatisfy { $0 == 1 })
-        XCTAssertGreaterThan(reloads.value, 1)
-        XCTAssertGreaterThan(versions.count, 1, "events were served by several versions")
+        XCTAssertGreaterThanOrEqual(reloads.value, 10)
+        XCTAssertGreaterThanOrEqual(versions.count, 5, "events were served by several versions")
         XCTAssertEqual(rt.timerCount, 1, "no duplicate timers")
         XCTAssertEqual(rt.plugins.count, 2)
     }

@@ -1,0 +1,177 @@
+import Foundation
+import HookRuntime
+import IMCore
+
+/// Settings of a bot host, usually read from `hookbot.toml`.
+public struct BotConfiguration: Sendable {
+    /// The client id the bot logs in as (tag `bot`, forced).
+    public var clientID = "modbot"
+    public var tag = "bot"
+    /// Stay in conversations the bot is invited to; when false the bot quits them.
+    public var acceptInvitations = true
+    public var pluginsDirectory = URL(fileURLWithPath: "plugins")
+    /// SQLite file of plugin state and the translation cache.
+    public var statePath = "hookbot-state.sqlite"
+    /// Per-plugin configuration (plugin name → table), visible to plugins as `ctx.config`.
+    public var pluginConfig: [String: HookRuntime.JSONValue] = [:]
+    /// Target language per conversation id (or name); messages there are translated before `on_receive`.
+    public var translateTo: [String: String] = [:]
+    /// At most this many bot messages per conversation per `replyWindow` seconds (loop guard).
+    public var replyLimit = 30
+    public var replyWindow: Double = 10
+    /// Messages carrying a hop count of at least this many bot replies are not answered (loop guard).
+    public var maxHops = 3
+    /// Poll the plugins directory this often for hot reload (seconds); 0 disables watching.
+    public var watchInterval: Double = 1
+    public var limits = HookLimits.default
+    /// The secret the bot signs its login with when it is the server's interceptor.
+    public var interceptorSecret: String?
+    /// Unix socket for `hookbot reload` and `hookbot plugins`; nil disables it.
+    public var adminSocketPath: String? = ".hookbot-admin.sock"
+    /// Embedded server settings (used when no `--server` is given).
+    public var serverHost = "127.0.0.1"
+    public var serverPort = 8080
+    public var serverDatabase = "hookbot.sqlite"
+    public var interceptionDeadlineMillis = 200
+    public var failClosed = false
+    /// Name of the conversation the embedded server creates for trying the bot.
+    public var lobbyName = "lobby"
+
+    public init() {}
+
+    /// Reads a TOML configuration (see README, "Configuration"). Unknown keys are errors, so typos surface.
+    public static func load(path: String) throws -> BotConfiguration {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw ConfigurationError(message: "cannot read \(path): \(error.localizedDescription)")
+        }
+        return try parse(text, relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent())
+    }
+
+    public static func parse(_ text: String, relativeTo base: URL = URL(fileURLWithPath: ".")) throws -> BotConfiguration {
+        let root = try TOMLParser.parse(text)
+        var config = BotConfiguration()
+        var reader = ConfigReader(root: root, path: "")
+        if let bot = try reader.table("bot") {
+            var r = ConfigReader(root: bot, path: "bot")
+            config.clientID = try r.string("client_id") ?? config.clientID
+            config.tag = try r.string("tag") ?? config.tag
+            config.acceptInvitations = try r.bool("accept_invitations") ?? config.acceptInvitations
+            config.statePath = try r.string("state").map { base.appendingPathComponent($0).path } ?? config.statePath
+            config.replyLimit = try r.int("reply_limit") ?? config.replyLimit
+            config.replyWindow = try r.double("reply_window_seconds") ?? config.replyWindow
+            config.maxHops = try r.int("max_hops") ?? config.maxHops
+            config.interceptorSecret = try r.string("interceptor_secret") ?? config.interceptorSecret
+            config.adminSocketPath = try r.string("admin_socket") ?? config.adminSocketPath
+            try r.finish()
+        }
+        if let plugins = try reader.table("plugins") {
+            var r = ConfigReader(root: plugins, path: "plugins")
+            config.pluginsDirectory = try r.string("directory").map { base.appendingPathComponent($0) } ?? config.pluginsDirectory
+            config.watchInterval = try r.double("watch_interval_seconds") ?? config.watchInterval
+            if let budget = try r.int("instruction_budget") { config.limits.instructionBudget = budget }
+            if let deadline = try r.double("deadline_ms") { config.limits.deadline = deadline / 1000 }
+            if let memory = try r.int("memory_mb") { config.limits.memoryBytes = memory * 1024 * 1024 }
+            if let closed = try r.bool("moderation_fail_closed") { config.limits.moderationFailClosed = closed }
+            for (name, value) in r.remaining() {
+                guard value.objectValue != nil else { throw ConfigurationError(message: "plugins.\(name) must be a table") }
+                config.pluginConfig[name] = HookMapping.hook(value)
+            }
+        }
+        if let translate = try reader.table("translate") {
+            for (conversation, language) in translate {
+                guard let language = language.stringValue else {
+                    throw ConfigurationError(message: "translate.\(conversation) must be a language code")
+                }
+                config.translateTo[conversation] = language
+            }
+        }
+        if let server = try reader.table("server") {
+            var r = ConfigReader(root: server, path: "server")
+            config.serverHost = try r.string("host") ?? config.serverHost
+            config.serverPort = try r.int("port") ?? config.serverPort
+            config.serverDatabase = try r.string("db").map { base.appendingPathComponent($0).path } ?? config.serverDatabase
+            config.interceptionDeadlineMillis = try r.int("interception_deadline_ms") ?? config.interceptionDeadlineMillis
+            if let policy = try r.string("interception_policy") {
+                guard ["open", "closed"].contains(policy) else {
+                    throw ConfigurationError(message: "server.interception_policy must be \"open\" or \"closed\"")
+                }
+                config.failClosed = policy == "closed"
+            }
+            config.lobbyName = try r.string("lobby") ?? config.lobbyName
+            try r.finish()
+        }
+        try reader.finish()
+        return config
+    }
+}
+
+/// A configuration file that could not be used.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// Reads typed values out of a TOML table and reports keys nobody read.
+private struct ConfigReader {
+    var root: [String: IMCore.JSONValue]
+    var path: String
+    var read: Set<String> = []
+
+    init(root: [String: IMCore.JSONValue], path: String) {
+        self.root = root
+        self.path = path
+    }
+
+    private mutating func value(_ key: String) -> IMCore.JSONValue? {
+        read.insert(key)
+        return root[key]
+    }
+
+    private func error(_ key: String, _ expected: String) -> ConfigurationError {
+        ConfigurationError(message: "\(path.isEmpty ? key : "\(path).\(key)") must be \(expected)")
+    }
+
+    mutating func string(_ key: String) throws -> String? {
+        guard let v = value(key) else { return nil }
+        guard let s = v.stringValue else { throw error(key, "a string") }
+        return s
+    }
+
+    mutating func int(_ key: String) throws -> Int? {
+        guard let v = value(key) else { return nil }
+        guard let i = v.intValue else { throw error(key, "an integer") }
+        return Int(i)
+    }
+
+    mutating func double(_ key: String) throws -> Double? {
+        guard let v = value(key) else { return nil }
+        guard let d = v.doubleValue else { throw error(key, "a number") }
+        return d
+    }
+
+    mutating func bool(_ key: String) throws -> Bool? {
+        guard let v = value(key) else { return nil }
+        guard let b = v.boolValue else { throw error(key, "true or false") }
+        return b
+    }
+
+    mutating func table(_ key: String) throws -> [String: IMCore.JSONValue]? {
+        guard let v = value(key) else { return nil }
+        guard let o = v.objectValue else { throw error(key, "a table") }
+        return o
+    }
+
+    mutating func remaining() -> [(String, IMCore.JSONValue)] {
+        let rest = root.filter { !read.contains($0.key) }.sorted { $0.key < $1.key }
+        read.formUnion(rest.map(\.0))
+        return rest
+    }
+
+    func finish() throws {
+        let unknown = root.keys.filter { !read.contains($0) }.sorted()
+        if let first = unknown.first {
+            throw ConfigurationError(message: "unknown setting '\(path.isEmpty ? first : "\(path).\(first)")'")
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import HookRuntime
+import IMClient
+import IMCore
+
+/// Executing the actions plugins return. Every message the bot sends first goes through the plugins'
+/// `before_send` and moderation, carries a hop count, and counts against the per-conversation rate limit.
+extension BotHost {
+    func execute(_ actions: [HookAction], hops: Int = 1) async {
+        for action in actions { await execute(action, hops: hops) }
+    }
+
+    private func execute(_ action: HookAction, hops: Int) async {
+        let plugin = action.plugin
+        switch action.kind {
+        case .send(let cid, let message, _):
+            await send(message, to: cid, hops: hops, plugin: plugin, transient: false)
+        case .sendTransient(let cid, let message):
+            await send(message, to: cid, hops: hops, plugin: plugin, transient: true)
+        case .sendCommand(let cid, let command):
+            guard allowSend(in: cid, plugin: plugin) else { return }
+            await run("send_cmd", cid, plugin: plugin) {
+                _ = try await client.conversation(cid).sendCmd(action: command.action, ext: HookMapping.im(command.ext))
+            }
+        case .recall(let cid, let messageID):
+            await run("recall", cid, plugin: plugin) {
+                _ = try await client.conversation(cid).recall(messageId: messageID, timestamp: 0)
+            }
+        case .kick(let cid, let user, _):
+            await run("kick", cid, plugin: plugin) { _ = try await client.conversation(cid).remove(members: [user]) }
+        case .add(let cid, let user):
+            await run("add", cid, plugin: plugin) { _ = try await client.conversation(cid).add(members: [user]) }
+        case .mute(let cid, let user, let seconds, let reason):
+            await run("mute", cid, plugin: plugin) {
+                try await mute(user, in: cid, for: seconds ?? 600, reason: reason)
+            }
+        case .warn(let cid, let user, let reason):
+            let text = "@\(user) " + (reason ?? "please follow the conversation rules")
+            await send(HookMessage(cid: cid, type: MessageType.text.rawValue, text: text), to: cid, hops: hops,
+                       plugin: plugin, transient: false, mentions: [user])
+        case .updateAttribute(let cid, let key, let value):
+            await run("update_attr", cid, plugin: plugin) {
+                _ = try await client.conversation(cid).update(patch: ["attr.\(key)": HookMapping.im(value)])
+            }
+        case .log:
+            break
+        }
+    }
+
+    private func allowSend(in cid: String, plugin: String) -> Bool {
+        guard loopGuard.allowSend(in: cid, now: Date().timeIntervalSince1970) else {
+            stats.rateLimited += 1
+            logger.warning("reply rate limit reached; message not sent", metadata: ["cid": "\(cid)", "plugin": "\(plugin)"])
+            return false
+        }
+        return true
+    }
+
+    private func send(_ message: HookMessage, to cid: String, hops: Int, plugin: String, transient: Bool,
+                      mentions: [String]? = nil) async {
+        var outgoing = message
+        outgoing.cid = cid
+        outgoing.from = configuration.clientID
+        let screened = runtime.beforeSend(outgoing)
+        await finish(HookResult(actions: screened.actions, errors: screened.errors), hook: "before_send")
+        guard var approved = screened.message else {
+            stats.dropped += 1
+            logger.info("own message dropped by before_send", metadata: ["plugin": "\(screened.droppedBy ?? "")", "reason": "\(screened.dropReason ?? "")"])
+            return
+        }
+        let moderation = runtime.moderate(approved)
+        switch moderation.verdict {
+        case .block(let reason, _, _):
+            stats.dropped += 1
+            logger.info("own message blocked by moderation", metadata: ["plugin": "\(moderation.decidedBy ?? "")", "reason": "\(reason ?? "")"])
+            return
+        case .replace(let text):
+            approved.text = text
+        case .allow:
+            break
+        }
+        guard allowSend(in: cid, plugin: plugin) else { return }
+        approved.attrs[LoopGuard.hopKey] = .int(hops)
+        let content = IMMessageContent.typed(HookMapping.typedMessage(approved))
+        let options = IMSendOptions(transient: transient, mentionPids: mentions)
+        await run(transient ? "send_transient" : "send", cid, plugin: plugin) {
+            _ = try await client.conversation(cid).send(content, options: options)
+            stats.sent += 1
+        }
+    }
+}

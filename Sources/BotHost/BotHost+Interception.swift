@@ -1,0 +1,103 @@
+import Foundation
+import HookRuntime
+import IMClient
+import IMCore
+import IMServer
+
+/// Answering the server's interception requests: moderation and `before_send` decide before delivery.
+extension BotHost {
+    func intercept(_ request: Command) async {
+        var verdict = Command(cmd: .hook, op: .verdict)
+        verdict.id = request.id
+        verdict.verdict = "allow"
+        if request.kind == "message", let cid = request.cid, let from = request.fromPeerId, let body = request.msg {
+            let message = HookMapping.hookMessage(id: "", cid: cid, from: from, body: body,
+                                                  timestamp: Int64(Date().timeIntervalSince1970 * 1000), transient: false)
+            decide(message, body: body, into: &verdict)
+        }
+        stats.verdicts += 1
+        do { try await client.sendWithoutReply(verdict) } catch {
+            logger.warning("could not answer an interception request", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func decide(_ message: HookMessage, body: String, into verdict: inout Command) {
+        if let until = mutedUntil(message.from, in: message.cid) {
+            verdict.verdict = "drop"
+            verdict.reason = "you are muted until \(ISO8601DateFormatter().string(from: until))"
+            return
+        }
+        let moderation = runtime.moderate(message)
+        let followUp = HookResult(actions: moderation.actions, errors: moderation.errors)
+        Task { await self.finish(followUp, hook: "moderation") }
+        var current = message
+        switch moderation.verdict {
+        case .block(let reason, let code, let silent):
+            stats.blocked += 1
+            verdict.verdict = "drop"
+            verdict.reason = reason ?? "blocked by \(moderation.decidedBy ?? "moderation")"
+            verdict.appCode = code
+            verdict.silent = silent ? true : nil
+            return
+        case .replace(let text):
+            current.text = text
+        case .allow:
+            break
+        }
+        let screened = runtime.beforeSend(current)
+        let sendFollowUp = HookResult(actions: screened.actions, errors: screened.errors)
+        Task { await self.finish(sendFollowUp, hook: "before_send") }
+        guard let approved = screened.message else {
+            stats.blocked += 1
+            verdict.verdict = "drop"
+            verdict.reason = screened.dropReason ?? "dropped by \(screened.droppedBy ?? "before_send")"
+            return
+        }
+        if approved != message {
+            verdict.verdict = "modify"
+            verdict.msg = TypedMessage.decode(body) == nil && approved.type == MessageType.text.rawValue && approved.attrs.isEmpty
+                ? approved.text ?? ""
+                : HookMapping.typedMessage(approved).encoded()
+        }
+    }
+
+    // MARK: Mutes
+
+    /// Mutes are kept in the plugin state store under the host's own namespace, so they survive restarts.
+    func mute(_ user: String, in cid: String, for seconds: Int, reason: String?) async throws {
+        let now = Date().timeIntervalSince1970
+        try runtime.store.set(plugin: Self.hostNamespace, key: "mute:\(cid):\(user)", value: .double(now + Double(seconds)),
+                              ttl: Double(seconds), now: now)
+        logger.info("user muted", metadata: ["cid": "\(cid)", "user": "\(user)", "seconds": "\(seconds)", "reason": "\(reason ?? "")"])
+    }
+
+    func mutedUntil(_ user: String, in cid: String) -> Date? {
+        let now = Date().timeIntervalSince1970
+        guard let value = try? runtime.store.get(plugin: Self.hostNamespace, key: "mute:\(cid):\(user)", now: now),
+              let until = value.doubleValue, until > now else { return nil }
+        return Date(timeIntervalSince1970: until)
+    }
+
+    static let hostNamespace = "hookbot.host"
+}
+
+/// Signs the bot's logins with its interceptor secret.
+struct SecretSignatureProvider: IMSignatureProvider {
+    let secret: String
+    var appID = "hookbot"
+
+    func signature(clientId: String, action: IMSignatureAction) async throws -> IMSignature {
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        let nonce = UUID().uuidString
+        let signed: SignedAction
+        switch action {
+        case .open: signed = .login(clientID: clientId)
+        case .startConversation(let members): signed = .start(clientID: clientId, members: members)
+        case .join(let cid): signed = .member(clientID: clientId, conversationID: cid, members: [clientId], action: "join")
+        case .invite(let cid, let members): signed = .member(clientID: clientId, conversationID: cid, members: members, action: "invite")
+        case .kick(let cid, let members): signed = .member(clientID: clientId, conversationID: cid, members: members, action: "kick")
+        }
+        let signature = Signer(appID: appID, masterKey: secret).sign(signed, timestamp: timestamp, nonce: nonce)
+        return IMSignature(timestamp: timestamp, nonce: nonce, signature: signature)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import HookRuntime
+import IMClient
+import IMCore
+import Logging
+
+/// Counters of a running bot host.
+public struct BotStats: Sendable, Equatable {
+    public var messages = 0
+    public var blocked = 0
+    public var commands = 0
+    public var transients = 0
+    public var events = 0
+    public var sent = 0
+    public var dropped = 0
+    public var rateLimited = 0
+    public var verdicts = 0
+    public var actionErrors = 0
+}
+
+/// The bot host: logs in as a client id, routes everything that arrives to the plugins, executes the
+/// actions they return through the SDK, and answers the server's interception requests.
+///
+/// Routing: typed and common messages → moderation → translation (when a target language is configured
+/// for the conversation or requested in `attrs.translate`) → `on_receive`; cmd messages → `on_cmd`;
+/// transient messages → `on_transient`; membership events, conversation updates and recalls → their hooks.
+/// When the bot is the server's interceptor, moderation already ran before delivery, so delivered
+/// messages go straight to translation and `on_receive`.
+public actor BotHost {
+    public nonisolated let configuration: BotConfiguration
+    public nonisolated let client: IMClient
+    public nonisolated let runtime: PluginRuntime
+    let logger: Logger
+    var loopGuard: LoopGuard
+    var stats = BotStats()
+    private var eventTask: Task<Void, Never>?
+    private var timerTask: Task<Void, Never>?
+    private var interceptions: [Task<Void, Never>] = []
+
+    public init(configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime,
+                logger: Logger = Logger(label: "hookbot.bot")) {
+        self.configuration = configuration
+        self.client = client
+        self.runtime = runtime
+        self.logger = logger
+        loopGuard = LoopGuard(limit: configuration.replyLimit, window: configuration.replyWindow, maxHops: configuration.maxHops)
+    }
+
+    /// A bot host for `serverURL` with the client and runtime its configuration describes.
+    public static func make(configuration: BotConfiguration, serverURL: String,
+                            logger: Logger = Logger(label: "hookbot.bot")) throws -> BotHost {
+        var options = IMClientOptions(url: serverURL)
+        if let secret = configuration.interceptorSecret {
+            options.signatureProvider = SecretSignatureProvider(secret: secret)
+        }
+        let client = IMClient(clientId: configuration.clientID, tag: configuration.tag,
+                              deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
+        let store = try HookStateStore(path: configuration.statePath)
+        var pluginLogger = logger
+        pluginLogger[metadataKey: "component"] = "plugins"
+        let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
+                                    config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger)
+        return BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger)
+    }
+
+    /// The live counters.
+    public var statistics: BotStats { stats }
+
+    /// Loads the plugins, logs in (forced, so a restarted bot takes over its tag), and starts routing,
+    /// hot reload and timers.
+    public func start() async throws {
+        let report = runtime.loadAll()
+        logReload(report)
+        await execute(report.actions)
+        let events = client.events()
+        eventTask = Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                await self.route(event)
+            }
+        }
+        try await client.open(force: true)
+        if configuration.watchInterval > 0 {
+            runtime.startWatching(interval: configuration.watchInterval) { [weak self] report in
+                Task { await self?.afterReload(report) }
+            }
+        }
+        timerTask = runtime.startTimerDriver { [weak self] result in
+            await self?.finish(result, hook: "timer")
+        }
+        logger.info("bot running", metadata: ["client": "\(configuration.clientID)", "plugins": "\(runtime.plugins.count)"])
+    }
+
+    /// Stops taking events, lets hooks in flight finish, unloads the plugins (`on_unload`) and logs out.
+    public func stop() async {
+        runtime.stopWatching()
+        timerTask?.cancel()
+        for task in interceptions { await task.value }
+        await client.close()
+        eventTask?.cancel()
+        await eventTask?.value
+        let report = runtime.shutdown()
+        logReload(report)
+        logger.info("bot stopped")
+    }
+
+    /// Reloads every plugin now (what `hookbot reload` does).
+    public func reload() async -> ReloadReport {
+        let report = runtime.reloadAll()
+        await afterReload(report)
+        return report
+    }
+
+    private func afterReload(_ report: ReloadReport) async {
+        logReload(report)
+        await execute(report.actions)
+    }
+
+    private func logReload(_ report: ReloadReport) {
+        for name in report.loaded { logger.info("plugin loaded", metadata: ["plugin": "\(name)"]) }
+        for name in report.reloaded { logger.info("plugin reloaded", metadata: ["plugin": "\(name)"]) }
+        for name in report.unloaded { logger.info("plugin unloaded", metadata: ["plugin": "\(name)"]) }
+        for error in report.errors { logger.error("plugin failed to load", metadata: ["error": "\(error)"]) }
+    }
+
+    // MARK: Routing
+
+    func route(_ event: IMEvent) async {
+        logger.debug("event", metadata: ["event": "\(event)"])
+        switch event {
+        case .message(let message):
+            await receive(message)
+        case .cmd(let cmd):
+            guard cmd.from != configuration.clientID else { return }
+            stats.commands += 1
+            await finish(runtime.command(HookMapping.hookCommand(cmd)), hook: "on_cmd")
+        case .recalled(let message):
+            await dispatch(.recalled(cid: message.conversationId, messageID: message.id, by: message.from, timestamp: message.timestamp))
+        case .membersJoined(let cid, let members, let by):
+            await dispatch(.membersJoined(cid: cid, members: members, by: by))
+        case .membersLeft(let cid, let members, let by):
+            await dispatch(.membersLeft(cid: cid, members: members, by: by))
+        case .invited(let cid, let by):
+            await dispatch(.invited(cid: cid, by: by))
+            if !configuration.acceptInvitations { await run("quit", cid) { try await self.client.conversation(cid).quit() } }
+        case .kicked(let cid, let by):
+            await dispatch(.kicked(cid: cid, by: by))
+        case .conversationUpdated(let cid, let patch, let by, _):
+            await dispatch(.conversationUpdated(cid: cid, attrs: HookMapping.hook(patch), by: by))
+        case .unhandled(let command) where command.cmd == .hook && command.op == .request:
+            let task = Task { await self.intercept(command) }
+            interceptions.removeAll { $0.isCancelled }
+            interceptions.append(task)
+        case .kickedOffline(let error):
+            logger.error("logged out by the server", metadata: ["error": "\(error)"])
+        case .paused(let error):
+            logger.warning("connection lost; reconnecting", metadata: ["error": "\(error.map { "\($0)" } ?? "")"])
+        case .resumed:
+            logger.info("reconnected")
+        default:
+            break
+        }
+    }
+
+    private func dispatch(_ event: HookEvent) async {
+        stats.events += 1
+        await finish(runtime.handle(event), hook: "event")
+    }
+
+    private func receive(_ message: IMMessage) async {
+        guard message.from != configuration.clientID else { return }
+        let incoming = HookMapping.hookMessage(message)
+        if message.isTransient {
+            stats.transients += 1
+            return await finish(runtime.transient(incoming), hook: "on_transient")
+        }
+        stats.messages += 1
+        let hops = incoming.attrs[LoopGuard.hopKey]?.intValue ?? 0
+        guard loopGuard.mayAnswer(hops: hops) else {
+            logger.debug("not answering: hop limit", metadata: ["cid": "\(message.conversationId)", "hops": "\(hops)"])
+            return
+        }
+        var delivered = incoming
+        if configuration.interceptorSecret == nil {
+            let moderation = runtime.moderate(incoming)
+            await finish(HookResult(actions: moderation.actions, errors: moderation.errors), hook: "moderation")
+            switch moderation.verdict {
+            case .block:
+                stats.blocked += 1
+                return
+            case .replace(let text):
+                delivered.text = text
+            case .allow:
+                break
+            }
+        }
+        if let language = targetLanguage(for: delivered), let text = delivered.text {
+            let translation = runtime.translate(text: text, from: nil, to: language, messageID: delivered.id)
+            await finish(HookResult(actions: translation.actions, errors: translation.errors), hook: "translate")
+            if let translated = translation.text {
+                delivered.attrs["translation"] = .object(["to": .string(language), "text": .string(translated)])
+            }
+        }
+        await finish(runtime.receive(delivered), hook: "on_receive", replyingTo: hops)
+    }
+
+    private func targetLanguage(for message: HookMessage) -> String? {
+        if let requested = message.attrs["translate"]?.stringValue { return requested }
+        return configuration.translateTo[message.cid]
+    }
+
+    /// Logs hook errors with the plugin's name and line, and executes the actions.
+    func finish(_ result: HookResult, hook: String, replyingTo hops: Int = 0) async {
+        for error in result.errors {
+            logger.warning("hook failed", metadata: ["plugin": "\(error.plugin)", "hook": "\(error.hook)", "error": "\(error)"])
+        }
+        await execute(result.actions, hops: hops + 1)
+    }
+
+    func run(_ what: String, _ cid: String, plugin: String? = nil, _ body: () async throws -> Void) async {
+        do { try await body() } catch {
+            stats.actionErrors += 1
+            logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin ?? "host")", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import IMClient
+import IMCore
+import IMServer
+import Logging
+
+/// `hookbot run` without `--server`: an IM server in the same process with the bot as its interceptor,
+/// and a conversation (the lobby) to try the bot in.
+public final class EmbeddedHub: Sendable {
+    public let server: IMServer
+    public let bot: BotHost
+    public let port: Int
+    public let lobbyID: String
+
+    private init(server: IMServer, bot: BotHost, port: Int, lobbyID: String) {
+        self.server = server
+        self.bot = bot
+        self.port = port
+        self.lobbyID = lobbyID
+    }
+
+    /// Starts the server (a fresh interceptor secret each time), then the bot, then finds or creates the lobby.
+    public static func start(configuration: BotConfiguration, logger: Logger = Logger(label: "hookbot")) async throws -> EmbeddedHub {
+        var bot = configuration
+        bot.interceptorSecret = configuration.interceptorSecret ?? Self.randomSecret()
+        var server = ServerConfiguration()
+        server.host = configuration.serverHost
+        server.port = configuration.serverPort
+        server.databasePath = configuration.serverDatabase
+        server.interception.interceptors = [.init(clientID: bot.clientID, secret: bot.interceptorSecret ?? "")]
+        server.interception.deadlineMillis = configuration.interceptionDeadlineMillis
+        server.interception.failurePolicy = configuration.failClosed ? .failClosed : .failOpen
+        let imServer = try IMServer(configuration: server, logger: logger)
+        let port = try await imServer.start()
+        do {
+            let host = try BotHost.make(configuration: bot, serverURL: "ws://127.0.0.1:\(port)/ws", logger: logger)
+            try await host.start()
+            let lobby = try await lobby(named: configuration.lobbyName, client: host.client)
+            return EmbeddedHub(server: imServer, bot: host, port: port, lobbyID: lobby)
+        } catch {
+            await imServer.stop()
+            throw error
+        }
+    }
+
+    public func stop() async {
+        await bot.stop()
+        await server.stop()
+    }
+
+    /// The conversation of that name the bot created earlier, or a new one.
+    static func lobby(named name: String, client: IMClient) async throws -> String {
+        let query = IMConversationQuery()
+            .whereKey("name", equalTo: .string(name))
+            .whereKey("c", equalTo: .string(client.clientId))
+        if let existing = try await client.conversations(matching: query).first { return existing.id }
+        return try await client.createConversation(name: name, members: []).id
+    }
+
+    private static func randomSecret() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in String(generator.next(), radix: 36) }.joined()
+    }
+}

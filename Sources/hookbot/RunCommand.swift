@@ -1,0 +1,92 @@
+import ArgumentParser
+import BotHost
+import Foundation
+import Logging
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the bot: log in, route everything to the plugins, act as the server's interceptor.",
+        discussion: "Without --server, starts an embedded IM server on 127.0.0.1 (port from the config, default 8080) with the bot as its interceptor.")
+
+    @Option(help: "Server WebSocket URL, e.g. ws://127.0.0.1:8080/ws. Omit to start an embedded server.") var server: String?
+    @Option(help: "Client id of the bot.") var clientId: String?
+    @Option(help: "Plugins directory.") var plugins: String?
+    @Option(help: "Configuration file (TOML).") var config = "hookbot.toml"
+    @Option(help: "Port of the embedded server.") var port: Int?
+    @Option(help: "Secret to sign the bot's login with, when it is a remote server's interceptor.") var interceptorSecret: String?
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+
+    func run() async throws {
+        let logger = makeLogger(label: "hookbot", level: logLevel)
+        var configuration = FileManager.default.fileExists(atPath: config)
+            ? try BotConfiguration.load(path: config) : BotConfiguration()
+        if let clientId { configuration.clientID = clientId }
+        if let plugins { configuration.pluginsDirectory = URL(fileURLWithPath: plugins) }
+        if let port { configuration.serverPort = port }
+        if let interceptorSecret { configuration.interceptorSecret = interceptorSecret }
+
+        let bot: BotHost
+        let hub: EmbeddedHub?
+        if let server {
+            bot = try BotHost.make(configuration: configuration, serverURL: server, logger: logger)
+            try await bot.start()
+            hub = nil
+            print("\(configuration.clientID) is connected to \(server) with \(bot.runtime.plugins.count) plugin(s).")
+        } else {
+            let embedded = try await EmbeddedHub.start(configuration: configuration, logger: logger)
+            bot = embedded.bot
+            hub = embedded
+            print("""
+                Hookbot is running: ws://127.0.0.1:\(embedded.port)/ws, bot \(configuration.clientID) with \
+                \(bot.runtime.plugins.count) plugin(s) from \(configuration.pluginsDirectory.path).
+                Talk to it in another terminal:
+                  swift run hookbot chat --as Tom --conversation \(configuration.lobbyName) --port \(embedded.port)
+                Edit a file in \(configuration.pluginsDirectory.path)/ and it reloads by itself. Ctrl-C stops.
+                """)
+        }
+        fflush(nil)
+        let admin = try configuration.adminSocketPath.map { try AdminSocket(path: $0, bot: bot, logger: logger) }
+        await waitForTerminationSignal()
+        logger.info("shutting down")
+        if let hub { await hub.stop() } else { await bot.stop() }
+        _ = admin
+    }
+}
+
+/// Suspends until SIGINT or SIGTERM.
+func waitForTerminationSignal() async {
+    let (stream, continuation) = AsyncStream<Void>.makeStream()
+    let sources = [SIGINT, SIGTERM].map { signalNumber -> any DispatchSourceSignal in
+        signal(signalNumber, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
+        source.setEventHandler { continuation.yield() }
+        source.resume()
+        return source
+    }
+    for await _ in stream { break }
+    sources.forEach { $0.cancel() }
+}
+
+struct AdminCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reload", abstract: "Reload every plugin of the bot running in this directory.")
+
+    @Option(help: "Admin socket of the running bot.") var socket = ".hookbot-admin.sock"
+
+    func run() throws {
+        print(try AdminSocket.request("reload", path: socket))
+    }
+}
+
+struct PluginsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugins", abstract: "List the running bot's plugins with their status and failures.")
+
+    @Option(help: "Admin socket of the running bot.") var socket = ".hookbot-admin.sock"
+    @Flag(help: "Show the bot's counters instead.") var stats = false
+
+    func run() throws {
+        print(try AdminSocket.request(stats ? "stats" : "plugins", path: socket))
+    }
+}

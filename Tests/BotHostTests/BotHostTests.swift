@@ -1,0 +1,191 @@
+import BotHost
+import Foundation
+import HookbotTestSupport
+import IMClient
+import IMCore
+import IMServer
+import XCTest
+
+final class BotHostTests: XCTestCase {
+    static let moderation = """
+        return {
+          name = "mod",
+          moderation = function(msg, ctx)
+            local text = msg.text or ""
+            if text:find("forbidden%-word") then return { verdict = "block", reason = "forbidden word", code = 7 } end
+            if text:find("darn") then return { verdict = "replace", text = (text:gsub("darn", "****")) } end
+          end,
+        }
+        """
+
+    func testInterceptionBlocksBeforeDeliveryAndModifies() async throws {
+        let harness = try await BotHarness.start()
+        defer { Task { await harness.server.stop() } }
+        try harness.write("mod.lua", Self.moderation)
+        let bot = try await harness.bot()
+        let tom = harness.server.client("Tom")
+        let jerry = harness.server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+
+        do {
+            _ = try await conversation.send(.text("a forbidden-word here"))
+            XCTFail("a blocked message must fail for the sender")
+        } catch {
+            XCTAssertEqual(error.code, 4402)
+            XCTAssertEqual(error.detail, "forbidden word")
+            XCTAssertEqual(error.appCode, 7)
+        }
+        _ = try await conversation.send(.text("oh darn"))
+        _ = try await conversation.send(.text("fine"))
+        let received = try await logs[1].messages(2, in: conversation.id)
+        XCTAssertEqual(received.map(\.content.text), ["oh ****", "fine"])
+        let stray = await logs[1].settle().compactMap(\.receivedMessage)
+        XCTAssertTrue(stray.isEmpty, "the blocked message never reached Jerry")
+        let history = try await conversation.messages(limit: 10).map(\.content.text)
+        XCTAssertEqual(history, ["oh ****", "fine"])
+        let stats = await bot.statistics
+        XCTAssertEqual(stats.blocked, 1)
+        await bot.stop()
+    }
+
+    func testRoutingRepliesAndEventsGoThroughThePlugins() async throws {
+        let harness = try await BotHarness.start()
+        defer { Task { await harness.server.stop() } }
+        try harness.write("echo.lua", """
+            return {
+              name = "echo",
+              on_receive = function(msg, ctx)
+                if msg.text == "ping" then ctx.reply("pong") end
+                if msg.attrs.translation then ctx.reply("translated: " .. msg.attrs.translation.text) end
+              end,
+              translate = function(text, from, to, ctx) if to == "fr" then return "bonjour" end end,
+              on_cmd = function(cmd, ctx) ctx.send(cmd.cid, "cmd " .. cmd.action) end,
+              on_transient = function(msg, ctx) ctx.send(msg.cid, "saw " .. (msg.text or "")) end,
+              on_member_joined = function(ev, ctx) ctx.send(ev.cid, "welcome " .. table.concat(ev.members, ",")) end,
+              before_send = function(msg, ctx)
+                if msg.from == "modbot" then msg.text = msg.text .. " [bot]"; return msg end
+              end,
+            }
+            """)
+        let bot = try await harness.bot()
+        let tom = harness.server.client("Tom")
+        let logs = try await openClients([tom])
+        let conversation = try await tom.createConversation(members: ["modbot"])
+        let welcome = try await logs[0].message(in: conversation.id)
+        XCTAssertEqual(welcome.content.text, "welcome Tom,modbot [bot]", "creation is a members-joined event")
+
+        _ = try await conversation.send(.text("ping"))
+        let pong = try await logs[0].message(in: conversation.id)
+        XCTAssertEqual(pong.content.text, "pong [bot]")
+        XCTAssertEqual(pong.from, "modbot")
+        XCTAssertEqual(pong.content.attributes?["hookbot.hop"], 1)
+
+        _ = try await conversation.sendCmd(action: "wave")
+        let observed1 = try await logs[0].message(in: conversation.id).content.text
+        XCTAssertEqual(observed1, "cmd wave [bot]")
+        _ = try await conversation.send(.text("typing"), options: .transient)
+        let observed2 = try await logs[0].message(in: conversation.id).content.text
+        XCTAssertEqual(observed2, "saw typing [bot]")
+        _ = try await conversation.add(members: ["Bob"])
+        let observed3 = try await logs[0].message(in: conversation.id).content.text
+        XCTAssertEqual(observed3, "welcome Bob [bot]")
+        _ = try await conversation.send(.text("hello", attributes: ["translate": "fr"]))
+        let observed4 = try await logs[0].message(in: conversation.id).content.text
+        XCTAssertEqual(observed4, "translated: bonjour [bot]")
+        await bot.stop()
+    }
+
+    func testInterceptorStoppedMidStreamAppliesThePolicy() async throws {
+        for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
+            let harness = try await BotHarness.start(policy: policy)
+            try harness.write("mod.lua", Self.moderation)
+            let bot = try await harness.bot()
+            let tom = harness.server.client("Tom")
+            let jerry = harness.server.client("Jerry")
+            let logs = try await openClients([tom, jerry])
+            let conversation = try await tom.createConversation(members: ["Jerry"])
+            var accepted = 0
+            var refused = 0
+            for k in 0..<60 {
+                if k == 20 { await bot.stop() }
+                do {
+                    _ = try await conversation.send(.text("m\(k)"))
+                    accepted += 1
+                } catch {
+                    XCTAssertEqual(error.code, 4402)
+                    refused += 1
+                }
+            }
+            var delivered: [String] = []
+            while let message = try? await logs[1].message(in: conversation.id, timeout: .milliseconds(800)) {
+                delivered.append(message.content.text ?? "")
+            }
+            XCTAssertEqual(delivered.count, accepted, "\(policy): every accepted message is delivered, nothing else")
+            XCTAssertEqual(Set(delivered).count, delivered.count, "no duplicates")
+            switch policy {
+            case .failOpen:
+                XCTAssertEqual(accepted, 60, "nothing lost with fail-open")
+            case .failClosed:
+                XCTAssertEqual(accepted, 20, "nothing delivered without the interceptor with fail-closed")
+                XCTAssertEqual(refused, 40)
+            }
+            await harness.server.stop()
+        }
+    }
+
+    func testReloadWhileTrafficFlowsLosesAndDuplicatesNothing() async throws {
+        let harness = try await BotHarness.start()
+        defer { Task { await harness.server.stop() } }
+        let reply = { (version: String) in
+            """
+            return { name = "ver", on_receive = function(msg, ctx) ctx.reply("\(version) " .. msg.text) end }
+            """
+        }
+        try harness.write("ver.lua", reply("v1"))
+        let bot = try await harness.bot { $0.replyLimit = 1000 }
+        let tom = harness.server.client("Tom")
+        let logs = try await openClients([tom])
+        let conversation = try await tom.createConversation(members: ["modbot"])
+        for k in 0..<120 {
+            if k == 60 { try harness.write("ver.lua", reply("v2")) }
+            _ = try await conversation.send(.text("\(k)"))
+            if k % 10 == 0 { try await Task.sleep(for: .milliseconds(30)) }
+        }
+        var replies: [String] = []
+        for _ in 0..<120 { replies.append(try await logs[0].message(in: conversation.id).content.text ?? "") }
+        let extra = await logs[0].settle().compactMap(\.receivedMessage)
+        XCTAssertTrue(extra.isEmpty, "one reply per message")
+        let numbers = replies.map { $0.split(separator: " ")[1] }
+        XCTAssertEqual(numbers, (0..<120).map { "\($0)"[...] }, "every message answered once, in order")
+        XCTAssertTrue(replies.first?.hasPrefix("v1") == true)
+        XCTAssertTrue(replies.last?.hasPrefix("v2") == true, "the new version took over without a restart")
+        let plugins = bot.runtime.plugins
+        XCTAssertEqual(plugins.count, 1)
+        await bot.stop()
+    }
+
+    func testTwoBotsInOneConversationDoNotLoop() async throws {
+        let harness = try await BotHarness.start(interceptors: [])
+        defer { Task { await harness.server.stop() } }
+        try harness.write("chatty.lua", """
+            return { name = "chatty", on_receive = function(msg, ctx) ctx.reply("re: " .. (msg.text or "")) end }
+            """)
+        let alice = try await harness.bot("alicebot", interceptor: false)
+        let bob = try await harness.bot("bobbot", interceptor: false)
+        let tom = harness.server.client("Tom")
+        let logs = try await openClients([tom])
+        let conversation = try await tom.createConversation(members: ["alicebot", "bobbot"])
+        _ = try await conversation.send(.text("hi"))
+        try await Task.sleep(for: .seconds(2))
+        let count = try await conversation.messages(limit: 100).count
+        try await Task.sleep(for: .seconds(1))
+        let later = try await conversation.messages(limit: 100).count
+        XCTAssertEqual(count, later, "the conversation went quiet")
+        XCTAssertLessThanOrEqual(count, 1 + 2 + 2 + 2, "hop limit 3: at most three rounds of bot replies")
+        XCTAssertGreaterThanOrEqual(count, 3, "both bots answered the human")
+        _ = logs
+        await alice.stop()
+        await bob.stop()
+    }
+}

@@ -1,0 +1,48 @@
+import BotHost
+import Foundation
+import HookRuntime
+import HookbotTestSupport
+import IMClient
+import IMServer
+import Logging
+
+/// A server with a bot host attached as its interceptor (or as a plain member), plugins in a temp folder.
+struct BotHarness {
+    let server: ServerHarness
+    let plugins: URL
+
+    static let secret = "test-interceptor-secret"
+
+    static func start(policy: InterceptionFailurePolicy = .failOpen, interceptors: [String] = ["modbot"]) async throws -> BotHarness {
+        let server = try await ServerHarness.start { configuration in
+            configuration.interception.interceptors = interceptors.map { .init(clientID: $0, secret: secret) }
+            configuration.interception.failurePolicy = policy
+            configuration.interception.deadlineMillis = 1000
+        }
+        let plugins = server.directory.appendingPathComponent("plugins-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
+        return BotHarness(server: server, plugins: plugins)
+    }
+
+    func write(_ name: String, _ source: String) throws {
+        try source.write(to: plugins.appendingPathComponent(name), atomically: true, encoding: .utf8)
+    }
+
+    /// A started bot host; `interceptor` makes it sign in as a configured interceptor.
+    func bot(_ clientID: String = "modbot", interceptor: Bool = true, plugins directory: URL? = nil,
+             configure: (inout BotConfiguration) -> Void = { _ in }) async throws -> BotHost {
+        var configuration = BotConfiguration()
+        configuration.clientID = clientID
+        configuration.pluginsDirectory = directory ?? plugins
+        configuration.statePath = server.directory.appendingPathComponent("state-\(clientID).sqlite").path
+        configuration.interceptorSecret = interceptor ? Self.secret : nil
+        configuration.adminSocketPath = nil
+        configuration.watchInterval = 0.1
+        configure(&configuration)
+        var logger = Logger(label: "bot-test-\(clientID)")
+        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
+        let bot = try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws", logger: logger)
+        try await bot.start()
+        return bot
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import XCTest
+@testable import HookRuntime
+
+/// Runs every Lua example of docs/PLUGINS.md. Each ```lua block must be
+/// preceded by `<!-- example: scenario/path -->`; the files of a scenario are
+/// written to one plugins directory and checked below.
+final class DocExampleTests: XCTestCase {
+    /// Fixtures live until the test ends (their deinit deletes the directory).
+    private var fixtures: [Fixture] = []
+
+    override func tearDown() { fixtures.removeAll() }
+
+    static var docURL: URL {
+        URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/PLUGINS.md")
+    }
+
+    /// scenario -> [relative path: source]
+    static func examples() throws -> [String: [String: String]] {
+        let text = try String(contentsOf: docURL, encoding: .utf8)
+        var out: [String: [String: String]] = [:]
+        var pending: String?
+        var inBlock = false
+        var block: [String] = []
+        var unmarked = 0
+        for line in text.components(separatedBy: "\n") {
+            if inBlock {
+                if line == "```" {
+                    inBlock = false
+                    if let p = pending {
+                        let parts = p.split(separator: "/", maxSplits: 1).map(String.init)
+                        out[parts[0], default: [:]][parts[1]] = block.joined(separator: "\n") + "\n"
+                    } else {
+                        unmarked += 1
+                    }
+                    pending = nil
+                } else {
+                    block.append(line)
+                }
+                continue
+            }
+            if line.hasPrefix("<!-- example: ") && line.hasSuffix(" -->") {
+                pending = String(line.dropFirst("<!-- example: ".count).dropLast(" -->".count))
+            } else if line == "```lua" {
+                inBlock = true
+                block = []
+            } else if !line.trimmingCharacters(in: .whitespaces).isEmpty {
+                pending = nil
+            }
+        }
+        if unmarked > 0 { throw NSError(domain: "doc", code: unmarked, userInfo: [NSLocalizedDescriptionKey: "\(unmarked) unmarked lua blocks"]) }
+        return out
+    }
+
+    private func setUp(_ scenario: String, config: [String: JSONValue] = [:]) throws -> (Fixture, PluginRuntime) {
+        let all = try Self.examples()
+        let files = try XCTUnwrap(all[scenario], "scenario \(scenario) missing from docs/PLUGINS.md")
+        let f = Fixture()
+        fixtures.append(f)
+        for (path, src) in files { f.write(path, src) }
+        let rt = f.runtime(config: config)
+        let r = rt.loadAll()
+        XCTAssertEqual(r.errors, [])
+        return (f, rt)
+    }
+
+    func testEveryLuaBlockIsAMarkedExampleWithACheck() throws {
+        let all = try Self.examples()
+        let checked: Set<String> = ["greeter", "moderation", "beforesend", "translate", "antiflood", "timers", "poll"]
+        XCTAssertEqual(Set(all.keys), checked)
+        // each example at least compiles and loads (checked per scenario below too)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 9)
+    }
+
+    func testGreeter() throws {
+        let (_, rt) = try setUp("greeter", config: ["greeter": ["greeting": "Bienvenue"]])
+        XCTAssertEqual(sentTexts(rt.memberJoined(cid: "c1", members: ["alice", "bob"]).actions),
+                       ["Bienvenue, alice!", "Bienvenue, bob!"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("!hello", from: "bob")).actions), ["hello bob"])
+        XCTAssertEqual(rt.receive(msg("hello")).actions, [])
+    }
+
+    func testWordFilter() throws {
+        let (_, rt) = try setUp("moderation")
+        let first = rt.incoming(msg("Great SCAM here", from: "eve"))
+        XCTAssertEqual(first.moderation.verdict, .block(reason: "banned word", code: 4301, silent: false))
+        XCTAssertEqual(first.actions.map(\.kind), [.warn(cid: "c1", user: "eve", reason: "please do not post scams")])
+        _ = rt.incoming(msg("scam 2", from: "eve"))
+        let third = rt.incoming(msg("scam 3", from: "eve"))
+        XCTAssertTrue(third.actions.contains { $0.kind == .mute(cid: "c1", user: "eve", seconds: 600, reason: "banned word") })
+        XCTAssertNil(third.delivered)
+        XCTAssertEqual(rt.incoming(msg("oh darn it")).delivered?.text, "oh **** it")
+        XCTAssertEqual(rt.incoming(msg("hello")).moderation.verdict, .allow)
+    }
+
+    func testSignature() throws {
+        let (_, rt) = try setUp("beforesend")
+        let out = rt.beforeSend(msg("hi"))
+        XCTAssertEqual(out.message?.text, "hi -- hookbot")
+        XCTAssertEqual(out.message?.attrs["signed"], true)
+        let d = rt.beforeSend(msg("-----BEGIN PRIVATE KEY-----"))
+        XCTAssertNil(d.message)
+        XCTAssertEqual(d.dropReason, "looks like a private key")
+        XCTAssertEqual(rt.beforeSend(msg(nil, type: HookMessageType.image)).message?.text, nil)
+    }
+
+    func testTranslateChain() throws {
+        let (_, rt) = try setUp("translate")
+        let a = rt.translate(text: "Hello", from: "en", to: "fr", messageID: "m1")
+        XCTAssertEqual(a.text, "bonjour")
+        XCTAssertEqual(a.plugin, "glossary")
+        XCTAssertEqual(rt.translate(text: "dog", from: nil, to: "fr").text, "[fr] dog")
+        let de = rt.translate(text: "Hello", from: "en", to: "de", messageID: "m1")
+        XCTAssertEqual(de.text, "[de] Hello")
+        XCTAssertEqual(de.plugin, "fallback")
+        let again = rt.translate(text: "Hello", from: "en", to: "fr", messageID: "m1")
+        XCTAssertTrue(again.cached, "\(again)")
+    }
+
+    func testAntiflood() throws {
+        let (f, rt) = try setUp("antiflood")
+        for _ in 0..<3 { XCTAssertEqual(rt.incoming(msg("hi", from: "spammer")).moderation.verdict, .allow) }
+        let fourth = rt.incoming(msg("hi", from: "spammer"))
+        XCTAssertEqual(fourth.moderation.verdict, .block(reason: "flooding", code: nil, silent: true))
+        XCTAssertEqual(fourth.actions.map(\.kind), [.mute(cid: "c1", user: "spammer", seconds: 60, reason: "flooding")])
+        XCTAssertEqual(rt.incoming(msg("hi", from: "other")).moderation.verdict, .allow)
+        f.clock.advance(by: 11)
+        XCTAssertEqual(rt.incoming(msg("hi", from: "spammer")).moderation.verdict, .allow)
+    }
+
+    func testReminder() throws {
+        let (f, rt) = try setUp("timers")
+        XCTAssertEqual(rt.command(HookCommand(action: "remind", ext: ["after": 30, "text": "tea"], cid: "c1")).errors, [])
+        f.clock.advance(by: 29)
+        XCTAssertEqual(rt.fireDueTimers().actions, [])
+        f.clock.advance(by: 1)
+        XCTAssertEqual(rt.fireDueTimers().actions.map(\.kind),
+                       [.send(cid: "c1", message: HookMessage(cid: "c1", text: "reminder: tea"), replyTo: nil)])
+        for _ in 0..<3 { rt.reload(name: "reminder") }
+        f.clock.advance(by: 3600)
+        let beats = rt.fireDueTimers().actions
+        XCTAssertEqual(beats.map(\.kind), [.send(cid: "ops-room", message: HookMessage(cid: "ops-room", text: "still alive, 1 beats"), replyTo: nil)])
+    }
+
+    func testPoll() throws {
+        let (_, rt) = try setUp("poll")
+        let r = rt.command(HookCommand(action: "poll", ext: ["question": "Lunch?", "options": "pizza, sushi"], cid: "c1"))
+        XCTAssertEqual(r.errors, [])
+        guard case .send(let cid, let m, _)? = r.actions.first?.kind else { return XCTFail("\(r)") }
+        XCTAssertEqual(cid, "c1")
+        XCTAssertEqual(m.type, 7)
+        XCTAssertEqual(m.text, "Poll: Lunch?")
+        XCTAssertEqual(m.attrs, ["question": "Lunch?", "options": ["pizza", "sushi"]])
+        XCTAssertNil(rt.validate(m))
+        let v1 = rt.incoming(msg("vote 2"))
+        XCTAssertEqual(v1.errors, [])
+        XCTAssertEqual(sentTexts(v1.actions), ["sushi: 1"])
+        XCTAssertEqual(sentTexts(rt.incoming(msg("vote 2")).actions), ["sushi: 2"])
+        XCTAssertEqual(sentTexts(rt.incoming(msg("vote 5")).actions), ["no such option"])
+    }
+}

@@ -1,0 +1,129 @@
+import XCTest
+@testable import HookRuntime
+
+/// Plugins trying to hang, crash or flood the host.
+final class HostileTests: XCTestCase {
+    private func one(_ body: String, limits: HookLimits = testLimits) -> (HookResult, PluginRuntime, Fixture) {
+        let f = Fixture()
+        f.write("h.lua", "return { name = \"h\", on_receive = function(msg, ctx)\n\(body)\nend }")
+        f.write("z.lua", #"return { on_receive = function(msg, ctx) ctx.reply("alive") end }"#)
+        let rt = f.runtime(limits: limits)
+        XCTAssertEqual(rt.loadAll().errors, [])
+        return (rt.receive(msg("x")), rt, f)
+    }
+
+    func testFinalizersAndCloseMetamethodsAreRefused() {
+        // Lua runs finalizers with hooks off, so they could never be stopped
+        let (r, _, _) = one("setmetatable({}, { __gc = function() while true do end end })")
+        XCTAssertEqual(r.errors.count, 1)
+        XCTAssertTrue(r.errors.first?.message.contains("__gc and __close") ?? false, "\(r.errors)")
+        let (r2, _, _) = one("local x <close> = setmetatable({}, { __close = function() while true do end end })")
+        XCTAssertEqual(r2.errors.count, 1)
+        // adding them after setmetatable has no effect: the installed metatable is a copy
+        let (r3, rt3, _) = one("""
+            local mt = {}
+            keep = setmetatable({}, mt)
+            mt.__gc = function() while true do end end
+            mt.__close = function() while true do end end
+            assert(getmetatable(keep) == mt)
+            local ok = pcall(function() local y <close> = keep end)
+            ctx.reply(tostring(ok))
+            """)
+        XCTAssertEqual(r3.errors, [])
+        XCTAssertEqual(sentTexts(r3.actions), ["false", "alive"])
+        rt3.shutdown()
+        // ordinary metatables keep working, including later additions to __index tables
+        let (r4, _, _) = one("""
+            local Class = {} Class.__index = Class
+            local obj = setmetatable({ n = 2 }, Class)
+            function Class:double() return self.n * 2 end
+            local v = setmetatable({}, { __tostring = function() return "vec" end, __add = function() return 7 end })
+            ctx.reply(obj:double() .. " " .. tostring(v) .. " " .. (v + v) .. " " .. tostring(getmetatable(obj) == Class))
+            """)
+        XCTAssertEqual(r4.errors, [])
+        XCTAssertEqual(sentTexts(r4.actions), ["4 vec 7 true", "alive"])
+    }
+
+    func testCoroutineKilledByBudgetCannotRunCloseHandlers() {
+        let (r, _, _) = one("""
+            local co = coroutine.wrap(function() while true do end end)
+            pcall(co)
+            while true do end
+            """)
+        XCTAssertEqual(r.errors.first?.reason, .instructionBudget)
+        XCTAssertEqual(sentTexts(r.actions), ["alive"])
+    }
+
+    func testRunawayRecursion() {
+        let (r, _, _) = one("local function f(n) return 1 + f(n + 1) end return f(1)")
+        XCTAssertEqual(r.errors.count, 1)
+        XCTAssertEqual(sentTexts(r.actions), ["alive"])
+        let (r2, _, _) = one("local function f() return f() end f()")  // tail calls: a plain loop
+        XCTAssertEqual(r2.errors.first?.reason, .instructionBudget)
+    }
+
+    func testActionFloodIsCapped() {
+        let (r, _, _) = one("for i = 1, 1e6 do ctx.send('c', 'x') end")
+        XCTAssertEqual(r.errors.count, 1)
+        XCTAssertEqual(r.actions.filter { $0.plugin == "h" }.count, 1000)
+    }
+
+    func testTimerFloodIsCapped() {
+        let (r, rt, _) = one("for i = 1, 1e6 do ctx.after(1, function() end) end")
+        XCTAssertEqual(r.errors.count, 1)
+        XCTAssertEqual(rt.timerCount, 1000)
+    }
+
+    func testCloseAndMessageHandlerLoops() {
+        let (r, _, _) = one("""
+            do local x <close> = setmetatable({}, { __close = function() while true do end end }) error("first") end
+            """)
+        XCTAssertEqual(r.errors.count, 1)
+        let (r2, _, _) = one("xpcall(function() error('x') end, function() while true do end end) while true do end")
+        XCTAssertEqual(r2.errors.first?.reason, .instructionBudget)
+        XCTAssertEqual(sentTexts(r2.actions), ["alive"])
+        let (r3, _, _) = one("xpcall(function() while true do end end, function() while true do end end)")
+        XCTAssertEqual(r3.errors.first?.reason, .instructionBudget)
+        let (r4, _, _) = one("local ok, m = xpcall(function() error('e') end, function(e) return 'handled ' .. e end) ctx.reply(m)")
+        XCTAssertTrue(sentTexts(r4.actions).first?.hasSuffix(": e") ?? false, "\(r4)")
+    }
+
+    func testYieldAndWeirdErrorValues() {
+        let (r, _, _) = one("coroutine.yield(1)")
+        XCTAssertEqual(r.errors.count, 1)
+        let (r2, _, _) = one("error(setmetatable({}, { __tostring = function() while true do end end }))")
+        XCTAssertEqual(r2.errors.first?.reason, .runtime("(error object is a table value)"))
+        let (r3, _, _) = one("error(nil)")
+        XCTAssertEqual(r3.errors.count, 1)
+    }
+
+    func testMetatableTricksOnArguments() {
+        // values with metamethods are read raw by the host, so no plugin code runs there
+        let (r, _, _) = one("""
+            local evil = setmetatable({}, { __index = function() while true do end end, __pairs = function() error("no") end })
+            ctx.state.set("k", evil)
+            ctx.reply(setmetatable({ text = "raw" }, { __index = function() error("boom") end }))
+            """)
+        XCTAssertEqual(r.errors, [])
+        XCTAssertEqual(sentTexts(r.actions), ["raw", "alive"])
+    }
+
+    func testSlowLibraryCallCountsAsDeadlineFailure() {
+        // quadratic pattern matching runs inside C where the count hook cannot
+        // interrupt it; once it returns past the deadline it is a failure
+        var limits = testLimits
+        limits.deadline = 0.001
+        let (r, _, _) = one("local s = string.rep('a', 20000) local i = s:find('a*b') ctx.reply('done')", limits: limits)
+        XCTAssertEqual(r.errors.first?.reason, .deadline)
+        XCTAssertEqual(sentTexts(r.actions).filter { $0 == "done" }.count, 1, "actions requested before the overrun are kept")
+    }
+
+    func testRecoversMemoryAfterBomb() {
+        let (r, rt, _) = one("big = {} for i = 1, 1e8 do big[i] = i end")
+        XCTAssertEqual(r.errors.first?.reason, .memory)
+        // the global holds what was allocated before the cap; the plugin still runs small hooks
+        let r2 = rt.receive(msg("y"))
+        XCTAssertEqual(r2.errors.first?.reason, .memory)
+        XCTAssertEqual(sentTexts(r2.actions), ["alive"])
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import XCTest
+@testable import HookRuntime
+
+final class MiscTests: XCTestCase {
+    func testJSONRoundTrip() throws {
+        let v: JSONValue = ["s": "quote \" back \\ nl \n tab \t ctl \u{01} é 😀", "i": 42, "neg": -7, "d": 1.5,
+                            "whole": .double(3), "b": false, "n": .null, "a": [1, "two", [3.25]], "o": ["k": [:]]]
+        let back = try JSONValue(jsonText: v.jsonText)
+        XCTAssertEqual(back, v)
+        XCTAssertEqual(try JSONValue(jsonText: #"{"x": "\u00e9\ud83d\ude00"}"#), ["x": "é😀"])
+        XCTAssertThrowsError(try JSONValue(jsonText: "{"))
+        XCTAssertThrowsError(try JSONValue(jsonText: "[1,]x"))
+        // Codable
+        let data = try JSONEncoder().encode(v)
+        XCTAssertEqual(try JSONDecoder().decode(JSONValue.self, from: data)["a"], [1, "two", [3.25]])
+    }
+
+    func testFloatsStayFloatsInState() {
+        let f = Fixture()
+        f.write("n.lua", #"""
+        return { on_receive = function(msg, ctx)
+          ctx.state.set("f", 3.0) ctx.state.set("i", 3)
+          ctx.reply(math.type(ctx.state.get("f")) .. " " .. math.type(ctx.state.get("i")))
+        end }
+        """#)
+        let rt = f.runtime()
+        rt.loadAll()
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["float integer"])
+    }
+
+    func testUnloadAndReloadAll() {
+        let f = Fixture()
+        f.write("a.lua", #"return { on_receive = function(msg, ctx) ctx.reply("a") end, on_load = function(ctx) ctx.every(1, function() end) end }"#)
+        f.write("b.lua", #"return { on_receive = function(msg, ctx) error("x") end }"#)
+        let rt = f.runtime(limits: testLimits)
+        rt.loadAll()
+        for _ in 0..<5 { _ = rt.receive(msg("x")) }
+        XCTAssertEqual(rt.status("b")?.state, .disabled)
+        XCTAssertEqual(rt.unload(name: "a").unloaded, ["a"])
+        XCTAssertEqual(rt.timerCount, 0)
+        XCTAssertEqual(rt.receive(msg("x")).actions, [])
+        let r = rt.reloadAll()
+        XCTAssertEqual(Set(r.loaded + r.reloaded), ["a", "b"])
+        XCTAssertEqual(rt.status("b")?.state, .loaded)
+        XCTAssertEqual(rt.status("b")?.generation, 2)
+        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["a"])
+        XCTAssertEqual(rt.reload(name: "nope").errors.count, 1)
+    }
+
+    func testTimerDriverFiresThroughHandler() {
+        let f = Fixture()
+        f.write("t.lua", #"return { on_load = function(ctx) ctx.after(0, function(ctx) ctx.send("c1", "fired") end) end }"#)
+        let rt = f.runtime()
+        rt.loadAll()
+        let got = expectation(description: "timer fired")
+        let box = ManagedFlag()
+        let task = rt.startTimerDriver(maxInterval: 0.01) { result in
+            if sentTexts(result.actions) == ["fired"], !box.isSet { box.set(); got.fulfill() }
+        }
+        wait(for: [got], timeout: 20)
+        task.cancel()
+        XCTAssertEqual(rt.timerCount, 0)
+    }
+
+    func testStatusReportsHooksMemoryAndFailures() {
+        let f = Fixture()
+        f.write("s.lua", #"return { priority = 4, moderation = function() end, on_receive = function() error("bad") end }"#)
+        f.write("broken.lua", "return {")
+        let rt = f.runtime(limits: testLimits)
+        rt.loadAll()
+        _ = rt.receive(msg("x"))
+        let st = rt.status("s")!
+        XCTAssertEqual(st.hooks, ["moderation", "on_receive"])
+        XCTAssertEqual(st.priority, 4)
+        XCTAssertGreaterThan(st.memoryBytes, 0)
+        XCTAssertEqual(st.totalFailures, 1)
+        XCTAssertEqual(st.lastError?.line, 1)
+        XCTAssertTrue(st.path.hasSuffix("s.lua"))
+        let b = rt.status("broken")!
+        XCTAssertEqual(b.state, .failed)
+        XCTAssertNotNil(b.lastError)
+    }
+
+    func testErrorDescriptionNamesPluginHookAndLine() {
+        let e = HookError(plugin: "p", hook: "on_receive", source: "p.lua", line: 3, reason: .runtime("boom"))
+        XCTAssertEqual(e.description, "plugin p on_receive at p.lua:3: boom")
+        XCTAssertEqual(splitLuaPosition("x/init.lua:12: oops: more").1, 12)
+        XCTAssertEqual(splitLuaPosition("no position").2, "no position")
+    }
+}

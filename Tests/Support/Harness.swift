@@ -1,0 +1,201 @@
+import Foundation
+import IMClient
+import IMCore
+import IMServer
+import Logging
+import Synchronization
+import XCTest
+
+/// Shared by the test targets. A real server on a loopback port with its own SQLite file in a temporary directory.
+public final class ServerHarness: Sendable {
+    public let directory: URL
+    public let server: IMServer
+    public let port: Int
+
+    private init(directory: URL, server: IMServer, port: Int) {
+        self.directory = directory
+        self.server = server
+        self.port = port
+    }
+
+    /// Starts a server; `port` 0 picks a free one.
+    public static func start(directory: URL? = nil, port: Int = 0,
+                      configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> ServerHarness {
+        let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-sdk-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = ServerConfiguration()
+        configuration.port = port
+        configuration.databasePath = directory.appendingPathComponent("hookbot.sqlite").path
+        configure(&configuration)
+        var logger = Logger(label: "sdk-test-server")
+        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
+        let server = try IMServer(configuration: configuration, logger: logger)
+        let bound = try await server.start()
+        return ServerHarness(directory: directory, server: server, port: bound)
+    }
+
+    public func stop() async { await server.stop() }
+
+    /// Starts a new server on the same port and database file (after `stop()`).
+    public func restarted() async throws -> ServerHarness {
+        var lastError: (any Error)?
+        for _ in 0..<50 {
+            do { return try await ServerHarness.start(directory: directory, port: port) } catch {
+                lastError = error
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        throw lastError ?? IMError(.internalError, "restart failed")
+    }
+
+    /// Options for fast tests: quick reconnects, generous timeouts.
+    public func options() -> IMClientOptions {
+        var options = IMClientOptions(port: port)
+        options.reconnectBaseDelay = .milliseconds(50)
+        options.reconnectMaxDelay = .milliseconds(400)
+        options.sendTimeout = .seconds(20)
+        options.requestTimeout = .seconds(10)
+        options.connectTimeout = .seconds(5)
+        return options
+    }
+
+    public func client(_ clientId: String, tag: String? = nil, registry: IMMessageRegistry = IMMessageRegistry(),
+                configure: (inout IMClientOptions) -> Void = { _ in }) -> IMClient {
+        var options = options()
+        configure(&options)
+        var logger = Logger(label: "sdk-test-\(clientId)")
+        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
+        return IMClient(clientId: clientId, tag: tag, options: options, registry: registry, logger: logger)
+    }
+}
+
+public struct Timeout: Error, CustomStringConvertible {
+    public var waitingFor: String
+    public var description: String { "timed out waiting for \(waitingFor)" }
+}
+
+/// Records a client's events from the moment it is created; tests take them out in order.
+public final class EventLog: Sendable {
+    private struct Waiter {
+        var id: Int
+        var match: @Sendable (IMEvent) -> Bool
+        var continuation: CheckedContinuation<IMEvent?, Never>
+    }
+
+    private struct State {
+        var inbox: [IMEvent] = []
+        public var history: [IMEvent] = []
+        var waiters: [Waiter] = []
+        var nextID = 0
+    }
+
+    private let state = Mutex(State())
+    private let task: Task<Void, Never>
+
+    public init(_ client: IMClient) {
+        let stream = client.events()
+        let box = Mutex<EventLog?>(nil)
+        task = Task {
+            for await event in stream { box.withLock { $0 }?.record(event) }
+        }
+        box.withLock { $0 = self }
+    }
+
+    deinit { task.cancel() }
+
+    private func record(_ event: IMEvent) {
+        let waiter = state.withLock { state -> CheckedContinuation<IMEvent?, Never>? in
+            state.history.append(event)
+            if let index = state.waiters.firstIndex(where: { $0.match(event) }) {
+                return state.waiters.remove(at: index).continuation
+            }
+            state.inbox.append(event)
+            return nil
+        }
+        waiter?.resume(returning: event)
+    }
+
+    /// Every event recorded so far, consumed or not.
+    public var history: [IMEvent] { state.withLock { $0.history } }
+
+    /// Takes the first unconsumed event for which `extract` returns a value, waiting up to `timeout`.
+    public func next<T: Sendable>(_ what: String, timeout: Duration = .seconds(15),
+                           _ extract: @escaping @Sendable (IMEvent) -> T?) async throws -> T {
+        let id = state.withLock { state -> Int in state.nextID += 1; return state.nextID }
+        let match: @Sendable (IMEvent) -> Bool = { extract($0) != nil }
+        let event = await withTaskGroup(of: IMEvent?.self) { group in
+            group.addTask {
+                await withCheckedContinuation { (continuation: CheckedContinuation<IMEvent?, Never>) in
+                    let immediate = self.state.withLock { state -> IMEvent? in
+                        if let index = state.inbox.firstIndex(where: match) { return state.inbox.remove(at: index) }
+                        state.waiters.append(Waiter(id: id, match: match, continuation: continuation))
+                        return nil
+                    }
+                    if let immediate { continuation.resume(returning: immediate) }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                let waiter = self.state.withLock { state -> CheckedContinuation<IMEvent?, Never>? in
+                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return state.waiters.remove(at: index).continuation
+                }
+                waiter?.resume(returning: nil)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let event, let value = extract(event) else { throw Timeout(waitingFor: what) }
+        return value
+    }
+
+    /// The next received message (not cmd), optionally in one conversation.
+    public func message(in cid: String? = nil, timeout: Duration = .seconds(15)) async throws -> IMMessage {
+        try await next("message", timeout: timeout) { event in
+            if case .message(let message) = event, cid == nil || message.conversationId == cid { return message }
+            return nil
+        }
+    }
+
+    /// The next `count` messages of a conversation.
+    public func messages(_ count: Int, in cid: String, timeout: Duration = .seconds(15)) async throws -> [IMMessage] {
+        var messages: [IMMessage] = []
+        for _ in 0..<count { messages.append(try await message(in: cid, timeout: timeout)) }
+        return messages
+    }
+
+    /// Unconsumed events after waiting `duration` (to assert that nothing more arrives).
+    public func settle(for duration: Duration = .milliseconds(400)) async -> [IMEvent] {
+        try? await Task.sleep(for: duration)
+        return state.withLock { $0.inbox }
+    }
+
+    /// Drops unconsumed events.
+    public func clear() { state.withLock { $0.inbox.removeAll() } }
+}
+
+extension IMEvent {
+    public var isConnectionEvent: Bool {
+        switch self {
+        case .opened, .paused, .resuming, .resumed, .closed, .kickedOffline: true
+        default: false
+        }
+    }
+
+    public var receivedMessage: IMMessage? {
+        if case .message(let message) = self { return message }
+        return nil
+    }
+}
+
+/// Opens clients and returns them with their event logs (created before opening, so nothing is missed).
+public func openClients(_ clients: [IMClient]) async throws -> [EventLog] {
+    var logs: [EventLog] = []
+    for client in clients {
+        logs.append(EventLog(client))
+        try await client.open()
+    }
+    return logs
+}
