@@ -32,6 +32,8 @@ public struct BotConfiguration: Sendable {
     public var serverHost = "127.0.0.1"
     public var serverPort = 8080
     public var serverDatabase = "hookbot.sqlite"
+    /// SQLite `synchronous=FULL` for the embedded server (false: `NORMAL`).
+    public var serverSynchronousFull = true
     public var interceptionDeadlineMillis = 200
     public var failClosed = false
     /// Name of the conversation the embedded server creates for trying the bot.

@@ -27,6 +27,7 @@ public final class EmbeddedHub: Sendable {
         server.host = configuration.serverHost
         server.port = configuration.serverPort
         server.databasePath = configuration.serverDatabase
+        server.synchronousFull = configuration.serverSynchronousFull
         server.interception.interceptors = [.init(clientID: bot.clientID, secret: bot.interceptorSecret ?? "")]
         server.interception.deadlineMillis = configuration.interceptionDeadlineMillis
         server.interception.failurePolicy = configuration.failClosed ? .failClosed : .failOpen
