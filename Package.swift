@@ -88,6 +88,15 @@ let package = Package(
         .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore"]),
         .executableTarget(
             name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry"),
+        .executableTarget(
+            name: "custom-types-example",
+            dependencies: [
+                "IMClient", "IMCore", "BotHost", "HookRuntime",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "examples/CustomTypes",
+            exclude: ["plugins", "README.md"]
+        ),
         .testTarget(
             name: "IMServerTests",
             dependencies: [
