@@ -105,10 +105,11 @@ public actor IMClient {
         }
         if let error = ClientID.validate(clientId) { throw error }
         epoch += 1
+        let epoch = epoch
         state = .opening
         let result = await connectAndLogin(reopen: !force, resuming: false, epoch: epoch)
         if case .failure(let error) = result {
-            if state == .opening {
+            if state == .opening, epoch == self.epoch {
                 state = .closed
                 failAll(error)
             }

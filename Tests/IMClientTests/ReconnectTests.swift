@@ -106,6 +106,32 @@ final class ReconnectTests: XCTestCase {
         await second.stop()
     }
 
+    /// `close()` while paused fails the waiting requests with CLIENT_CLOSED and stops reconnecting.
+    func testCloseWhilePausedStopsReconnecting() async throws {
+        let server = try await ServerHarness.start()
+        let tom = server.client("Tom")
+        let events = EventLog(tom)
+        try await tom.open()
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        await server.stop()
+        _ = try await events.next("paused") { if case .paused = $0 { true } else { nil } }
+        let waiting = Task { () throws(IMError) -> IMMessage in try await conversation.send(.text("never")) }
+        try await Task.sleep(for: .milliseconds(100))
+        await tom.close()
+        switch await waiting.result {
+        case .success: XCTFail("a waiting send succeeded after close()")
+        case .failure(let error): XCTAssertEqual((error as? IMError)?.clientCode, .clientClosed)
+        }
+        _ = try await events.next("closed") { if case .closed(nil) = $0 { true } else { nil } }
+        let second = try await server.restarted()
+        events.clear()
+        let later = await events.settle(for: .seconds(1))
+        XCTAssertTrue(later.filter(\.isConnectionEvent).isEmpty, "a closed client reconnected: \(later)")
+        let state = await tom.state
+        XCTAssertEqual(state, .closed)
+        await second.stop()
+    }
+
     /// Logging in elsewhere with the same tag kicks the first device with 4111; it does not reconnect,
     /// and a non-forced open from it is refused while the other device holds the tag.
     func testKickedByTag() async throws {
