@@ -10,7 +10,7 @@ struct TestCommand: ParsableCommand {
         discussion: """
             Each path is a scenario file or a directory searched for *.test.lua files. Prints PASS/FAIL per \
             case with the differences, then "N passed, M failed"; exits non-zero if anything failed. \
-            See docs/PLUGIN-TESTS.md for the scenario format.
+            The scenario format is described in plugins/README.md.
             """)
 
     @Argument(help: "Scenario files or directories (default: plugins).") var paths: [String] = ["plugins"]

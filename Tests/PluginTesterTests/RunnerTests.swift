@@ -86,6 +86,33 @@ final class RunnerTests: XCTestCase {
         XCTAssertEqual(summary.passed, 3)
     }
 
+    func testTimersEventsAndReload() throws {
+        try write("ticker.lua", """
+            return {
+              on_load = function(ctx) ctx.every(60, function(ctx) ctx.send("ops", "tick " .. ctx.state.incr("ticks")) end) end,
+              on_recall = function(ev, ctx) ctx.reply("recalled " .. ev.id .. " by " .. ev.by) end,
+              on_conversation_updated = function(ev, ctx) ctx.update_attr(ev.cid, "seen", ev.attrs.topic) end,
+              on_cmd = function(cmd, ctx) ctx.send_cmd(cmd.cid, "pong", { n = cmd.ext.n + 1 }) end,
+            }
+            """)
+        try write("tests/ticker.test.lua", """
+            return { cases = { { name = "all of it", steps = {
+              { advance = 59, expect = { replies = {} } },
+              { advance = 1, expect = { replies = { { cid = "ops", text = "tick 1" } } } },
+              { advance = 3600, expect = { replies = { "tick 2" } } },
+              { recall = { id = "m7", by = "Tom" }, expect = { replies = { "recalled m7 by Tom" } } },
+              { update = { attrs = { topic = "cats" } }, expect = { actions = { { kind = "update_attr", key = "seen", value = "cats" } } } },
+              { cmd = { action = "ping", ext = { n = 1 } }, expect = { commands = { { action = "pong", ext = { n = 2 } } } } },
+              { reload = true, expect = { replies = {} } },
+              { advance = 60, expect = { replies = { "tick 3" } } },
+            } } } }
+            """)
+        var lines: [String] = []
+        let summary = PluginTestRunner { lines.append($0) }.run(paths: [dir.appendingPathComponent("tests/ticker.test.lua").path])
+        XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
+        XCTAssertEqual(summary.passed, 1)
+    }
+
     func testBrokenScenarioFilesAreFailures() throws {
         var (summary, lines) = try run("return { cases = { { steps = { { mesage = 'typo' } } } } }")
         XCTAssertEqual(summary.failed, 1)

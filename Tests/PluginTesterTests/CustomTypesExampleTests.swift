@@ -3,7 +3,7 @@ import PluginTester
 import XCTest
 
 /// The custom-types example: its plugins' scenarios pass, and the program runs end to end.
-final class ExampleTests: XCTestCase {
+final class CustomTypesExampleTests: XCTestCase {
     func testExamplePluginScenariosPass() {
         var lines: [String] = []
         let summary = PluginTestRunner { lines.append($0) }
