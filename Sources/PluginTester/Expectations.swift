@@ -52,7 +52,7 @@ struct Expectations {
             let got = state(plugin, key)
             if want == ScenarioLua.absent {
                 if let got { failures.append("state \(plugin ?? mainPlugin).\(key): expected nil, got \(Render.lua(got))") }
-            } else if got == nil || !Self.matches(want, got!, textKey: nil) {
+            } else if got == nil || !Self.matches(want, got!) {
                 failures.append("state \(plugin ?? mainPlugin).\(key): expected \(Render.lua(want)), got \(got.map(Render.lua) ?? "nil")")
             }
         }
@@ -106,19 +106,19 @@ struct Expectations {
             case "contains":
                 guard let p = v.stringValue, text.contains(p) else { return false }
             default:
-                guard let g = got[k], Self.matches(v, g, textKey: nil) else { return false }
+                guard let g = got[k], Self.matches(v, g) else { return false }
             }
         }
         return true
     }
 
     /// Expected tables match when their fields do (extra actual fields are fine); lists item by item.
-    static func matches(_ want: JSONValue, _ got: JSONValue, textKey: String?) -> Bool {
+    static func matches(_ want: JSONValue, _ got: JSONValue) -> Bool {
         switch (want, got) {
         case (.object(let w), .object(let g)):
-            return w.allSatisfy { k, v in g[k].map { matches(v, $0, textKey: nil) } ?? (v == .null) }
+            return w.allSatisfy { k, v in g[k].map { matches(v, $0) } ?? (v == .null) }
         case (.array(let w), .array(let g)):
-            return w.count == g.count && zip(w, g).allSatisfy { matches($0, $1, textKey: nil) }
+            return w.count == g.count && zip(w, g).allSatisfy { matches($0, $1) }
         case (.array(let w), .object(let g)) where w.isEmpty:
             return g.isEmpty
         default:
