@@ -20,6 +20,8 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
+	$(SWIFT) run --skip-build hookbot test plugins/ examples/CustomTypes/plugins/
+	$(SWIFT) run --skip-build custom-types-example
 
 ## Start the IM server on 127.0.0.1:8080 with ./hookbot.sqlite.
 run: build

@@ -69,11 +69,16 @@ let package = Package(
         .executableTarget(
             name: "hookbot",
             dependencies: [
-                "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost",
+                "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost", "PluginTester",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "PluginTester",
+            dependencies: ["HookRuntime", "CLua", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
         .testTarget(name: "HookRuntimeTests", dependencies: ["HookRuntime"]),
         .target(name: "HookbotTestSupport", dependencies: ["IMClient", "IMServer", "IMCore"], path: "Tests/Support"),
@@ -83,6 +88,15 @@ let package = Package(
         .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore"]),
         .executableTarget(
             name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry"),
+        .executableTarget(
+            name: "custom-types-example",
+            dependencies: [
+                "IMClient", "IMCore", "BotHost", "HookRuntime",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "examples/CustomTypes",
+            exclude: ["plugins", "README.md"]
+        ),
         .testTarget(
             name: "IMServerTests",
             dependencies: [

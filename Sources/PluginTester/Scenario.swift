@@ -1,0 +1,200 @@
+import Foundation
+import HookRuntime
+
+/// A parsed `*.test.lua` file: which plugins to load, how the simulated host behaves, and the cases.
+public struct Scenario: Sendable {
+    public enum Mode: String, Sendable {
+        /// The bot is the server's interceptor (`hookbot run` with its embedded server): moderation and
+        /// `before_send` decide before delivery, and mutes are enforced.
+        case interceptor
+        /// The bot is an ordinary member: it moderates what it receives but cannot stop delivery.
+        case client
+    }
+
+    public var path: String
+    public var pluginsDirectory: URL
+    /// Plugins copied into the sandbox directory; the first is the one `state` expectations read.
+    public var plugins: [String]
+    public var bot: String
+    public var mode: Mode
+    public var config: [String: JSONValue]
+    public var translateTo: [String: String]
+    public var replyLimit: Int
+    public var replyWindow: Double
+    public var maxHops: Int
+    public var deadline: Double
+    public var cases: [TestCase]
+
+    public struct TestCase: Sendable {
+        public var name: String
+        public var config: [String: JSONValue]
+        public var translateTo: [String: String]
+        public var mode: Mode
+        /// Expectations on what loading the plugins did (`on_load` actions, logs, errors).
+        public var expectLoad: [String: JSONValue]
+        public var steps: [Step]
+    }
+
+    public struct Step: Sendable {
+        public enum Event: Sendable {
+            case message(JSONValue)
+            case transient(JSONValue)
+            case cmd(JSONValue)
+            case join(JSONValue), leave(JSONValue), invited(JSONValue), kicked(JSONValue)
+            case update(JSONValue), recall(JSONValue)
+            case advance(Double)
+            case translate(JSONValue)
+            case reload
+            case setState(plugin: String?, values: [String: JSONValue])
+            case none
+        }
+        public var number: Int
+        public var event: Event
+        public var expect: [String: JSONValue]
+    }
+
+    static let eventKeys = ["message", "transient", "cmd", "join", "leave", "invited", "kicked", "update", "recall",
+                            "advance", "translate", "reload", "set_state"]
+
+    /// Parses the data a scenario file returned. `defaultPlugin` is the file name without `.test.lua`.
+    init(data: JSONValue, path: String, pluginsDirectory: URL, defaultPlugin: String) throws {
+        guard case .object(let root) = data else { throw ScenarioError("a scenario file must return a table") }
+        try Self.checkKeys(root, allowed: ["plugins", "bot", "mode", "config", "translate_to", "reply_limit",
+                                           "reply_window", "max_hops", "deadline_ms", "cases"], at: "scenario")
+        self.path = path
+        self.pluginsDirectory = pluginsDirectory
+        switch root["plugins"] {
+        case nil: plugins = [defaultPlugin]
+        case .string(let s)?: plugins = [s]
+        case .array(let a)?: plugins = try a.map { try Self.string($0, "plugins[]") }
+        default: throw ScenarioError("plugins must be a name or a list of names")
+        }
+        bot = try root["bot"].map { try Self.string($0, "bot") } ?? "modbot"
+        let modeName = try root["mode"].map { try Self.string($0, "mode") } ?? "interceptor"
+        guard let mode = Mode(rawValue: modeName) else { throw ScenarioError("mode must be \"interceptor\" or \"client\"") }
+        self.mode = mode
+        let main = plugins.first ?? defaultPlugin
+        config = try Self.config(root["config"], main: main)
+        translateTo = try Self.languages(root["translate_to"])
+        replyLimit = try root["reply_limit"].map { try Self.int($0, "reply_limit") } ?? 30
+        replyWindow = try root["reply_window"].map { try Self.number($0, "reply_window") } ?? 10
+        maxHops = try root["max_hops"].map { try Self.int($0, "max_hops") } ?? 3
+        deadline = try root["deadline_ms"].map { try Self.number($0, "deadline_ms") / 1000 } ?? 1
+        guard case .array(let list)? = root["cases"], !list.isEmpty else {
+            throw ScenarioError("scenario needs a non-empty list `cases`")
+        }
+        var cases: [TestCase] = []
+        for (i, item) in list.enumerated() {
+            guard case .object(let c) = item else { throw ScenarioError("cases[\(i + 1)] must be a table") }
+            try Self.checkKeys(c, allowed: ["name", "config", "translate_to", "mode", "expect_load", "steps"], at: "cases[\(i + 1)]")
+            let name = try c["name"].map { try Self.string($0, "cases[\(i + 1)].name") } ?? "case \(i + 1)"
+            let own = try Self.config(c["config"], main: main)
+            var steps: [Step] = []
+            for (j, s) in (c["steps"]?.arrayValue ?? []).enumerated() {
+                steps.append(try Self.step(s, number: j + 1, at: "\(name), step \(j + 1)"))
+            }
+            let caseMode = try c["mode"].map { v -> Mode in
+                guard let m = v.stringValue.flatMap(Mode.init(rawValue:)) else { throw ScenarioError("\(name): mode must be \"interceptor\" or \"client\"") }
+                return m
+            } ?? mode
+            let expectLoad = try c["expect_load"].map { v -> [String: JSONValue] in
+                guard let o = Self.objectOrEmpty(v) else { throw ScenarioError("\(name): expect_load must be a table") }
+                try Self.checkKeys(o, allowed: Expectations.keys, at: "\(name) expect_load")
+                return o
+            } ?? [:]
+            cases.append(TestCase(name: name, config: Self.merge(config, own),
+                                  translateTo: translateTo.merging(try Self.languages(c["translate_to"])) { $1 },
+                                  mode: caseMode, expectLoad: expectLoad, steps: steps))
+        }
+        self.cases = cases
+    }
+
+    private static func step(_ value: JSONValue, number: Int, at where_: String) throws -> Step {
+        guard case .object(let o) = value else { throw ScenarioError("\(where_): a step must be a table") }
+        try checkKeys(o, allowed: eventKeys + ["expect", "expect_state"], at: where_)
+        let present = eventKeys.filter { o[$0] != nil }
+        guard present.count <= 1 else { throw ScenarioError("\(where_): one event per step, got \(present.joined(separator: ", "))") }
+        var expect: [String: JSONValue] = [:]
+        if let e = o["expect"] {
+            guard let obj = objectOrEmpty(e) else { throw ScenarioError("\(where_): expect must be a table") }
+            expect = obj
+        }
+        if let s = o["expect_state"] {
+            guard objectOrEmpty(s) != nil else { throw ScenarioError("\(where_): expect_state must be a table") }
+            expect["state"] = s
+        }
+        try checkKeys(expect, allowed: Expectations.keys, at: "\(where_) expect")
+        let event: Step.Event
+        switch present.first {
+        case "message"?: event = .message(o["message"]!)
+        case "transient"?: event = .transient(o["transient"]!)
+        case "cmd"?: event = .cmd(o["cmd"]!)
+        case "join"?: event = .join(o["join"]!)
+        case "leave"?: event = .leave(o["leave"]!)
+        case "invited"?: event = .invited(o["invited"]!)
+        case "kicked"?: event = .kicked(o["kicked"]!)
+        case "update"?: event = .update(o["update"]!)
+        case "recall"?: event = .recall(o["recall"]!)
+        case "advance"?: event = .advance(try Self.number(o["advance"]!, "\(where_): advance"))
+        case "translate"?: event = .translate(o["translate"]!)
+        case "reload"?: event = .reload
+        case "set_state"?:
+            guard case .object(var values)? = o["set_state"] else { throw ScenarioError("\(where_): set_state must be a table") }
+            let plugin = values.removeValue(forKey: "plugin")?.stringValue
+            event = .setState(plugin: plugin, values: values)
+        default: event = .none
+        }
+        return Step(number: number, event: event, expect: expect)
+    }
+
+    /// `config` is either the main plugin's table, or `{ [plugin] = table, ... }` when every key names
+    /// a plugin table under `plugins`.
+    private static func config(_ value: JSONValue?, main: String) throws -> [String: JSONValue] {
+        guard let value else { return [:] }
+        guard let o = objectOrEmpty(value) else { throw ScenarioError("config must be a table") }
+        if let plugins = o["plugins"]?.objectValue, o.count == 1 { return plugins }
+        return [main: .object(o)]
+    }
+
+    private static func languages(_ value: JSONValue?) throws -> [String: String] {
+        guard let value else { return [:] }
+        guard let o = objectOrEmpty(value) else { throw ScenarioError("translate_to must map conversations to languages") }
+        return try o.mapValues { try string($0, "translate_to") }
+    }
+
+    /// Objects merge key by key, like the runtime merges host config over plugin defaults.
+    static func merge(_ base: [String: JSONValue], _ over: [String: JSONValue]) -> [String: JSONValue] {
+        var out = base
+        for (k, v) in over {
+            if case .object(let a)? = out[k], case .object(let b) = v { out[k] = .object(merge(a, b)) } else { out[k] = v }
+        }
+        return out
+    }
+
+    static func objectOrEmpty(_ v: JSONValue) -> [String: JSONValue]? {
+        if case .object(let o) = v { return o }
+        if case .array(let a) = v, a.isEmpty { return [:] }
+        return nil
+    }
+
+    static func checkKeys(_ o: [String: JSONValue], allowed: [String], at where_: String) throws {
+        if let bad = o.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw ScenarioError("\(where_): unknown field '\(bad)' (expected one of: \(allowed.joined(separator: ", ")))")
+        }
+    }
+
+    static func string(_ v: JSONValue, _ what: String) throws -> String {
+        guard let s = v.stringValue else { throw ScenarioError("\(what) must be a string") }
+        return s
+    }
+
+    static func int(_ v: JSONValue, _ what: String) throws -> Int {
+        guard let i = v.intValue else { throw ScenarioError("\(what) must be an integer") }
+        return i
+    }
+
+    static func number(_ v: JSONValue, _ what: String) throws -> Double {
+        guard let d = v.doubleValue else { throw ScenarioError("\(what) must be a number") }
+        return d
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import PluginTester
+import XCTest
+
+/// The runner itself: failures are reported with a diff and counted, hook errors fail a step, bad
+/// scenario files are reported, and `hookbot test` exits non-zero.
+final class RunnerTests: XCTestCase {
+    private var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("plugin-tester-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("tests"), withIntermediateDirectories: true)
+        try write("echo.lua", """
+            return {
+              name = "echo",
+              config = { prefix = "echo: " },
+              on_receive = function(msg, ctx)
+                if msg.text == "boom" then error("exploded") end
+                ctx.reply(ctx.config.prefix .. msg.text)
+                ctx.state.incr("seen")
+              end,
+            }
+            """)
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    private func write(_ path: String, _ text: String) throws {
+        try text.write(to: dir.appendingPathComponent(path), atomically: true, encoding: .utf8)
+    }
+
+    private func run(_ scenario: String) throws -> (PluginTestRunner.Summary, [String]) {
+        try write("tests/echo.test.lua", scenario)
+        var lines: [String] = []
+        let summary = PluginTestRunner { lines.append($0) }.run(paths: [dir.path])
+        return (summary, lines)
+    }
+
+    func testPassingAndFailingCasesAreCountedWithADiff() throws {
+        let (summary, lines) = try run("""
+            return { cases = {
+              { name = "good", steps = { { message = "hi", expect = { replies = { "echo: hi" }, state = { seen = 1 } } } } },
+              { name = "bad", steps = {
+                { message = "hi", expect = { replies = { "echo: hello", "more" }, verdict = "block" } } } },
+            } }
+            """)
+        XCTAssertEqual(summary.passed, 1)
+        XCTAssertEqual(summary.failed, 1)
+        let text = lines.joined(separator: "\n")
+        XCTAssertTrue(lines.contains("PASS echo: good"), text)
+        XCTAssertTrue(lines.contains("FAIL echo: bad"), text)
+        XCTAssertTrue(text.contains("step 1 (message \"hi\")"), text)
+        XCTAssertTrue(text.contains("verdict: expected \"block\", got \"allow\""), text)
+        XCTAssertTrue(text.contains("- \"echo: hello\""), text)
+        XCTAssertTrue(text.contains("- \"more\""), text)
+        XCTAssertTrue(text.contains("+ {cid = \"c1\", text = \"echo: hi\""), text)
+        XCTAssertEqual(lines.last, "1 passed, 1 failed")
+    }
+
+    func testHookErrorsFailUnlessExpected() throws {
+        let (summary, lines) = try run("""
+            return { cases = {
+              { name = "unexpected", steps = { { message = "boom" } } },
+              { name = "expected", steps = { { message = "boom", expect = { errors = { "exploded" } } } } },
+            } }
+            """)
+        XCTAssertEqual(summary.failed, 1, lines.joined(separator: "\n"))
+        XCTAssertTrue(lines.contains("FAIL echo: unexpected"))
+        XCTAssertTrue(lines.joined(separator: "\n").contains("+ \"plugin echo on_receive at echo.lua:5: "), lines.joined(separator: "\n"))
+    }
+
+    func testConfigStateAndTimeChecks() throws {
+        let (summary, lines) = try run("""
+            return { config = { prefix = "> " }, cases = {
+              { name = "file config", steps = { { message = "a", expect = { replies = { "> a" } } } } },
+              { name = "case config", config = { prefix = "# " }, steps = {
+                { message = "a", expect = { replies = { { match = "^# %a$" } } } },
+                { expect_state = { seen = 1 }, expect = { absent = { "other" } } },
+                { set_state = { other = { 1, 2 } } },
+                { expect_state = { other = { 1, 2 } } },
+              } },
+              { name = "state is fresh per case", steps = { { expect = { absent = { "seen", "other" } } } } },
+            } }
+            """)
+        XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
+        XCTAssertEqual(summary.passed, 3)
+    }
+
+    func testTimersEventsAndReload() throws {
+        try write("ticker.lua", """
+            return {
+              on_load = function(ctx) ctx.every(60, function(ctx) ctx.send("ops", "tick " .. ctx.state.incr("ticks")) end) end,
+              on_recall = function(ev, ctx) ctx.reply("recalled " .. ev.id .. " by " .. ev.by) end,
+              on_conversation_updated = function(ev, ctx) ctx.update_attr(ev.cid, "seen", ev.attrs.topic) end,
+              on_cmd = function(cmd, ctx) ctx.send_cmd(cmd.cid, "pong", { n = cmd.ext.n + 1 }) end,
+            }
+            """)
+        try write("tests/ticker.test.lua", """
+            return { cases = { { name = "all of it", steps = {
+              { advance = 59, expect = { replies = {} } },
+              { advance = 1, expect = { replies = { { cid = "ops", text = "tick 1" } } } },
+              { advance = 3600, expect = { replies = { "tick 2" } } },
+              { recall = { id = "m7", by = "Tom" }, expect = { replies = { "recalled m7 by Tom" } } },
+              { update = { attrs = { topic = "cats" } }, expect = { actions = { { kind = "update_attr", key = "seen", value = "cats" } } } },
+              { cmd = { action = "ping", ext = { n = 1 } }, expect = { commands = { { action = "pong", ext = { n = 2 } } } } },
+              { reload = true, expect = { replies = {} } },
+              { advance = 60, expect = { replies = { "tick 3" } } },
+            } } } }
+            """)
+        var lines: [String] = []
+        let summary = PluginTestRunner { lines.append($0) }.run(paths: [dir.appendingPathComponent("tests/ticker.test.lua").path])
+        XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
+        XCTAssertEqual(summary.passed, 1)
+    }
+
+    func testBrokenScenarioFilesAreFailures() throws {
+        var (summary, lines) = try run("return { cases = { { steps = { { mesage = 'typo' } } } } }")
+        XCTAssertEqual(summary.failed, 1)
+        XCTAssertTrue(lines.joined().contains("unknown field 'mesage'"), lines.joined(separator: "\n"))
+        (summary, lines) = try run("return { cases = {")
+        XCTAssertEqual(summary.failed, 1)
+        XCTAssertTrue(lines[0].hasPrefix("FAIL echo.test.lua:"), lines.joined(separator: "\n"))
+        (summary, lines) = try run("return { plugins = { 'missing' }, cases = { { steps = {} } } }")
+        XCTAssertEqual(summary.failed, 1)
+        XCTAssertTrue(lines.joined().contains("no plugin missing"), lines.joined(separator: "\n"))
+    }
+
+    func testFilterSelectsCases() throws {
+        try write("tests/echo.test.lua", "return { cases = { { name = 'one', steps = {} }, { name = 'two', steps = {} } } }")
+        var lines: [String] = []
+        let summary = PluginTestRunner(filter: "two") { lines.append($0) }.run(paths: [dir.path])
+        XCTAssertEqual(summary.results.map(\.name), ["echo: two"])
+    }
+
+    /// `hookbot test` prints the report and exits non-zero when a case fails.
+    func testCommandExitStatus() throws {
+        guard let binary = builtProduct("hookbot") else { throw XCTSkip("hookbot is not built") }
+        try write("tests/echo.test.lua", """
+            return { cases = { { name = "wrong", steps = { { message = "hi", expect = { replies = { "nope" } } } } } } }
+            """)
+        let (status, output) = try runProcess(binary, ["test", dir.path])
+        XCTAssertNotEqual(status, 0)
+        XCTAssertTrue(output.contains("FAIL echo: wrong"), output)
+        XCTAssertTrue(output.contains("- \"nope\""), output)
+        XCTAssertTrue(output.hasSuffix("0 passed, 1 failed\n"), output)
+
+        let (okStatus, okOutput) = try runProcess(binary, ["test", packageRoot.appendingPathComponent("plugins").path])
+        XCTAssertEqual(okStatus, 0, okOutput)
+    }
+}
+
+/// An executable built next to the test bundle.
+func builtProduct(_ name: String) -> URL? {
+    let candidates = [
+        Bundle(for: RunnerTests.self).bundleURL.deletingLastPathComponent(),
+        Bundle.main.bundleURL,
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+    ]
+    return candidates.map { $0.appendingPathComponent(name) }
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+}
+
+func runProcess(_ binary: URL, _ arguments: [String]) throws -> (Int32, String) {
+    let process = Process()
+    process.executableURL = binary
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}

@@ -1,0 +1,103 @@
+// Custom message types end to end: an embedded server with the bot as its interceptor, plugins from
+// examples/CustomTypes/plugins (poll, link cards) and plugins/typing.lua, and two SDK clients.
+import BotHost
+import Foundation
+import HookRuntime
+import IMClient
+import IMCore
+import Logging
+
+let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+let repository = example.deletingLastPathComponent().deletingLastPathComponent()
+let work = FileManager.default.temporaryDirectory.appendingPathComponent("custom-types-\(UUID().uuidString)")
+let plugins = work.appendingPathComponent("plugins")
+try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: work) }
+for (source, name) in [(example.appendingPathComponent("plugins/poll.lua"), "poll.lua"),
+                       (example.appendingPathComponent("plugins/linkcard.lua"), "linkcard.lua"),
+                       (repository.appendingPathComponent("plugins/typing.lua"), "typing.lua")] {
+    try FileManager.default.copyItem(at: source, to: plugins.appendingPathComponent(name))
+}
+
+var configuration = BotConfiguration()
+configuration.pluginsDirectory = plugins
+configuration.statePath = work.appendingPathComponent("state.sqlite").path
+configuration.serverDatabase = work.appendingPathComponent("hub.sqlite").path
+configuration.serverPort = 0
+configuration.watchInterval = 0
+configuration.adminSocketPath = nil
+configuration.pluginConfig["typing"] = ["announce": true]
+var logger = Logger(label: "custom-types")
+logger.logLevel = .critical
+let hub = try await EmbeddedHub.start(configuration: configuration, logger: logger)
+
+/// Collects a client's messages so the example can wait for a particular one.
+actor Inbox {
+    private var messages: [IMMessage] = []
+    func add(_ m: IMMessage) { messages.append(m) }
+    func first(_ predicate: @Sendable (IMMessage) -> Bool) -> IMMessage? { messages.first(where: predicate) }
+}
+
+func waitFor(_ inbox: Inbox, _ what: String, _ predicate: @escaping @Sendable (IMMessage) -> Bool) async throws -> IMMessage {
+    for _ in 0..<500 {
+        if let m = await inbox.first(predicate) { return m }
+        try await Task.sleep(nanoseconds: 20_000_000)
+    }
+    print("timed out waiting for \(what)")
+    exit(1)
+}
+
+let registry = IMMessageRegistry()
+try registry.register(Poll.self)
+try registry.register(LinkCard.self)
+try registry.register(Operation.self)
+let options = IMClientOptions(port: hub.port)
+var inboxes: [Inbox] = []
+var clients: [IMClient] = []
+for name in ["Tom", "Jerry"] {
+    let client = IMClient(clientId: name, options: options, registry: registry)
+    let inbox = Inbox()
+    let events = client.events()
+    Task { for await event in events { if case .message(let m) = event { await inbox.add(m) } } }
+    try await client.open()
+    try await client.conversation(hub.lobbyID).join()
+    clients.append(client)
+    inboxes.append(inbox)
+}
+let (tom, jerry) = (clients[0].conversation(hub.lobbyID), clients[1].conversation(hub.lobbyID))
+let tomInbox = inboxes[0], jerryInbox = inboxes[1]
+let bot = configuration.clientID
+
+// 1. A poll: Tom posts it, both vote, the bot answers with the tally it keeps in plugin state.
+_ = try await tom.send(Poll(question: "Lunch?", options: ["Pizza", "Sushi"]))
+let announced = try await waitFor(tomInbox, "the poll announcement") { $0.from == bot && ($0.content.text ?? "").hasPrefix("Poll by") }
+print("bot: \(announced.content.text ?? "")")
+let pollSeen = try await waitFor(jerryInbox, "the poll") { $0.content.as(Poll.self) != nil }
+print("Jerry sees a poll: \(pollSeen.content.as(Poll.self)!.question) \(pollSeen.content.as(Poll.self)!.options)")
+_ = try await tom.send(.text("/vote 1"))
+_ = try await waitFor(tomInbox, "Tom's vote") { $0.from == bot && ($0.content.text ?? "").contains("(1 vote)") }
+_ = try await jerry.send(.text("/vote 1"))
+let tally = try await waitFor(tomInbox, "the tally") { $0.from == bot && ($0.content.text ?? "").contains("(2 votes)") }
+print("bot: \(tally.content.text ?? "")")
+guard tally.content.text == "Lunch? Pizza 2, Sushi 0 (2 votes)" else { print("unexpected tally"); exit(1) }
+
+// 2. Link cards: Jerry shares one; Tom mentions a link the bot knows and the bot posts its card.
+_ = try await jerry.send(LinkCard(url: "https://example.org/cats", title: "Cats rule", summary: "A study.",
+                                  image: "https://example.org/cat.png"))
+let shared = try await waitFor(jerryInbox, "the share count") { $0.from == bot && ($0.content.text ?? "").contains("shared") }
+print("bot: \(shared.content.text ?? "")")
+_ = try await tom.send(.text("news: https://news.example/hookbot-1-0"))
+let card = try await waitFor(tomInbox, "the bot's card") { $0.from == bot && $0.content.as(LinkCard.self) != nil }
+let decoded = card.content.as(LinkCard.self)!
+print("bot posted a link card: \(decoded.title) — \(decoded.summary ?? "") [\(decoded.image ?? "")]")
+
+// 3. An operation message sent transiently: Jerry sees Tom typing, and the bot relays its own indicator.
+_ = try await tom.send(Operation(), options: .transient)
+let typing = try await waitFor(jerryInbox, "the typing indicator") { $0.from == "Tom" && $0.content.as(Operation.self) != nil }
+print("Jerry sees: Tom \(typing.content.as(Operation.self)!.text) (transient: \(typing.isTransient))")
+let relayed = try await waitFor(jerryInbox, "the bot's relay") { $0.from == bot && $0.content.as(Operation.self) != nil }
+print("bot relayed: \(relayed.content.as(Operation.self)!.text)")
+
+for client in clients { await client.close() }
+await hub.stop()
+print("done")

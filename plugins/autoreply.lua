@@ -1,0 +1,104 @@
+-- Auto-replies: exact, keyword and pattern rules with templated replies, an
+-- FAQ (inline or a module in lib/ named by `faq_module`), a cooldown per rule
+-- and conversation, and an "only when mentioned" option.
+--
+-- Templates: {from}, {conversation}, {text}, and {1}..{9} for the captures
+-- of a `pattern` rule (Lua patterns, not regular expressions).
+
+local function lower_trim(s) return (s:lower():match("^%s*(.-)%s*$")) end
+
+local function render(template, vars)
+  return (template:gsub("{(%w+)}", function(key)
+    local v = vars[key] or vars[tonumber(key)]
+    if v == nil then return "{" .. key .. "}" end
+    return tostring(v)
+  end))
+end
+
+-- Removes "@bot" (any case) and reports whether it was there.
+local function strip_mention(text, bot)
+  local pattern = "@" .. bot:lower():gsub("%p", "%%%0")
+  local lower = text:lower()
+  local s, e = lower:find(pattern)
+  if not s then return text, false end
+  local rest = (text:sub(1, s - 1) .. text:sub(e + 1)):gsub("%s+", " ")
+  return (rest:match("^%s*(.-)%s*$")), true
+end
+
+-- The captures of rule `r` on `text`, or nil when it does not apply.
+local function match_rule(r, text)
+  if r.exact then
+    if lower_trim(text) == lower_trim(r.exact) then return {} end
+  elseif r.keyword then
+    local padded = " " .. text:lower():gsub("[%p%s]+", " ") .. " "
+    if padded:find(" " .. lower_trim(r.keyword) .. " ", 1, true) then return {} end
+  elseif r.pattern then
+    local caps = { text:match(r.pattern) }
+    if #caps > 0 then return caps end
+  end
+  return nil
+end
+
+-- The FAQ answer whose keys all occur in the text.
+local function faq_answer(entries, text)
+  local lower = text:lower()
+  for _, e in ipairs(entries) do
+    local all = #e.keys > 0
+    for _, k in ipairs(e.keys) do
+      if not lower:find(k:lower(), 1, true) then all = false; break end
+    end
+    if all then return e.answer end
+  end
+end
+
+local faq = {}
+
+return {
+  name = "autoreply",
+  priority = 0,
+  config = {
+    rules = {},                -- { exact|keyword|pattern = ..., reply = "...", cooldown = s, mention = bool, name = ... }
+    faq = {},                  -- { {keys = {"opening", "hours"}, answer = "..."} }
+    faq_module = false,        -- e.g. "faq": lib/faq.lua returns more entries
+    cooldown = 30,             -- seconds between two answers of one rule in one conversation (0: none)
+    only_when_mentioned = false,
+    bot = "modbot",            -- the bot's client id, for mentions ("@modbot")
+  },
+
+  on_load = function(ctx)
+    faq = {}
+    for _, e in ipairs(ctx.config.faq) do faq[#faq + 1] = e end
+    if ctx.config.faq_module then
+      for _, e in ipairs(require(ctx.config.faq_module)) do faq[#faq + 1] = e end
+    end
+  end,
+
+  on_receive = function(msg, ctx)
+    if msg.type ~= -1 or not msg.text or msg.from == ctx.config.bot then return end
+    local c = ctx.config
+    local text, mentioned = strip_mention(msg.text, c.bot)
+    local vars = { from = msg.from, conversation = msg.cid, text = text }
+    local conv = ctx.state.conv(msg.cid)
+
+    local function answer(id, template, cooldown, needs_mention)
+      if needs_mention and not mentioned then return false end
+      if conv.get("cooldown:" .. id) then return true end
+      if cooldown > 0 then conv.set("cooldown:" .. id, true, cooldown) end
+      conv.incr("answered:" .. id)
+      ctx.reply(render(template, vars))
+      return true
+    end
+
+    for i, r in ipairs(c.rules) do
+      local caps = match_rule(r, text)
+      if caps then
+        for j, v in ipairs(caps) do vars[j] = v end
+        local needs = r.mention
+        if needs == nil then needs = c.only_when_mentioned end
+        if answer(r.name or ("rule" .. i), r.reply, r.cooldown or c.cooldown, needs) then return end
+      end
+    end
+    local a = faq_answer(faq, text)
+    if a then answer("faq:" .. a:sub(1, 40), a, c.cooldown, c.only_when_mentioned) end
+  end,
+}

@@ -1,0 +1,136 @@
+-- Scenarios for plugins/autoreply.lua.
+
+return {
+  plugins = { "autoreply" },
+  config = {
+    rules = {
+      { exact = "ping", reply = "pong" },
+      { keyword = "hello", reply = "hi {from}, welcome to {conversation}" },
+      { pattern = "^weather in (%a+) on (%a+)", reply = "no forecast for {1} on {2}, {from}", name = "weather" },
+      { keyword = "deploy", reply = "ask @ops", mention = true },
+    },
+    cooldown = 30,
+  },
+  cases = {
+    {
+      name = "exact rules ignore case and surrounding spaces only",
+      steps = {
+        { message = "  PING ", expect = { replies = { { cid = "c1", text = "pong", reply_to = "m1" } } } },
+        { message = { text = "ping", cid = "c2" }, expect = { replies = { { cid = "c2", text = "pong" } } } },
+        { message = "ping please", expect = { replies = {} } },
+      },
+    },
+    {
+      name = "keywords match whole words with {from} and {conversation}",
+      steps = {
+        { message = { text = "Hello, everyone!", from = "Jerry", cid = "kitchen" },
+          expect = { replies = { "hi Jerry, welcome to kitchen" } } },
+        { message = { text = "othello is a play", cid = "c9" }, expect = { replies = {} } },
+      },
+    },
+    {
+      name = "pattern captures fill {1} and {2}",
+      steps = {
+        { message = "weather in Paris on Monday", expect = { replies = { "no forecast for Paris on Monday, Tom" } } },
+        { expect_state = { ["conv:c1:answered:weather"] = 1 } },
+      },
+    },
+    {
+      name = "unknown placeholders stay as they are",
+      config = { rules = { { exact = "x", reply = "{nope} {from}" } } },
+      steps = { { message = "x", expect = { replies = { "{nope} Tom" } } } },
+    },
+    {
+      name = "cooldown per rule and conversation",
+      steps = {
+        { message = "ping", expect = { replies = { "pong" } } },
+        { message = "ping", expect = { replies = {} } },
+        { message = "hello", expect = { replies = { { match = "^hi Tom" } } } },
+        { message = { text = "ping", cid = "c2" }, expect = { replies = { "pong" } } },
+        { advance = 31 },
+        { message = "ping", expect = { replies = { "pong" } } },
+      },
+    },
+    {
+      name = "a rule's own cooldown, and no cooldown at all",
+      config = { cooldown = 0, rules = { { exact = "ping", reply = "pong" }, { exact = "slow", reply = "ok", cooldown = 5 } } },
+      steps = {
+        { message = "ping", expect = { replies = { "pong" } } },
+        { message = "ping", expect = { replies = { "pong" } } },
+        { message = "slow", expect = { replies = { "ok" } } },
+        { message = "slow", expect = { replies = {} } },
+        { advance = 6 },
+        { message = "slow", expect = { replies = { "ok" } } },
+      },
+    },
+    {
+      name = "mention-only rules need @bot, which is removed before matching",
+      steps = {
+        { message = "deploy now", expect = { replies = {} } },
+        { message = "@modbot deploy now", expect = { replies = { "ask @ops" } } },
+        { message = "@MODBOT ping", expect = { replies = { "pong" } } },
+      },
+    },
+    {
+      name = "only_when_mentioned applies to every rule and the FAQ",
+      config = { only_when_mentioned = true, faq = { { keys = { "opening", "hours" }, answer = "9 to 5" } } },
+      steps = {
+        { message = "ping", expect = { replies = {} } },
+        { message = "what are the opening hours?", expect = { replies = {} } },
+        { message = "ping @modbot", expect = { replies = { "pong" } } },
+        { message = "@modbot opening hours?", expect = { replies = { "9 to 5" } } },
+      },
+    },
+    {
+      name = "a configurable bot name",
+      config = { bot = "helper", only_when_mentioned = true },
+      steps = {
+        { message = "@modbot ping", expect = { replies = {} } },
+        { message = "@helper ping", expect = { replies = { "pong" } } },
+      },
+    },
+    {
+      name = "inline FAQ entries answer when all keys occur",
+      config = { faq = { { keys = { "opening", "hours" }, answer = "We are open 9 to 5, {from}." } } },
+      steps = {
+        { message = "What are your OPENING hours?", expect = { replies = { "We are open 9 to 5, Tom." } } },
+        { message = "are you opening soon?", expect = { replies = {} } },
+      },
+    },
+    {
+      name = "the FAQ module from lib/ (faq_module)",
+      config = { faq_module = "faq" },
+      steps = {
+        { message = "how do I install this?", expect = { replies = { { match = "^Run `make build`" } } } },
+        { message = { text = "who are you", cid = "lobby" }, expect = { replies = { "I am lobby's bot; my behaviour lives in plugins/*.lua." } } },
+      },
+    },
+    {
+      name = "rules come before the FAQ and the first matching rule wins",
+      config = { faq = { { keys = { "ping" }, answer = "faq ping" } },
+                 rules = { { keyword = "ping", reply = "first" }, { exact = "ping", reply = "second" } } },
+      steps = { { message = "ping", expect = { replies = { "first" } } } },
+    },
+    {
+      name = "a rule on cooldown lets later rules answer nothing",
+      steps = {
+        { message = "ping", expect = { replies = { "pong" } } },
+        { message = "ping", expect = { replies = {} } },
+      },
+    },
+    {
+      name = "non-text messages and the bot's own messages are ignored",
+      steps = {
+        { message = { text = "ping", type = "image", file = { url = "https://x/y.png" } }, expect = { replies = {} } },
+        { message = { text = "ping", from = "modbot" }, expect = { verdict = "ignored", replies = {} } },
+      },
+    },
+    {
+      name = "bot replies carry hop counts: a message two bot hops deep is not answered",
+      steps = {
+        { message = { text = "ping", attrs = { ["hookbot.hop"] = 2 } }, expect = { replies = { "pong" } } },
+        { message = { text = "hello", attrs = { ["hookbot.hop"] = 3 } }, expect = { ignored = true, replies = {} } },
+      },
+    },
+  },
+}
