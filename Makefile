@@ -20,12 +20,16 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
-	$(SWIFT) run --skip-build hookbot test plugins/ examples/CustomTypes/plugins/
 	$(SWIFT) run --skip-build custom-types-example
+	$(SWIFT) run --skip-build hookbot test plugins/ examples/CustomTypes/plugins/
 
-## Start the IM server on 127.0.0.1:8080 with ./hookbot.sqlite.
+## Start the embedded IM server and the bot with the shipped plugins (ws://127.0.0.1:8080/ws).
 run: build
-	$(SWIFT) run hookbot server
+	$(SWIFT) run hookbot run
+
+## Print the benchmark numbers (release build).
+bench: deps
+	$(SWIFT) run -c release hookbot bench
 
 clean:
 	rm -rf .build

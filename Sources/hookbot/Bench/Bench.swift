@@ -36,7 +36,7 @@ struct Bench {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         var logger = Logger(label: "hookbot.bench")
-        logger.logLevel = .critical
+        logger.logLevel = ProcessInfo.processInfo.environment["HOOKBOT_BENCH_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
         self.logger = logger
     }
 
@@ -111,7 +111,7 @@ struct Bench {
             try await reply
             return (clock.now - start).milliseconds
         }
-        for k in 0..<warmup { _ = try await roundTrip(-1 - k) }
+        for k in 0..<warmup { _ = try await roundTrip(1_000_000 + k) }
         let started = clock.now
         let samples = try await withThrowingTaskGroup(of: Double.self) { group in
             var samples: [Double] = []
