@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "hookbot", targets: ["hookbot"]),
         .library(name: "IMCore", targets: ["IMCore"]),
         .library(name: "IMServer", targets: ["IMServer"]),
+        .library(name: "IMProto", targets: ["IMProto"]),
         .library(name: "IMClient", targets: ["IMClient"]),
         .library(name: "HookRuntime", targets: ["HookRuntime"]),
         .library(name: "BotHost", targets: ["BotHost"]),
@@ -21,13 +22,20 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
     ],
     targets: [
         .target(name: "IMCore"),
+        // LeanCloud's protobuf wire format (generated from proto/ by scripts/generate-proto.sh) and its
+        // codec; kept out of IMCore so that clients and the Lua runtime do not need SwiftProtobuf.
+        .target(
+            name: "IMProto",
+            dependencies: ["IMCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
         .target(
             name: "IMServer",
             dependencies: [
-                "IMCore",
+                "IMCore", "IMProto",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -96,6 +104,17 @@ let package = Package(
             ],
             path: "examples/CustomTypes",
             exclude: ["plugins", "README.md"]
+        ),
+        .testTarget(
+            name: "ProtobufTests",
+            dependencies: [
+                "IMCore", "IMProto", "IMServer",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "IMServerTests",

@@ -65,8 +65,12 @@ public final class IMServer: Sendable {
             server: .http1WebSocketUpgrade(configuration: .init(ws: wsConfig)) { [self] request, channel, _ in
                 guard request.path?.split(separator: "?").first == "/ws" else { return .dontUpgrade }
                 let remote = channel.remoteAddress?.description ?? "unknown"
-                return .upgrade([:]) { inbound, outbound, _ in
-                    await self.serve(inbound: inbound, outbound: outbound, remote: remote)
+                // Subprotocol negotiation (see Codec/WireFormat.swift): JSON or LeanCloud protobuf.
+                let (format, subprotocol) = WireFormat.negotiate(offered: request.headerFields[values: .secWebSocketProtocol])
+                var headers = HTTPFields()
+                if let subprotocol { headers[.secWebSocketProtocol] = subprotocol }
+                return .upgrade(headers) { inbound, outbound, _ in
+                    await self.serve(inbound: inbound, outbound: outbound, remote: remote, format: format)
                 }
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "hookbot"),
@@ -75,17 +79,18 @@ public final class IMServer: Sendable {
         )
     }
 
-    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String) async {
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String,
+                       format: WireFormat) async {
         let (frames, continuation) = AsyncStream<Connection.Outbound>.makeStream()
-        let codec = JSONCommandCodec()
+        let codec = FrameCodec(format)
         let connection = Connection(
             id: nextConnectionID.wrappingAdd(1, ordering: .relaxed).oldValue, remoteAddress: remote,
-            outbound: continuation, encoder: { .text(codec.encode($0)) })
-        logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)"])
+            outbound: continuation, encoder: { codec.encode($0) })
+        logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
-                    for await frame in frames {
+                    for await frame in frames where !FrameCodec.isEmpty(frame) {
                         switch frame {
                         case .text(let text): try await outbound.write(.text(text))
                         case .binary(let buffer): try await outbound.write(.binary(buffer))
@@ -98,17 +103,11 @@ public final class IMServer: Sendable {
             }
             do {
                 for try await message in inbound.messages(maxSize: configuration.maxFrameBytes) {
-                    switch message {
-                    case .text(let text):
-                        switch Result(catching: { () throws(CommandDecodingError) in try codec.decode(text) }) {
-                        case .success(let command):
-                            await service.handle(command, on: connection)
-                        case .failure(let failure):
-                            connection.send(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial)))
-                        }
-                    case .binary:
-                        connection.send(IMService.errorReply(
-                            IMError(.malformedCommand, "binary frames need a protobuf subprotocol"), to: nil))
+                    switch codec.decode(message) {
+                    case .success(let commands):
+                        for command in commands { await service.handle(command, on: connection) }
+                    case .failure(let failure):
+                        connection.send(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial)))
                     }
                 }
             } catch {

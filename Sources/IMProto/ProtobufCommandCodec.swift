@@ -1,0 +1,591 @@
+import Foundation
+import IMCore
+import SwiftProtobuf
+
+/// Encodes and decodes commands in LeanCloud's protobuf wire format: one `GenericCommand`
+/// (proto/leancloud_realtime.proto) per frame. The command model is the same as for the JSON codec;
+/// the server never sees which encoding a connection uses.
+///
+/// The mapping follows LeanCloud's SDKs (see docs/PROTOCOL.md, "Using LeanCloud SDKs with Hookbot").
+/// Whatever a model command holds that the LeanCloud fields cannot express travels as JSON in the
+/// Hookbot-only field `hookbotFields` (number 1000), which the SDKs skip, so that
+/// `decode(encode(command)) == [command]` for every command the codec supports.
+///
+/// Not carried (JSON protocol only): cmd messages (`direct` with `action` / `ext`) and interceptor
+/// `hook` commands. `encode` throws `ProtobufCodecError.unsupported` for them and `decode` refuses them.
+public struct ProtobufCommandCodec: Sendable {
+    public init() {}
+
+    // MARK: Frames
+
+    /// Encodes one command as the bytes of a `GenericCommand`.
+    public func encode(_ command: Command) throws(ProtobufCodecError) -> [UInt8] {
+        let generic = try Self.generic(from: command)
+        do {
+            return try generic.serializedBytes(partial: true)
+        } catch {
+            throw .unsupported("cannot serialize: \(error)")
+        }
+    }
+
+    /// Encodes one command as base64 text (subprotocol `lc.proto2base64.3`).
+    public func encodeBase64(_ command: Command) throws(ProtobufCodecError) -> String {
+        Data(try encode(command)).base64EncodedString()
+    }
+
+    /// Decodes one frame. Most frames hold one command; a `read` listing several conversations
+    /// becomes one command per conversation (the request serial stays on the last one).
+    public func decode(_ bytes: Data) throws(CommandDecodingError) -> [Command] {
+        let generic: LCProtoGenericCommand
+        do {
+            generic = try LCProtoGenericCommand(serializedBytes: bytes, partial: true)
+        } catch {
+            throw CommandDecodingError(
+                IMError(.malformedCommand, "frame is not a protobuf GenericCommand"), requestSerial: nil)
+        }
+        return try Self.commands(from: generic)
+    }
+
+    public func decode(_ bytes: [UInt8]) throws(CommandDecodingError) -> [Command] {
+        try decode(Data(bytes))
+    }
+
+    /// Decodes a base64 text frame (subprotocol `lc.proto2base64.3`).
+    public func decodeBase64(_ text: String) throws(CommandDecodingError) -> [Command] {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let data = Data(base64Encoded: trimmed) else {
+            throw CommandDecodingError(IMError(.malformedCommand, "text frame is not base64"), requestSerial: nil)
+        }
+        return try decode(data)
+    }
+
+    // MARK: Model → GenericCommand
+
+    /// The `GenericCommand` for a model command, including `hookbotFields` for what the LeanCloud
+    /// fields cannot express.
+    public static func generic(from command: Command) throws(ProtobufCodecError) -> LCProtoGenericCommand {
+        var generic = try standardGeneric(from: command)
+        // What a LeanCloud decoder would see; anything that differs goes into hookbotFields.
+        let seen = try? standardCommands(from: generic)
+        if seen?.count != 1 || seen?.first != command {
+            let extra = Self.difference(command, seen?.last)
+            if !extra.isEmpty { generic.hookbotFields = JSONValue.object(extra).jsonString() }
+        }
+        return generic
+    }
+
+    private static func standardGeneric(from command: Command) throws(ProtobufCodecError) -> LCProtoGenericCommand {
+        if command.action != nil || command.ext != nil {
+            throw .unsupported("cmd messages (action/ext) need the JSON protocol")
+        }
+        var g = LCProtoGenericCommand()
+        guard let cmd = ProtocolNames.lcCommand[command.cmd] else {
+            throw .unsupported("'\(command.cmd.rawValue)' commands need the JSON protocol")
+        }
+        g.cmd = cmd
+        if let op = command.op {
+            guard let lcOp = ProtocolNames.lcOp[op] else {
+                throw .unsupported("op '\(op.rawValue)' needs the JSON protocol")
+            }
+            g.op = lcOp
+        }
+        if let i = command.i { g.i = Int32(truncatingIfNeeded: i) }
+        if let peerId = command.peerId { g.peerID = peerId }
+        if let appId = command.appId { g.appID = appId }
+        if let serverTs = command.serverTs { g.serverTs = serverTs }
+        if let priority = command.priority, let number = ProtocolNames.priorityNumber[priority] { g.priority = number }
+
+        switch command.cmd {
+        case .session: g.sessionMessage = sessionMessage(command)
+        case .error: g.errorMessage = errorMessage(command)
+        case .direct: g.directMessage = directMessage(command)
+        case .ack: g.ackMessage = ackMessage(command)
+        case .rcp: g.rcpMessage = rcpMessage(command)
+        case .unread: g.unreadMessage = unreadMessage(command)
+        case .logs: g.logsMessage = logsMessage(command)
+        case .conv: g.convMessage = convMessage(command)
+        case .read: g.readMessage = readMessage(command)
+        case .patch: g.patchMessage = patchMessage(command)
+        case .echo:
+            if command.serverTs == nil, let t = command.t { g.serverTs = t }
+        case .goaway, .hook: break
+        }
+        return g
+    }
+
+    private static func sessionMessage(_ c: Command) -> LCProtoSessionCommand {
+        var s = LCProtoSessionCommand()
+        if let v = c.t { s.t = v }
+        if let v = c.n { s.n = v }
+        if let v = c.s { s.s = v }
+        if let v = c.ua { s.ua = v }
+        if let v = c.r { s.r = v }
+        if let v = c.tag { s.tag = v }
+        if let v = c.deviceId { s.deviceID = v }
+        if let v = c.st { s.st = v }
+        if let v = c.stTtl { s.stTtl = Int32(clamping: v) }
+        if let v = c.code { s.code = Int32(clamping: v) }
+        if let v = c.reason { s.reason = v }
+        if let v = c.detail { s.detail = v }
+        return s
+    }
+
+    private static func errorMessage(_ c: Command) -> LCProtoErrorCommand {
+        var e = LCProtoErrorCommand()
+        e.code = Int32(clamping: c.code ?? 0)
+        e.reason = c.reason ?? ""
+        if let v = c.appCode { e.appCode = Int32(clamping: v) }
+        if let v = c.detail { e.detail = v }
+        return e
+    }
+
+    private static func directMessage(_ c: Command) -> LCProtoDirectCommand {
+        var d = LCProtoDirectCommand()
+        if let v = c.msg { d.msg = v }
+        if let v = c.uid { d.uid = v }
+        if let v = c.fromPeerId { d.fromPeerID = v }
+        if let v = c.timestamp { d.timestamp = v }
+        if let v = c.offline { d.offline = v }
+        if let v = c.hasMore { d.hasMore_p = v }
+        if let v = c.r { d.r = v }
+        if let v = c.cid { d.cid = v }
+        if let v = c.id { d.id = v }
+        if let v = c.transient { d.transient = v }
+        if let v = c.dt { d.dt = v }
+        if let v = c.mentionPids { d.mentionPids = v }
+        if let v = c.mentionAll { d.mentionAll = v }
+        return d
+    }
+
+    private static func ackMessage(_ c: Command) -> LCProtoAckCommand {
+        var a = LCProtoAckCommand()
+        if let v = c.code { a.code = Int32(clamping: v) }
+        if let v = c.reason { a.reason = v }
+        if let v = c.mid { a.mid = v }
+        if let v = c.cid { a.cid = v }
+        if let v = c.t { a.t = v }
+        if let v = c.uid { a.uid = v }
+        if let v = c.ids { a.ids = v }
+        if let v = c.appCode { a.appCode = Int32(clamping: v) }
+        // LeanCloud's ack has no `detail`; SDKs show `appMsg` with a refused message.
+        if let v = c.detail { a.appMsg = v }
+        return a
+    }
+
+    private static func rcpMessage(_ c: Command) -> LCProtoRcpCommand {
+        var r = LCProtoRcpCommand()
+        if let v = c.id { r.id = v }
+        if let v = c.cid { r.cid = v }
+        if let v = c.t { r.t = v }
+        if let v = c.read { r.read = v }
+        if let v = c.from { r.from = v }
+        return r
+    }
+
+    private static func unreadMessage(_ c: Command) -> LCProtoUnreadCommand {
+        var u = LCProtoUnreadCommand()
+        u.convs = (c.convs ?? []).map { info in
+            var tuple = LCProtoUnreadTuple()
+            tuple.cid = info.cid
+            tuple.unread = Int32(clamping: info.unread)
+            if let v = info.mid { tuple.mid = v }
+            if let v = info.timestamp { tuple.timestamp = v }
+            if let v = info.from { tuple.from = v }
+            if let v = info.data { tuple.data = v }
+            return tuple
+        }
+        return u
+    }
+
+    private static func logsMessage(_ c: Command) -> LCProtoLogsCommand {
+        var l = LCProtoLogsCommand()
+        if let v = c.cid { l.cid = v }
+        if let v = c.limit { l.limit = Int32(clamping: v) }
+        if let v = c.t { l.t = v }
+        if let v = c.tt { l.tt = v }
+        if let v = c.tmid { l.tmid = v }
+        if let v = c.mid { l.mid = v }
+        if let v = c.reversed { l.direction = v ? .new : .old }
+        if let logs = c.logs {
+            l.logs = logs.map { item in
+                var log = LCProtoLogItem()
+                log.msgID = item.msgId
+                log.from = item.from
+                log.data = item.data
+                log.timestamp = item.timestamp
+                if let v = item.ackAt { log.ackAt = v }
+                if let v = item.readAt { log.readAt = v }
+                return log
+            }
+        }
+        return l
+    }
+
+    private static func convMessage(_ c: Command) -> LCProtoConvCommand {
+        var v = LCProtoConvCommand()
+        if let x = c.m { v.m = x }
+        if let x = c.transient { v.transient = x }
+        if let x = c.unique { v.unique = x }
+        if let x = c.cid { v.cid = x }
+        if let x = c.cdate { v.cdate = LeanCloudDate.iso(x) }
+        if let x = c.udate { v.udate = LeanCloudDate.iso(x) }
+        if let x = c.initBy { v.initBy = x }
+        if let x = c.sort { v.sort = x }
+        if let x = c.limit { v.limit = Int32(clamping: x) }
+        if let x = c.skip { v.skip = Int32(clamping: x) }
+        if let x = c.count { v.count = Int32(clamping: x) }
+        if let x = c.t { v.t = x }
+        if let x = c.n { v.n = x }
+        if let x = c.s { v.s = x }
+        if let x = c.where { v.where = json(x) }
+        if let results = c.results { v.results = json(.array(results.map(ConversationJSON.encode))) }
+        var attr = c.attr
+        if c.op == .start, let name = c.name {
+            // LeanCloud SDKs send the name inside the attributes of `conv start`.
+            var object = attr?.objectValue ?? [:]
+            object["name"] = .string(name)
+            attr = .object(object)
+        }
+        if let attr {
+            v.attr = json(attr)
+            if c.op == .updated { v.attrModified = json(attr) }
+        }
+        return v
+    }
+
+    private static func readMessage(_ c: Command) -> LCProtoReadCommand {
+        var r = LCProtoReadCommand()
+        guard let cid = c.cid else { return r }
+        if c.mid == nil, c.t == nil {
+            r.cid = cid
+        } else {
+            var tuple = LCProtoReadTuple()
+            tuple.cid = cid
+            if let v = c.mid { tuple.mid = v }
+            if let v = c.t { tuple.timestamp = v }
+            r.convs = [tuple]
+        }
+        return r
+    }
+
+    private static func patchMessage(_ c: Command) -> LCProtoPatchCommand {
+        var p = LCProtoPatchCommand()
+        if let v = c.t { p.lastPatchTime = v }
+        p.patches = (c.patches ?? []).map { item in
+            var patch = LCProtoPatchItem()
+            patch.cid = item.cid
+            patch.mid = item.mid
+            patch.timestamp = item.timestamp
+            if let v = item.recall { patch.recall = v }
+            if let v = item.data { patch.data = v }
+            if let v = item.from { patch.from = v }
+            if let v = item.patchTimestamp { patch.patchTimestamp = v }
+            return patch
+        }
+        return p
+    }
+
+    private static func json(_ value: JSONValue) -> LCProtoJsonObjectMessage {
+        var message = LCProtoJsonObjectMessage()
+        message.data = value.jsonString()
+        return message
+    }
+
+    // MARK: GenericCommand → model
+
+    /// The model commands of a `GenericCommand`, with `hookbotFields` applied.
+    public static func commands(from generic: LCProtoGenericCommand) throws(CommandDecodingError) -> [Command] {
+        var commands = try standardCommands(from: generic)
+        guard generic.hasHookbotFields else { return commands }
+        let serial = generic.hasI ? Int(generic.i) : nil
+        guard let extra = JSONValue.parse(generic.hookbotFields)?.objectValue else {
+            throw CommandDecodingError(IMError(.malformedCommand, "hookbotFields is not a JSON object"), requestSerial: serial)
+        }
+        for key in ["cmd", "action", "ext"] where extra[key] != nil {
+            throw CommandDecodingError(
+                IMError(.unknownCommand, "hookbotFields cannot set '\(key)': cmd messages and hook commands need the JSON protocol"),
+                requestSerial: serial)
+        }
+        for index in commands.indices {
+            commands[index] = try overlay(extra, on: commands[index], serial: serial)
+        }
+        return commands
+    }
+
+    private static func standardCommands(from g: LCProtoGenericCommand) throws(CommandDecodingError) -> [Command] {
+        let serial = g.hasI ? Int(g.i) : nil
+        func fail(_ code: IMErrorCode, _ detail: String) -> CommandDecodingError {
+            CommandDecodingError(IMError(code, detail), requestSerial: serial)
+        }
+        guard g.hasCmd else { throw fail(.malformedCommand, "missing or unknown field 'cmd'") }
+        guard let cmd = ProtocolNames.modelCommand[g.cmd] else {
+            throw fail(.unknownCommand, "cmd '\(g.cmd)' is not supported by Hookbot")
+        }
+        var c = Command(cmd: cmd, i: serial)
+        if g.hasOp {
+            guard let op = ProtocolNames.modelOp[g.op] else {
+                throw fail(.unknownCommand, "op '\(g.op)' is not supported by Hookbot")
+            }
+            c.op = op
+        }
+        if g.hasPeerID { c.peerId = g.peerID }
+        if g.hasAppID { c.appId = g.appID }
+        if g.hasServerTs { c.serverTs = g.serverTs }
+        if g.hasPriority {
+            guard let priority = ProtocolNames.priorityName[g.priority] else {
+                throw fail(.invalidField, "priority must be 1 (high), 2 (normal) or 3 (low)")
+            }
+            c.priority = priority
+        }
+
+        switch cmd {
+        case .session:
+            if g.hasSessionMessage {
+                let s = g.sessionMessage
+                if s.hasT { c.t = s.t }
+                if s.hasN { c.n = s.n }
+                if s.hasS { c.s = s.s }
+                if s.hasUa { c.ua = s.ua }
+                if s.hasR { c.r = s.r }
+                if s.hasTag { c.tag = s.tag }
+                if s.hasDeviceID { c.deviceId = s.deviceID }
+                if s.hasSt { c.st = s.st }
+                if s.hasStTtl { c.stTtl = Int(s.stTtl) }
+                if s.hasCode { c.code = Int(s.code) }
+                if s.hasReason { c.reason = s.reason }
+                if s.hasDetail { c.detail = s.detail }
+            }
+        case .error:
+            if g.hasErrorMessage {
+                let e = g.errorMessage
+                if e.hasCode { c.code = Int(e.code) }
+                if e.hasReason { c.reason = e.reason }
+                if e.hasAppCode { c.appCode = Int(e.appCode) }
+                if e.hasDetail { c.detail = e.detail }
+            }
+        case .direct:
+            if g.hasDirectMessage {
+                let d = g.directMessage
+                if d.hasBinaryMsg, !d.hasMsg {
+                    throw fail(.invalidField, "binary messages (binaryMsg) are not supported; send the body as msg text")
+                }
+                if d.hasMsg { c.msg = d.msg }
+                if d.hasUid { c.uid = d.uid }
+                if d.hasFromPeerID { c.fromPeerId = d.fromPeerID }
+                if d.hasTimestamp { c.timestamp = d.timestamp }
+                if d.hasOffline { c.offline = d.offline }
+                if d.hasHasMore_p { c.hasMore = d.hasMore_p }
+                if d.hasR { c.r = d.r }
+                if d.hasCid { c.cid = d.cid }
+                if d.hasID { c.id = d.id }
+                if d.hasTransient { c.transient = d.transient }
+                if d.hasDt { c.dt = d.dt }
+                if !d.mentionPids.isEmpty { c.mentionPids = d.mentionPids }
+                if d.hasMentionAll { c.mentionAll = d.mentionAll }
+            }
+        case .ack:
+            if g.hasAckMessage {
+                let a = g.ackMessage
+                if a.hasCode { c.code = Int(a.code) }
+                if a.hasReason { c.reason = a.reason }
+                if a.hasMid { c.mid = a.mid }
+                if a.hasCid { c.cid = a.cid }
+                if a.hasUid { c.uid = a.uid }
+                if !a.ids.isEmpty { c.ids = a.ids }
+                if a.hasAppCode { c.appCode = Int(a.appCode) }
+                if a.hasAppMsg { c.detail = a.appMsg }
+                // SDKs acknowledge a range of timestamps: the cursor moves to its end.
+                if a.hasT { c.t = a.t } else if a.hasTots { c.t = a.tots }
+            }
+        case .rcp:
+            if g.hasRcpMessage {
+                let r = g.rcpMessage
+                if r.hasID { c.id = r.id }
+                if r.hasCid { c.cid = r.cid }
+                if r.hasT { c.t = r.t }
+                if r.hasRead { c.read = r.read }
+                if r.hasFrom { c.from = r.from }
+            }
+        case .unread:
+            if g.hasUnreadMessage {
+                c.convs = g.unreadMessage.convs.map { tuple in
+                    var info = UnreadInfo(cid: tuple.cid, unread: Int(tuple.unread))
+                    if tuple.hasMid { info.mid = tuple.mid }
+                    if tuple.hasTimestamp { info.timestamp = tuple.timestamp }
+                    if tuple.hasFrom { info.from = tuple.from }
+                    if tuple.hasData { info.data = tuple.data }
+                    return info
+                }
+            }
+        case .logs:
+            if g.hasLogsMessage {
+                let l = g.logsMessage
+                if l.hasCid { c.cid = l.cid }
+                if l.hasLimit { c.limit = Int(l.limit) } else if l.hasL { c.limit = Int(l.l) }
+                if l.hasT { c.t = l.t }
+                if l.hasTt { c.tt = l.tt }
+                if l.hasTmid { c.tmid = l.tmid }
+                if l.hasMid { c.mid = l.mid }
+                if l.hasDirection { c.reversed = l.direction == .new }
+                if !l.logs.isEmpty {
+                    c.logs = l.logs.map { log in
+                        var item = LogItem(msgId: log.msgID, from: log.from, data: log.data, timestamp: log.timestamp)
+                        if log.hasAckAt { item.ackAt = log.ackAt }
+                        if log.hasReadAt { item.readAt = log.readAt }
+                        return item
+                    }
+                }
+            }
+        case .conv:
+            if g.hasConvMessage { try decodeConv(g.convMessage, into: &c, fail: fail) }
+        case .read:
+            if g.hasReadMessage {
+                let r = g.readMessage
+                var reads: [Command] = []
+                func read(_ cid: String, mid: String?, t: Int64?) {
+                    var one = c
+                    one.i = nil
+                    one.cid = cid
+                    one.mid = mid
+                    one.t = t
+                    reads.append(one)
+                }
+                if r.hasCid { read(r.cid, mid: nil, t: nil) }
+                for cid in r.cids { read(cid, mid: nil, t: nil) }
+                for tuple in r.convs {
+                    read(tuple.cid, mid: tuple.hasMid ? tuple.mid : nil, t: tuple.hasTimestamp ? tuple.timestamp : nil)
+                }
+                if !reads.isEmpty {
+                    reads[reads.count - 1].i = serial
+                    return reads
+                }
+            }
+        case .patch:
+            if g.hasPatchMessage {
+                let p = g.patchMessage
+                if p.hasLastPatchTime { c.t = p.lastPatchTime }
+                if !p.patches.isEmpty {
+                    c.patches = p.patches.map { patch in
+                        var item = PatchItem(cid: patch.cid, mid: patch.mid, timestamp: patch.timestamp)
+                        if patch.hasRecall { item.recall = patch.recall }
+                        if patch.hasData { item.data = patch.data }
+                        if patch.hasFrom { item.from = patch.from }
+                        if patch.hasPatchTimestamp { item.patchTimestamp = patch.patchTimestamp }
+                        return item
+                    }
+                }
+            }
+        case .echo:
+            if g.hasServerTs {
+                c.t = g.serverTs
+                c.serverTs = nil
+            }
+        case .goaway, .hook:
+            break
+        }
+        return [c]
+    }
+
+    private static func decodeConv(_ v: LCProtoConvCommand, into c: inout Command,
+                                   fail: (IMErrorCode, String) -> CommandDecodingError) throws(CommandDecodingError) {
+        if !v.m.isEmpty { c.m = v.m }
+        if v.hasTransient { c.transient = v.transient }
+        if v.hasUnique { c.unique = v.unique }
+        if v.hasCid { c.cid = v.cid }
+        if v.hasCdate {
+            guard let ms = LeanCloudDate.millis(v.cdate) else { throw fail(.invalidField, "cdate is not a date") }
+            c.cdate = ms
+        }
+        if v.hasUdate {
+            guard let ms = LeanCloudDate.millis(v.udate) else { throw fail(.invalidField, "udate is not a date") }
+            c.udate = ms
+        }
+        if v.hasInitBy { c.initBy = v.initBy }
+        if v.hasSort { c.sort = v.sort }
+        if v.hasLimit { c.limit = Int(v.limit) }
+        if v.hasSkip { c.skip = Int(v.skip) }
+        if v.hasCount { c.count = Int(v.count) }
+        if v.hasT { c.t = v.t }
+        if v.hasN { c.n = v.n }
+        if v.hasS { c.s = v.s }
+        if v.hasWhere {
+            guard let value = JSONValue.parse(v.where.data) else { throw fail(.malformedCommand, "where is not JSON") }
+            c.where = value
+        }
+        if v.hasResults {
+            guard let array = JSONValue.parse(v.results.data)?.arrayValue else {
+                throw fail(.malformedCommand, "results is not a JSON array")
+            }
+            var results: [ConversationInfo] = []
+            for (index, element) in array.enumerated() {
+                guard let info = ConversationJSON.decode(element) else {
+                    throw fail(.malformedCommand, "results[\(index)] is not a conversation")
+                }
+                results.append(info)
+            }
+            c.results = results
+        }
+        let attrMessage = v.hasAttr ? v.attr : (v.hasAttrModified ? v.attrModified : nil)
+        if let attrMessage {
+            guard var attr = JSONValue.parse(attrMessage.data) else { throw fail(.malformedCommand, "attr is not JSON") }
+            if c.op == .start, var object = attr.objectValue, let name = object["name"] {
+                guard let text = name.stringValue else { throw fail(.invalidField, "attr.name must be a string") }
+                c.name = text
+                object["name"] = nil
+                attr = .object(object)
+                c.attr = object.isEmpty ? nil : attr
+            } else {
+                c.attr = attr
+            }
+        }
+    }
+
+    // MARK: hookbotFields
+
+    private static func jsonObject(_ command: Command) -> [String: JSONValue] {
+        guard let data = try? JSONEncoder().encode(command),
+              let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return [:] }
+        return value.objectValue ?? [:]
+    }
+
+    /// The top-level fields of `original` that `seen` lacks or holds differently; `null` for fields
+    /// `seen` has and `original` has not.
+    static func difference(_ original: Command, _ seen: Command?) -> [String: JSONValue] {
+        let want = jsonObject(original)
+        let have = seen.map(jsonObject) ?? [:]
+        var extra: [String: JSONValue] = [:]
+        for (key, value) in want where key != "cmd" && have[key] != value { extra[key] = value }
+        for key in have.keys where want[key] == nil && key != "cmd" { extra[key] = .null }
+        return extra
+    }
+
+    private static func overlay(_ extra: [String: JSONValue], on command: Command, serial: Int?) throws(CommandDecodingError) -> Command {
+        var object = jsonObject(command)
+        for (key, value) in extra {
+            if value == .null { object[key] = nil } else { object[key] = value }
+        }
+        do {
+            return try JSONDecoder().decode(Command.self, from: Data(JSONValue.object(object).jsonString().utf8))
+        } catch {
+            var field = "hookbotFields"
+            if case DecodingError.typeMismatch(_, let context) = error, let key = context.codingPath.first {
+                field += ".\(key.stringValue)"
+            } else if case DecodingError.dataCorrupted(let context) = error, let key = context.codingPath.first {
+                field += ".\(key.stringValue)"
+            }
+            throw CommandDecodingError(IMError(.malformedCommand, "invalid value in \(field)"), requestSerial: serial)
+        }
+    }
+}
+
+/// Why a command cannot be encoded as protobuf.
+public enum ProtobufCodecError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The command exists only in Hookbot's JSON protocol.
+    case unsupported(String)
+
+    public var description: String {
+        switch self {
+        case .unsupported(let detail): detail
+        }
+    }
+}
