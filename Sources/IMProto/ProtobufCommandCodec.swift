@@ -164,6 +164,7 @@ public struct ProtobufCommandCodec: Sendable {
         if let v = c.mid { a.mid = v }
         if let v = c.cid { a.cid = v }
         if let v = c.t { a.t = v }
+        if let v = c.tt { a.fromts = v }
         if let v = c.uid { a.uid = v }
         if let v = c.ids { a.ids = v }
         if let v = c.appCode { a.appCode = Int32(clamping: v) }
@@ -394,8 +395,10 @@ public struct ProtobufCommandCodec: Sendable {
                 if !a.ids.isEmpty { c.ids = a.ids }
                 if a.hasAppCode { c.appCode = Int(a.appCode) }
                 if a.hasAppMsg { c.detail = a.appMsg }
-                // SDKs acknowledge a range of timestamps: the cursor moves to its end.
+                // SDKs acknowledge a range of timestamps [fromts, tots]: it is carried as `tt`…`t`
+                // (the cursor moves to its end; the server resolves receipts in the range).
                 if a.hasT { c.t = a.t } else if a.hasTots { c.t = a.tots }
+                if a.hasFromts { c.tt = a.fromts }
             }
         case .rcp:
             if g.hasRcpMessage {

@@ -105,7 +105,9 @@ public final class IMServer: Sendable {
                 for try await message in inbound.messages(maxSize: configuration.maxFrameBytes) {
                     switch codec.decode(message) {
                     case .success(let commands):
-                        for command in commands { await service.handle(command, on: connection) }
+                        for command in commands {
+                            await service.handle(await service.resolvingRangeAcknowledgement(command, on: connection), on: connection)
+                        }
                     case .failure(let failure):
                         connection.send(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial)))
                     }

@@ -86,6 +86,7 @@ final class CodecRoundTripTests: XCTestCase {
         add(.ack, i: 25)
         add(.ack) { $0.cid = "c1"; $0.mid = "m1"; $0.t = 1_763_700_000_123 }
         add(.ack) { $0.cid = "c1"; $0.ids = ["m1", "m2"]; $0.t = 1_763_700_000_123 }
+        add(.ack) { $0.cid = "c1"; $0.tt = 1_763_700_000_100; $0.t = 1_763_700_000_123 }
         add(.rcp) { $0.id = "m1"; $0.cid = "c1"; $0.t = 1_763_700_000_500; $0.from = "Jerry" }
         add(.rcp) { $0.id = "m1"; $0.cid = "c1"; $0.t = 1_763_700_000_500; $0.from = "Jerry"; $0.read = true }
         // History.
@@ -240,6 +241,7 @@ final class CodecRoundTripTests: XCTestCase {
         ack.ackMessage.fromts = 10
         ack.ackMessage.tots = 20
         XCTAssertEqual(try ProtobufCommandCodec.commands(from: ack).first?.t, 20)
+        XCTAssertEqual(try ProtobufCommandCodec.commands(from: ack).first?.tt, 10)
 
         // A read of several conversations becomes one command each; the serial stays on the last.
         var read = LCProtoGenericCommand()

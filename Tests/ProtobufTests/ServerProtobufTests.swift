@@ -254,8 +254,8 @@ final class ServerProtobufTests: XCTestCase {
             let server = try await ProtoTestServer.start()
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             let cid = try await tom.startConversation(members: ["Jerry"])
-            try await tom.sendText("one", to: cid)
-            try await tom.sendText("two", to: cid)
+            let one = try await tom.sendText("one", to: cid, receipt: true)
+            let two = try await tom.sendText("two", to: cid, receipt: true)
             let jerry = try await WireClient.login("Jerry", port: server.port, mode: mode)
             let unread = try await jerry.next { $0.cmd == .unread }
             XCTAssertEqual(unread.convs?.first?.cid, cid, "\(mode)")
@@ -275,6 +275,11 @@ final class ServerProtobufTests: XCTestCase {
             ack.ackMessage.tots = try XCTUnwrap(second.timestamp)
             jerry.send(ack)
             _ = try await jerry.request(Command(cmd: .echo))
+            // The range's messages that asked for a receipt produce rcp to their sender.
+            let firstReceipt = try await tom.next { $0.cmd == .rcp }
+            let secondReceipt = try await tom.next { $0.cmd == .rcp }
+            XCTAssertEqual(Set([firstReceipt.id, secondReceipt.id]), Set([one.uid, two.uid]))
+            XCTAssertEqual(firstReceipt.from, "Jerry")
             await jerry.close()
             let again = try await WireClient.login("Jerry", port: server.port, mode: mode)
             let redelivered = await again.settle { $0.cmd == .direct }
