@@ -218,9 +218,12 @@ public actor BotHost {
     }
 
     func run(_ what: String, _ cid: String, plugin: String? = nil, _ body: () async throws -> Void) async {
-        do { try await body() } catch {
-            stats.actionErrors += 1
-            logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin ?? "host")", "error": "\(error)"])
-        }
+        do { try await body() } catch { actionFailed(what, cid, plugin: plugin, error) }
+    }
+
+    /// Counts a failed action and logs it with the plugin that asked for it.
+    func actionFailed(_ what: String, _ cid: String, plugin: String?, _ error: any Error) {
+        stats.actionErrors += 1
+        logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin ?? "host")", "error": "\(error)"])
     }
 }
