@@ -180,6 +180,13 @@ public actor BotHost {
             logger.debug("not answering: hop limit", metadata: ["cid": "\(message.conversationId)", "hops": "\(hops)"])
             return
         }
+        let language = targetLanguage(for: incoming)
+        if configuration.interceptorSecret == nil, language == nil {
+            // Moderation and on_receive as one unit, so a reload cannot fall between them.
+            let outcome = runtime.incoming(incoming)
+            if case .block = outcome.moderation.verdict { stats.blocked += 1 }
+            return await finish(HookResult(actions: outcome.actions, errors: outcome.errors), hook: "incoming", replyingTo: hops)
+        }
         var delivered = incoming
         if configuration.interceptorSecret == nil {
             let moderation = runtime.moderate(incoming)
@@ -194,7 +201,7 @@ public actor BotHost {
                 break
             }
         }
-        if let language = targetLanguage(for: delivered), let text = delivered.text {
+        if let language, let text = delivered.text {
             let translation = runtime.translate(text: text, from: nil, to: language, messageID: delivered.id)
             await finish(HookResult(actions: translation.actions, errors: translation.errors), hook: "translate")
             if let translated = translation.text {
