@@ -212,6 +212,7 @@ return {
       else ctx.log("warning", "moderation: ignoring invalid pattern " .. p) end
     end
     moderators, exempt = set_of(c.moderators), set_of(c.exempt)
+    if ctx.bot then exempt[ctx.bot] = true end
   end,
 
   moderation = function(msg, ctx)

@@ -59,7 +59,8 @@ public actor BotHost {
         var pluginLogger = logger
         pluginLogger[metadataKey: "component"] = "plugins"
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
-                                    config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger)
+                                    config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
+                                    botID: configuration.clientID)
         return BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger)
     }
 
