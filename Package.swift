@@ -93,7 +93,7 @@ let package = Package(
         .testTarget(
             name: "BotHostTests",
             dependencies: ["BotHost", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport"]),
-        .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore"]),
+        .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore", "HookbotTestSupport"]),
         .executableTarget(
             name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry"),
         .executableTarget(

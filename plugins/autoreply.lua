@@ -62,7 +62,7 @@ return {
     faq_module = false,        -- e.g. "faq": lib/faq.lua returns more entries
     cooldown = 30,             -- seconds between two answers of one rule in one conversation (0: none)
     only_when_mentioned = false,
-    bot = "modbot",            -- the bot's client id, for mentions ("@modbot")
+    bot = false,               -- the bot's id for mentions ("@modbot"); defaults to ctx.bot
   },
 
   on_load = function(ctx)
@@ -74,9 +74,10 @@ return {
   end,
 
   on_receive = function(msg, ctx)
-    if msg.type ~= -1 or not msg.text or msg.from == ctx.config.bot then return end
     local c = ctx.config
-    local text, mentioned = strip_mention(msg.text, c.bot)
+    local bot = c.bot or ctx.bot or "modbot"
+    if msg.type ~= -1 or not msg.text or msg.from == bot then return end
+    local text, mentioned = strip_mention(msg.text, bot)
     local vars = { from = msg.from, conversation = msg.cid, text = text }
     local conv = ctx.state.conv(msg.cid)
 

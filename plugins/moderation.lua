@@ -192,6 +192,7 @@ return {
       links = "too many links",
       mentions = "too many mentions",
       flood = "slow down, you are sending messages too fast",
+      muted = "you are muted",
     },
   },
 
@@ -211,18 +212,19 @@ return {
       else ctx.log("warning", "moderation: ignoring invalid pattern " .. p) end
     end
     moderators, exempt = set_of(c.moderators), set_of(c.exempt)
+    if ctx.bot then exempt[ctx.bot] = true end
   end,
 
   moderation = function(msg, ctx)
     if exempt[msg.from] or is_moderator(msg.from) then return nil end
     local conv = ctx.state.conv(msg.cid)
     if conv.get("muted:" .. msg.from) then
-      return ctx.block("muted", { code = ctx.config.code, silent = true })
+      return ctx.block(ctx.config.reasons.muted or "you are muted", { code = ctx.config.code, silent = true })
     end
     local rule = violation(msg, ctx)
     if not rule then return nil end
     local actions = escalate(msg, ctx, rule)
-    return ctx.block(rule, { code = ctx.config.code, silent = ctx.config.silent, actions = actions })
+    return ctx.block(ctx.config.reasons[rule] or rule, { code = ctx.config.code, silent = ctx.config.silent, actions = actions })
   end,
 
   on_receive = function(msg, ctx)

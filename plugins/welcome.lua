@@ -22,6 +22,7 @@ return {
   on_member_joined = function(ev, ctx)
     local skip = {}
     for _, s in ipairs(ctx.config.skip) do skip[s] = true end
+    if ctx.bot then skip[ctx.bot] = true end
     local conv = ctx.state.conv(ev.cid)
     for _, uid in ipairs(ev.members) do
       if not skip[uid] then

@@ -83,9 +83,14 @@ extension BotHost {
         approved.attrs[LoopGuard.hopKey] = .int(hops)
         let content = IMMessageContent.typed(HookMapping.typedMessage(approved))
         let options = IMSendOptions(transient: transient, mentionPids: mentions)
-        await run(transient ? "send_transient" : "send", cid, plugin: plugin) {
-            _ = try await client.conversation(cid).send(content, options: options)
+        let what = transient ? "send_transient" : "send"
+        await run(what, cid, plugin: plugin) {
+            // Submitted in order; the ack is awaited off the event path so replies can be pipelined.
+            let pending = try await client.conversation(cid).submit(content, options: options)
             stats.sent += 1
+            Task {
+                do { _ = try await pending.message() } catch { await self.actionFailed(what, cid, plugin: plugin, error) }
+            }
         }
     }
 }

@@ -59,7 +59,8 @@ public actor BotHost {
         var pluginLogger = logger
         pluginLogger[metadataKey: "component"] = "plugins"
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
-                                    config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger)
+                                    config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
+                                    botID: configuration.clientID)
         return BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger)
     }
 
@@ -180,6 +181,13 @@ public actor BotHost {
             logger.debug("not answering: hop limit", metadata: ["cid": "\(message.conversationId)", "hops": "\(hops)"])
             return
         }
+        let language = targetLanguage(for: incoming)
+        if configuration.interceptorSecret == nil, language == nil {
+            // Moderation and on_receive as one unit, so a reload cannot fall between them.
+            let outcome = runtime.incoming(incoming)
+            if case .block = outcome.moderation.verdict { stats.blocked += 1 }
+            return await finish(HookResult(actions: outcome.actions, errors: outcome.errors), hook: "incoming", replyingTo: hops)
+        }
         var delivered = incoming
         if configuration.interceptorSecret == nil {
             let moderation = runtime.moderate(incoming)
@@ -194,7 +202,7 @@ public actor BotHost {
                 break
             }
         }
-        if let language = targetLanguage(for: delivered), let text = delivered.text {
+        if let language, let text = delivered.text {
             let translation = runtime.translate(text: text, from: nil, to: language, messageID: delivered.id)
             await finish(HookResult(actions: translation.actions, errors: translation.errors), hook: "translate")
             if let translated = translation.text {
@@ -218,9 +226,12 @@ public actor BotHost {
     }
 
     func run(_ what: String, _ cid: String, plugin: String? = nil, _ body: () async throws -> Void) async {
-        do { try await body() } catch {
-            stats.actionErrors += 1
-            logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin ?? "host")", "error": "\(error)"])
-        }
+        do { try await body() } catch { actionFailed(what, cid, plugin: plugin, error) }
+    }
+
+    /// Counts a failed action and logs it with the plugin that asked for it.
+    func actionFailed(_ what: String, _ cid: String, plugin: String?, _ error: any Error) {
+        stats.actionErrors += 1
+        logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin ?? "host")", "error": "\(error)"])
     }
 }

@@ -45,9 +45,12 @@ final class PluginEnvironment: @unchecked Sendable {
     let logger: Logger
     let limits: HookLimits
     let directory: URL
+    /// The client id of the bot the plugins run in (`ctx.bot`), when the host knows it.
+    let botID: String?
 
-    init(store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL) {
+    init(store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil) {
         self.store = store; self.clock = clock; self.logger = logger; self.limits = limits; self.directory = directory
+        self.botID = botID
     }
 }
 
@@ -251,6 +254,7 @@ final class LuaPlugin {
         let config = mergeConfig(defaults, hostConfig(name) ?? .null)
         hb_getregistryref(L, ctxRef)
         luaSetField(L, "plugin", name)
+        if let bot = env.botID { luaSetField(L, "bot", bot) }
         if !luaPush(L, json: config) { lua_createtable(L, 0, 0) }
         luaSetFieldTop(L, "config")
         lua_settop(L, 0)

@@ -59,16 +59,18 @@ public final class PluginRuntime: @unchecked Sendable {
     ///   - store: state and translation cache.
     ///   - config: per-plugin configuration (plugin name → JSON object), visible as `ctx.config`.
     ///   - clock: "now" for timers and state TTLs.
+    ///   - botID: the bot's client id, visible to plugins as `ctx.bot`.
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
-                logger: Logger = Logger(label: "hookbot.plugins")) {
+                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil) {
         self.directory = directory.standardizedFileURL
         self.store = store
         self.limits = limits
         self.clock = clock
         self.logger = logger
         self.config = config
-        self.env = PluginEnvironment(store: store, clock: clock, logger: logger, limits: limits, directory: self.directory)
+        self.env = PluginEnvironment(store: store, clock: clock, logger: logger, limits: limits, directory: self.directory,
+                                     botID: botID)
     }
 
     /// Same, with a `Logger(label: "hookbot.plugins")` at `logLevel`.

@@ -4,6 +4,11 @@ import IMCore
 /// Sending, recalling and reading messages, and history.
 extension IMClient {
     func sendMessage(_ content: IMMessageContent, to cid: String, options: IMSendOptions) async throws(IMError) -> IMMessage {
+        try await submitMessage(content, to: cid, options: options).message()
+    }
+
+    /// Writes a message now (messages leave in the order they are submitted) without waiting for its ack.
+    func submitMessage(_ content: IMMessageContent, to cid: String, options: IMSendOptions) throws(IMError) -> IMPendingMessage {
         let body: String
         switch content {
         case .common(let text): body = text
@@ -24,17 +29,8 @@ extension IMClient {
         // Stored messages carry a token the server de-duplicates on, so they can be resent after a
         // reconnect; transient ones are not stored and are not resent.
         direct.dt = options.transient ? nil : (options.dedupeToken ?? UUID().uuidString)
-        let ack = try await request(direct, policy: options.transient ? .fail : .resend)
-        guard let id = ack.uid, let timestamp = ack.t else { throw IMError(.unexpectedReply, "ack without uid or t") }
-        var message = IMMessage(id: id, conversationId: cid, from: clientId, timestamp: timestamp, content: content,
-                                body: body, status: .sent)
-        message.isTransient = options.transient
-        message.receiptRequested = options.receipt
-        message.priority = options.priority
-        message.mentionPids = options.mentionPids
-        message.mentionAll = options.mentionAll ? true : nil
-        if !options.transient { noteLastMessage(cid: cid, id: id, timestamp: timestamp) }
-        return message
+        let (_, slot) = try enqueue(direct, policy: options.transient ? .fail : .resend)
+        return IMPendingMessage(client: self, slot: slot, conversationId: cid, content: content, body: body, options: options)
     }
 
     func sendCmd(action: String, ext: [String: JSONValue], to cid: String) async throws(IMError) -> IMCmdMessage {

@@ -58,6 +58,12 @@ public struct IMConversation: Sendable, Identifiable, Hashable {
         try await client.sendMessage(content, to: id, options: options)
     }
 
+    /// Writes a message without waiting for its ack; await `message()` on the result for the ack. Messages
+    /// submitted one after another are sent in that order, so many can be in flight at once.
+    public func submit(_ content: IMMessageContent, options: IMSendOptions = .default) async throws(IMError) -> IMPendingMessage {
+        try await client.submitMessage(content, to: id, options: options)
+    }
+
     /// Sends a message of a registered custom type.
     @discardableResult
     public func send(_ message: some IMCustomMessage, options: IMSendOptions = .default) async throws(IMError) -> IMMessage {

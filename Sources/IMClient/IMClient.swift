@@ -67,7 +67,7 @@ public actor IMClient {
         var policy: LossPolicy
         var written = false
         var timer: Task<Void, Never>?
-        var continuation: CheckedContinuation<Result<Command, IMError>, Never>
+        var slot: ReplySlot
     }
 
     /// A client for `clientId`. Pass a `deviceId` that survives app restarts to keep a tag across them.
@@ -349,6 +349,20 @@ public actor IMClient {
     /// Sends a request and returns its reply. While the client is paused the request waits for the
     /// reconnect (at most `sendTimeout`); a reply carrying an error code is thrown as `IMError`.
     func request(_ command: Command, policy: LossPolicy = .fail) async throws(IMError) -> Command {
+        let (serial, slot) = try enqueue(command, policy: policy)
+        let result = await withTaskCancellationHandler {
+            await slot.value()
+        } onCancel: {
+            Task { await self.resolve(serial, .failure(IMError(.cancelled, "the request was cancelled"))) }
+        }
+        let reply = try result.get()
+        if let error = IMError(reply: reply) { throw error }
+        return reply
+    }
+
+    /// Writes a request now, so requests leave in the order they are enqueued (or queues it while paused),
+    /// and returns the slot its reply will arrive in.
+    func enqueue(_ command: Command, policy: LossPolicy) throws(IMError) -> (serial: Int, slot: ReplySlot) {
         switch state {
         case .opened, .opening, .paused, .resuming: break
         case .closed, .kicked: throw IMError(.clientNotOpen, "open the client first")
@@ -356,21 +370,14 @@ public actor IMClient {
         var command = command
         let serial = allocateSerial()
         command.i = serial
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                pending[serial] = PendingRequest(command: command, policy: policy, continuation: continuation)
-                if let link, state == .opened {
-                    write(serial, on: link)
-                } else {
-                    arm(serial, after: options.sendTimeout, IMError(.sendTimeout, "not sent: the client stayed disconnected"))
-                }
-            }
-        } onCancel: {
-            Task { await self.resolve(serial, .failure(IMError(.cancelled, "the request was cancelled"))) }
+        let slot = ReplySlot()
+        pending[serial] = PendingRequest(command: command, policy: policy, slot: slot)
+        if let link, state == .opened {
+            write(serial, on: link)
+        } else {
+            arm(serial, after: options.sendTimeout, IMError(.sendTimeout, "not sent: the client stayed disconnected"))
         }
-        let reply = try result.get()
-        if let error = IMError(reply: reply) { throw error }
-        return reply
+        return (serial, slot)
     }
 
     /// Sends a command without waiting for anything; it is lost when the client is not connected.
@@ -406,7 +413,7 @@ public actor IMClient {
     private func resolve(_ serial: Int, _ result: Result<Command, IMError>) {
         guard let request = pending.removeValue(forKey: serial) else { return }
         request.timer?.cancel()
-        request.continuation.resume(returning: result)
+        request.slot.fulfill(result)
     }
 
     private func failAll(_ error: IMError) {

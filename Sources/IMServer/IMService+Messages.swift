@@ -99,8 +99,8 @@ extension IMService {
     /// a receipt get an `rcp`.
     func acknowledge(_ command: Command, by clientID: String, on connection: Connection) async {
         let ids = (command.ids ?? []) + [command.mid].compactMap { $0 }
-        if let cid = command.cid, let t = command.t {
-            await cursors.advance(CursorKey(cid: cid, clientID: clientID), to: t)
+        if let cid = command.cid {
+            await cursors.advance(CursorKey(cid: cid, clientID: clientID), acknowledging: ids)
         }
         let now = Identifiers.nowMillis()
         for id in ids {

@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import IMClient
 import IMCore
 import IMServer

@@ -187,4 +187,26 @@ final class MessagingTests: XCTestCase {
         let plain = try await tom.startConversation(members: ["Jerry"])
         XCTAssertNotEqual(plain, first)
     }
+
+    func testAcksOfUnstoredMessagesDoNotSkipStoredOnes() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let tom = try await server.login("Tom")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let jerry = try await server.login("Jerry")
+        let stored = try await tom.sendText("stored", to: cid)
+        let transient = try await tom.sendText("typing", to: cid, transient: true)
+        _ = try await jerry.nextMessage()
+        _ = try await jerry.nextMessage()
+        var ack = Command(cmd: .ack)
+        ack.cid = cid
+        ack.mid = transient.uid
+        ack.t = Int64.max / 2
+        _ = try await jerry.request(ack)
+        await jerry.close()
+
+        let again = try await server.login("Jerry")
+        let redelivered = try await again.nextMessage()
+        XCTAssertEqual(redelivered.id, stored.uid, "an ack of a transient message (even with a forged t) moves no cursor")
+    }
 }

@@ -70,6 +70,8 @@ public final class ServerHarness: Sendable {
 }
 
 public struct Timeout: Error, CustomStringConvertible {
+    public init(waitingFor: String) { self.waitingFor = waitingFor }
+
     public var waitingFor: String
     public var description: String { "timed out waiting for \(waitingFor)" }
 }

@@ -41,7 +41,7 @@ return {
       name = "a banned word is blocked with a warning and an audit entry",
       steps = {
         { message = "this is a scam",
-          expect = { verdict = "block", reason = "word", code = 4301, silent = false,
+          expect = { verdict = "block", reason = "please mind your language", code = 4301, silent = false,
                      actions = { { kind = "warn", user = "Tom", reason = "please mind your language" } },
                      replies = { { cid = "c1", text = "@Tom please mind your language", mentions = { "Tom" } } } } },
         { expect_state = { ["conv:c1:strikes:Tom"] = 1, ["conv:c1:stats:word"] = 1,
@@ -52,26 +52,26 @@ return {
       name = "normalisation catches case, width, spacing, punctuation and repeats",
       config = { ladder = { "warn" } },
       steps = {
-        { message = "SCAM", expect = { verdict = "block", reason = "word" } },
-        { message = "ｓｃａｍ alert", expect = { verdict = "block", reason = "word" } },
-        { message = "what a s c a m", expect = { verdict = "block", reason = "word" } },
-        { message = "s.c.a.m!", expect = { verdict = "block", reason = "word" } },
-        { message = "scaaaaammm", expect = { verdict = "block", reason = "word" } },
-        { message = "get FREE   m-o-n-e-y", expect = { verdict = "block", reason = "word" } },
-        { message = "你是骗子吗", expect = { verdict = "block", reason = "word" } },
+        { message = "SCAM", expect = { verdict = "block", reason = "please mind your language" } },
+        { message = "ｓｃａｍ alert", expect = { verdict = "block", reason = "please mind your language" } },
+        { message = "what a s c a m", expect = { verdict = "block", reason = "please mind your language" } },
+        { message = "s.c.a.m!", expect = { verdict = "block", reason = "please mind your language" } },
+        { message = "scaaaaammm", expect = { verdict = "block", reason = "please mind your language" } },
+        { message = "get FREE   m-o-n-e-y", expect = { verdict = "block", reason = "please mind your language" } },
+        { message = "你是骗子吗", expect = { verdict = "block", reason = "please mind your language" } },
       },
     },
     {
       name = "substring mode also matches inside longer words",
       config = { substring = true },
       steps = {
-        { message = "scampi for dinner?", expect = { verdict = "block", reason = "word" } },
+        { message = "scampi for dinner?", expect = { verdict = "block", reason = "please mind your language" } },
       },
     },
     {
       name = "patterns are Lua patterns on the lowercased text",
       steps = {
-        { message = "BUY   NOW while stocks last", expect = { verdict = "block", reason = "pattern",
+        { message = "BUY   NOW while stocks last", expect = { verdict = "block", reason = "that message is not allowed here",
           replies = { "@Tom that message is not allowed here" } } },
         { message = "I will buy it now", expect = { verdict = "allow" } },
       },
@@ -81,7 +81,7 @@ return {
       config = { patterns = { "[unclosed", "spam+" } },
       expect_load = { logs = { "ignoring invalid pattern [unclosed" } },
       steps = {
-        { message = "spammm", expect = { verdict = "block", reason = "pattern" } },
+        { message = "spammm", expect = { verdict = "block", reason = "that message is not allowed here" } },
         { message = "hello", expect = { verdict = "allow" } },
       },
     },
@@ -90,7 +90,7 @@ return {
       config = { max_links = 2 },
       steps = {
         { message = "see https://a.example and http://b.example", expect = { verdict = "allow" } },
-        { message = "https://a.example https://b.example www.c.example", expect = { verdict = "block", reason = "links",
+        { message = "https://a.example https://b.example www.c.example", expect = { verdict = "block", reason = "too many links",
           replies = { "@Tom too many links" } } },
       },
     },
@@ -99,7 +99,7 @@ return {
       config = { max_mentions = 2 },
       steps = {
         { message = "@Jerry @Spike hi", expect = { verdict = "allow" } },
-        { message = "@Jerry @Spike @Tyke hi", expect = { verdict = "block", reason = "mentions" } },
+        { message = "@Jerry @Spike @Tyke hi", expect = { verdict = "block", reason = "too many mentions" } },
         { message = "mail me at tom@example.com tom@example.org x@y.z", expect = { verdict = "allow" } },
       },
     },
@@ -114,7 +114,7 @@ return {
       name = "flood control counts per user and conversation and resets after the window",
       config = { flood = { messages = 3, seconds = 10 } },
       steps = with(quiet(3), {
-        { message = "fourth", expect = { verdict = "block", reason = "flood",
+        { message = "fourth", expect = { verdict = "block", reason = "slow down, you are sending messages too fast",
           replies = { "@Tom slow down, you are sending messages too fast" } } },
         { message = { text = "Jerry is fine", from = "Jerry" }, expect = { verdict = "allow" } },
         { message = { text = "other room", cid = "c2" }, expect = { verdict = "allow" } },
@@ -165,7 +165,7 @@ return {
       name = "the plugin enforces its own mutes when the bot is not the interceptor",
       steps = {
         { set_state = { ["conv:c1:muted:Tom"] = 1 } },
-        { message = "hello", expect = { verdict = "block", reason = "muted", silent = true, replies = {} } },
+        { message = "hello", expect = { verdict = "block", reason = "you are muted", silent = true, replies = {} } },
       },
     },
     {
@@ -248,7 +248,7 @@ return {
       mode = "client",
       steps = {
         { message = "scam" }, { message = "scam" },
-        { message = "hello", expect = { verdict = "block", reason = "muted", silent = true } },
+        { message = "hello", expect = { verdict = "block", reason = "you are muted", silent = true } },
       },
     },
   },

@@ -92,12 +92,17 @@ enum MessageStore {
         ).map(MessageRecord.init)
     }
 
-    /// Moves delivery cursors forward (never back).
-    static func advanceCursors(_ db: Database, _ cursors: [CursorKey: Int64]) throws {
-        let statement = try db.cachedStatement(
+    /// Moves each delivery cursor forward (never back) to the newest of the acknowledged messages that
+    /// are stored in that conversation.
+    static func advanceCursors(_ db: Database, _ acknowledged: [CursorKey: Set<String>]) throws {
+        let update = try db.cachedStatement(
             sql: "UPDATE members SET delivered_t = MAX(delivered_t, ?) WHERE cid = ? AND client_id = ?")
-        for (key, t) in cursors {
-            try statement.execute(arguments: [t, key.cid, key.clientID])
+        for (key, ids) in acknowledged {
+            let list = Array(repeating: "?", count: ids.count).joined(separator: ",")
+            let newest = try Int64.fetchOne(
+                db, sql: "SELECT MAX(t) FROM messages WHERE cid = ? AND id IN (\(list))",
+                arguments: StatementArguments([key.cid] + Array(ids)))
+            if let newest { try update.execute(arguments: [newest, key.cid, key.clientID]) }
         }
     }
 }
