@@ -89,7 +89,7 @@ extension BotHost {
             let pending = try await client.conversation(cid).submit(content, options: options)
             stats.sent += 1
             Task {
-                do { _ = try await pending.message() } catch { await self.actionFailed(what, cid, plugin: plugin, error) }
+                do { _ = try await pending.message() } catch { self.actionFailed(what, cid, plugin: plugin, error) }
             }
         }
     }
