@@ -35,7 +35,9 @@ public actor BotHost {
     var stats = BotStats()
     private var eventTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
-    private var interceptions: [Task<Void, Never>] = []
+    /// Interception requests being answered, so `stop()` can let them finish.
+    private var interceptions: [Int: Task<Void, Never>] = [:]
+    private var nextInterception = 0
 
     public init(configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime,
                 logger: Logger = Logger(label: "hookbot.bot")) {
@@ -96,7 +98,7 @@ public actor BotHost {
     public func stop() async {
         runtime.stopWatching()
         timerTask?.cancel()
-        for task in interceptions { await task.value }
+        for task in interceptions.values { await task.value }
         await client.close()
         eventTask?.cancel()
         await eventTask?.value
@@ -149,9 +151,12 @@ public actor BotHost {
         case .conversationUpdated(let cid, let patch, let by, _):
             await dispatch(.conversationUpdated(cid: cid, attrs: HookMapping.hook(patch), by: by))
         case .unhandled(let command) where command.cmd == .hook && command.op == .request:
-            let task = Task { await self.intercept(command) }
-            interceptions.removeAll { $0.isCancelled }
-            interceptions.append(task)
+            nextInterception += 1
+            let id = nextInterception
+            interceptions[id] = Task {
+                await self.intercept(command)
+                self.interceptions[id] = nil
+            }
         case .kickedOffline(let error):
             logger.error("logged out by the server", metadata: ["error": "\(error)"])
         case .paused(let error):
