@@ -43,6 +43,9 @@ public actor IMClient {
     /// is rejoined after a reconnect.
     var chatRoomFlags: [String: Bool] = [:]
     var currentChatRoom: String?
+    /// Received stored messages not acknowledged yet, per conversation, and whether a flush is queued.
+    var unacknowledged: [String: [String]] = [:]
+    var ackFlushScheduled = false
 
     /// A login in progress on a freshly connected link.
     private struct Login {

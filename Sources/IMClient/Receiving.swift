@@ -46,11 +46,25 @@ extension IMClient {
             if !transient { noteLastMessage(cid: cid, id: id, timestamp: timestamp) }
             hub.emit(.message(message))
         }
-        if !transient {
+        if !transient { acknowledgeLater(id, in: cid, on: link) }
+    }
+
+    /// Queues an ack; acks of messages that arrive together leave as one `ack` per conversation.
+    private func acknowledgeLater(_ id: String, in cid: String, on link: Link) {
+        unacknowledged[cid, default: []].append(id)
+        guard !ackFlushScheduled else { return }
+        ackFlushScheduled = true
+        Task { self.flushAcknowledgements(on: link) }
+    }
+
+    private func flushAcknowledgements(on link: Link) {
+        ackFlushScheduled = false
+        let batches = unacknowledged
+        unacknowledged.removeAll()
+        for (cid, ids) in batches {
             var ack = Command(cmd: .ack)
             ack.cid = cid
-            ack.mid = id
-            ack.t = timestamp
+            ack.ids = ids
             link.send(ack)
         }
     }
