@@ -42,6 +42,7 @@ public final class IMServer: Sendable {
     /// Stops a server started with `start()` and waits until it has shut down.
     public func stop() async {
         guard let (group, task) = running.withLock({ state in defer { state = nil }; return state }) else { return }
+        service.goAway()
         await group.triggerGracefulShutdown()
         _ = try? await task.value
         await service.cursors.flush()
@@ -50,7 +51,9 @@ public final class IMServer: Sendable {
     /// Runs in the foreground until SIGINT or SIGTERM.
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         let app = makeApplication(onListening)
-        try await app.runService()
+        let group = ServiceGroup(configuration: .init(
+            services: [app, GoAwayOnShutdown(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
         await service.cursors.flush()
     }
 
@@ -120,5 +123,16 @@ public final class IMServer: Sendable {
             await group.waitForAll()
         }
         logger.info("connection closed", metadata: ["conn": "\(connection.id)"])
+    }
+}
+
+/// Tells every client `goaway` when the server starts shutting down, so SDKs reconnect (elsewhere or later)
+/// instead of waiting for the socket to drop.
+private struct GoAwayOnShutdown: Service {
+    let service: IMService
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        service.goAway()
     }
 }

@@ -101,4 +101,9 @@ extension IMService {
         connection.setIdentity(nil)
         logger.info("session closed", metadata: ["client": "\(identity.clientID)", "conn": "\(connection.id)"])
     }
+
+    /// Sends `goaway` to every logged-in connection (the server is shutting down).
+    func goAway() {
+        for connection in registry.allConnections { connection.send(Command(cmd: .goaway)) }
+    }
 }

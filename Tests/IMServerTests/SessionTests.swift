@@ -74,4 +74,12 @@ final class SessionTests: XCTestCase {
         XCTAssertNil(reply.code)
         await desktop.close()
     }
+
+    func testClientsAreToldToGoAwayWhenTheServerStops() async throws {
+        let server = try await TestServer.start()
+        let tom = try await server.login("Tom")
+        await server.stop()
+        let goaway = try await tom.next { $0.cmd == .goaway }
+        XCTAssertNil(goaway.i)
+    }
 }

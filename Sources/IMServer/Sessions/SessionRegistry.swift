@@ -24,4 +24,7 @@ final class SessionRegistry: Sendable {
     }
 
     var onlineCount: Int { table.withLock { $0.count } }
+
+    /// Every logged-in connection.
+    var allConnections: [Connection] { table.withLock { $0.values.flatMap { $0 } } }
 }
