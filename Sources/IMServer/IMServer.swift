@@ -88,7 +88,7 @@ public final class IMServer: Sendable {
         let codec = FrameCodec(format)
         let connection = Connection(
             id: nextConnectionID.wrappingAdd(1, ordering: .relaxed).oldValue, remoteAddress: remote,
-            outbound: continuation, encoder: { codec.encode($0) })
+            outbound: continuation, format: format, encoder: { codec.encode($0) })
         logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
         await withTaskGroup(of: Void.self) { group in
             group.addTask {

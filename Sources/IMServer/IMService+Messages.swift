@@ -86,8 +86,9 @@ extension IMService {
         direct.id = Identifiers.messageID()
         direct.fromPeerId = clientID
         direct.timestamp = Identifiers.nowMillis()
+        let frame = SharedFrame(direct)
         for recipient in recipients where recipient.clientID != clientID {
-            recipient.deliver(messageID: direct.id ?? "", direct)
+            recipient.deliver(messageID: direct.id ?? "", frame)
         }
         var ack = Command(cmd: .ack, i: serial)
         ack.uid = direct.id

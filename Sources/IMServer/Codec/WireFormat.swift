@@ -5,7 +5,7 @@ import IMProto
 import NIOCore
 
 /// How a connection encodes commands, chosen by WebSocket subprotocol negotiation on `/ws`.
-enum WireFormat: Sendable, Equatable {
+enum WireFormat: Sendable, Hashable {
     /// Hookbot's JSON protocol: one JSON object per text frame.
     case json
     /// LeanCloud's protobuf: one `GenericCommand` per binary frame.

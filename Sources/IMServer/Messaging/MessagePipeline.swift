@@ -136,7 +136,7 @@ actor MessagePipeline {
         switch outcome {
         case .stored(let record, let members, let room):
             if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
-            let frame = Self.directCommand(record, mentionPids: message.mentionPids, mentionAll: message.mentionAll)
+            let frame = SharedFrame(Self.directCommand(record, mentionPids: message.mentionPids, mentionAll: message.mentionAll))
             let recipients = room
                 ? rooms.connections(in: record.cid)
                 : members.flatMap { registry.connections(of: $0) }

@@ -25,20 +25,23 @@ final class Connection: Sendable {
     private struct State {
         var identity: Identity?
         var ready = false
-        var held: [(id: String, command: Command)] = []
+        var held: [(id: String, frame: Outbound)] = []
         var closed = false
     }
 
     let id: UInt64
     let remoteAddress: String
+    /// The wire format frames are encoded in; fan-out encodes each message once per format.
+    let format: WireFormat
     private let outbound: AsyncStream<Outbound>.Continuation
     private let encoder: @Sendable (Command) -> Outbound
     private let state = Mutex(State())
 
-    init(id: UInt64, remoteAddress: String, outbound: AsyncStream<Outbound>.Continuation,
+    init(id: UInt64, remoteAddress: String, outbound: AsyncStream<Outbound>.Continuation, format: WireFormat,
          encoder: @escaping @Sendable (Command) -> Outbound) {
         self.id = id
         self.remoteAddress = remoteAddress
+        self.format = format
         self.outbound = outbound
         self.encoder = encoder
     }
@@ -58,22 +61,28 @@ final class Connection: Sendable {
 
     /// Sends a conversation message, or holds it until the backlog has gone out.
     func deliver(messageID: String, _ command: Command) {
+        deliver(messageID: messageID, SharedFrame(command))
+    }
+
+    /// Sends a message that goes to many connections, encoded once per wire format.
+    func deliver(messageID: String, _ shared: SharedFrame) {
+        let frame = shared.encoded(for: format, using: encoder)
         let sendNow = state.withLock { state -> Bool in
-            if state.ready { return true }
-            state.held.append((messageID, command))
+            if state.ready { return !state.closed }
+            state.held.append((messageID, frame))
             return false
         }
-        if sendNow { send(command) }
+        if sendNow { outbound.yield(frame) }
     }
 
     /// Releases held messages, skipping those already sent as backlog.
     func markReady(alreadySent: Set<String>) {
-        let held = state.withLock { state -> [(id: String, command: Command)] in
+        let held = state.withLock { state -> [(id: String, frame: Outbound)] in
             state.ready = true
             defer { state.held.removeAll() }
-            return state.held
+            return state.closed ? [] : state.held
         }
-        for item in held where !alreadySent.contains(item.id) { send(item.command) }
+        for item in held where !alreadySent.contains(item.id) { outbound.yield(item.frame) }
     }
 
     /// Sends a close frame and ends the writer.
@@ -85,5 +94,20 @@ final class Connection: Sendable {
         guard !wasClosed else { return }
         outbound.yield(.close(code, reason))
         outbound.finish()
+    }
+}
+
+/// A command fanned out to many connections; each wire format encodes it at most once.
+final class SharedFrame: Sendable {
+    let command: Command
+    private let encoded = Mutex<[WireFormat: Connection.Outbound]>([:])
+
+    init(_ command: Command) { self.command = command }
+
+    func encoded(for format: WireFormat, using encode: (Command) -> Connection.Outbound) -> Connection.Outbound {
+        if let frame = encoded.withLock({ $0[format] }) { return frame }
+        let frame = encode(command)
+        encoded.withLock { $0[format] = frame }
+        return frame
     }
 }
