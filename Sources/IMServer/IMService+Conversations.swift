@@ -55,9 +55,12 @@ extension IMService {
             if !conversation.transient, try !ConversationStore.isMember(db, cid: cid, clientID: clientID) {
                 throw IMError(.conversationLogRejected, "\(clientID) is not a member of \(cid)")
             }
+            // With `reversed`, paging runs forwards: `t` is where to start and `tt` where to stop.
+            let forwards = command.reversed == true
             return try MessageStore.history(
-                db, cid: cid, limit: min(limit, self.configuration.historyMaxLimit), beforeT: command.t, afterT: command.tt,
-                viewer: clientID)
+                db, cid: cid, limit: min(limit, self.configuration.historyMaxLimit),
+                beforeT: forwards ? command.tt : command.t, afterT: forwards ? command.t : command.tt,
+                viewer: clientID, oldestFirst: forwards)
         }
         var reply = Command(cmd: .logs, i: command.i)
         reply.cid = cid

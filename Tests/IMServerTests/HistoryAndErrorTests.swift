@@ -22,6 +22,14 @@ final class HistoryAndErrorTests: XCTestCase {
         let capped = try required(try await tom.history(cid, limit: 5000).logs)
         XCTAssertEqual(capped.count, 30)
 
+        var forwards = Command(cmd: .logs)
+        forwards.cid = cid
+        forwards.limit = 5
+        forwards.reversed = true
+        forwards.t = older[2].timestamp
+        let page = try required(try await tom.request(forwards).logs)
+        XCTAssertEqual(page.compactMap { TypedMessage.decode($0.data)?.text }, (3..<8).map { "m\($0)" })
+
         let zero = try await tom.history(cid, limit: 0)
         XCTAssertEqual(zero.cmd, .error)
         XCTAssertEqual(zero.code, 4903)

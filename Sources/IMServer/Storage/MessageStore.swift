@@ -71,16 +71,20 @@ enum MessageStore {
         try Int64.fetchOne(db, sql: "SELECT MAX(t) FROM messages WHERE cid = ?", arguments: [cid]) ?? 0
     }
 
-    /// The newest `limit` messages before `beforeT` (exclusive) and after `afterT` (exclusive), ascending.
-    /// Uses the (cid, t) index: cost is O(log n + limit).
+    /// `limit` messages strictly between `afterT` and `beforeT`, returned in ascending order: the newest
+    /// ones, or with `oldestFirst` the oldest ones. Uses the (cid, t) index: O(log n + limit).
     static func history(_ db: Database, cid: String, limit: Int, beforeT: Int64?, afterT: Int64?,
-                        viewer: String? = nil) throws -> [MessageRecord] {
+                        viewer: String? = nil, oldestFirst: Bool = false) throws -> [MessageRecord] {
         let viewer = viewer ?? ""
         let rows = try Row.fetchAll(
             db,
-            sql: "SELECT * FROM messages WHERE cid = ? AND t < ? AND t > ? AND (? = '' OR \(visibleTo)) ORDER BY t DESC LIMIT ?",
+            sql: """
+                SELECT * FROM messages WHERE cid = ? AND t < ? AND t > ? AND (? = '' OR \(visibleTo))
+                ORDER BY t \(oldestFirst ? "ASC" : "DESC") LIMIT ?
+                """,
             arguments: [cid, beforeT ?? Int64.max, afterT ?? Int64.min, viewer, viewer, viewer, limit])
-        return rows.map(MessageRecord.init).reversed()
+        let records = rows.map(MessageRecord.init)
+        return oldestFirst ? records : records.reversed()
     }
 
     /// Messages of `cid` after the cursor that `clientID` did not send, oldest first.
