@@ -31,12 +31,15 @@ public final class IMServer: Sendable {
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let app = makeApplication { port in portContinuation.yield(port); portContinuation.finish() }
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
-        let task = Task { try await group.run() }
+        let task = Task {
+            defer { portContinuation.finish() }
+            try await group.run()
+        }
         running.withLock { $0 = (group, task) }
         for await port in portStream { return port }
-        await group.triggerGracefulShutdown()
+        running.withLock { $0 = nil }
         _ = try await task.value
-        throw IMError(.internalError, "server did not start")
+        throw IMError(.internalError, "server did not start listening on \(configuration.host):\(configuration.port)")
     }
 
     /// Stops a server started with `start()` and waits until it has shut down.

@@ -82,4 +82,16 @@ final class SessionTests: XCTestCase {
         let goaway = try await tom.next { $0.cmd == .goaway }
         XCTAssertNil(goaway.i)
     }
+
+    func testStartingOnAPortInUseFailsInsteadOfHanging() async throws {
+        let first = try await TestServer.start()
+        defer { Task { await first.stop() } }
+        do {
+            let second = try await TestServer.start { $0.port = first.port }
+            await second.stop()
+            XCTFail("a second server cannot listen on the same port")
+        } catch {
+            XCTAssertFalse("\(error)".isEmpty)
+        }
+    }
 }
