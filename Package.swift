@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(
             name: "ProtobufTests",
             dependencies: [
-                "IMCore", "IMProto", "IMServer",
+                "IMCore", "IMProto", "IMServer", "HookbotTestSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(
             name: "IMServerTests",
             dependencies: [
-                "IMCore", "IMServer",
+                "IMCore", "IMServer", "HookbotTestSupport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -78,20 +78,8 @@ public struct Timeout: Error, CustomStringConvertible {
 
 /// Records a client's events from the moment it is created; tests take them out in order.
 public final class EventLog: Sendable {
-    private struct Waiter {
-        var id: Int
-        var match: @Sendable (IMEvent) -> Bool
-        var continuation: CheckedContinuation<IMEvent?, Never>
-    }
-
-    private struct State {
-        var inbox: [IMEvent] = []
-        public var history: [IMEvent] = []
-        var waiters: [Waiter] = []
-        var nextID = 0
-    }
-
-    private let state = Mutex(State())
+    private let inbox = Inbox<IMEvent>()
+    private let recorded = Mutex([IMEvent]())
     private let task: Task<Void, Never>
 
     public init(_ client: IMClient) {
@@ -106,50 +94,19 @@ public final class EventLog: Sendable {
     deinit { task.cancel() }
 
     private func record(_ event: IMEvent) {
-        let waiter = state.withLock { state -> CheckedContinuation<IMEvent?, Never>? in
-            state.history.append(event)
-            if let index = state.waiters.firstIndex(where: { $0.match(event) }) {
-                return state.waiters.remove(at: index).continuation
-            }
-            state.inbox.append(event)
-            return nil
-        }
-        waiter?.resume(returning: event)
+        recorded.withLock { $0.append(event) }
+        inbox.append(event)
     }
 
     /// Every event recorded so far, consumed or not.
-    public var history: [IMEvent] { state.withLock { $0.history } }
+    public var history: [IMEvent] { recorded.withLock { $0 } }
 
     /// Takes the first unconsumed event for which `extract` returns a value, waiting up to `timeout`.
     public func next<T: Sendable>(_ what: String, timeout: Duration = .seconds(15),
-                           _ extract: @escaping @Sendable (IMEvent) -> T?) async throws -> T {
-        let id = state.withLock { state -> Int in state.nextID += 1; return state.nextID }
-        let match: @Sendable (IMEvent) -> Bool = { extract($0) != nil }
-        let event = await withTaskGroup(of: IMEvent?.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (continuation: CheckedContinuation<IMEvent?, Never>) in
-                    let immediate = self.state.withLock { state -> IMEvent? in
-                        if let index = state.inbox.firstIndex(where: match) { return state.inbox.remove(at: index) }
-                        state.waiters.append(Waiter(id: id, match: match, continuation: continuation))
-                        return nil
-                    }
-                    if let immediate { continuation.resume(returning: immediate) }
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                let waiter = self.state.withLock { state -> CheckedContinuation<IMEvent?, Never>? in
-                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                    return state.waiters.remove(at: index).continuation
-                }
-                waiter?.resume(returning: nil)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+                                  _ extract: @escaping @Sendable (IMEvent) -> T?) async throws -> T {
+        guard let event = await inbox.take(timeout: timeout, where: { extract($0) != nil }), let value = extract(event) else {
+            throw Timeout(waitingFor: what)
         }
-        guard let event, let value = extract(event) else { throw Timeout(waitingFor: what) }
         return value
     }
 
@@ -171,11 +128,11 @@ public final class EventLog: Sendable {
     /// Unconsumed events after waiting `duration` (to assert that nothing more arrives).
     public func settle(for duration: Duration = .milliseconds(400)) async -> [IMEvent] {
         try? await Task.sleep(for: duration)
-        return state.withLock { $0.inbox }
+        return inbox.kept()
     }
 
     /// Drops unconsumed events.
-    public func clear() { state.withLock { $0.inbox.removeAll() } }
+    public func clear() { _ = inbox.drain() }
 }
 
 extension IMEvent {

@@ -1,3 +1,4 @@
+import HookbotTestSupport
 import Foundation
 
 /// The `hookbot server` executable running as a child process.
@@ -43,9 +44,9 @@ final class ServerProcess: @unchecked Sendable {
                 try await Task.sleep(for: .milliseconds(50))
             }
             process.terminate()
-            lastError = TestClient.Timeout(waitingFor: "hookbot server on port \(port)")
+            lastError = Timeout(waitingFor: "hookbot server on port \(port)")
         }
-        throw lastError ?? TestClient.Timeout(waitingFor: "hookbot server")
+        throw lastError ?? Timeout(waitingFor: "hookbot server")
     }
 
     func kill() {

@@ -2,24 +2,13 @@ import Foundation
 import HummingbirdWSClient
 import IMCore
 import Logging
+import HookbotTestSupport
 import Synchronization
 
 /// A raw protocol client for tests: sends commands over a real WebSocket and collects what arrives.
 final class TestClient: Sendable {
-    struct Timeout: Error, CustomStringConvertible {
-        var waitingFor: String
-        var description: String { "timed out waiting for \(waitingFor)" }
-    }
-
-    private struct State {
-        var inbox: [Command] = []
-        var raw: [String] = []
-        var waiters: [(id: Int, predicate: @Sendable (Command) -> Bool, continuation: CheckedContinuation<Command?, Never>)] = []
-        var closed = false
-        var nextWaiter = 0
-    }
-
-    private let state = Mutex(State())
+    private let inbox = Inbox<Command>()
+    private let raw = Inbox<String>()
     private let outbox: AsyncStream<String>.Continuation
     private let serial = Atomic<Int>(1)
     private let task: Task<Void, Never>
@@ -75,30 +64,12 @@ final class TestClient: Sendable {
     }
 
     private func receive(_ text: String) {
-        guard let command = try? codec.decode(text) else {
-            state.withLock { $0.raw.append(text) }
-            return
-        }
-        let waiter = state.withLock { state -> CheckedContinuation<Command?, Never>? in
-            if let index = state.waiters.firstIndex(where: { $0.predicate(command) }) {
-                return state.waiters.remove(at: index).continuation
-            }
-            state.inbox.append(command)
-            return nil
-        }
-        waiter?.resume(returning: command)
+        if let command = try? codec.decode(text) { inbox.append(command) } else { raw.append(text) }
     }
 
-    private func markClosed() {
-        let waiters = state.withLock { state in
-            state.closed = true
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.continuation.resume(returning: nil) }
-    }
+    private func markClosed() { inbox.close() }
 
-    var isClosed: Bool { state.withLock { $0.closed } }
+    var isClosed: Bool { inbox.isClosed }
 
     func sendRaw(_ text: String) { outbox.yield(text) }
 
@@ -116,48 +87,17 @@ final class TestClient: Sendable {
     /// Waits for the next received command matching `predicate` (including ones already received).
     func next(timeout: Duration = .seconds(10), _ what: String = "command",
               where predicate: @escaping @Sendable (Command) -> Bool) async throws -> Command {
-        let id = state.withLock { state -> Int in state.nextWaiter += 1; return state.nextWaiter }
-        let result = await withTaskGroup(of: Command?.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Command?, Never>) in
-                    let immediate = self.state.withLock { state -> Command?? in
-                        if let index = state.inbox.firstIndex(where: predicate) { return .some(state.inbox.remove(at: index)) }
-                        if state.closed { return .some(nil) }
-                        state.waiters.append((id, predicate, continuation))
-                        return .none
-                    }
-                    if let immediate { continuation.resume(returning: immediate) }
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                let waiter = self.state.withLock { state -> CheckedContinuation<Command?, Never>? in
-                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                    return state.waiters.remove(at: index).continuation
-                }
-                waiter?.resume(returning: nil)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        guard let result else { throw Timeout(waitingFor: what) }
-        return result
+        guard let command = await inbox.take(timeout: timeout, where: predicate) else { throw Timeout(waitingFor: what) }
+        return command
     }
 
     /// Commands received and not yet consumed by `next` or `request`.
-    func drain() -> [Command] {
-        state.withLock { state in
-            defer { state.inbox.removeAll() }
-            return state.inbox
-        }
-    }
+    func drain() -> [Command] { inbox.drain() }
 
     /// Waits briefly, then returns unconsumed commands matching `predicate` (for asserting absence).
     func settle(for duration: Duration = .milliseconds(300), where predicate: (Command) -> Bool) async -> [Command] {
         try? await Task.sleep(for: duration)
-        return state.withLock { $0.inbox.filter(predicate) }
+        return inbox.kept(where: predicate)
     }
 
     func close() async {

@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import Hummingbird
 import HummingbirdWSClient
 import IMCore
@@ -35,23 +36,15 @@ final class WireClient: Sendable {
         case binary([UInt8])
     }
 
-    struct Timeout: Error, CustomStringConvertible {
-        var waitingFor: String
-        var description: String { "timed out waiting for \(waitingFor)" }
-    }
-
     private struct State {
-        var inbox: [Command] = []
         /// Frames received, in order, with whether they were binary.
         var frameKinds: [Bool] = []
         var undecodable: [Frame] = []
-        var waiters: [(id: Int, predicate: @Sendable (Command) -> Bool, continuation: CheckedContinuation<Command?, Never>)] = []
-        var closed = false
-        var nextWaiter = 0
     }
 
     let mode: Mode
     private let state = Mutex(State())
+    private let inbox = Inbox<Command>()
     private let outbox: AsyncStream<Frame>.Continuation
     private let serial = Atomic<Int>(1)
     private let task: Task<Void, Never>
@@ -136,28 +129,12 @@ final class WireClient: Sendable {
             state.withLock { $0.undecodable.append(frame) }
             return
         }
-        for command in commands {
-            let waiter = state.withLock { state -> CheckedContinuation<Command?, Never>? in
-                if let index = state.waiters.firstIndex(where: { $0.predicate(command) }) {
-                    return state.waiters.remove(at: index).continuation
-                }
-                state.inbox.append(command)
-                return nil
-            }
-            waiter?.resume(returning: command)
-        }
+        for command in commands { inbox.append(command) }
     }
 
-    private func markClosed() {
-        let waiters = state.withLock { state in
-            state.closed = true
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.continuation.resume(returning: nil) }
-    }
+    private func markClosed() { inbox.close() }
 
-    var isClosed: Bool { state.withLock { $0.closed } }
+    var isClosed: Bool { inbox.isClosed }
     /// For each frame received so far: binary (true) or text (false).
     var receivedFrameKinds: [Bool] { state.withLock { $0.frameKinds } }
     var undecodableFrames: Int { state.withLock { $0.undecodable.count } }
@@ -203,40 +180,14 @@ final class WireClient: Sendable {
 
     func next(timeout: Duration = .seconds(10), _ what: String = "command",
               where predicate: @escaping @Sendable (Command) -> Bool) async throws -> Command {
-        let id = state.withLock { state -> Int in state.nextWaiter += 1; return state.nextWaiter }
-        let result = await withTaskGroup(of: Command?.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Command?, Never>) in
-                    let immediate = self.state.withLock { state -> Command?? in
-                        if let index = state.inbox.firstIndex(where: predicate) { return .some(state.inbox.remove(at: index)) }
-                        if state.closed { return .some(nil) }
-                        state.waiters.append((id, predicate, continuation))
-                        return .none
-                    }
-                    if let immediate { continuation.resume(returning: immediate) }
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                let waiter = self.state.withLock { state -> CheckedContinuation<Command?, Never>? in
-                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                    return state.waiters.remove(at: index).continuation
-                }
-                waiter?.resume(returning: nil)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        guard let result else { throw Timeout(waitingFor: what) }
-        return result
+        guard let command = await inbox.take(timeout: timeout, where: predicate) else { throw Timeout(waitingFor: what) }
+        return command
     }
 
     /// Waits briefly, then returns unconsumed commands matching `predicate`.
     func settle(for duration: Duration = .milliseconds(300), where predicate: (Command) -> Bool) async -> [Command] {
         try? await Task.sleep(for: duration)
-        return state.withLock { $0.inbox.filter(predicate) }
+        return inbox.kept(where: predicate)
     }
 
     func close() async {
