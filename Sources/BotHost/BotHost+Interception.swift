@@ -14,6 +14,14 @@ extension BotHost {
             let message = HookMapping.hookMessage(id: "", cid: cid, from: from, body: body,
                                                   timestamp: Int64(Date().timeIntervalSince1970 * 1000), transient: false)
             decide(message, body: body, into: &verdict)
+        } else if request.kind == "membership", let cid = request.cid, let by = request.initBy, let action = request.action {
+            let review = runtime.reviewMembership(cid: cid, by: by, members: request.m ?? [], action: action)
+            Task { await self.finish(HookResult(actions: review.actions, errors: review.errors), hook: "membership") }
+            if case .block(let reason, let code, _) = review.verdict {
+                verdict.verdict = "drop"
+                verdict.reason = reason ?? "refused by \(review.decidedBy ?? "a plugin")"
+                verdict.appCode = code
+            }
         }
         stats.verdicts += 1
         do { try await client.sendWithoutReply(verdict) } catch {

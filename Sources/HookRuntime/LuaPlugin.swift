@@ -5,6 +5,7 @@ import Logging
 enum HookName: Int, CaseIterable {
     case onLoad, onUnload, beforeSend, moderation, translate, onReceive, onCmd, onTransient
     case onMemberJoined, onMemberLeft, onInvited, onKicked, onConversationUpdated, onRecall
+    case membership
 
     var luaName: String {
         switch self {
@@ -22,6 +23,7 @@ enum HookName: Int, CaseIterable {
         case .onKicked: return "on_kicked"
         case .onConversationUpdated: return "on_conversation_updated"
         case .onRecall: return "on_recall"
+        case .membership: return "membership"
         }
     }
 

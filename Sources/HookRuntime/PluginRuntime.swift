@@ -542,6 +542,42 @@ public final class PluginRuntime: @unchecked Sendable {
         }
     }
 
+    /// `membership(ev, ctx)` chain for a proposed membership change (`ev = {cid, by, members, action}` with
+    /// action `join`, `invite`, `kick` or `quit`): `nil`/`ctx.allow()` lets it happen, `ctx.block(reason,
+    /// {code = n})` refuses it; the first block wins. Moderation actions in the verdict are not used here.
+    public func reviewMembership(cid: String, by: String, members: [String], action: String) -> ModerationOutcome {
+        lock.lock(); defer { lock.unlock() }
+        var out = ModerationOutcome(verdict: .allow, decidedBy: nil, actions: [], errors: [])
+        let event: JSONValue = .object([
+            "cid": .string(cid), "by": .string(by), "members": .array(members.map { .string($0) }), "action": .string(action),
+        ])
+        for p in ordered where !p.disabled && p.has(.membership) {
+            begin(p, cid: cid, messageID: nil)
+            var err = p.invoke(.membership) { L in
+                if !luaPush(L, json: event) { lua_createtable(L, 0, 0) }
+                return 1
+            }
+            var verdict: ModerationVerdict = .allow
+            if err == nil, let L = p.L {
+                do {
+                    verdict = try readModeration(L, message: HookMessage(cid: cid, from: by)).0
+                } catch {
+                    err = HookError(plugin: p.name, hook: "membership", source: p.chunkLabel,
+                                    line: p.hookLines[HookName.membership.rawValue], reason: .invalidResult("\(error)"))
+                }
+                lua_settop(L, 0)
+            }
+            account(p, err, into: &out.errors)
+            out.actions += p.takeActions()
+            if case .block = verdict {
+                out.verdict = verdict
+                out.decidedBy = p.name
+                return out
+            }
+        }
+        return out
+    }
+
     /// `on_receive(msg, ctx)` on every plugin.
     public func receive(_ message: HookMessage) -> HookResult {
         lock.lock(); defer { lock.unlock() }

@@ -188,4 +188,36 @@ final class BotHostTests: XCTestCase {
         await alice.stop()
         await bob.stop()
     }
+
+    func testMembershipChangesCanBeVetoedByAPlugin() async throws {
+        let harness = try await BotHarness.start()
+        defer { Task { await harness.server.stop() } }
+        try harness.write("guard.lua", """
+            return {
+              name = "guard",
+              membership = function(ev, ctx)
+                if ev.action == "kick" and ev.by ~= "alice" then
+                  return ctx.block("only alice removes people", { code = 9 })
+                end
+              end,
+            }
+            """)
+        let bot = try await harness.bot()
+        let tom = harness.server.client("Tom")
+        let alice = harness.server.client("alice")
+        _ = try await openClients([tom, alice])
+        let conversation = try await tom.createConversation(members: ["Jerry", "alice"])
+        do {
+            _ = try await conversation.remove(members: ["Jerry"])
+            XCTFail("the plugin refuses Tom's kick")
+        } catch {
+            XCTAssertEqual(error.code, 4305)
+            XCTAssertEqual(error.detail, "only alice removes people")
+            XCTAssertEqual(error.appCode, 9)
+        }
+        let removed = try await alice.conversation(conversation.id).remove(members: ["Jerry"])
+        XCTAssertEqual(removed, ["Jerry"])
+        _ = try await conversation.add(members: ["Bob"])
+        await bot.stop()
+    }
 }
