@@ -57,7 +57,10 @@ return {
   name = "autoreply",
   priority = 0,
   config = {
-    rules = {},                -- { exact|keyword|pattern = ..., reply = "...", cooldown = s, mention = bool, name = ... }
+    -- { exact|keyword|pattern = ..., reply = "...", cooldown = s, mention = bool, name = ... }
+    rules = {
+      { exact = "ping", reply = "pong, {from}!" },
+    },
     faq = {},                  -- { {keys = {"opening", "hours"}, answer = "..."} }
     faq_module = false,        -- e.g. "faq": lib/faq.lua returns more entries
     cooldown = 30,             -- seconds between two answers of one rule in one conversation (0: none)
