@@ -15,7 +15,7 @@ extension IMService {
         try authenticateInterceptor(command, clientID: clientID)
         if let signatures {
             if let token = command.st {
-                guard tokens.clientID(for: token) == clientID else {
+                guard try await tokens.clientID(for: token) == clientID else {
                     throw IMError(.sessionTokenExpired, "session token is unknown or expired; log in with a signature")
                 }
             } else {
@@ -48,6 +48,7 @@ extension IMService {
                 other.close(code: .normalClosure, reason: "SESSION_CONFLICT")
             }
         }
+        let token = try await tokens.issue(for: clientID)
         connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID))
         registry.add(connection, clientID: clientID)
         if interceptors.isInterceptor(clientID) { interceptors.attach(connection, as: clientID) }
@@ -55,7 +56,7 @@ extension IMService {
 
         var opened = Command(cmd: .session, op: .opened, i: command.i)
         opened.peerId = clientID
-        opened.st = tokens.issue(for: clientID)
+        opened.st = token
         opened.stTtl = configuration.sessionTokenTTL
         opened.t = Identifiers.nowMillis()
         connection.send(opened)

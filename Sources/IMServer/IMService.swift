@@ -25,7 +25,7 @@ final class IMService: Sendable {
         self.configuration = configuration
         self.logger = logger
         db = try ServerDatabase.open(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
-        tokens = SessionTokens(ttl: TimeInterval(configuration.sessionTokenTTL))
+        tokens = SessionTokens(db: db, ttl: TimeInterval(configuration.sessionTokenTTL))
         pipeline = MessagePipeline(db: db, registry: registry, receipts: receipts, rooms: rooms, logger: logger)
         cursors = CursorWriter(db: db)
         interceptors = InterceptorHub(configuration: configuration.interception, logger: logger)

@@ -89,4 +89,27 @@ final class SignatureTests: XCTestCase {
         let observed10 = try await tom.request(kick).op
         XCTAssertEqual(observed10, .removed)
     }
+
+    func testSessionTokensSurviveARestart() async throws {
+        let first = try await TestServer.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let client = try await TestClient.connect(port: first.port)
+        let token = try required(try await client.request(signedOpen("Tom")).st)
+        await client.close()
+        await first.stop()
+
+        let second = try await TestServer.start(directory: first.directory) { $0.appID = "app"; $0.masterKey = "master-secret" }
+        defer { Task { await second.stop() } }
+        let again = try await TestClient.connect(port: second.port)
+        var resume = Command(cmd: .session, op: .open)
+        resume.peerId = "Tom"
+        resume.st = token
+        let reply = try await again.request(resume)
+        XCTAssertEqual(reply.op, .opened, "a token issued before the restart is still valid")
+        var stolen = Command(cmd: .session, op: .open)
+        stolen.peerId = "Jerry"
+        stolen.st = token
+        let other = try await TestClient.connect(port: second.port)
+        let observed1 = try await other.request(stolen).code
+        XCTAssertEqual(observed1, 4112, "a token only works for its own client id")
+    }
 }

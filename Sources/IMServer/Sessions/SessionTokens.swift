@@ -1,28 +1,32 @@
 import Foundation
-import Synchronization
+import GRDB
 
-/// Session tokens handed out on login, valid for a fixed time.
-final class SessionTokens: Sendable {
-    private let ttl: TimeInterval
-    private let tokens = Mutex<[String: (clientID: String, expires: Date)]>([:])
+/// Session tokens handed out on login, valid for a fixed time. They are kept in SQLite, so a client
+/// can resume with its token after the server restarts.
+struct SessionTokens: Sendable {
+    let db: DatabasePool
+    let ttl: TimeInterval
 
-    init(ttl: TimeInterval) { self.ttl = ttl }
-
-    func issue(for clientID: String) -> String {
+    /// A new token for `clientID`; expired tokens are removed on the way.
+    func issue(for clientID: String) async throws -> String {
         let token = Identifiers.random(length: 32)
-        let now = Date()
-        tokens.withLock { tokens in
-            tokens = tokens.filter { $0.value.expires > now }
-            tokens[token] = (clientID, now.addingTimeInterval(ttl))
+        let now = Identifiers.nowMillis()
+        let expires = now + Int64(ttl * 1000)
+        try await db.write { db in
+            try db.execute(sql: "DELETE FROM session_tokens WHERE expires_at <= ?", arguments: [now])
+            try db.execute(
+                sql: "INSERT INTO session_tokens (token, client_id, expires_at) VALUES (?, ?, ?)",
+                arguments: [token, clientID, expires])
         }
         return token
     }
 
     /// The client id the token was issued to, if it is still valid.
-    func clientID(for token: String) -> String? {
-        tokens.withLock { tokens in
-            guard let entry = tokens[token], entry.expires > Date() else { return nil }
-            return entry.clientID
+    func clientID(for token: String) async throws -> String? {
+        let now = Identifiers.nowMillis()
+        return try await db.read { db in
+            try String.fetchOne(
+                db, sql: "SELECT client_id FROM session_tokens WHERE token = ? AND expires_at > ?", arguments: [token, now])
         }
     }
 }

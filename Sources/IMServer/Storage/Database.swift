@@ -66,6 +66,16 @@ enum ServerDatabase {
         migrator.registerMigration("v2-recipients") { db in
             try db.execute(sql: "ALTER TABLE messages ADD COLUMN recipients TEXT")
         }
+        migrator.registerMigration("v3-session-tokens") { db in
+            try db.execute(sql: """
+                CREATE TABLE session_tokens (
+                    token TEXT PRIMARY KEY NOT NULL,
+                    client_id TEXT NOT NULL,
+                    expires_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                CREATE INDEX session_tokens_by_expiry ON session_tokens(expires_at);
+                """)
+        }
         return migrator
     }
 }
