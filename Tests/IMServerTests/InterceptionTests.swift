@@ -184,7 +184,9 @@ final class InterceptionTests: XCTestCase {
             }
             let acks = try await withThrowingTaskGroup(of: Command.self) { group in
                 for k in 0..<30 { group.addTask { try await tom.sendText("m\(k)", to: cid) } }
-                try await Task.sleep(for: .milliseconds(300))
+                // Every request has reached the interceptor (ten answered, twenty pending) before it dies.
+                for _ in 0..<500 where answered.value < 30 { try await Task.sleep(for: .milliseconds(20)) }
+                XCTAssertEqual(answered.value, 30)
                 loop.cancel()
                 await bot.close()  // the interceptor dies with requests pending
                 var acks: [Command] = []
@@ -246,10 +248,12 @@ final class InterceptionTests: XCTestCase {
 }
 
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+
     /// Returns the value before incrementing.
     func increment() -> Int {
-        value.withLock { count in
+        count.withLock { count in
             defer { count += 1 }
             return count
         }

@@ -11,7 +11,7 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testRecallWithinTheWindowPatchesHistoryAndNotifiesMembers() async throws {
-        let server = try await TestServer.start { $0.recallWindow = 1 }
+        let server = try await TestServer.start { $0.recallWindow = 3 }
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -37,7 +37,7 @@ final class LifecycleTests: XCTestCase {
         XCTAssertEqual(TypedMessage.decode(logs.first?.data ?? "")?.builtinType, .recalled)
         XCTAssertNil(logs.last?.recalled)
 
-        try await Task.sleep(for: .milliseconds(1100))
+        try await Task.sleep(for: .milliseconds(3100))
         let expired = try await recall(tom, cid: cid, mid: late.uid)
         XCTAssertEqual(expired.code, 4407)
         XCTAssertEqual(expired.reason, "MESSAGE_RECALL_DISABLED")
