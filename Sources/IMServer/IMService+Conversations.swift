@@ -49,9 +49,7 @@ extension IMService {
         let limit = command.limit ?? configuration.historyDefaultLimit
         guard limit >= 1 else { throw IMError(.invalidField, "limit must be at least 1") }
         let records = try await db.read { db -> [MessageRecord] in
-            guard let conversation = try ConversationStore.find(db, id: cid) else {
-                throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
-            }
+            let conversation = try ConversationStore.existing(db, id: cid)
             if !conversation.transient, try !ConversationStore.isMember(db, cid: cid, clientID: clientID) {
                 throw IMError(.conversationLogRejected, "\(clientID) is not a member of \(cid)")
             }

@@ -11,9 +11,7 @@ extension IMService {
         let now = Identifiers.nowMillis()
         let window = Int64(configuration.recallWindow) * 1000
         let (record, members) = try await db.write { db -> (MessageRecord, [String]) in
-            guard let conversation = try ConversationStore.find(db, id: patch.cid) else {
-                throw IMError(.invalidMessagingTarget, "conversation \(patch.cid) does not exist")
-            }
+            let conversation = try ConversationStore.existing(db, id: patch.cid)
             guard var record = try MessageStore.find(db, id: patch.mid), record.cid == patch.cid else {
                 throw IMError(.messageNotFound, "message \(patch.mid) is not in \(patch.cid)")
             }

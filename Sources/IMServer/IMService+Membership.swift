@@ -14,9 +14,7 @@ extension IMService {
             command: command, failure: .conversationSignatureFailed)
         try await reviewMembership(cid: cid, actor: clientID, members: requested, action: selfJoin ? "join" : "invite")
         let change = try await db.write { db -> (record: ConversationRecord, added: [String], members: [String]) in
-            guard let record = try ConversationStore.find(db, id: cid) else {
-                throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
-            }
+            let record = try ConversationStore.existing(db, id: cid)
             if record.transient {
                 guard selfJoin else { throw IMError(.conversationNotAllowed, "chat rooms can only be joined by the client itself") }
                 return (record, [clientID], [])
@@ -59,9 +57,7 @@ extension IMService {
         }
         try await reviewMembership(cid: cid, actor: clientID, members: requested, action: requested == [clientID] ? "quit" : "kick")
         let change = try await db.write { db -> (record: ConversationRecord, removed: [String], remaining: [String]) in
-            guard let record = try ConversationStore.find(db, id: cid) else {
-                throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
-            }
+            let record = try ConversationStore.existing(db, id: cid)
             if record.transient {
                 guard requested == [clientID] else { throw IMError(.conversationNotAllowed, "chat rooms have no members to remove") }
                 return (record, [clientID], [])

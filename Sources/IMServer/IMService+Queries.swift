@@ -41,9 +41,7 @@ extension IMService {
         }
         let now = Identifiers.nowMillis()
         let members = try await db.write { db -> [String] in
-            guard let record = try ConversationStore.find(db, id: cid) else {
-                throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
-            }
+            let record = try ConversationStore.existing(db, id: cid)
             let members = try ConversationStore.members(db, cid: cid)
             if !record.transient, !members.contains(clientID) {
                 throw IMError(.conversationUpdateRejected, "\(clientID) is not a member of \(cid)")
@@ -70,9 +68,7 @@ extension IMService {
         let cid = try requiredCID(command)
         let mute = command.op == .mute
         try await db.write { db in
-            guard let record = try ConversationStore.find(db, id: cid) else {
-                throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
-            }
+            let record = try ConversationStore.existing(db, id: cid)
             if try !ConversationStore.isMember(db, cid: cid, clientID: clientID) {
                 throw IMError(.conversationMembershipRequired, "only members may mute \(cid)")
             }

@@ -34,17 +34,12 @@ actor InterceptionStage {
             if let body { modified.data = body }
             if let recipients { modified.recipients = recipients }
             await pipeline.enqueue(modified)
-        case .drop(let error, let silent):
+        case .drop(let error, silent: false):
+            message.sender.send(IMService.errorReply(error, to: Command(cmd: .direct, i: message.serial)))
+        case .drop(_, silent: true):
             var ack = Command(cmd: .ack, i: message.serial)
-            if silent {
-                ack.uid = Identifiers.messageID()
-                ack.t = Identifiers.nowMillis()
-            } else {
-                ack.code = error.code
-                ack.reason = error.reason
-                ack.detail = error.detail
-                ack.appCode = error.appCode
-            }
+            ack.uid = Identifiers.messageID()
+            ack.t = Identifiers.nowMillis()
             message.sender.send(ack)
         }
     }

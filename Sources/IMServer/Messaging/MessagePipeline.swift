@@ -149,10 +149,7 @@ actor MessagePipeline {
             ack.uid = record.id
             ack.t = record.t
         case .failed(let error):
-            ack.code = error.code
-            ack.reason = error.reason
-            ack.detail = error.detail
-            ack.appCode = error.appCode
+            ack = IMService.errorReply(error, to: Command(cmd: .direct, i: message.serial))
         }
         message.sender.send(ack)
     }

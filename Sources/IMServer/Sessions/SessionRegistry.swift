@@ -19,12 +19,6 @@ final class SessionRegistry: Sendable {
         table.withLock { $0[clientID] ?? [] }
     }
 
-    func isOnline(_ clientID: String) -> Bool {
-        table.withLock { $0[clientID] != nil }
-    }
-
-    var onlineCount: Int { table.withLock { $0.count } }
-
     /// Every logged-in connection.
     var allConnections: [Connection] { table.withLock { $0.values.flatMap { $0 } } }
 }

@@ -82,6 +82,14 @@ enum ConversationStore {
         return (record, true)
     }
 
+    /// The conversation, or error 4401 when there is none with that id.
+    static func existing(_ db: Database, id: String) throws -> ConversationRecord {
+        guard let record = try find(db, id: id) else {
+            throw IMError(.invalidMessagingTarget, "conversation \(id) does not exist")
+        }
+        return record
+    }
+
     static func find(_ db: Database, id: String) throws -> ConversationRecord? {
         try Row.fetchOne(db, sql: "SELECT * FROM conversations WHERE id = ?", arguments: [id]).map(ConversationRecord.init)
     }
