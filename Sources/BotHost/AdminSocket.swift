@@ -89,7 +89,7 @@ public final class AdminSocket: @unchecked Sendable {
             let report = await bot.reload()
             return json(AdminReport(report))
         case "plugins":
-            return json(bot.runtime.plugins.map(AdminPlugin.init))
+            return json(await bot.runtime.plugins.map(AdminPlugin.init))
         case "stats":
             return json(AdminStats(await bot.statistics))
         default:

@@ -38,8 +38,33 @@ public struct BotConfiguration: Sendable {
     public var failClosed = false
     /// Name of the conversation the embedded server creates for trying the bot.
     public var lobbyName = "lobby"
+    /// How the bot reaches the embedded server.
+    public var attachment = BotAttachment.inProcess
 
     public init() {}
+
+    /// The smallest interception deadline the bot host accepts: below it, no review could answer in time.
+    public static let minimumInterceptionDeadlineMillis = 50
+
+    /// How long one interception review (moderation and `before_send`) may run: the interception deadline
+    /// less a margin of 20% (at least 20 ms) for queueing and the way back, so a verdict reaches the server
+    /// before the server applies its failure policy. Hooks in a review get the smaller of their own
+    /// deadline and the time left of this budget.
+    public var reviewBudget: Duration {
+        let deadline = interceptionDeadlineMillis
+        let margin = max(20, deadline / 5)
+        return .milliseconds(max(deadline - margin, 1))
+    }
+
+    /// Checks settings that only make sense together; throws a `ConfigurationError` naming the setting.
+    public func validate() throws {
+        if interceptionDeadlineMillis < Self.minimumInterceptionDeadlineMillis {
+            throw ConfigurationError(message: """
+                server.interception_deadline_ms is \(interceptionDeadlineMillis); it must be at least \
+                \(Self.minimumInterceptionDeadlineMillis) so that moderation can answer before the failure policy applies
+                """)
+        }
+    }
 
     /// Reads a TOML configuration (see README, "Configuration"). Unknown keys are errors, so typos surface.
     public static func load(path: String) throws -> BotConfiguration {
@@ -101,11 +126,25 @@ public struct BotConfiguration: Sendable {
                 config.failClosed = policy == "closed"
             }
             config.lobbyName = try r.string("lobby") ?? config.lobbyName
+            if let attachment = try r.string("bot_attachment") {
+                guard let value = BotAttachment(rawValue: attachment) else {
+                    throw ConfigurationError(message: "server.bot_attachment must be \"in-process\" or \"websocket\"")
+                }
+                config.attachment = value
+            }
             try r.finish()
         }
         try reader.finish()
         return config
     }
+}
+
+/// How a bot host talks to a server in the same process.
+public enum BotAttachment: String, Sendable, CaseIterable {
+    /// Commands cross as values and interception requests as direct calls (the default).
+    case inProcess = "in-process"
+    /// A WebSocket on loopback with JSON frames, exactly as a bot on another machine.
+    case webSocket = "websocket"
 }
 
 /// A configuration file that could not be used.

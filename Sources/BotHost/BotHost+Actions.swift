@@ -49,7 +49,7 @@ extension BotHost {
 
     private func allowSend(in cid: String, plugin: String) -> Bool {
         guard loopGuard.allowSend(in: cid, now: Date().timeIntervalSince1970) else {
-            stats.rateLimited += 1
+            count { $0.rateLimited += 1 }
             logger.warning("reply rate limit reached; message not sent", metadata: ["cid": "\(cid)", "plugin": "\(plugin)"])
             return false
         }
@@ -61,17 +61,20 @@ extension BotHost {
         var outgoing = message
         outgoing.cid = cid
         outgoing.from = configuration.clientID
-        let screened = runtime.beforeSend(outgoing)
-        await finish(HookResult(actions: screened.actions, errors: screened.errors), hook: "before_send")
-        guard var approved = screened.message else {
-            stats.dropped += 1
+        let (screened, moderation) = await runtime.screen(outgoing)
+        let followUp = screened.actions + (moderation?.actions ?? [])
+        let errors = screened.errors + (moderation?.errors ?? [])
+        if !followUp.isEmpty || !errors.isEmpty {
+            await finish(HookResult(actions: followUp, errors: errors), hook: "before_send")
+        }
+        guard var approved = screened.message, let moderation else {
+            count { $0.dropped += 1 }
             logger.info("own message dropped by before_send", metadata: ["plugin": "\(screened.droppedBy ?? "")", "reason": "\(screened.dropReason ?? "")"])
             return
         }
-        let moderation = runtime.moderate(approved)
         switch moderation.verdict {
         case .block(let reason, _, _):
-            stats.dropped += 1
+            count { $0.dropped += 1 }
             logger.info("own message blocked by moderation", metadata: ["plugin": "\(moderation.decidedBy ?? "")", "reason": "\(reason ?? "")"])
             return
         case .replace(let text):
@@ -87,7 +90,7 @@ extension BotHost {
         await run(what, cid, plugin: plugin) {
             // Submitted in order; the ack is awaited off the event path so replies can be pipelined.
             let pending = try await client.conversation(cid).submit(content, options: options)
-            stats.sent += 1
+            self.count { $0.sent += 1 }
             Task {
                 do { _ = try await pending.message() } catch { self.actionFailed(what, cid, plugin: plugin, error) }
             }

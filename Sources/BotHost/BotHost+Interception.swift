@@ -3,62 +3,62 @@ import HookRuntime
 import IMClient
 import IMCore
 import IMServer
+import Synchronization
 
 /// Answering the server's interception requests: moderation and `before_send` decide before delivery.
 extension BotHost {
-    func intercept(_ request: Command) async {
+    /// The verdict for one interception request. Runs off the actor: the plugins' review is one call on
+    /// the Lua thread, bounded by `reviewBudget` so the answer reaches the server before its deadline.
+    nonisolated func verdict(for request: Command) async -> Command {
+        let until = ContinuousClock.now.advanced(by: reviewBudget)
         var verdict = Command(cmd: .hook, op: .verdict)
         verdict.id = request.id
         verdict.verdict = "allow"
         if request.kind == "message", let cid = request.cid, let from = request.fromPeerId, let body = request.msg {
             let message = HookMapping.hookMessage(id: "", cid: cid, from: from, body: body,
                                                   timestamp: Int64(Date().timeIntervalSince1970 * 1000), transient: false)
-            decide(message, body: body, into: &verdict)
+            await decide(message, body: body, until: until, into: &verdict)
         } else if request.kind == "membership", let cid = request.cid, let by = request.initBy, let action = request.action {
-            let review = runtime.reviewMembership(cid: cid, by: by, members: request.m ?? [], action: action)
-            Task { await self.finish(HookResult(actions: review.actions, errors: review.errors), hook: "membership") }
+            let review = await runtime.reviewMembership(cid: cid, by: by, members: request.m ?? [], action: action, until: until)
+            followUp(review.actions, review.errors, hook: "membership")
             if case .block(let reason, let code, _) = review.verdict {
                 verdict.verdict = "drop"
                 verdict.reason = reason ?? "refused by \(review.decidedBy ?? "a plugin")"
                 verdict.appCode = code
             }
         }
-        stats.verdicts += 1
-        do { try await client.sendWithoutReply(verdict) } catch {
-            logger.warning("could not answer an interception request", metadata: ["error": "\(error)"])
-        }
+        count { $0.verdicts += 1 }
+        return verdict
     }
 
-    private func decide(_ message: HookMessage, body: String, into verdict: inout Command) {
+    /// Runs what a review asked for (warn, mute, kick, replies) after the verdict has been given.
+    private nonisolated func followUp(_ actions: [HookAction], _ errors: [HookError], hook: String) {
+        guard !actions.isEmpty || !errors.isEmpty else { return }
+        Task { await self.finish(HookResult(actions: actions, errors: errors), hook: hook) }
+    }
+
+    private nonisolated func decide(_ message: HookMessage, body: String, until: ContinuousClock.Instant,
+                                    into verdict: inout Command) async {
         if let until = mutedUntil(message.from, in: message.cid) {
             verdict.verdict = "drop"
             verdict.reason = "you are muted until \(ISO8601DateFormatter().string(from: until))"
             return
         }
-        let moderation = runtime.moderate(message)
-        let followUp = HookResult(actions: moderation.actions, errors: moderation.errors)
-        Task { await self.finish(followUp, hook: "moderation") }
-        var current = message
-        switch moderation.verdict {
-        case .block(let reason, let code, let silent):
-            stats.blocked += 1
+        let (moderation, screened) = await runtime.review(message, until: until)
+        followUp(moderation.actions + (screened?.actions ?? []), moderation.errors + (screened?.errors ?? []),
+                 hook: "moderation")
+        if case .block(let reason, let code, let silent) = moderation.verdict {
+            count { $0.blocked += 1 }
             verdict.verdict = "drop"
             verdict.reason = reason ?? "blocked by \(moderation.decidedBy ?? "moderation")"
             verdict.appCode = code
             verdict.silent = silent ? true : nil
             return
-        case .replace(let text):
-            current.text = text
-        case .allow:
-            break
         }
-        let screened = runtime.beforeSend(current)
-        let sendFollowUp = HookResult(actions: screened.actions, errors: screened.errors)
-        Task { await self.finish(sendFollowUp, hook: "before_send") }
-        guard let approved = screened.message else {
-            stats.blocked += 1
+        guard let screened, let approved = screened.message else {
+            count { $0.blocked += 1 }
             verdict.verdict = "drop"
-            verdict.reason = screened.dropReason ?? "dropped by \(screened.droppedBy ?? "before_send")"
+            verdict.reason = screened?.dropReason ?? "dropped by \(screened?.droppedBy ?? "before_send")"
             return
         }
         if approved != message {
@@ -79,7 +79,7 @@ extension BotHost {
         logger.info("user muted", metadata: ["cid": "\(cid)", "user": "\(user)", "seconds": "\(seconds)", "reason": "\(reason ?? "")"])
     }
 
-    func mutedUntil(_ user: String, in cid: String) -> Date? {
+    nonisolated func mutedUntil(_ user: String, in cid: String) -> Date? {
         let now = Date().timeIntervalSince1970
         guard let value = try? runtime.store.get(plugin: Self.hostNamespace, key: "mute:\(cid):\(user)", now: now),
               let until = value.doubleValue, until > now else { return nil }
@@ -107,5 +107,22 @@ struct SecretSignatureProvider: IMSignatureProvider {
         }
         let signature = Signer(appID: appID, masterKey: secret).sign(signed, timestamp: timestamp, nonce: nonce)
         return IMSignature(timestamp: timestamp, nonce: nonce, signature: signature)
+    }
+}
+
+/// Answers in-process interception requests for the bot host it is given once the host exists (the
+/// client that carries the requests is made before the host).
+final class Reviewer: Sendable {
+    struct Reference { weak var host: BotHost? }
+    let host = Mutex(Reference())
+
+    func answer(_ request: Command) async -> Command {
+        guard let host = host.withLock({ $0.host }) else {
+            var verdict = Command(cmd: .hook, op: .verdict)
+            verdict.id = request.id
+            verdict.verdict = "allow"
+            return verdict
+        }
+        return await host.verdict(for: request)
     }
 }

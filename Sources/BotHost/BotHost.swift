@@ -3,6 +3,7 @@ import HookRuntime
 import IMClient
 import IMCore
 import Logging
+import Synchronization
 
 /// Counters of a running bot host.
 public struct BotStats: Sendable, Equatable {
@@ -32,10 +33,14 @@ public actor BotHost {
     public nonisolated let runtime: PluginRuntime
     let logger: Logger
     var loopGuard: LoopGuard
-    var stats = BotStats()
+    /// Counters; a mutex rather than actor state so interception answers never wait for the actor.
+    nonisolated let counters = Mutex(BotStats())
+    /// How long one interception review may run: the server's deadline less a safety margin.
+    nonisolated let reviewBudget: Duration
     private var eventTask: Task<Void, Never>?
+    private var routingTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
-    /// Interception requests being answered, so `stop()` can let them finish.
+    /// Interception requests being answered over the WebSocket, so `stop()` can let them finish.
     private var interceptions: [Int: Task<Void, Never>] = [:]
     private var nextInterception = 0
 
@@ -45,15 +50,33 @@ public actor BotHost {
         self.client = client
         self.runtime = runtime
         self.logger = logger
+        reviewBudget = configuration.reviewBudget
         loopGuard = LoopGuard(limit: configuration.replyLimit, window: configuration.replyWindow, maxHops: configuration.maxHops)
     }
 
-    /// A bot host for `serverURL` with the client and runtime its configuration describes.
+    /// A bot host for the server at `serverURL` (a WebSocket) with the client and runtime its configuration
+    /// describes.
     public static func make(configuration: BotConfiguration, serverURL: String,
                             logger: Logger = Logger(label: "hookbot.bot")) throws -> BotHost {
-        var options = IMClientOptions(url: serverURL)
+        try make(configuration: configuration, options: IMClientOptions(url: serverURL), logger: logger)
+    }
+
+    /// A bot host attached to a server in the same process: commands and interception requests cross as
+    /// values and direct calls, with no socket and no encoding.
+    public static func make(configuration: BotConfiguration, local endpoint: any LocalEndpoint,
+                            logger: Logger = Logger(label: "hookbot.bot")) throws -> BotHost {
+        try make(configuration: configuration, options: IMClientOptions(local: endpoint), logger: logger)
+    }
+
+    private static func make(configuration: BotConfiguration, options: IMClientOptions, logger: Logger) throws -> BotHost {
+        try configuration.validate()
+        var options = options
         if let secret = configuration.interceptorSecret {
             options.signatureProvider = SecretSignatureProvider(secret: secret)
+        }
+        let reviewer = Reviewer()
+        if options.localEndpoint != nil, configuration.interceptorSecret != nil {
+            options.interceptionHandler = { request in await reviewer.answer(request) }
         }
         let client = IMClient(clientId: configuration.clientID, tag: configuration.tag,
                               deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
@@ -63,53 +86,71 @@ public actor BotHost {
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
                                     config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
                                     botID: configuration.clientID)
-        return BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger)
+        let host = BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger)
+        reviewer.host.withLock { $0.host = host }
+        return host
     }
 
     /// The live counters.
-    public var statistics: BotStats { stats }
+    public var statistics: BotStats { counters.withLock { $0 } }
 
     /// Loads the plugins, logs in (forced, so a restarted bot takes over its tag), and starts routing,
     /// hot reload and timers.
     public func start() async throws {
-        let report = runtime.loadAll()
+        let report = await runtime.loadAll()
         logReload(report)
         await execute(report.actions)
+        // Interception requests are answered as they arrive; everything else is routed in order, on a
+        // task of its own, so that a slow hook never holds up a verdict.
+        let (routed, routing) = AsyncStream<IMEvent>.makeStream()
         let events = client.events()
         eventTask = Task { [weak self] in
             for await event in events {
+                guard let self else { break }
+                if case .unhandled(let command) = event, command.cmd == .hook, command.op == .request {
+                    await self.answerRemotely(command)
+                } else {
+                    routing.yield(event)
+                }
+            }
+            routing.finish()
+        }
+        routingTask = Task { [weak self] in
+            for await event in routed {
                 guard let self else { return }
                 await self.route(event)
             }
         }
         try await client.open(force: true)
         if configuration.watchInterval > 0 {
-            runtime.startWatching(interval: configuration.watchInterval) { [weak self] report in
-                Task { await self?.afterReload(report) }
+            await runtime.startWatching(interval: configuration.watchInterval) { [weak self] report in
+                await self?.afterReload(report)
             }
         }
         timerTask = runtime.startTimerDriver { [weak self] result in
             await self?.finish(result, hook: "timer")
         }
-        logger.info("bot running", metadata: ["client": "\(configuration.clientID)", "plugins": "\(runtime.plugins.count)"])
+        let pluginCount = await runtime.plugins.count
+        logger.info("bot running", metadata: ["client": "\(configuration.clientID)", "plugins": "\(pluginCount)"])
     }
 
     /// Stops taking events, lets hooks in flight finish, unloads the plugins (`on_unload`) and logs out.
     public func stop() async {
-        runtime.stopWatching()
+        await runtime.stopWatching()
         timerTask?.cancel()
         for task in interceptions.values { await task.value }
         await client.close()
         eventTask?.cancel()
         await eventTask?.value
-        let report = runtime.shutdown()
+        await routingTask?.value
+        let report = await runtime.shutdown()
         logReload(report)
         logger.info("bot stopped")
     }
 
     /// Reloads every plugin now (what `hookbot reload` does).
     public func reload() async -> ReloadReport {
-        let report = runtime.reloadAll()
+        let report = await runtime.reloadAll()
         await afterReload(report)
         return report
     }
@@ -126,6 +167,19 @@ public actor BotHost {
         for error in report.errors { logger.error("plugin failed to load", metadata: ["error": "\(error)"]) }
     }
 
+    /// Answers an interception request that came over the WebSocket.
+    private func answerRemotely(_ request: Command) {
+        nextInterception += 1
+        let id = nextInterception
+        interceptions[id] = Task {
+            let verdict = await self.verdict(for: request)
+            do { try await self.client.sendWithoutReply(verdict) } catch {
+                self.logger.warning("could not answer an interception request", metadata: ["error": "\(error)"])
+            }
+            self.interceptions[id] = nil
+        }
+    }
+
     // MARK: Routing
 
     func route(_ event: IMEvent) async {
@@ -135,8 +189,8 @@ public actor BotHost {
             await receive(message)
         case .cmd(let cmd):
             guard cmd.from != configuration.clientID else { return }
-            stats.commands += 1
-            await finish(runtime.command(HookMapping.hookCommand(cmd)), hook: "on_cmd")
+            count { $0.commands += 1 }
+            await finish(await runtime.command(HookMapping.hookCommand(cmd)), hook: "on_cmd")
         case .recalled(let message):
             await dispatch(.recalled(cid: message.conversationId, messageID: message.id, by: message.from, timestamp: message.timestamp))
         case .membersJoined(let cid, let members, let by):
@@ -150,13 +204,6 @@ public actor BotHost {
             await dispatch(.kicked(cid: cid, by: by))
         case .conversationUpdated(let cid, let patch, let by, _):
             await dispatch(.conversationUpdated(cid: cid, attrs: HookMapping.hook(patch), by: by))
-        case .unhandled(let command) where command.cmd == .hook && command.op == .request:
-            nextInterception += 1
-            let id = nextInterception
-            interceptions[id] = Task {
-                await self.intercept(command)
-                self.interceptions[id] = nil
-            }
         case .kickedOffline(let error):
             logger.error("logged out by the server", metadata: ["error": "\(error)"])
         case .paused(let error):
@@ -169,18 +216,18 @@ public actor BotHost {
     }
 
     private func dispatch(_ event: HookEvent) async {
-        stats.events += 1
-        await finish(runtime.handle(event), hook: "event")
+        count { $0.events += 1 }
+        await finish(await runtime.handle(event), hook: "event")
     }
 
     private func receive(_ message: IMMessage) async {
         guard message.from != configuration.clientID else { return }
         let incoming = HookMapping.hookMessage(message)
         if message.isTransient {
-            stats.transients += 1
-            return await finish(runtime.transient(incoming), hook: "on_transient")
+            count { $0.transients += 1 }
+            return await finish(await runtime.transient(incoming), hook: "on_transient")
         }
-        stats.messages += 1
+        count { $0.messages += 1 }
         let hops = incoming.attrs[LoopGuard.hopKey]?.intValue ?? 0
         guard loopGuard.mayAnswer(hops: hops) else {
             logger.debug("not answering: hop limit", metadata: ["cid": "\(message.conversationId)", "hops": "\(hops)"])
@@ -189,17 +236,17 @@ public actor BotHost {
         let language = targetLanguage(for: incoming)
         if configuration.interceptorSecret == nil, language == nil {
             // Moderation and on_receive as one unit, so a reload cannot fall between them.
-            let outcome = runtime.incoming(incoming)
-            if case .block = outcome.moderation.verdict { stats.blocked += 1 }
+            let outcome = await runtime.incoming(incoming)
+            if case .block = outcome.moderation.verdict { count { $0.blocked += 1 } }
             return await finish(HookResult(actions: outcome.actions, errors: outcome.errors), hook: "incoming", replyingTo: hops)
         }
         var delivered = incoming
         if configuration.interceptorSecret == nil {
-            let moderation = runtime.moderate(incoming)
+            let moderation = await runtime.moderate(incoming)
             await finish(HookResult(actions: moderation.actions, errors: moderation.errors), hook: "moderation")
             switch moderation.verdict {
             case .block:
-                stats.blocked += 1
+                count { $0.blocked += 1 }
                 return
             case .replace(let text):
                 delivered.text = text
@@ -208,13 +255,13 @@ public actor BotHost {
             }
         }
         if let language, let text = delivered.text {
-            let translation = runtime.translate(text: text, from: nil, to: language, messageID: delivered.id)
+            let translation = await runtime.translate(text: text, from: nil, to: language, messageID: delivered.id)
             await finish(HookResult(actions: translation.actions, errors: translation.errors), hook: "translate")
             if let translated = translation.text {
                 delivered.attrs["translation"] = .object(["to": .string(language), "text": .string(translated)])
             }
         }
-        await finish(runtime.receive(delivered), hook: "on_receive", replyingTo: hops)
+        await finish(await runtime.receive(delivered), hook: "on_receive", replyingTo: hops)
     }
 
     private func targetLanguage(for message: HookMessage) -> String? {
@@ -234,9 +281,14 @@ public actor BotHost {
         do { try await body() } catch { actionFailed(what, cid, plugin: plugin, error) }
     }
 
+    /// Updates the counters.
+    nonisolated func count(_ update: (inout BotStats) -> Void) {
+        counters.withLock { update(&$0) }
+    }
+
     /// Counts a failed action and logs it with the plugin that asked for it.
-    func actionFailed(_ what: String, _ cid: String, plugin: String?, _ error: any Error) {
-        stats.actionErrors += 1
+    nonisolated func actionFailed(_ what: String, _ cid: String, plugin: String?, _ error: any Error) {
+        count { $0.actionErrors += 1 }
         logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin ?? "host")", "error": "\(error)"])
     }
 }

@@ -5,7 +5,9 @@ import IMServer
 import Logging
 
 /// `hookbot run` without `--server`: an IM server in the same process with the bot as its interceptor,
-/// and a conversation (the lobby) to try the bot in.
+/// and a conversation (the lobby) to try the bot in. The bot attaches in process by default (commands
+/// as values, interception as direct calls); `BotConfiguration.attachment` can make it use a loopback
+/// WebSocket instead, as a bot on another machine would.
 public final class EmbeddedHub: Sendable {
     public let server: IMServer
     public let bot: BotHost
@@ -34,7 +36,10 @@ public final class EmbeddedHub: Sendable {
         let imServer = try IMServer(configuration: server, logger: logger)
         let port = try await imServer.start()
         do {
-            let host = try BotHost.make(configuration: bot, serverURL: "ws://127.0.0.1:\(port)/ws", logger: logger)
+            let host = switch configuration.attachment {
+            case .inProcess: try BotHost.make(configuration: bot, local: imServer, logger: logger)
+            case .webSocket: try BotHost.make(configuration: bot, serverURL: "ws://127.0.0.1:\(port)/ws", logger: logger)
+            }
             try await host.start()
             let lobby = try await lobby(named: configuration.lobbyName, client: host.client)
             return EmbeddedHub(server: imServer, bot: host, port: port, lobbyID: lobby)

@@ -2,6 +2,9 @@ import Foundation
 
 /// Keeps bots from talking to each other forever: counts the bot's own messages per conversation in a
 /// sliding window, and reads the hop count that every bot message carries in its attributes.
+///
+/// Each conversation keeps only the send times still inside the window (at most `limit` of them), so a
+/// check costs O(1) amortised, and conversations that went quiet are forgotten.
 struct LoopGuard {
     /// The attribute key carrying how many bot replies led to a message.
     static let hopKey = "hookbot.hop"
@@ -9,7 +12,8 @@ struct LoopGuard {
     let limit: Int
     let window: Double
     let maxHops: Int
-    private var sent: [String: [Double]] = [:]
+    private var sent: [String: SendTimes] = [:]
+    private var checksSincePurge = 0
 
     init(limit: Int, window: Double, maxHops: Int) {
         self.limit = limit
@@ -20,15 +24,45 @@ struct LoopGuard {
     /// Whether a message with this hop count may still be answered.
     func mayAnswer(hops: Int) -> Bool { hops < maxHops }
 
+    /// Number of conversations with sends inside the window (for tests and stats).
+    var trackedConversations: Int { sent.count }
+
     /// Records a send in `cid` at `now` if the rate allows it.
     mutating func allowSend(in cid: String, now: Double) -> Bool {
-        var times = sent[cid, default: []].filter { now - $0 < window }
-        guard times.count < limit else {
-            sent[cid] = times
-            return false
-        }
-        times.append(now)
+        purgeIfDue(now: now)
+        var times = sent.removeValue(forKey: cid) ?? SendTimes()
+        times.dropOlder(than: now - window)
+        let allowed = times.count < limit
+        if allowed { times.append(now) }
         sent[cid] = times
-        return true
+        return allowed
+    }
+
+    /// Every so often, forgets conversations whose last send has left the window (amortised O(1)).
+    private mutating func purgeIfDue(now: Double) {
+        checksSincePurge += 1
+        guard checksSincePurge >= max(64, sent.count) else { return }
+        checksSincePurge = 0
+        let horizon = now - window
+        sent = sent.filter { ($0.value.newest ?? -.infinity) > horizon }
+    }
+}
+
+/// Send times in increasing order, oldest first; dropping from the front is O(1) amortised.
+private struct SendTimes {
+    private var times: [Double] = []
+    private var head = 0
+
+    var count: Int { times.count - head }
+    var newest: Double? { times.last }
+
+    mutating func append(_ time: Double) { times.append(time) }
+
+    mutating func dropOlder(than horizon: Double) {
+        while head < times.count, times[head] <= horizon { head += 1 }
+        if head > 32, head * 2 > times.count {
+            times.removeFirst(head)
+            head = 0
+        }
     }
 }

@@ -94,7 +94,7 @@ public enum HookBenchmark {
         let d1 = base.appendingPathComponent("trivial")
         try fm.createDirectory(at: d1, withIntermediateDirectories: true)
         try trivial.write(to: d1.appendingPathComponent("trivial.lua"), atomically: true, encoding: .utf8)
-        let rt1 = PluginRuntime(directory: d1, store: store, logger: quiet)
+        let rt1 = PluginEngine(directory: d1, store: store, logger: quiet)
         try check(rt1.loadAll(), expect: 1)
         for _ in 0..<2000 { _ = rt1.receive(msg) }
         let t0 = DispatchTime.now().uptimeNanoseconds
@@ -108,7 +108,7 @@ public enum HookBenchmark {
         for (n, src) in pipeline {
             try src.write(to: d2.appendingPathComponent("\(n).lua"), atomically: true, encoding: .utf8)
         }
-        let rt2 = PluginRuntime(directory: d2, store: store, logger: quiet)
+        let rt2 = PluginEngine(directory: d2, store: store, logger: quiet)
         try check(rt2.loadAll(), expect: pipeline.count)
         var ping = msg
         ping.text = "!ping"

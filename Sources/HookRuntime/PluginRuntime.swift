@@ -1,58 +1,25 @@
-import CLua
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 
-/// What a load / reload / directory sync did.
-public struct ReloadReport: Sendable, Hashable {
-    /// Plugins loaded for the first time.
-    public var loaded: [String] = []
-    /// Plugins whose new version replaced the old one.
-    public var reloaded: [String] = []
-    /// Plugins removed (file deleted or explicit unload).
-    public var unloaded: [String] = []
-    /// Failures; for a plugin that was running, the old version keeps running.
-    public var errors: [HookError] = []
-    /// Actions produced by `on_load` / `on_unload`.
-    public var actions: [HookAction] = []
-
-    public var isEmpty: Bool { loaded.isEmpty && reloaded.isEmpty && unloaded.isEmpty && errors.isEmpty }
-
-    mutating func merge(_ o: ReloadReport) {
-        loaded += o.loaded; reloaded += o.reloaded; unloaded += o.unloaded; errors += o.errors; actions += o.actions
-    }
-}
-
-/// Hosts the Lua plugins of one plugins directory.
+/// The plugins of a running bot, on a thread of their own.
 ///
-/// Thread-safe: every call that runs Lua is serialised by one lock, so a
-/// plugin's `lua_State` is never used by two threads, and an event runs
-/// entirely on one version of each plugin. Hot reload compiles and `on_load`s
-/// a new version outside that lock, then swaps it in under the lock.
-public final class PluginRuntime: @unchecked Sendable {
-    public let directory: URL
-    public let store: HookStateStore
-    public let limits: HookLimits
-    public let clock: HookClock
-    let env: PluginEnvironment
-    let logger: Logger
+/// Every Lua call runs on one dedicated thread (a single-threaded NIO event loop serves as the actor's
+/// executor), never on Swift's shared cooperative pool, so a slow hook delays only other Lua work and
+/// callers simply `await` it. Calls run one at a time in the order they arrive; an event runs entirely
+/// on one version of each plugin. The synchronous `PluginEngine` underneath does the work.
+public actor PluginRuntime {
+    public nonisolated let directory: URL
+    public nonisolated let store: HookStateStore
+    public nonisolated let limits: HookLimits
+    public nonisolated let clock: HookClock
+    private let engine: PluginEngine
+    private let thread: MultiThreadedEventLoopGroup
+    private let loop: any EventLoop
+    private var watcher: Task<Void, Never>?
 
-    /// Serialises all Lua execution and guards `ordered`.
-    private let lock = NSLock()
-    /// Serialises loads/reloads/unloads.
-    private let reloadLock = NSLock()
-    /// Guards `config`, `failedSources`, `fingerprints`, `generations`.
-    private let metaLock = NSLock()
-
-    /// Live plugins in dispatch order (priority desc, name asc).
-    private var ordered: [LuaPlugin] = []
-    private var byKey: [String: LuaPlugin] = [:]
-    private var config: [String: JSONValue]
-    private var failedSources: [String: (path: String, error: HookError)] = [:]
-    private var fingerprints: [String: String] = [:]
-    private var libFingerprint: String = ""
-    private var generations: [String: Int] = [:]
-    private var watcher: DispatchSourceTimer?
-    private let watchQueue = DispatchQueue(label: "hookbot.plugins.watch")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
 
     /// - Parameters:
     ///   - directory: the plugins directory (`*.lua` files, `name/init.lua` folders, `lib/` modules).
@@ -63,765 +30,152 @@ public final class PluginRuntime: @unchecked Sendable {
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
                 logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil) {
-        self.directory = directory.standardizedFileURL
+        let engine = PluginEngine(directory: directory, store: store, config: config, limits: limits, clock: clock,
+                                  logger: logger, botID: botID)
+        self.engine = engine
+        self.directory = engine.directory
         self.store = store
         self.limits = limits
         self.clock = clock
-        self.logger = logger
-        self.config = config
-        self.env = PluginEnvironment(store: store, clock: clock, logger: logger, limits: limits, directory: self.directory,
-                                     botID: botID)
-    }
-
-    /// Same, with a `Logger(label: "hookbot.plugins")` at `logLevel`.
-    public convenience init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
-                            limits: HookLimits = .default, clock: HookClock = .system, logLevel: HookLogLevel) {
-        var logger = Logger(label: "hookbot.plugins")
-        logger.logLevel = logLevel.swiftLog
-        self.init(directory: directory, store: store, config: config, limits: limits, clock: clock, logger: logger)
+        thread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        loop = thread.next()
     }
 
     deinit {
         watcher?.cancel()
+        thread.shutdownGracefully { _ in }
     }
 
-    // MARK: - status
+    // MARK: Status
 
     /// Status of every known plugin (loaded, disabled, or failed to load).
-    public var plugins: [PluginStatus] {
-        lock.lock()
-        var out = ordered.map { p in
-            PluginStatus(name: p.name, path: p.path, priority: p.priority, state: p.disabled ? .disabled : .loaded,
-                         consecutiveFailures: p.consecutiveFailures, totalFailures: p.totalFailures,
-                         lastError: p.lastError, generation: p.generation,
-                         hooks: HookName.allCases.filter { p.has($0) }.map(\.luaName),
-                         timers: p.timers.count, memoryBytes: p.memoryUsed)
-        }
-        let live = Set(byKey.keys)
-        lock.unlock()
-        metaLock.lock()
-        for (key, f) in failedSources.sorted(by: { $0.key < $1.key }) where !live.contains(key) {
-            out.append(PluginStatus(name: f.error.plugin, path: f.path, priority: 0, state: .failed,
-                                    consecutiveFailures: 0, totalFailures: 0, lastError: f.error,
-                                    generation: generations[key] ?? 0, hooks: [], timers: 0, memoryBytes: 0))
-        }
-        metaLock.unlock()
-        return out
-    }
-
+    public var plugins: [PluginStatus] { engine.plugins }
     /// Custom message types registered by plugins.
-    public var messageTypes: [CustomMessageType] { env.registry.all }
-
+    public var messageTypes: [CustomMessageType] { engine.messageTypes }
     /// The type name of a message type number (built-in or custom).
-    public func typeName(of type: Int) -> String? { env.registry.name(of: type) }
-
-    /// Validates a message against its registered custom type (nil when valid).
-    public func validate(_ message: HookMessage) -> String? { env.registry.validate(message) }
-
+    public func typeName(of type: Int) -> String? { engine.typeName(of: type) }
     /// Replaces the per-plugin config; takes effect on the next (re)load.
-    public func setConfig(_ config: [String: JSONValue]) {
-        metaLock.lock(); self.config = config; metaLock.unlock()
-    }
+    public func setConfig(_ config: [String: JSONValue]) { engine.setConfig(config) }
 
-    // MARK: - loading
+    // MARK: Loading
 
-    struct Source {
-        var key: String
-        var path: String
-        var chunkName: String
-        var fingerprint: String
-    }
+    /// Loads every plugin of the directory.
+    @discardableResult public func loadAll() -> ReloadReport { engine.loadAll() }
+    /// Brings the loaded plugins in line with the directory (new, changed and deleted files).
+    @discardableResult public func sync() -> ReloadReport { engine.sync() }
+    /// Reloads one plugin even if unchanged (re-enabling it if the breaker had disabled it).
+    @discardableResult public func reload(name: String) -> ReloadReport { engine.reload(name: name) }
+    /// Reloads every plugin.
+    @discardableResult public func reloadAll() -> ReloadReport { engine.reloadAll() }
+    /// Unloads one plugin.
+    @discardableResult public func unload(name: String) -> ReloadReport { engine.unload(name: name) }
 
-    private func readFingerprint(_ path: String) -> String {
-        guard let d = FileManager.default.contents(atPath: path) else { return "" }
-        return String(decoding: d, as: UTF8.self)
-    }
-
-    private func folderFingerprint(_ dir: URL) -> String {
-        let fm = FileManager.default
-        guard let en = fm.enumerator(at: dir, includingPropertiesForKeys: nil) else { return "" }
-        var parts: [(String, String)] = []
-        for case let u as URL in en where u.pathExtension == "lua" {
-            parts.append((u.path, readFingerprint(u.path)))
-        }
-        return parts.sorted { $0.0 < $1.0 }.map { "\($0.0)\n\($0.1)" }.joined(separator: "\u{0}")
-    }
-
-    /// Plugins present in the directory.
-    func discover() -> [String: Source] {
-        let fm = FileManager.default
-        var out: [String: Source] = [:]
-        guard let names = try? fm.contentsOfDirectory(atPath: directory.path) else { return out }
-        for n in names.sorted() where !n.hasPrefix(".") {
-            let url = directory.appendingPathComponent(n)
-            var isDir: ObjCBool = false
-            guard fm.fileExists(atPath: url.path, isDirectory: &isDir) else { continue }
-            if isDir.boolValue {
-                guard n != "lib", isValidPluginName(n) else { continue }
-                let initURL = url.appendingPathComponent("init.lua")
-                guard fm.fileExists(atPath: initURL.path) else { continue }
-                out[n] = Source(key: n, path: initURL.path, chunkName: "@\(n)/init.lua", fingerprint: folderFingerprint(url))
-            } else if n.hasSuffix(".lua") {
-                let key = String(n.dropLast(4))
-                guard isValidPluginName(key), out[key] == nil else { continue }
-                out[key] = Source(key: key, path: url.path, chunkName: "@\(n)", fingerprint: readFingerprint(url.path))
-            }
-        }
-        return out
-    }
-
-    /// Loads every plugin of the directory (same as `sync()` on a fresh runtime).
-    @discardableResult
-    public func loadAll() -> ReloadReport { sync() }
-
-    /// Brings the loaded plugins in line with the directory: new files load,
-    /// changed files reload, deleted files unload. The watcher calls this.
-    @discardableResult
-    public func sync() -> ReloadReport {
-        reloadLock.lock(); defer { reloadLock.unlock() }
-        let found = discover()
-        var report = ReloadReport()
-        lock.lock()
-        let liveKeys = Set(byKey.keys)
-        lock.unlock()
-        metaLock.lock()
-        let known = liveKeys.union(failedSources.keys)
-        let fps = fingerprints
-        metaLock.unlock()
-        for key in known.sorted() where found[key] == nil {
-            report.merge(unloadLocked(key: key))
-        }
-        let libFP = folderFingerprint(directory.appendingPathComponent("lib"))
-        let libChanged = libFP != libFingerprint
-        libFingerprint = libFP
-        for key in found.keys.sorted() {
-            let src = found[key]!
-            if fps[key] != src.fingerprint || libChanged || !known.contains(key) {
-                report.merge(loadLocked(src))
-            }
-        }
-        logReport(report)
-        return report
-    }
-
-    /// Reloads one plugin (by plugin name or file name) even if unchanged;
-    /// re-enables it if the circuit breaker had disabled it. A plugin whose
-    /// file is gone is unloaded.
-    @discardableResult
-    public func reload(name: String) -> ReloadReport {
-        reloadLock.lock(); defer { reloadLock.unlock() }
-        lock.lock()
-        let key = byKey.values.first(where: { $0.name == name })?.key ?? name
-        lock.unlock()
-        let found = discover()
-        var report = ReloadReport()
-        if let src = found[key] {
-            report = loadLocked(src)
-        } else {
-            report = unloadLocked(key: key)
-            if report.unloaded.isEmpty {
-                report.errors.append(HookError(plugin: name, hook: "load", reason: .io("no plugin named \(name) in \(directory.path)")))
-            }
-        }
-        logReport(report)
-        return report
-    }
-
-    /// Reloads every plugin (and picks up new and deleted files).
-    @discardableResult
-    public func reloadAll() -> ReloadReport {
-        reloadLock.lock(); defer { reloadLock.unlock() }
-        let found = discover()
-        var report = ReloadReport()
-        lock.lock()
-        let liveKeys = Set(byKey.keys)
-        lock.unlock()
-        metaLock.lock()
-        let known = liveKeys.union(failedSources.keys)
-        metaLock.unlock()
-        for key in known.sorted() where found[key] == nil { report.merge(unloadLocked(key: key)) }
-        libFingerprint = folderFingerprint(directory.appendingPathComponent("lib"))
-        for key in found.keys.sorted() { report.merge(loadLocked(found[key]!)) }
-        logReport(report)
-        return report
-    }
-
-    /// Unloads one plugin (`on_unload`, timers cancelled, types unregistered).
-    @discardableResult
-    public func unload(name: String) -> ReloadReport {
-        reloadLock.lock(); defer { reloadLock.unlock() }
-        lock.lock()
-        let key = byKey.values.first(where: { $0.name == name })?.key ?? name
-        lock.unlock()
-        return unloadLocked(key: key)
-    }
-
-    /// Unloads every plugin and stops watching.
-    @discardableResult
-    public func shutdown() -> ReloadReport {
+    /// Stops hot reload and unloads every plugin.
+    @discardableResult public func shutdown() -> ReloadReport {
         stopWatching()
-        reloadLock.lock(); defer { reloadLock.unlock() }
-        lock.lock()
-        let keys = ordered.map(\.key)
-        lock.unlock()
-        var report = ReloadReport()
-        for k in keys { report.merge(unloadLocked(key: k)) }
-        return report
+        return engine.shutdown()
     }
 
-    private func logReport(_ r: ReloadReport) {
-        for n in r.loaded { logger.info("plugin loaded", metadata: ["plugin": "\(n)"]) }
-        for n in r.reloaded { logger.info("plugin reloaded", metadata: ["plugin": "\(n)"]) }
-        for n in r.unloaded { logger.info("plugin unloaded", metadata: ["plugin": "\(n)"]) }
-        for e in r.errors { logger.error("plugin load failed: \(e)", metadata: ["plugin": "\(e.plugin)"]) }
-    }
-
-    /// Compile + on_load a new instance (outside the dispatch lock), then swap.
-    private func loadLocked(_ src: Source) -> ReloadReport {
-        var report = ReloadReport()
-        metaLock.lock()
-        let gen = (generations[src.key] ?? 0) + 1
-        generations[src.key] = gen
-        let cfgAll = config
-        metaLock.unlock()
-
-        guard let data = FileManager.default.contents(atPath: src.path) else {
-            let e = HookError(plugin: src.key, hook: "load", reason: .io("cannot read \(src.path)"))
-            recordFailure(src, e)
-            report.errors.append(e)
-            return report
-        }
-        let source = String(decoding: data, as: UTF8.self)
-        let plugin: LuaPlugin
-        do {
-            // the config is looked up by plugin name once the name is known;
-            // the file name is used as a first guess
-            plugin = try LuaPlugin(env: env, key: src.key, path: src.path, chunkName: src.chunkName, source: source,
-                                   generation: gen, hostConfig: { name in cfgAll[name] ?? cfgAll[src.key] })
-        } catch let e as HookError {
-            recordFailure(src, e)
-            report.errors.append(e)
-            return report
-        } catch {
-            let e = HookError(plugin: src.key, hook: "load", reason: .invalidPlugin("\(error)"))
-            recordFailure(src, e)
-            report.errors.append(e)
-            return report
-        }
-        // unique names
-        lock.lock()
-        let clash = byKey.values.first(where: { $0.name == plugin.name && $0.key != src.key })
-        lock.unlock()
-        if let clash {
-            let e = HookError(plugin: plugin.name, hook: "load",
-                              reason: .invalidPlugin("name \(plugin.name) is already used by \(clash.path)"))
-            plugin.close()
-            recordFailure(src, e)
-            report.errors.append(e)
-            return report
-        }
-        // on_load in the fresh state; the old version keeps serving events meanwhile
-        if plugin.has(.onLoad) {
-            if let e = plugin.invoke(.onLoad, timeout: limits.loadDeadline, { _ in 0 }) {
-                env.registry.removeAll(owner: plugin.instanceID)
-                plugin.close()
-                recordFailure(src, e)
-                report.errors.append(e)
-                return report
+    /// Polls the plugins directory every `interval` seconds and applies changes (`sync()`); `onChange`
+    /// receives every non-empty report.
+    public func startWatching(interval: Double = 1.0, onChange: (@Sendable (ReloadReport) async -> Void)? = nil) {
+        watcher?.cancel()
+        watcher = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(interval))
+                guard !Task.isCancelled, let self else { return }
+                let report = await self.sync()
+                if !report.isEmpty { await onChange?(report) }
             }
-            if let L = plugin.L { lua_settop(L, 0) }
-            report.actions += plugin.takeActions()
         }
-        // swap
-        lock.lock()
-        let old = byKey[src.key]
-        byKey[src.key] = plugin
-        if let old, let i = ordered.firstIndex(where: { $0 === old }) { ordered.remove(at: i) }
-        ordered.append(plugin)
-        ordered.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.name < $1.name }
-        if let old {
-            report.actions += finishUnload(old)
-        }
-        lock.unlock()
-        metaLock.lock()
-        failedSources[src.key] = nil
-        fingerprints[src.key] = src.fingerprint
-        metaLock.unlock()
-        if old != nil { report.reloaded.append(plugin.name) } else { report.loaded.append(plugin.name) }
-        return report
-    }
-
-    private func recordFailure(_ src: Source, _ e: HookError) {
-        metaLock.lock()
-        fingerprints[src.key] = src.fingerprint  // do not retry an unchanged broken file
-        failedSources[src.key] = (src.path, e)
-        metaLock.unlock()
-    }
-
-    /// Runs `on_unload` and disposes of everything the instance owns. Caller holds `lock`.
-    private func finishUnload(_ old: LuaPlugin) -> [HookAction] {
-        var actions: [HookAction] = []
-        if old.has(.onUnload) {
-            if let e = old.invoke(.onUnload, timeout: limits.loadDeadline, { _ in 0 }) {
-                logger.error("\(e)", metadata: ["plugin": "\(old.name)"])
-            }
-            actions = old.takeActions()
-        }
-        env.registry.removeAll(owner: old.instanceID)
-        old.close()
-        return actions
-    }
-
-    private func unloadLocked(key: String) -> ReloadReport {
-        var report = ReloadReport()
-        lock.lock()
-        if let old = byKey.removeValue(forKey: key) {
-            ordered.removeAll { $0 === old }
-            report.actions += finishUnload(old)
-            report.unloaded.append(old.name)
-        }
-        lock.unlock()
-        metaLock.lock()
-        failedSources[key] = nil
-        fingerprints[key] = nil
-        metaLock.unlock()
-        return report
-    }
-
-    // MARK: - watching
-
-    /// Polls the plugins directory every `interval` seconds and applies
-    /// changes with `sync()`. `onChange` receives every non-empty report.
-    public func startWatching(interval: Double = 1.0, onChange: (@Sendable (ReloadReport) -> Void)? = nil) {
-        stopWatching()
-        let t = DispatchSource.makeTimerSource(queue: watchQueue)
-        t.schedule(deadline: .now() + interval, repeating: interval)
-        t.setEventHandler { [weak self] in
-            guard let self else { return }
-            let r = self.sync()
-            if !r.isEmpty { onChange?(r) }
-        }
-        lock.lock(); watcher = t; lock.unlock()
-        t.resume()
     }
 
     public func stopWatching() {
-        lock.lock()
-        let w = watcher
+        watcher?.cancel()
         watcher = nil
-        lock.unlock()
-        w?.cancel()
     }
 
-    // MARK: - dispatch helpers
+    // MARK: Hooks
 
-    /// Records the outcome of one hook call for the circuit breaker.
-    private func account(_ p: LuaPlugin, _ error: HookError?, into errors: inout [HookError]) {
-        guard let error else {
-            if p.consecutiveFailures != 0 { p.consecutiveFailures = 0 }
-            return
-        }
-        p.consecutiveFailures += 1
-        p.totalFailures += 1
-        p.lastError = error
-        errors.append(error)
-        logger.error("\(error)", metadata: ["plugin": "\(p.name)", "hook": "\(error.hook)"])
-        if limits.breakerThreshold > 0 && p.consecutiveFailures >= limits.breakerThreshold && !p.disabled {
-            p.disabled = true
-            logger.error("plugin disabled after \(p.consecutiveFailures) consecutive failures; reload to re-enable",
-                         metadata: ["plugin": "\(p.name)"])
-        }
+    /// `moderation(msg, ctx)` chain; with `until`, no hook runs past that instant.
+    public func moderate(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> ModerationOutcome {
+        engine.moderate(message, until: until)
     }
 
-    @inline(__always) private func begin(_ p: LuaPlugin, cid: String?, messageID: String?) {
-        p.currentCid = cid
-        p.currentMessageID = messageID
+    /// `membership(ev, ctx)` chain for a proposed membership change.
+    public func reviewMembership(cid: String, by: String, members: [String], action: String,
+                                 until: ContinuousClock.Instant? = nil) -> ModerationOutcome {
+        engine.reviewMembership(cid: cid, by: by, members: members, action: action, until: until)
     }
 
-    /// Runs `hook` on every enabled plugin that has it, in order.
-    private func runAll(_ hook: HookName, cid: String?, messageID: String?, _ push: (LuaRef) -> Int32) -> HookResult {
-        var result = HookResult()
-        for p in ordered where !p.disabled && p.has(hook) {
-            begin(p, cid: cid, messageID: messageID)
-            let e = p.invoke(hook, push)
-            if let L = p.L { lua_settop(L, 0) }
-            account(p, e, into: &result.errors)
-            result.actions += p.takeActions()
-        }
-        return result
+    /// `before_send(msg, ctx)` chain.
+    public func beforeSend(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> BeforeSendOutcome {
+        engine.beforeSend(message, until: until)
     }
 
-    private func pushMessage(_ m: HookMessage) -> (LuaRef) -> Int32 {
-        let name = env.registry.name(of: m.type)
-        return { L in luaPush(L, message: m, typeName: name); return 1 }
+    /// Moderation and, unless blocked, `before_send`, as one call (what an interception review runs).
+    public func review(_ message: HookMessage, until: ContinuousClock.Instant? = nil)
+        -> (moderation: ModerationOutcome, screened: BeforeSendOutcome?)
+    {
+        let moderation = engine.moderate(message, until: until)
+        var current = message
+        switch moderation.verdict {
+        case .block: return (moderation, nil)
+        case .replace(let text): current.text = text
+        case .allow: break
+        }
+        return (moderation, engine.beforeSend(current, until: until))
     }
 
-    // MARK: - events
-
-    /// `moderation(msg, ctx)` chain: the first non-allow verdict wins.
-    public func moderate(_ message: HookMessage) -> ModerationOutcome {
-        lock.lock(); defer { lock.unlock() }
-        return moderateLocked(message)
-    }
-
-    private func moderateLocked(_ message: HookMessage) -> ModerationOutcome {
-        var out = ModerationOutcome(verdict: .allow, decidedBy: nil, actions: [], errors: [])
-        let push = pushMessage(message)
-        for p in ordered where !p.disabled && p.has(.moderation) {
-            begin(p, cid: message.cid, messageID: message.id)
-            var err = p.invoke(.moderation, push)
-            var verdict: ModerationVerdict = .allow
-            if err == nil, let L = p.L {
-                do {
-                    let (v, acts) = try readModeration(L, message: message)
-                    verdict = v
-                    p.pending += acts.map { HookAction(plugin: p.name, kind: $0) }
-                } catch {
-                    err = HookError(plugin: p.name, hook: "moderation", source: p.chunkLabel,
-                                    line: p.hookLines[HookName.moderation.rawValue],
-                                    reason: .invalidResult("\(error)"))
-                }
-                lua_settop(L, 0)
-            }
-            account(p, err, into: &out.errors)
-            out.actions += p.takeActions()
-            if err != nil && limits.moderationFailClosed {
-                out.verdict = .block(reason: "moderation failed (\(p.name))", code: nil, silent: false)
-                out.decidedBy = p.name
-                return out
-            }
-            if verdict != .allow {
-                out.verdict = verdict
-                out.decidedBy = p.name
-                return out
-            }
-        }
-        return out
-    }
-
-    private func readModeration(_ L: LuaRef, message: HookMessage) throws -> (ModerationVerdict, [HookAction.Kind]) {
-        let t = lua_gettop(L)
-        switch lua_type(L, t) {
-        case LUA_TNIL, LUA_TNONE: return (.allow, [])
-        case LUA_TSTRING:
-            if luaString(L, t) == "allow" { return (.allow, []) }
-            if luaString(L, t) == "block" { return (.block(reason: nil, code: nil, silent: false), []) }
-            throw LuaConversionError("moderation must return nil, a verdict table or \"allow\"/\"block\"")
-        case LUA_TTABLE: break
-        default: throw LuaConversionError("moderation must return nil or a verdict table, got \(luaTypeName(L, t))")
-        }
-        let v = try luaToJSON(L, t, path: "verdict")
-        guard case .object(let o) = v else { throw LuaConversionError("verdict must be a table with string keys") }
-        let kind = o["verdict"]?.stringValue ?? "allow"
-        var actions: [HookAction.Kind] = []
-        if let a = o["actions"], a != .null {
-            guard case .object(let acts) = a else { throw LuaConversionError("verdict.actions must be a table") }
-            let reason = o["reason"]?.stringValue
-            for (k, v) in acts.sorted(by: { $0.key < $1.key }) {
-                switch k {
-                case "warn":
-                    actions.append(.warn(cid: message.cid, user: message.from, reason: v.stringValue ?? reason))
-                case "mute":
-                    actions.append(.mute(cid: message.cid, user: message.from, seconds: v.intValue, reason: reason))
-                case "kick":
-                    if v != .bool(false) { actions.append(.kick(cid: message.cid, user: message.from, reason: v.stringValue ?? reason)) }
-                default: throw LuaConversionError("unknown moderation action '\(k)' (warn, mute, kick)")
-                }
-            }
-        }
-        switch kind {
-        case "allow": return (.allow, actions)
-        case "block":
-            return (.block(reason: o["reason"]?.stringValue, code: o["code"]?.intValue,
-                           silent: o["silent"]?.boolValue ?? false), actions)
-        case "replace":
-            guard let text = o["text"]?.stringValue else { throw LuaConversionError("replace verdict needs text") }
-            return (.replace(text: text), actions)
-        default:
-            throw LuaConversionError("unknown verdict '\(kind)' (allow, block, replace)")
-        }
-    }
-
-    /// `membership(ev, ctx)` chain for a proposed membership change (`ev = {cid, by, members, action}` with
-    /// action `join`, `invite`, `kick` or `quit`): `nil`/`ctx.allow()` lets it happen, `ctx.block(reason,
-    /// {code = n})` refuses it; the first block wins. Moderation actions in the verdict are not used here.
-    public func reviewMembership(cid: String, by: String, members: [String], action: String) -> ModerationOutcome {
-        lock.lock(); defer { lock.unlock() }
-        var out = ModerationOutcome(verdict: .allow, decidedBy: nil, actions: [], errors: [])
-        let event: JSONValue = .object([
-            "cid": .string(cid), "by": .string(by), "members": .array(members.map { .string($0) }), "action": .string(action),
-        ])
-        for p in ordered where !p.disabled && p.has(.membership) {
-            begin(p, cid: cid, messageID: nil)
-            var err = p.invoke(.membership) { L in
-                if !luaPush(L, json: event) { lua_createtable(L, 0, 0) }
-                return 1
-            }
-            var verdict: ModerationVerdict = .allow
-            if err == nil, let L = p.L {
-                do {
-                    verdict = try readModeration(L, message: HookMessage(cid: cid, from: by)).0
-                } catch {
-                    err = HookError(plugin: p.name, hook: "membership", source: p.chunkLabel,
-                                    line: p.hookLines[HookName.membership.rawValue], reason: .invalidResult("\(error)"))
-                }
-                lua_settop(L, 0)
-            }
-            account(p, err, into: &out.errors)
-            out.actions += p.takeActions()
-            if case .block = verdict {
-                out.verdict = verdict
-                out.decidedBy = p.name
-                return out
-            }
-        }
-        return out
+    /// `before_send` and, unless dropped, moderation, as one call (what the bot's own messages go through).
+    public func screen(_ message: HookMessage) -> (screened: BeforeSendOutcome, moderation: ModerationOutcome?) {
+        let screened = engine.beforeSend(message)
+        guard let approved = screened.message else { return (screened, nil) }
+        return (screened, engine.moderate(approved))
     }
 
     /// `on_receive(msg, ctx)` on every plugin.
-    public func receive(_ message: HookMessage) -> HookResult {
-        lock.lock(); defer { lock.unlock() }
-        return runAll(.onReceive, cid: message.cid, messageID: message.id, pushMessage(message))
-    }
-
-    /// The incoming pipeline: moderation, then (unless blocked) `on_receive`
-    /// with the possibly replaced text. Both run under one lock, so a reload
-    /// cannot split an event between two versions.
-    public func incoming(_ message: HookMessage) -> IncomingOutcome {
-        lock.lock(); defer { lock.unlock() }
-        let mod = moderateLocked(message)
-        var delivered: HookMessage? = message
-        switch mod.verdict {
-        case .block: delivered = nil
-        case .replace(let text): delivered?.text = text
-        case .allow: break
-        }
-        var actions = mod.actions
-        var errors = mod.errors
-        if let d = delivered {
-            let r = runAll(.onReceive, cid: d.cid, messageID: d.id, pushMessage(d))
-            actions += r.actions
-            errors += r.errors
-        }
-        return IncomingOutcome(moderation: mod, delivered: delivered, actions: actions, errors: errors)
-    }
-
-    /// `before_send(msg, ctx)` chain: each plugin may return a modified
-    /// message (seen by the next plugin) or `ctx.drop(reason)`.
-    public func beforeSend(_ message: HookMessage) -> BeforeSendOutcome {
-        lock.lock(); defer { lock.unlock() }
-        var out = BeforeSendOutcome(message: message, droppedBy: nil, dropReason: nil, actions: [], errors: [])
-        var current = message
-        for p in ordered where !p.disabled && p.has(.beforeSend) {
-            begin(p, cid: current.cid, messageID: current.id)
-            var err = p.invoke(.beforeSend, pushMessage(current))
-            var drop: String?? = nil
-            if err == nil, let L = p.L {
-                let t = lua_gettop(L)
-                do {
-                    switch lua_type(L, t) {
-                    case LUA_TNIL, LUA_TNONE: break
-                    case LUA_TTABLE:
-                        luaPushStatic(L, "verdict")
-                        let vt = lua_rawget(L, t)
-                        let verdict = vt == LUA_TSTRING ? luaString(L, -1) : nil
-                        lua_settop(L, t)
-                        if vt != LUA_TNIL {
-                            switch verdict {
-                            case "drop":
-                                luaPushStatic(L, "reason")
-                                _ = lua_rawget(L, t)
-                                drop = .some(luaString(L, -1))
-                            case "allow": break
-                            default: throw LuaConversionError("before_send verdict must be \"drop\" or \"allow\"")
-                            }
-                        } else {
-                            let m = try luaToMessage(L, t, base: current)
-                            if let e = env.registry.validate(m) { throw LuaConversionError(e) }
-                            current = m
-                        }
-                    default:
-                        throw LuaConversionError("before_send must return nil, a message table or ctx.drop(reason), got \(luaTypeName(L, t))")
-                    }
-                } catch {
-                    err = HookError(plugin: p.name, hook: "before_send", source: p.chunkLabel,
-                                    line: p.hookLines[HookName.beforeSend.rawValue], reason: .invalidResult("\(error)"))
-                }
-                lua_settop(L, 0)
-            }
-            account(p, err, into: &out.errors)
-            out.actions += p.takeActions()
-            if let drop {
-                out.message = nil
-                out.droppedBy = p.name
-                out.dropReason = drop
-                return out
-            }
-        }
-        out.message = current
-        return out
-    }
-
-    /// `translate(text, from, to, ctx)` provider chain: the first non-nil
-    /// string wins. With a `messageID` the result is cached per (message id,
-    /// target language) in the store and later calls do not run Lua.
+    public func receive(_ message: HookMessage) -> HookResult { engine.receive(message) }
+    /// Moderation, then (unless blocked) `on_receive`, as one call.
+    public func incoming(_ message: HookMessage) -> IncomingOutcome { engine.incoming(message) }
+    /// `translate(text, from, to, ctx)` provider chain (cached per message id).
     public func translate(text: String, from: String?, to: String, messageID: String? = nil) -> TranslationOutcome {
-        if let messageID, let hit = try? store.cachedTranslation(messageID: messageID, lang: to) {
-            return TranslationOutcome(text: hit.text, plugin: hit.plugin, cached: true, actions: [], errors: [])
-        }
-        lock.lock()
-        var out = TranslationOutcome(text: nil, plugin: nil, cached: false, actions: [], errors: [])
-        for p in ordered where !p.disabled && p.has(.translate) {
-            begin(p, cid: nil, messageID: messageID)
-            var err = p.invoke(.translate) { L in
-                luaPush(L, text)
-                if let from { luaPush(L, from) } else { lua_pushnil(L) }
-                luaPush(L, to)
-                return 3
-            }
-            var result: String?
-            if err == nil, let L = p.L {
-                switch lua_type(L, -1) {
-                case LUA_TNIL, LUA_TNONE: break
-                case LUA_TSTRING: result = luaString(L, -1)
-                default:
-                    err = HookError(plugin: p.name, hook: "translate", source: p.chunkLabel,
-                                    line: p.hookLines[HookName.translate.rawValue],
-                                    reason: .invalidResult("translate must return a string or nil, got \(luaTypeName(L, -1))"))
-                }
-                lua_settop(L, 0)
-            }
-            account(p, err, into: &out.errors)
-            out.actions += p.takeActions()
-            if let result {
-                out.text = result
-                out.plugin = p.name
-                break
-            }
-        }
-        lock.unlock()
-        if let messageID, let t = out.text {
-            do {
-                try store.cacheTranslation(messageID: messageID, lang: to, text: t, plugin: out.plugin, now: clock.now())
-            } catch {
-                logger.warning("translation cache write failed: \(error)")
-            }
-        }
-        return out
+        engine.translate(text: text, from: from, to: to, messageID: messageID)
     }
-
     /// `on_cmd(cmd, ctx)` on every plugin.
-    public func command(_ cmd: HookCommand) -> HookResult {
-        lock.lock(); defer { lock.unlock() }
-        return runAll(.onCmd, cid: cmd.cid, messageID: nil) { L in
-            lua_createtable(L, 0, 4)
-            luaSetField(L, "action", cmd.action)
-            if !luaPush(L, json: .object(cmd.ext)) { lua_createtable(L, 0, 0) }
-            luaSetFieldTop(L, "ext")
-            luaSetField(L, "cid", cmd.cid)
-            luaSetField(L, "from", cmd.from)
-            return 1
-        }
-    }
-
+    public func command(_ cmd: HookCommand) -> HookResult { engine.command(cmd) }
     /// `on_transient(msg, ctx)` on every plugin.
-    public func transient(_ message: HookMessage) -> HookResult {
-        lock.lock(); defer { lock.unlock() }
-        var m = message
-        m.transient = true
-        return runAll(.onTransient, cid: m.cid, messageID: m.id, pushMessage(m))
-    }
+    public func transient(_ message: HookMessage) -> HookResult { engine.transient(message) }
+    /// Conversation events.
+    public func handle(_ event: HookEvent) -> HookResult { engine.handle(event) }
 
-    /// Conversation events: `on_member_joined`, `on_member_left`, `on_invited`,
-    /// `on_kicked`, `on_conversation_updated`, `on_recall`.
-    public func handle(_ event: HookEvent) -> HookResult {
-        lock.lock(); defer { lock.unlock() }
-        let table = event.table
-        return runAll(HookName.forEvent(event), cid: event.cid, messageID: nil) { L in
-            if !luaPush(L, json: table) { lua_createtable(L, 0, 0) }
-            return 1
-        }
-    }
-
-    public func memberJoined(cid: String, members: [String], by: String? = nil) -> HookResult {
-        handle(.membersJoined(cid: cid, members: members, by: by))
-    }
-    public func memberLeft(cid: String, members: [String], by: String? = nil) -> HookResult {
-        handle(.membersLeft(cid: cid, members: members, by: by))
-    }
-    public func invited(cid: String, by: String? = nil) -> HookResult { handle(.invited(cid: cid, by: by)) }
-    public func kicked(cid: String, by: String? = nil) -> HookResult { handle(.kicked(cid: cid, by: by)) }
-    public func conversationUpdated(cid: String, attrs: [String: JSONValue], by: String? = nil) -> HookResult {
-        handle(.conversationUpdated(cid: cid, attrs: attrs, by: by))
-    }
-    public func recalled(cid: String, messageID: String, by: String? = nil, timestamp: Int64 = 0) -> HookResult {
-        handle(.recalled(cid: cid, messageID: messageID, by: by, timestamp: timestamp))
-    }
-
-    // MARK: - timers
-
-    /// The earliest due time of any timer (in clock seconds), if any.
-    public var nextTimerDue: Double? {
-        lock.lock(); defer { lock.unlock() }
-        return ordered.filter { !$0.disabled }.flatMap { $0.timers.values.map(\.due) }.min()
-    }
+    // MARK: Timers
 
     /// Number of live timers over all plugins.
-    public var timerCount: Int {
-        lock.lock(); defer { lock.unlock() }
-        return ordered.reduce(0) { $0 + $1.timers.count }
+    public var timerCount: Int { engine.timerCount }
+    /// The earliest due time of any timer (in clock seconds).
+    public var nextTimerDue: Double? { engine.nextTimerDue }
+    /// Fires every timer due at `now` (default: the clock's now).
+    public func fireDueTimers(now: Double? = nil) -> HookResult { engine.fireDueTimers(now: now) }
+
+    private func fireDueTimersAndPlan(maxInterval: Double) -> (HookResult, wait: Double) {
+        let result = engine.fireDueTimers()
+        var wait = maxInterval
+        if let next = engine.nextTimerDue { wait = min(max(next - clock.now(), 0.001), maxInterval) }
+        return (result, wait)
     }
 
-    /// Fires every timer due at `now` (default: the clock's now), earliest
-    /// first. A repeating timer fires at most once per call and is then
-    /// rescheduled one interval after its due time (or after `now` if it fell
-    /// further behind).
-    public func fireDueTimers(now: Double? = nil) -> HookResult {
-        lock.lock(); defer { lock.unlock() }
-        let t = now ?? clock.now()
-        var due: [(plugin: LuaPlugin, order: Int, timer: PluginTimer)] = []
-        for (i, p) in ordered.enumerated() where !p.disabled {
-            for timer in p.timers.values where timer.due <= t { due.append((p, i, timer)) }
-        }
-        due.sort { a, b in
-            if a.timer.due != b.timer.due { return a.timer.due < b.timer.due }
-            if a.order != b.order { return a.order < b.order }
-            return a.timer.id < b.timer.id
-        }
-        var result = HookResult()
-        for (p, _, timer) in due {
-            guard !p.disabled, p.L != nil, let current = p.timers[timer.id] else { continue }
-            let once = current.interval == nil
-            if let iv = current.interval {
-                var next = current.due + iv
-                if next <= t { next = t + iv }
-                p.timers[timer.id]?.due = next
-            } else {
-                p.timers[timer.id] = nil
-            }
-            begin(p, cid: nil, messageID: nil)
-            let e = p.fireTimer(id: timer.id, once: once)
-            account(p, e, into: &result.errors)
-            result.actions += p.takeActions()
-        }
-        return result
-    }
-
-    /// Convenience driver: fires due timers (checking at least every
-    /// `maxInterval` seconds) and hands non-empty results to `handler`.
-    /// Cancel the returned task to stop it.
-    public func startTimerDriver(maxInterval: Double = 0.25,
-                                 handler: @escaping @Sendable (HookResult) async -> Void) -> Task<Void, Never> {
-        Task.detached { [weak self] in
+    /// Fires due timers (checking at least every `maxInterval` seconds) and hands non-empty results to
+    /// `handler`. Cancel the returned task to stop it.
+    public nonisolated func startTimerDriver(maxInterval: Double = 0.25,
+                                             handler: @escaping @Sendable (HookResult) async -> Void) -> Task<Void, Never> {
+        Task { [weak self] in
             while !Task.isCancelled {
                 guard let self else { return }
-                let r = self.fireDueTimers()
-                if !r.actions.isEmpty || !r.errors.isEmpty { await handler(r) }
-                var wait = maxInterval
-                if let next = self.nextTimerDue { wait = min(max(next - self.clock.now(), 0.001), maxInterval) }
-                try? await Task.sleep(nanoseconds: UInt64(wait * 1e9))
+                let (result, wait) = await self.fireDueTimersAndPlan(maxInterval: maxInterval)
+                if !result.actions.isEmpty || !result.errors.isEmpty { await handler(result) }
+                try? await Task.sleep(for: .seconds(wait))
             }
         }
     }
 }
-

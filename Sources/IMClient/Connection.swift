@@ -4,8 +4,9 @@ import IMCore
 import Logging
 import Synchronization
 
-/// One WebSocket connection to the server. Frames queued with `send` leave in order; received frames
-/// arrive on `inbound`, which finishes when the connection ends for any reason.
+/// One connection to the server: a WebSocket, or an in-process attachment (`LocalEndpoint`) where
+/// commands cross as values. Commands queued with `send` leave in order; received ones arrive on
+/// `inbound`, which finishes when the connection ends for any reason.
 final class Link: Sendable {
     /// A received text frame.
     enum Frame: Sendable {
@@ -17,15 +18,31 @@ final class Link: Sendable {
     /// Identifies the link in the client's bookkeeping.
     let id: Int
     let inbound: AsyncStream<Frame>
-    private let outbound: AsyncStream<String>.Continuation
+    private let transport: Transport
     private let task: Mutex<Task<Void, Never>?>
     private let codec = JSONCommandCodec()
 
-    private init(id: Int, inbound: AsyncStream<Frame>, outbound: AsyncStream<String>.Continuation) {
+    private enum Transport: Sendable {
+        /// Encoded frames for the WebSocket writer.
+        case webSocket(AsyncStream<String>.Continuation)
+        case local(LocalConnection)
+    }
+
+    private init(id: Int, inbound: AsyncStream<Frame>, transport: Transport) {
         self.id = id
         self.inbound = inbound
-        self.outbound = outbound
+        self.transport = transport
         task = Mutex(nil)
+    }
+
+    /// Attaches to a server in the same process. Throws when it is not running.
+    static func attach(id: Int, to endpoint: any LocalEndpoint,
+                       review: (@Sendable (Command) async -> Command)?) throws(IMError) -> Link {
+        let (inbound, continuation) = AsyncStream<Frame>.makeStream()
+        guard let connection = endpoint.connectLocally(
+            receive: { continuation.yield(.command($0)) }, closed: { continuation.finish() }, review: review)
+        else { throw IMError(.connectionFailed, "the in-process server is not running") }
+        return Link(id: id, inbound: inbound, transport: .local(connection))
     }
 
     /// Opens a WebSocket to `url`. Throws when the connection is not established within `timeout`.
@@ -34,7 +51,7 @@ final class Link: Sendable {
         let (frames, outbound) = AsyncStream<String>.makeStream()
         let (inbound, inboundContinuation) = AsyncStream<Frame>.makeStream()
         let (ready, readyContinuation) = AsyncStream<Bool>.makeStream()
-        let link = Link(id: id, inbound: inbound, outbound: outbound)
+        let link = Link(id: id, inbound: inbound, transport: .webSocket(outbound))
         let configuration = WebSocketClientConfiguration(
             maxFrameSize: maxFrameSize, autoPing: pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
         let codec = JSONCommandCodec()
@@ -79,18 +96,27 @@ final class Link: Sendable {
 
     /// Queues a command for sending.
     func send(_ command: Command) {
-        outbound.yield(codec.encode(command))
+        switch transport {
+        case .webSocket(let outbound): outbound.yield(codec.encode(command))
+        case .local(let connection): connection.send(command)
+        }
     }
 
-    /// Closes the connection after the frames already queued; `inbound` then finishes.
+    /// Closes the connection after the commands already queued; `inbound` then finishes.
     func close() {
-        outbound.finish()
+        switch transport {
+        case .webSocket(let outbound): outbound.finish()
+        case .local(let connection): connection.close()
+        }
     }
 
     /// Closes the connection and waits until it has ended, at most `timeout` (then drops it).
     func closeAndWait(timeout: Duration) async {
-        outbound.finish()
-        guard let task = task.withLock({ $0 }) else { return }
+        close()
+        guard let task = task.withLock({ $0 }) else {
+            if case .local = transport { for await _ in inbound {} }
+            return
+        }
         let timer = Task {
             try? await Task.sleep(for: timeout)
             if !Task.isCancelled { task.cancel() }
@@ -101,7 +127,7 @@ final class Link: Sendable {
 
     /// Drops the connection at once.
     func abort() {
-        outbound.finish()
+        close()
         task.withLock { $0 }?.cancel()
     }
 }

@@ -172,9 +172,13 @@ public actor IMClient {
         nextLinkID += 1
         let link: Link
         do {
-            link = try await Link.connect(
-                id: nextLinkID, url: options.url, timeout: options.connectTimeout, pingInterval: options.pingInterval,
-                maxFrameSize: options.maxFrameSize, logger: logger)
+            if let endpoint = options.localEndpoint {
+                link = try Link.attach(id: nextLinkID, to: endpoint, review: options.interceptionHandler)
+            } else {
+                link = try await Link.connect(
+                    id: nextLinkID, url: options.url, timeout: options.connectTimeout, pingInterval: options.pingInterval,
+                    maxFrameSize: options.maxFrameSize, logger: logger)
+            }
         } catch {
             return .failure(error)
         }

@@ -1,9 +1,16 @@
 import Foundation
+import IMCore
 
 /// Settings of an `IMClient`.
 public struct IMClientOptions: Sendable {
     /// The server's WebSocket endpoint.
     public var url: String
+    /// A server in the same process to attach to instead of `url` (no socket, no encoding); see
+    /// `LocalEndpoint`. Everything else (login, reconnect, requests, events) works as over a WebSocket.
+    public var localEndpoint: (any LocalEndpoint)?
+    /// With `localEndpoint`, when this client is one of the server's interceptors: answers the server's
+    /// `hook request`s with a direct call instead of receiving them as events.
+    public var interceptionHandler: (@Sendable (Command) async -> Command)?
     /// Delay before the first reconnect attempt; each further attempt doubles it, up to `reconnectMaxDelay`.
     /// Every delay is randomised between half and all of its value (jitter).
     public var reconnectBaseDelay: Duration = .milliseconds(500)
@@ -27,6 +34,12 @@ public struct IMClientOptions: Sendable {
     /// Options for a server at `url` (for example `ws://127.0.0.1:8080/ws`).
     public init(url: String) {
         self.url = url
+    }
+
+    /// Options for attaching to a server in the same process (`IMServer` is a `LocalEndpoint`).
+    public init(local endpoint: any LocalEndpoint) {
+        self.init(url: "local:")
+        localEndpoint = endpoint
     }
 
     /// Options for a server on `host:port`, path `/ws`.

@@ -15,6 +15,7 @@ public final class IMServer: Sendable {
     private let logger: Logger
     private let running = Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
     private let nextConnectionID = Atomic<UInt64>(1)
+    let locals = LocalAttachments()
 
     /// Opens (and migrates) the database. The server does not listen until `start()` or `run()`.
     public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "hookbot.server")) throws {
@@ -46,9 +47,17 @@ public final class IMServer: Sendable {
     public func stop() async {
         guard let (group, task) = running.withLock({ state in defer { state = nil }; return state }) else { return }
         service.goAway()
+        await locals.closeAll()
         await group.triggerGracefulShutdown()
         _ = try? await task.value
         await service.cursors.flush()
+    }
+
+    /// Whether the server was started with `start()` and not stopped yet.
+    var isRunning: Bool { running.withLock { $0 != nil } }
+
+    func allocateConnectionID() -> UInt64 {
+        nextConnectionID.wrappingAdd(1, ordering: .relaxed).oldValue
     }
 
     /// Runs in the foreground until SIGINT or SIGTERM.
@@ -90,7 +99,7 @@ public final class IMServer: Sendable {
         let (frames, continuation) = AsyncStream<Connection.Outbound>.makeStream()
         let codec = FrameCodec(format)
         let connection = Connection(
-            id: nextConnectionID.wrappingAdd(1, ordering: .relaxed).oldValue, remoteAddress: remote,
+            id: allocateConnectionID(), remoteAddress: remote,
             outbound: continuation, format: format, encoder: { codec.encode($0) })
         logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
         await withTaskGroup(of: Void.self) { group in
@@ -100,6 +109,7 @@ public final class IMServer: Sendable {
                         switch frame {
                         case .text(let text): try await outbound.write(.text(text))
                         case .binary(let buffer): try await outbound.write(.binary(buffer))
+                        case .command: continue
                         case .close(let code, let reason):
                             try await outbound.close(code, reason: reason)
                             return

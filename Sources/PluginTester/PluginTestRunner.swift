@@ -132,7 +132,7 @@ public final class PluginTestRunner {
         logger.logLevel = logLevel
         var limits = HookLimits.default
         limits.deadline = scenario.deadline
-        let runtime = PluginRuntime(directory: pluginsDir, store: store, config: testCase.config, limits: limits,
+        let runtime = PluginEngine(directory: pluginsDir, store: store, config: testCase.config, limits: limits,
                                     clock: clock.clock, logger: logger, botID: scenario.bot)
         let host = SimulatedHost(runtime: runtime, clock: clock, scenario: scenario, testCase: testCase)
         var loadErrors: [HookError] = []

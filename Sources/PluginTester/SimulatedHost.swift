@@ -42,13 +42,13 @@ struct StepOutcome {
     }
 }
 
-/// Mirrors `BotHost` routing in process, on a `PluginRuntime` with a manual clock: moderation and
+/// Mirrors `BotHost` routing in process, on a `PluginEngine` with a manual clock: moderation and
 /// `before_send` (interceptor mode) → translation → `on_receive`; cmd → `on_cmd`; transient →
 /// `on_transient`; events → their hooks. Actions are recorded instead of sent; a kick or add is
 /// followed by the members-left / members-joined event the server would send, and mutes are enforced
 /// in interceptor mode.
 final class SimulatedHost {
-    let runtime: PluginRuntime
+    let runtime: PluginEngine
     let clock: ManualClock
     let scenario: Scenario
     let translateTo: [String: String]
@@ -61,7 +61,7 @@ final class SimulatedHost {
 
     static let hopKey = "hookbot.hop"
 
-    init(runtime: PluginRuntime, clock: ManualClock, scenario: Scenario, testCase: Scenario.TestCase) {
+    init(runtime: PluginEngine, clock: ManualClock, scenario: Scenario, testCase: Scenario.TestCase) {
         self.runtime = runtime
         self.clock = clock
         self.scenario = scenario

@@ -32,14 +32,16 @@ struct RunCommand: AsyncParsableCommand {
             bot = try BotHost.make(configuration: configuration, serverURL: server, logger: logger)
             try await bot.start()
             hub = nil
-            print("\(configuration.clientID) is connected to \(server) with \(bot.runtime.plugins.count) plugin(s).")
+            let pluginCount = await bot.runtime.plugins.count
+            print("\(configuration.clientID) is connected to \(server) with \(pluginCount) plugin(s).")
         } else {
             let embedded = try await EmbeddedHub.start(configuration: configuration, logger: logger)
             bot = embedded.bot
             hub = embedded
+            let pluginCount = await bot.runtime.plugins.count
             print("""
                 Hookbot is running: ws://127.0.0.1:\(embedded.port)/ws, bot \(configuration.clientID) with \
-                \(bot.runtime.plugins.count) plugin(s) from \(configuration.pluginsDirectory.path).
+                \(pluginCount) plugin(s) from \(configuration.pluginsDirectory.path).
                 Talk to it in another terminal:
                   swift run hookbot chat --as Tom --conversation \(configuration.lobbyName) --port \(embedded.port)
                 Edit a file in \(configuration.pluginsDirectory.path)/ and it reloads by itself. Ctrl-C stops.

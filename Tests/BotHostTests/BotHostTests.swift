@@ -147,14 +147,15 @@ final class BotHostTests: XCTestCase {
         let tom = harness.server.client("Tom")
         let logs = try await openClients([tom])
         let conversation = try await tom.createConversation(members: ["modbot"])
-        let firstGeneration = bot.runtime.plugins.first?.generation ?? 0
+        let firstGeneration = await bot.runtime.plugins.first?.generation ?? 0
         for k in 0..<120 {
             if k == 60 { try harness.write("ver.lua", reply("v2")) }
             _ = try await conversation.send(.text("\(k)"))
             if k % 10 == 0 { try await Task.sleep(for: .milliseconds(30)) }
         }
         // However slow the machine, the watcher swaps the plugin in; one more message then meets v2.
-        for _ in 0..<200 where (bot.runtime.plugins.first?.generation ?? 0) == firstGeneration {
+        for _ in 0..<200 {
+            if await (bot.runtime.plugins.first?.generation ?? 0) != firstGeneration { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         _ = try await conversation.send(.text("120"))
@@ -166,7 +167,7 @@ final class BotHostTests: XCTestCase {
         XCTAssertEqual(numbers, (0...120).map { "\($0)"[...] }, "every message answered once, in order")
         XCTAssertTrue(replies.first?.hasPrefix("v1") == true)
         XCTAssertTrue(replies.last?.hasPrefix("v2") == true, "the new version took over without a restart")
-        let plugins = bot.runtime.plugins
+        let plugins = await bot.runtime.plugins
         XCTAssertEqual(plugins.count, 1)
         await bot.stop()
     }

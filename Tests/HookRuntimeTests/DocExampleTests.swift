@@ -54,7 +54,7 @@ final class DocExampleTests: XCTestCase {
         return out
     }
 
-    private func setUp(_ scenario: String, config: [String: JSONValue] = [:]) throws -> (Fixture, PluginRuntime) {
+    private func setUp(_ scenario: String, config: [String: JSONValue] = [:]) throws -> (Fixture, PluginEngine) {
         let all = try Self.examples()
         let files = try XCTUnwrap(all[scenario], "scenario \(scenario) missing from docs/PLUGINS.md")
         let f = Fixture()

@@ -3,7 +3,7 @@ import XCTest
 
 /// Plugins trying to hang, crash or flood the host.
 final class HostileTests: XCTestCase {
-    private func one(_ body: String, limits: HookLimits = testLimits) -> (HookResult, PluginRuntime, Fixture) {
+    private func one(_ body: String, limits: HookLimits = testLimits) -> (HookResult, PluginEngine, Fixture) {
         let f = Fixture()
         f.write("h.lua", "return { name = \"h\", on_receive = function(msg, ctx)\n\(body)\nend }")
         f.write("z.lua", #"return { on_receive = function(msg, ctx) ctx.reply("alive") end }"#)

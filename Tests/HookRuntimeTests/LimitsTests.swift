@@ -2,7 +2,7 @@ import XCTest
 @testable import HookRuntime
 
 final class LimitsTests: XCTestCase {
-    private func run(_ hookBody: String, limits: HookLimits = testLimits) -> (HookResult, PluginRuntime, Fixture) {
+    private func run(_ hookBody: String, limits: HookLimits = testLimits) -> (HookResult, PluginEngine, Fixture) {
         let f = Fixture()
         f.write("bad.lua", """
             return { name = "bad", priority = 10, on_receive = function(msg, ctx)

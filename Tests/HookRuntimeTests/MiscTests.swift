@@ -48,19 +48,20 @@ final class MiscTests: XCTestCase {
         XCTAssertEqual(rt.reload(name: "nope").errors.count, 1)
     }
 
-    func testTimerDriverFiresThroughHandler() {
+    func testTimerDriverFiresThroughHandler() async {
         let f = Fixture()
         f.write("t.lua", #"return { on_load = function(ctx) ctx.after(0, function(ctx) ctx.send("c1", "fired") end) end }"#)
-        let rt = f.runtime()
-        rt.loadAll()
+        let rt = f.threadedRuntime()
+        await rt.loadAll()
         let got = expectation(description: "timer fired")
         let box = ManagedFlag()
         let task = rt.startTimerDriver(maxInterval: 0.01) { result in
             if sentTexts(result.actions) == ["fired"], !box.isSet { box.set(); got.fulfill() }
         }
-        wait(for: [got], timeout: 20)
+        await fulfillment(of: [got], timeout: 20)
         task.cancel()
-        XCTAssertEqual(rt.timerCount, 0)
+        let timers = await rt.timerCount
+        XCTAssertEqual(timers, 0)
     }
 
     func testStatusReportsHooksMemoryAndFailures() {

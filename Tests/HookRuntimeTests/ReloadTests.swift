@@ -118,7 +118,7 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(rt.timerCount, 1)
     }
 
-    func testReloadUnderStreamOf10kEventsLosesAndDuplicatesNothing() {
+    func testReloadUnderStreamOf10kEventsLosesAndDuplicatesNothing() async {
         let f = Fixture()
         let src: @Sendable (Int) -> String = { v in """
             -- version \(v)
@@ -128,28 +128,26 @@ final class ReloadTests: XCTestCase {
             """ }
         f.write("stream.lua", src(0))
         f.write("other.lua", #"return { on_receive = function(msg, ctx) ctx.log(msg.id) end }"#)
-        let rt = f.runtime()
-        rt.loadAll()
+        let rt = f.threadedRuntime()
+        await rt.loadAll()
         let total = 10_000
-        let done = DispatchSemaphore(value: 0)
         let stop = ManagedFlag()
         let reloads = ManagedCounter()
-        Thread.detachNewThread {
+        let reloader = Task.detached {
             var v = 1
             while !stop.isSet {
                 f.write("stream.lua", src(v))
-                if v % 2 == 0 { rt.reload(name: "stream") } else { rt.sync() }
+                if v % 2 == 0 { await rt.reload(name: "stream") } else { await rt.sync() }
                 reloads.increment()
                 v += 1
             }
-            done.signal()
         }
         var seen: [String: Int] = [:]
         var logged: [String: Int] = [:]
         var versions = Set<String>()
         for i in 0..<total {
             let id = "m\(i)"
-            let r = rt.receive(msg("x", id: id))
+            let r = await rt.receive(msg("x", id: id))
             XCTAssertEqual(r.errors, [])
             for t in sentTexts(r.actions) {
                 let parts = t.split(separator: "@")
@@ -161,34 +159,38 @@ final class ReloadTests: XCTestCase {
             if i % 1000 == 999 {
                 let target = reloads.value + 1
                 var spins = 0
-                while reloads.value < target && spins < 4000 { Thread.sleep(forTimeInterval: 0.005); spins += 1 }
+                while reloads.value < target && spins < 4000 { try? await Task.sleep(for: .milliseconds(5)); spins += 1 }
             }
         }
         stop.set()
-        done.wait()
+        await reloader.value
         XCTAssertEqual(seen.count, total, "every event handled")
         XCTAssertTrue(seen.values.allSatisfy { $0 == 1 }, "no event handled twice")
         XCTAssertEqual(logged.count, total)
         XCTAssertTrue(logged.values.allSatisfy { $0 == 1 })
         XCTAssertGreaterThanOrEqual(reloads.value, 10)
         XCTAssertGreaterThanOrEqual(versions.count, 5, "events were served by several versions")
-        XCTAssertEqual(rt.timerCount, 1, "no duplicate timers")
-        XCTAssertEqual(rt.plugins.count, 2)
+        let timers = await rt.timerCount
+        let plugins = await rt.plugins.count
+        XCTAssertEqual(timers, 1, "no duplicate timers")
+        XCTAssertEqual(plugins, 2)
     }
 
-    func testWatcherPicksUpChanges() {
+    func testWatcherPicksUpChanges() async {
         let f = Fixture()
         f.write("w.lua", #"return { on_receive = function(msg, ctx) ctx.reply("w1") end }"#)
-        let rt = f.runtime()
-        rt.loadAll()
-        let changed = DispatchSemaphore(value: 0)
-        rt.startWatching(interval: 0.05) { report in
-            if !report.reloaded.isEmpty { changed.signal() }
+        let rt = f.threadedRuntime()
+        await rt.loadAll()
+        let changed = expectation(description: "reloaded")
+        let once = ManagedFlag()
+        await rt.startWatching(interval: 0.05) { report in
+            if !report.reloaded.isEmpty, !once.isSet { once.set(); changed.fulfill() }
         }
         f.write("w.lua", #"return { on_receive = function(msg, ctx) ctx.reply("w2") end }"#)
-        XCTAssertEqual(changed.wait(timeout: .now() + 20), .success)
-        rt.stopWatching()
-        XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["w2"])
+        await fulfillment(of: [changed], timeout: 20)
+        await rt.stopWatching()
+        let result = await rt.receive(msg("x"))
+        XCTAssertEqual(sentTexts(result.actions), ["w2"])
     }
 
     func testLibChangeReloadsPlugins() {

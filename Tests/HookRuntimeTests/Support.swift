@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import XCTest
 @testable import HookRuntime
 
@@ -29,9 +30,15 @@ final class Fixture: @unchecked Sendable {
         try! FileManager.default.removeItem(at: plugins.appendingPathComponent(rel))
     }
 
+    /// The runtime a running bot uses: the engine on its own Lua thread.
+    func threadedRuntime(limits: HookLimits = .default) -> PluginRuntime {
+        PluginRuntime(directory: plugins, store: store, limits: limits, clock: clock.clock,
+                      logger: Logger(label: "hookbot.plugins", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
     func runtime(limits: HookLimits = .default, config: [String: JSONValue] = [:],
-                 store: HookStateStore? = nil) -> PluginRuntime {
-        PluginRuntime(directory: plugins, store: store ?? self.store, config: config, limits: limits,
+                 store: HookStateStore? = nil) -> PluginEngine {
+        PluginEngine(directory: plugins, store: store ?? self.store, config: config, limits: limits,
                       clock: clock.clock, logLevel: .critical)
     }
 }
@@ -62,6 +69,6 @@ func logMessages(_ actions: [HookAction]) -> [String] {
     }
 }
 
-extension PluginRuntime {
+extension PluginEngine {
     func status(_ name: String) -> PluginStatus? { plugins.first { $0.name == name } }
 }

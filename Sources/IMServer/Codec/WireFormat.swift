@@ -12,6 +12,8 @@ enum WireFormat: Sendable, Hashable {
     case protobuf
     /// LeanCloud's protobuf, base64-encoded in text frames.
     case protobufBase64
+    /// An in-process client (`LocalEndpoint`): commands are handed over as values, never encoded.
+    case local
 
     /// The subprotocols Hookbot speaks.
     static let subprotocols: [String: WireFormat] = [
@@ -55,6 +57,8 @@ struct FrameCodec: Sendable {
         case .protobufBase64:
             guard let text = try? protobuf.encodeBase64(command) else { return .text("") }
             return .text(text)
+        case .local:
+            return .command(command)
         }
     }
 
@@ -70,6 +74,8 @@ struct FrameCodec: Sendable {
             return Result { () throws(CommandDecodingError) in try protobuf.decode(Array(buffer.readableBytesView)) }
         case (.protobufBase64, .text(let text)):
             return Result { () throws(CommandDecodingError) in try protobuf.decodeBase64(text) }
+        case (.local, _):
+            return .failure(CommandDecodingError(IMError(.malformedCommand, "in-process connections carry no frames"), requestSerial: nil))
         case (.protobuf, .text):
             return .failure(CommandDecodingError(
                 IMError(.malformedCommand, "text frames need the JSON protocol or lc.proto2base64.3; send GenericCommand in binary frames"),
@@ -82,7 +88,7 @@ struct FrameCodec: Sendable {
         switch frame {
         case .text(let text): text.isEmpty
         case .binary(let buffer): buffer.readableBytes == 0
-        case .close: false
+        case .command, .close: false
         }
     }
 }

@@ -2,30 +2,44 @@ import IMCore
 
 /// Puts messages through the interceptors before they reach the message pipeline.
 ///
-/// Reviews of successive messages run concurrently (so one slow verdict does not serialise the
-/// interceptor's work), but their outcomes are applied strictly in submission order, so messages of a
-/// conversation are stored and delivered in the order they were sent.
+/// Reviews run concurrently (so one slow verdict does not serialise the interceptor's work), and their
+/// outcomes are applied in submission order per conversation: messages of a conversation are stored and
+/// delivered in the order they were sent, while a slow review in one conversation holds up no other.
+/// A conversation's entry lives only while it has reviews in flight.
 actor InterceptionStage {
+    private struct Tail {
+        var token: UInt64
+        var task: Task<Void, Never>
+    }
+
     private let hub: InterceptorHub
     private let pipeline: MessagePipeline
-    private var tail: Task<Void, Never>?
+    private var tails: [String: Tail] = [:]
+    private var nextToken: UInt64 = 0
 
     init(hub: InterceptorHub, pipeline: MessagePipeline) {
         self.hub = hub
         self.pipeline = pipeline
     }
 
+    /// Conversations with reviews in flight (for tests).
+    var conversationsInFlight: Int { tails.count }
+
     func submit(_ message: OutgoingMessage) {
         let hub = hub
         let review = Task { await hub.review(.message(message)) }
-        let previous = tail
-        tail = Task {
+        let previous = tails[message.cid]?.task
+        nextToken &+= 1
+        let token = nextToken
+        let task = Task {
             await previous?.value
-            await self.apply(await review.value, to: message)
+            await self.apply(await review.value, to: message, token: token)
         }
+        tails[message.cid] = Tail(token: token, task: task)
     }
 
-    private func apply(_ verdict: Verdict, to message: OutgoingMessage) async {
+    private func apply(_ verdict: Verdict, to message: OutgoingMessage, token: UInt64) async {
+        defer { if tails[message.cid]?.token == token { tails[message.cid] = nil } }
         switch verdict {
         case .allow:
             await pipeline.enqueue(message)

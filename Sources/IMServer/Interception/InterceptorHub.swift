@@ -146,7 +146,11 @@ final class InterceptorHub: Sendable {
             state.withLock { $0.pending[id]?.timeout = timeout }
             var request = request
             request.id = id
-            connection.send(request)
+            if let review = connection.review {
+                Task { _ = self.resolve(await review(request), from: connection) }
+            } else {
+                connection.send(request)
+            }
         }
         let verdict: Verdict
         switch answer {

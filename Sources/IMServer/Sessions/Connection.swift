@@ -4,14 +4,17 @@ import NIOCore
 import Synchronization
 import NIOWebSocket
 
-/// One WebSocket connection. Frames are queued to a single writer task, so everything sent to a
-/// connection leaves in the order it was queued. Messages fanned out before the connection's backlog
+/// One client connection: a WebSocket, or an in-process attachment (`LocalEndpoint`) whose commands
+/// cross as values. Everything sent to a connection leaves in the order it was queued (WebSocket frames
+/// go to a single writer task). Messages fanned out before the connection's backlog
 /// has been delivered are held back, then sent after it (skipping any already in the backlog).
 final class Connection: Sendable {
     /// What the writer task does next.
     enum Outbound: Sendable {
         case text(String)
         case binary(ByteBuffer)
+        /// A command handed as a value to an in-process client.
+        case command(Command)
         case close(WebSocketErrorCode, String?)
     }
 
@@ -33,20 +36,37 @@ final class Connection: Sendable {
     let remoteAddress: String
     /// The wire format frames are encoded in; fan-out encodes each message once per format.
     let format: WireFormat
-    private let outbound: AsyncStream<Outbound>.Continuation
+    /// Answers interception requests with a direct call instead of a `hook request` frame (in-process only).
+    let review: (@Sendable (Command) async -> Command)?
+    private let emit: @Sendable (Outbound) -> Void
+    private let finish: @Sendable () -> Void
     private let encoder: @Sendable (Command) -> Outbound
     private let state = Mutex(State())
 
-    init(id: UInt64, remoteAddress: String, outbound: AsyncStream<Outbound>.Continuation, format: WireFormat,
-         encoder: @escaping @Sendable (Command) -> Outbound) {
+    /// A connection whose frames go to a writer task through `outbound`.
+    convenience init(id: UInt64, remoteAddress: String, outbound: AsyncStream<Outbound>.Continuation, format: WireFormat,
+                     encoder: @escaping @Sendable (Command) -> Outbound) {
+        self.init(id: id, remoteAddress: remoteAddress, format: format, encoder: encoder,
+                  emit: { outbound.yield($0) }, finish: { outbound.finish() })
+    }
+
+    /// A connection that hands what it sends to `emit`; `finish` runs once when it closes. `review`
+    /// answers interception requests directly (in-process interceptors).
+    init(id: UInt64, remoteAddress: String, format: WireFormat, encoder: @escaping @Sendable (Command) -> Outbound,
+         emit: @escaping @Sendable (Outbound) -> Void, finish: @escaping @Sendable () -> Void,
+         review: (@Sendable (Command) async -> Command)? = nil) {
+        self.review = review
         self.id = id
         self.remoteAddress = remoteAddress
         self.format = format
-        self.outbound = outbound
         self.encoder = encoder
+        self.emit = emit
+        self.finish = finish
     }
 
     var identity: Identity? { state.withLock { $0.identity } }
+    /// Whether `close` has been called.
+    var isClosed: Bool { state.withLock { $0.closed } }
     var clientID: String? { identity?.clientID }
 
     func setIdentity(_ identity: Identity?) {
@@ -56,7 +76,7 @@ final class Connection: Sendable {
     /// Queues a command for sending.
     func send(_ command: Command) {
         let closed = state.withLock { $0.closed }
-        if !closed { outbound.yield(encoder(command)) }
+        if !closed { emit(encoder(command)) }
     }
 
     /// Sends a conversation message, or holds it until the backlog has gone out.
@@ -72,7 +92,7 @@ final class Connection: Sendable {
             state.held.append((messageID, frame))
             return false
         }
-        if sendNow { outbound.yield(frame) }
+        if sendNow { emit(frame) }
     }
 
     /// Releases held messages, skipping those already sent as backlog.
@@ -82,7 +102,7 @@ final class Connection: Sendable {
             defer { state.held.removeAll() }
             return state.closed ? [] : state.held
         }
-        for item in held where !alreadySent.contains(item.id) { outbound.yield(item.frame) }
+        for item in held where !alreadySent.contains(item.id) { emit(item.frame) }
     }
 
     /// Sends a close frame and ends the writer.
@@ -92,8 +112,8 @@ final class Connection: Sendable {
             return state.closed
         }
         guard !wasClosed else { return }
-        outbound.yield(.close(code, reason))
-        outbound.finish()
+        emit(.close(code, reason))
+        finish()
     }
 }
 
