@@ -44,7 +44,14 @@ extension BotHost {
             verdict.reason = "you are muted until \(ISO8601DateFormatter().string(from: until))"
             return
         }
-        let (moderation, screened) = await runtime.review(message, until: until)
+        guard let (moderation, screened) = await runtime.review(message, until: until) else {
+            // The review could not finish within the server's deadline: leave the decision to the server's
+            // failure policy (counted and logged there) instead of guessing.
+            count { $0.undecided += 1 }
+            verdict.verdict = "none"
+            verdict.reason = "review budget of \(reviewBudget) exhausted"
+            return
+        }
         followUp(moderation.actions + (screened?.actions ?? []), moderation.errors + (screened?.errors ?? []),
                  hook: "moderation")
         if case .block(let reason, let code, let silent) = moderation.verdict {

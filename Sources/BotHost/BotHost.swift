@@ -16,6 +16,8 @@ public struct BotStats: Sendable, Equatable {
     public var dropped = 0
     public var rateLimited = 0
     public var verdicts = 0
+    /// Interception requests answered with `none` because the review could not finish in time.
+    public var undecided = 0
     public var actionErrors = 0
 }
 

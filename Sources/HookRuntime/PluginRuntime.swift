@@ -114,17 +114,27 @@ public actor PluginRuntime {
     }
 
     /// Moderation and, unless blocked, `before_send`, as one call (what an interception review runs).
+    /// Nil when the review could not be done within `until`: it waited past it for the Lua thread, or a
+    /// hook was cut off by it. Then nobody decided, and the caller should say so rather than guess.
     public func review(_ message: HookMessage, until: ContinuousClock.Instant? = nil)
-        -> (moderation: ModerationOutcome, screened: BeforeSendOutcome?)
+        -> (moderation: ModerationOutcome, screened: BeforeSendOutcome?)?
     {
+        func outOfTime(_ errors: [HookError]) -> Bool {
+            guard let until, ContinuousClock.now >= until else { return false }
+            return errors.contains { $0.reason == .deadline }
+        }
+        if let until, ContinuousClock.now >= until { return nil }
         let moderation = engine.moderate(message, until: until)
+        if outOfTime(moderation.errors) { return nil }
         var current = message
         switch moderation.verdict {
         case .block: return (moderation, nil)
         case .replace(let text): current.text = text
         case .allow: break
         }
-        return (moderation, engine.beforeSend(current, until: until))
+        let screened = engine.beforeSend(current, until: until)
+        if outOfTime(screened.errors) { return nil }
+        return (moderation, screened)
     }
 
     /// `before_send` and, unless dropped, moderation, as one call (what the bot's own messages go through).

@@ -1,60 +1,48 @@
-import Foundation
-
-/// Encodes and decodes commands as JSON text frames.
+/// Encodes and decodes commands as JSON text frames, with the hand-written codec in `JSON/`
+/// (no Foundation, no Codable).
 public struct JSONCommandCodec: Sendable {
     public init() {}
 
     /// Decodes one frame. Throws an `IMError` (4901 malformed, 4902 unknown cmd/op) carrying, in
     /// `requestSerial`, the request's `i` when it could be read, so that the error can be answered.
     public func decode(_ text: String) throws(CommandDecodingError) -> Command {
-        let data = Data(text.utf8)
-        do {
-            return try JSONDecoder().decode(Command.self, from: data)
-        } catch {
-            throw Self.diagnose(data, error)
-        }
+        var text = text
+        return try text.withUTF8(Self.decodeResult).get()
+    }
+
+    /// Decodes one frame from its UTF-8 bytes.
+    public func decode(bytes: UnsafeRawBufferPointer) throws(CommandDecodingError) -> Command {
+        var command = Command(cmd: .session)
+        let buffer = UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        if let error = Command.decodeJSON(buffer, into: &command) { throw error }
+        return command
+    }
+
+    /// Decodes one frame from its UTF-8 bytes (`[UInt8]`, `Data`, a buffer's readable bytes…).
+    public func decode<Bytes: Collection<UInt8>>(bytes: Bytes) throws(CommandDecodingError) -> Command {
+        if let result = bytes.withContiguousStorageIfAvailable(Self.decodeResult) { return try result.get() }
+        return try Array(bytes).withUnsafeBufferPointer(Self.decodeResult).get()
+    }
+
+    // A closure capturing the command `inout` would make it a heap box, copied out at the end.
+    private static func decodeResult(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<Command, CommandDecodingError> {
+        var command = Command(cmd: .session)
+        if let error = Command.decodeJSON(bytes, into: &command) { return .failure(error) }
+        return .success(command)
     }
 
     public func encode(_ command: Command) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        guard let data = try? encoder.encode(command) else {
-            return #"{"cmd":"error","code":4200,"reason":"INTERNAL_ERROR"}"#
+        JSONOutput.with { output in
+            command.writeJSON(into: &output)
+            return String(decoding: output.bytes, as: UTF8.self)
         }
-        return String(decoding: data, as: UTF8.self)
     }
 
-    private struct Envelope: Decodable {
-        var cmd: String?
-        var op: String?
-        var i: Int?
-    }
-
-    private static func diagnose(_ data: Data, _ underlying: any Error) -> CommandDecodingError {
-        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data) else {
-            return CommandDecodingError(error: IMError(.malformedCommand, "frame is not a JSON object"), requestSerial: nil)
-        }
-        let serial = envelope.i
-        guard let cmd = envelope.cmd else {
-            return CommandDecodingError(error: IMError(.malformedCommand, "missing field 'cmd'"), requestSerial: serial)
-        }
-        if CommandType(rawValue: cmd) == nil {
-            return CommandDecodingError(error: IMError(.unknownCommand, "unknown cmd '\(cmd)'"), requestSerial: serial)
-        }
-        if let op = envelope.op, OpType(rawValue: op) == nil {
-            return CommandDecodingError(error: IMError(.unknownCommand, "unknown op '\(op)'"), requestSerial: serial)
-        }
-        return CommandDecodingError(error: IMError(.malformedCommand, Self.describe(underlying)), requestSerial: serial)
-    }
-
-    private static func describe(_ error: any Error) -> String {
-        guard let decoding = error as? DecodingError else { return "invalid command" }
-        switch decoding {
-        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx), .keyNotFound(_, let ctx), .dataCorrupted(let ctx):
-            let path = ctx.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
-            return path.isEmpty ? "invalid command" : "invalid value for field '\(path)'"
-        @unknown default:
-            return "invalid command"
+    /// Appends the command's JSON text to `buffer`.
+    public func encode(_ command: Command, into buffer: inout [UInt8]) {
+        JSONOutput.with { output in
+            command.writeJSON(into: &output)
+            buffer.append(contentsOf: output.bytes)
         }
     }
 }

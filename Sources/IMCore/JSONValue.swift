@@ -1,5 +1,3 @@
-import Foundation
-
 /// A JSON value: attributes, query conditions and cmd-message extensions travel as this type.
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
@@ -57,17 +55,35 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     public subscript(key: String) -> JSONValue? { objectValue?[key] }
 
-    /// Compact JSON text with sorted keys (stable for storage and comparison).
+    /// Compact JSON text with sorted keys (stable for storage and comparison). Doubles keep a `.` or
+    /// an exponent (`2.0`), so they read back as doubles; non-finite ones are written as `null`.
     public func jsonString() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(self) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
+        JSONOutput.with { output in
+            output.appendJSONValue(self)
+            return String(decoding: output.bytes, as: UTF8.self)
+        }
     }
 
-    /// Parses JSON text; returns nil when the text is not JSON.
+    /// Appends the compact JSON text of `jsonString()` to `buffer`.
+    public func writeJSON(into buffer: inout [UInt8]) {
+        JSONOutput.with { output in
+            output.appendJSONValue(self)
+            buffer.append(contentsOf: output.bytes)
+        }
+    }
+
+    /// Parses JSON text; returns nil when the text is not JSON (RFC 8259, containers nested at most
+    /// 64 deep, numbers within Double's range). Integer literals within Int64 read as `.int`, other
+    /// numbers (`2.0`, `1e3`, larger integers) as `.double`; of duplicate keys the last one wins.
     public static func parse(_ text: String) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        var text = text
+        return text.withUTF8 { try? JSONReader.parse($0) }
+    }
+
+    /// Parses JSON text given as UTF-8 bytes, like `parse(_:)`.
+    public static func parse<Bytes: Collection<UInt8>>(bytes: Bytes) -> JSONValue? {
+        if let value = bytes.withContiguousStorageIfAvailable({ try? JSONReader.parse($0) }) { return value }
+        return Array(bytes).withUnsafeBufferPointer { try? JSONReader.parse($0) }
     }
 }
 

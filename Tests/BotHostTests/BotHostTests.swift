@@ -18,8 +18,11 @@ final class BotHostTests: XCTestCase {
         }
         """
 
-    func testInterceptionBlocksBeforeDeliveryAndModifies() async throws {
-        let harness = try await BotHarness.start()
+    func testInterceptionBlocksBeforeDeliveryAndModifiesInProcess() async throws { try await checkInterceptionBlocksBeforeDeliveryAndModifies(.inProcess) }
+    func testInterceptionBlocksBeforeDeliveryAndModifiesOverWebSocket() async throws { try await checkInterceptionBlocksBeforeDeliveryAndModifies(.webSocket) }
+
+    private func checkInterceptionBlocksBeforeDeliveryAndModifies(_ attachment: BotAttachment) async throws {
+        let harness = try await BotHarness.start(attachment: attachment)
         defer { Task { await harness.server.stop() } }
         try harness.write("mod.lua", Self.moderation)
         let bot = try await harness.bot()
@@ -49,8 +52,11 @@ final class BotHostTests: XCTestCase {
         await bot.stop()
     }
 
-    func testRoutingRepliesAndEventsGoThroughThePlugins() async throws {
-        let harness = try await BotHarness.start()
+    func testRoutingRepliesAndEventsGoThroughThePluginsInProcess() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.inProcess) }
+    func testRoutingRepliesAndEventsGoThroughThePluginsOverWebSocket() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.webSocket) }
+
+    private func checkRoutingRepliesAndEventsGoThroughThePlugins(_ attachment: BotAttachment) async throws {
+        let harness = try await BotHarness.start(attachment: attachment)
         defer { Task { await harness.server.stop() } }
         try harness.write("echo.lua", """
             return {
@@ -96,9 +102,12 @@ final class BotHostTests: XCTestCase {
         await bot.stop()
     }
 
-    func testInterceptorStoppedMidStreamAppliesThePolicy() async throws {
+    func testInterceptorStoppedMidStreamAppliesThePolicyInProcess() async throws { try await checkInterceptorStoppedMidStreamAppliesThePolicy(.inProcess) }
+    func testInterceptorStoppedMidStreamAppliesThePolicyOverWebSocket() async throws { try await checkInterceptorStoppedMidStreamAppliesThePolicy(.webSocket) }
+
+    private func checkInterceptorStoppedMidStreamAppliesThePolicy(_ attachment: BotAttachment) async throws {
         for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
-            let harness = try await BotHarness.start(policy: policy)
+            let harness = try await BotHarness.start(policy: policy, attachment: attachment)
             try harness.write("mod.lua", Self.moderation)
             let bot = try await harness.bot()
             let tom = harness.server.client("Tom")
@@ -134,8 +143,11 @@ final class BotHostTests: XCTestCase {
         }
     }
 
-    func testReloadWhileTrafficFlowsLosesAndDuplicatesNothing() async throws {
-        let harness = try await BotHarness.start()
+    func testReloadWhileTrafficFlowsLosesAndDuplicatesNothingInProcess() async throws { try await checkReloadWhileTrafficFlowsLosesAndDuplicatesNothing(.inProcess) }
+    func testReloadWhileTrafficFlowsLosesAndDuplicatesNothingOverWebSocket() async throws { try await checkReloadWhileTrafficFlowsLosesAndDuplicatesNothing(.webSocket) }
+
+    private func checkReloadWhileTrafficFlowsLosesAndDuplicatesNothing(_ attachment: BotAttachment) async throws {
+        let harness = try await BotHarness.start(attachment: attachment)
         defer { Task { await harness.server.stop() } }
         let reply = { (version: String) in
             """
@@ -172,8 +184,11 @@ final class BotHostTests: XCTestCase {
         await bot.stop()
     }
 
-    func testTwoBotsInOneConversationDoNotLoop() async throws {
-        let harness = try await BotHarness.start(interceptors: [])
+    func testTwoBotsInOneConversationDoNotLoopInProcess() async throws { try await checkTwoBotsInOneConversationDoNotLoop(.inProcess) }
+    func testTwoBotsInOneConversationDoNotLoopOverWebSocket() async throws { try await checkTwoBotsInOneConversationDoNotLoop(.webSocket) }
+
+    private func checkTwoBotsInOneConversationDoNotLoop(_ attachment: BotAttachment) async throws {
+        let harness = try await BotHarness.start(interceptors: [], attachment: attachment)
         defer { Task { await harness.server.stop() } }
         try harness.write("chatty.lua", """
             return { name = "chatty", on_receive = function(msg, ctx) ctx.reply("re: " .. (msg.text or "")) end }
@@ -200,8 +215,11 @@ final class BotHostTests: XCTestCase {
         await bob.stop()
     }
 
-    func testMembershipChangesCanBeVetoedByAPlugin() async throws {
-        let harness = try await BotHarness.start()
+    func testMembershipChangesCanBeVetoedByAPluginInProcess() async throws { try await checkMembershipChangesCanBeVetoedByAPlugin(.inProcess) }
+    func testMembershipChangesCanBeVetoedByAPluginOverWebSocket() async throws { try await checkMembershipChangesCanBeVetoedByAPlugin(.webSocket) }
+
+    private func checkMembershipChangesCanBeVetoedByAPlugin(_ attachment: BotAttachment) async throws {
+        let harness = try await BotHarness.start(attachment: attachment)
         defer { Task { await harness.server.stop() } }
         try harness.write("guard.lua", """
             return {
@@ -229,6 +247,103 @@ final class BotHostTests: XCTestCase {
         let removed = try await alice.conversation(conversation.id).remove(members: ["Jerry"])
         XCTAssertEqual(removed, ["Jerry"])
         _ = try await conversation.add(members: ["Bob"])
+        await bot.stop()
+    }
+
+    // MARK: Deadlines
+
+    /// A moderation hook that takes about 150 ms of wall time (mostly inside C calls, so well within the
+    /// instruction budget) and blocks "forbidden".
+    static let slowModeration = """
+        return {
+          name = "slow",
+          moderation = function(msg, ctx)
+            local started = ctx.now()
+            while ctx.now() - started < 0.15 do local _ = string.rep("x", 2000) end
+            if (msg.text or ""):find("forbidden", 1, true) then return ctx.block("forbidden word") end
+          end,
+        }
+        """
+
+    func testSlowModerationWithinTheShippedDeadlineDecidesEveryMessageInProcess() async throws {
+        try await checkSlowModerationWithinTheShippedDeadlineDecidesEveryMessage(.inProcess)
+    }
+    func testSlowModerationWithinTheShippedDeadlineDecidesEveryMessageOverWebSocket() async throws {
+        try await checkSlowModerationWithinTheShippedDeadlineDecidesEveryMessage(.webSocket)
+    }
+
+    private func checkSlowModerationWithinTheShippedDeadlineDecidesEveryMessage(_ attachment: BotAttachment) async throws {
+        let shipped = BotConfiguration()
+        XCTAssertEqual(shipped.interceptionDeadlineMillis, ServerConfiguration().interception.deadlineMillis,
+                       "the bot and the server ship the same deadline")
+        let harness = try await BotHarness.start(deadline: shipped.interceptionDeadlineMillis, attachment: attachment)
+        defer { Task { await harness.server.stop() } }
+        try harness.write("slow.lua", Self.slowModeration)
+        let bot = try await harness.bot { $0.limits = shipped.limits }
+        let tom = harness.server.client("Tom")
+        let jerry = harness.server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        var refused = 0
+        for k in 0..<6 {
+            do {
+                _ = try await conversation.send(.text(k % 2 == 0 ? "hello \(k)" : "forbidden \(k)"))
+            } catch {
+                XCTAssertEqual(error.code, 4402)
+                XCTAssertEqual(error.detail, "forbidden word", "the bot decided, not the failure policy")
+                refused += 1
+            }
+        }
+        XCTAssertEqual(refused, 3)
+        let received = try await logs[1].messages(3, in: conversation.id).map(\.content.text)
+        XCTAssertEqual(received, ["hello 0", "hello 2", "hello 4"])
+        let stats = harness.server.server.interceptionStats
+        XCTAssertEqual(stats.policyApplied, 0, "no message was decided by the failure policy")
+        XCTAssertEqual(stats.timeouts, 0)
+        await bot.stop()
+    }
+
+    func testBurstBeyondTheDeadlineIsCountedAndLoggedInProcess() async throws {
+        try await checkBurstBeyondTheDeadlineIsCountedAndLogged(.inProcess)
+    }
+    func testBurstBeyondTheDeadlineIsCountedAndLoggedOverWebSocket() async throws {
+        try await checkBurstBeyondTheDeadlineIsCountedAndLogged(.webSocket)
+    }
+
+    private func checkBurstBeyondTheDeadlineIsCountedAndLogged(_ attachment: BotAttachment) async throws {
+        let recorder = LogRecorder()
+        let harness = try await BotHarness.start(deadline: 200, attachment: attachment,
+                                                 logger: recorder.logger(level: .warning))
+        defer { Task { await harness.server.stop() } }
+        try harness.write("slow.lua", Self.slowModeration)
+        let bot = try await harness.bot()
+        let tom = harness.server.client("Tom")
+        let jerry = harness.server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        let burst = 8
+        // Eight forbidden messages at once: each review takes 150 ms on the one Lua thread, so most
+        // cannot be decided within 200 ms and the (fail-open) policy decides them.
+        let outcomes = await withTaskGroup(of: Int?.self) { group in
+            for k in 0..<burst {
+                group.addTask {
+                    do { _ = try await conversation.send(.text("forbidden \(k)")); return nil } catch { return (error as? IMError)?.code ?? -1 }
+                }
+            }
+            return await group.reduce(into: [Int?]()) { $0.append($1) }
+        }
+        let refused = outcomes.compactMap { $0 }
+        XCTAssertTrue(refused.allSatisfy { $0 == 4402 })
+        let stats = harness.server.server.interceptionStats
+        XCTAssertGreaterThan(stats.policyApplied, 0, "the burst exceeded what the deadline allows")
+        XCTAssertEqual(refused.count + stats.policyApplied, burst, "every message was decided by the bot or by the policy")
+        var delivered = 0
+        while (try? await logs[1].message(in: conversation.id, timeout: .milliseconds(800))) != nil { delivered += 1 }
+        XCTAssertEqual(delivered, stats.policyApplied, "fail-open delivered exactly what the policy decided")
+        let logged = recorder.records("interception failure policy applied")
+        XCTAssertEqual(logged.count, stats.policyApplied, "each policy decision is logged")
+        XCTAssertEqual(logged.last?.metadata["policy_decisions_total"], "\(stats.policyApplied)")
+        XCTAssertEqual(logged.first?.metadata["cid"], conversation.id)
         await bot.stop()
     }
 }

@@ -10,18 +10,23 @@ import Logging
 struct BotHarness {
     let server: ServerHarness
     let plugins: URL
+    /// How the bots attach: in process, or over a loopback WebSocket.
+    let attachment: BotAttachment
+    /// The server's interception deadline (the bots are configured with the same).
+    let deadline: Int
 
     static let secret = "test-interceptor-secret"
 
-    static func start(policy: InterceptionFailurePolicy = .failOpen, interceptors: [String] = ["modbot"]) async throws -> BotHarness {
-        let server = try await ServerHarness.start { configuration in
+    static func start(policy: InterceptionFailurePolicy = .failOpen, interceptors: [String] = ["modbot"],
+                      deadline: Int = 1000, attachment: BotAttachment, logger: Logger? = nil) async throws -> BotHarness {
+        let server = try await ServerHarness.start(logger: logger) { configuration in
             configuration.interception.interceptors = interceptors.map { .init(clientID: $0, secret: secret) }
             configuration.interception.failurePolicy = policy
-            configuration.interception.deadlineMillis = 1000
+            configuration.interception.deadlineMillis = deadline
         }
         let plugins = server.directory.appendingPathComponent("plugins-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
-        return BotHarness(server: server, plugins: plugins)
+        return BotHarness(server: server, plugins: plugins, attachment: attachment, deadline: deadline)
     }
 
     func write(_ name: String, _ source: String) throws {
@@ -38,10 +43,15 @@ struct BotHarness {
         configuration.interceptorSecret = interceptor ? Self.secret : nil
         configuration.adminSocketPath = nil
         configuration.watchInterval = 0.1
+        configuration.interceptionDeadlineMillis = deadline
         configure(&configuration)
         var logger = Logger(label: "bot-test-\(clientID)")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
-        let bot = try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws", logger: logger)
+        let bot = switch attachment {
+        case .inProcess: try BotHost.make(configuration: configuration, local: server.server, logger: logger)
+        case .webSocket:
+            try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws", logger: logger)
+        }
         try await bot.start()
         return bot
     }

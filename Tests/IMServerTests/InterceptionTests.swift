@@ -1,11 +1,15 @@
 import Foundation
 import IMCore
+import HookbotTestSupport
 import IMServer
 import Synchronization
 import XCTest
 
 final class InterceptionTests: XCTestCase {
     static let secret = "interceptor-secret"
+
+    /// How the interceptor reaches the server; every scenario runs over both.
+    enum Attachment { case webSocket, inProcess }
 
     private func server(policy: InterceptionFailurePolicy = .failOpen, deadline: Int = 200) async throws -> TestServer {
         try await TestServer.start { configuration in
@@ -15,9 +19,14 @@ final class InterceptionTests: XCTestCase {
         }
     }
 
-    /// Logs in as the interceptor and answers every hook request with `decide`.
-    private func interceptor(_ server: TestServer, decide: @escaping @Sendable (Command) -> Command?) async throws -> (TestClient, Task<Void, Never>) {
-        let client = try await TestClient.connect(port: server.port)
+    /// Logs in as the interceptor (over a WebSocket, or attached in process) and answers every hook
+    /// request with `decide`.
+    private func interceptor(_ server: TestServer, _ attachment: Attachment,
+                             decide: @escaping @Sendable (Command) -> Command?) async throws -> (TestClient, Task<Void, Never>) {
+        let client = switch attachment {
+        case .webSocket: try await TestClient.connect(port: server.port)
+        case .inProcess: try TestClient.attach(to: server.server)
+        }
         let t = Int64(Date().timeIntervalSince1970)
         var open = Command(cmd: .session, op: .open)
         open.peerId = "modbot"
@@ -71,10 +80,13 @@ final class InterceptionTests: XCTestCase {
         return verdict("allow")
     }
 
-    func testVerdictsApplyBeforeDelivery() async throws {
+    func testVerdictsApplyBeforeDeliveryOverWebSocket() async throws { try await checkVerdictsApplyBeforeDelivery(.webSocket) }
+    func testVerdictsApplyBeforeDeliveryInProcess() async throws { try await checkVerdictsApplyBeforeDelivery(.inProcess) }
+
+    private func checkVerdictsApplyBeforeDelivery(_ attachment: Attachment) async throws {
         let server = try await server()
         defer { Task { await server.stop() } }
-        let (bot, loop) = try await interceptor(server, decide: Self.moderate)
+        let (bot, loop) = try await interceptor(server, attachment, decide: Self.moderate)
         defer { loop.cancel() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -111,10 +123,13 @@ final class InterceptionTests: XCTestCase {
         await bot.close()
     }
 
-    func testOrderIsPreservedWhenVerdictsArriveOutOfOrder() async throws {
+    func testOrderIsPreservedWhenVerdictsArriveOutOfOrderOverWebSocket() async throws { try await checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(.webSocket) }
+    func testOrderIsPreservedWhenVerdictsArriveOutOfOrderInProcess() async throws { try await checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(.inProcess) }
+
+    private func checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(_ attachment: Attachment) async throws {
         let server = try await server(deadline: 5000)
         defer { Task { await server.stop() } }
-        let (bot, loop) = try await interceptor(server) { _ in nil }  // answered by hand below
+        let (bot, loop) = try await interceptor(server, attachment) { _ in nil }  // answered by hand below
         loop.cancel()
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -139,7 +154,62 @@ final class InterceptionTests: XCTestCase {
         XCTAssertEqual(received, texts)
     }
 
-    func testTimeoutsAndMissingInterceptorFollowThePolicy() async throws {
+    func testSlowConversationDoesNotDelayAnotherOverWebSocket() async throws {
+        try await checkSlowConversationDoesNotDelayAnother(.webSocket)
+    }
+    func testSlowConversationDoesNotDelayAnotherInProcess() async throws {
+        try await checkSlowConversationDoesNotDelayAnother(.inProcess)
+    }
+
+    /// Verdicts are applied in order per conversation: a review held in one conversation holds up the
+    /// messages after it there, and nothing anywhere else.
+    private func checkSlowConversationDoesNotDelayAnother(_ attachment: Attachment) async throws {
+        let server = try await server(deadline: 10_000)
+        defer { Task { await server.stop() } }
+        let slow = Mutex<String?>(nil)
+        let held = Inbox<Command>()
+        let (bot, loop) = try await interceptor(server, attachment) { request in
+            guard request.cid == slow.withLock({ $0 }) else { return Self.verdict("allow") }
+            held.append(request)  // the slow conversation's reviews are answered by hand below
+            return nil
+        }
+        defer { loop.cancel() }
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let slowCID = try await tom.startConversation(members: ["Jerry"], name: "slow")
+        let fastCID = try await tom.startConversation(members: ["Jerry"], name: "fast")
+        slow.withLock { $0 = slowCID }
+        var first = Command(cmd: .direct)
+        first.cid = slowCID
+        first.msg = TypedMessage.text("slow 1").encoded()
+        tom.send(first)
+        let firstRequest = try await required(await held.take(timeout: .seconds(10), where: { _ in true }))
+        var second = first
+        second.msg = TypedMessage.text("slow 2").encoded()
+        tom.send(second)
+        try await tom.sendText("fast 1", to: fastCID)
+        try await tom.sendText("fast 2", to: fastCID)
+        let fast = [try await jerry.nextMessage(), try await jerry.nextMessage()]
+        XCTAssertEqual(fast.map(\.text), ["fast 1", "fast 2"], "the other conversation was not held up")
+        XCTAssertEqual(fast.map(\.cid), [fastCID, fastCID])
+        // The second slow message is reviewed, but waits behind the first in its conversation.
+        let secondRequest = try await required(await held.take(timeout: .seconds(10), where: { _ in true }))
+        var allow = Self.verdict("allow")
+        allow.id = secondRequest.id
+        bot.send(allow)
+        let early = await jerry.settle(for: .milliseconds(200)) { $0.cmd == .direct }
+        XCTAssertTrue(early.isEmpty, "order within the slow conversation is kept")
+        allow.id = firstRequest.id
+        bot.send(allow)
+        let slowTexts = [try await jerry.nextMessage(), try await jerry.nextMessage()].map(\.text)
+        XCTAssertEqual(slowTexts, ["slow 1", "slow 2"])
+        await bot.close()
+    }
+
+    func testTimeoutsAndMissingInterceptorFollowThePolicyOverWebSocket() async throws { try await checkTimeoutsAndMissingInterceptorFollowThePolicy(.webSocket) }
+    func testTimeoutsAndMissingInterceptorFollowThePolicyInProcess() async throws { try await checkTimeoutsAndMissingInterceptorFollowThePolicy(.inProcess) }
+
+    private func checkTimeoutsAndMissingInterceptorFollowThePolicy(_ attachment: Attachment) async throws {
         for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
             let server = try await server(policy: policy, deadline: 100)
             let tom = try await server.login("Tom")
@@ -147,7 +217,7 @@ final class InterceptionTests: XCTestCase {
             let cid = try await tom.startConversation(members: ["Jerry"])
 
             let noInterceptor = try await tom.sendText("nobody home", to: cid)
-            let (bot, loop) = try await interceptor(server) { _ in nil }  // never answers
+            let (bot, loop) = try await interceptor(server, attachment) { _ in nil }  // never answers
             let timedOut = try await tom.sendText("too slow", to: cid)
             switch policy {
             case .failOpen:
@@ -172,14 +242,17 @@ final class InterceptionTests: XCTestCase {
         }
     }
 
-    func testInterceptorKilledMidStream() async throws {
+    func testInterceptorKilledMidStreamOverWebSocket() async throws { try await checkInterceptorKilledMidStream(.webSocket) }
+    func testInterceptorKilledMidStreamInProcess() async throws { try await checkInterceptorKilledMidStream(.inProcess) }
+
+    private func checkInterceptorKilledMidStream(_ attachment: Attachment) async throws {
         for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
             let server = try await server(policy: policy, deadline: 5000)
             let tom = try await server.login("Tom")
             let jerry = try await server.login("Jerry")
             let cid = try await tom.startConversation(members: ["Jerry"])
             let answered = Counter()
-            let (bot, loop) = try await interceptor(server) { _ in
+            let (bot, loop) = try await interceptor(server, attachment) { _ in
                 answered.increment() < 10 ? Self.verdict("allow") : nil  // stops answering after ten
             }
             let acks = try await withThrowingTaskGroup(of: Command.self) { group in
@@ -208,10 +281,13 @@ final class InterceptionTests: XCTestCase {
         }
     }
 
-    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated() async throws {
+    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedOverWebSocket() async throws { try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.webSocket) }
+    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedInProcess() async throws { try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.inProcess) }
+
+    private func checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(_ attachment: Attachment) async throws {
         let server = try await server()
         defer { Task { await server.stop() } }
-        let (_, loop) = try await interceptor(server) { request in
+        let (_, loop) = try await interceptor(server, attachment) { request in
             guard request.kind == "membership" else { return Self.verdict("allow") }
             if request.action == "kick" {
                 var drop = Self.verdict("drop")

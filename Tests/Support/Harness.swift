@@ -19,7 +19,7 @@ public final class ServerHarness: Sendable {
     }
 
     /// Starts a server; `port` 0 picks a free one.
-    public static func start(directory: URL? = nil, port: Int = 0,
+    public static func start(directory: URL? = nil, port: Int = 0, logger: Logger? = nil,
                       configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> ServerHarness {
         let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-sdk-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -27,8 +27,9 @@ public final class ServerHarness: Sendable {
         configuration.port = port
         configuration.databasePath = directory.appendingPathComponent("hookbot.sqlite").path
         configure(&configuration)
-        var logger = Logger(label: "sdk-test-server")
-        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
+        var defaultLogger = Logger(label: "sdk-test-server")
+        defaultLogger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
+        let logger = logger ?? defaultLogger
         let server = try IMServer(configuration: configuration, logger: logger)
         let bound = try await server.start()
         return ServerHarness(directory: directory, server: server, port: bound)
@@ -157,4 +158,45 @@ public func openClients(_ clients: [IMClient]) async throws -> [EventLog] {
         try await client.open()
     }
     return logs
+}
+
+/// Keeps the log records it receives, for tests that check what was logged.
+public final class LogRecorder: Sendable {
+    public struct Record: Sendable {
+        public var level: Logger.Level
+        public var message: String
+        public var metadata: [String: String]
+    }
+
+    private let records = Mutex([Record]())
+
+    public init() {}
+
+    /// A logger that writes here (records at `level` and above).
+    public func logger(label: String = "recorded", level: Logger.Level = .info) -> Logger {
+        var logger = Logger(label: label) { _ in Handler(recorder: self) }
+        logger.logLevel = level
+        return logger
+    }
+
+    /// The records whose message is `message`.
+    public func records(_ message: String) -> [Record] { records.withLock { $0.filter { $0.message == message } } }
+
+    fileprivate func append(_ record: Record) { records.withLock { $0.append(record) } }
+
+    private struct Handler: LogHandler {
+        let recorder: LogRecorder
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .info
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+            recorder.append(Record(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
+        }
+    }
 }

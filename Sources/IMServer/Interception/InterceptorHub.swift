@@ -11,8 +11,11 @@ public struct InterceptionStats: Sendable, Equatable {
     public var modified = 0
     public var timeouts = 0
     public var failures = 0
-    /// Requests decided by the failure policy (timeouts, disconnects, bad answers, no interceptor online).
+    /// Requests decided by the failure policy (timeouts, disconnects, bad answers, no interceptor online,
+    /// declined reviews).
     public var policyApplied = 0
+    /// Requests the interceptor answered with `none` (it could not review them in time).
+    public var declined = 0
 }
 
 /// Sends hook requests to the connected interceptors and waits for their verdicts, with a deadline.
@@ -27,8 +30,12 @@ final class InterceptorHub: Sendable {
         case verdict(Verdict)
         /// The interceptor answered something that is not a verdict.
         case invalid
-        /// No answer: not connected, disconnected, or past the deadline.
+        /// The interceptor answered `none`: it could not decide in time (overloaded).
+        case declined
+        /// No answer: not connected or disconnected.
         case missing
+        /// No answer within the deadline.
+        case timedOut
     }
 
     private struct Pending {
@@ -92,7 +99,8 @@ final class InterceptorHub: Sendable {
         }
         guard let pending else { return false }
         pending.timeout?.cancel()
-        pending.continuation.resume(returning: Verdict(command).map(Answer.verdict) ?? .invalid)
+        let answer: Answer = command.verdict == "none" ? .declined : Verdict(command).map(Answer.verdict) ?? .invalid
+        pending.continuation.resume(returning: answer)
         return true
     }
 
@@ -141,7 +149,7 @@ final class InterceptorHub: Sendable {
                     state.stats.timeouts += 1
                     return pending
                 }
-                expired?.continuation.resume(returning: .missing)
+                expired?.continuation.resume(returning: .timedOut)
             }
             state.withLock { $0.pending[id]?.timeout = timeout }
             var request = request
@@ -155,8 +163,10 @@ final class InterceptorHub: Sendable {
         let verdict: Verdict
         switch answer {
         case .verdict(let given): verdict = given
-        case .invalid: verdict = policyVerdict(invalidAnswer: true)
-        case .missing: verdict = policyVerdict(invalidAnswer: false)
+        case .invalid: verdict = policyVerdict(.invalid, clientID, request)
+        case .declined: verdict = policyVerdict(.declined, clientID, request)
+        case .missing: verdict = policyVerdict(.unavailable, clientID, request)
+        case .timedOut: verdict = policyVerdict(.timeout, clientID, request)
         }
         state.withLock { state in
             switch verdict {
@@ -168,11 +178,27 @@ final class InterceptorHub: Sendable {
         return verdict
     }
 
-    private func policyVerdict(invalidAnswer: Bool) -> Verdict {
-        state.withLock { state in
+    /// Why the failure policy decided a request.
+    private enum PolicyCause: String {
+        case timeout = "no verdict within the deadline"
+        case unavailable = "interceptor not connected"
+        case invalid = "invalid verdict"
+        case declined = "interceptor could not review in time"
+    }
+
+    /// Applies the failure policy, counts it and logs it: every message the policy decides is visible.
+    private func policyVerdict(_ cause: PolicyCause, _ clientID: String, _ request: Command) -> Verdict {
+        let total = state.withLock { state in
             state.stats.policyApplied += 1
-            if invalidAnswer { state.stats.failures += 1 }
+            if cause == .invalid { state.stats.failures += 1 }
+            if cause == .declined { state.stats.declined += 1 }
+            return state.stats.policyApplied
         }
+        logger.warning("interception failure policy applied", metadata: [
+            "policy": "\(configuration.failurePolicy.rawValue)", "cause": "\(cause.rawValue)", "interceptor": "\(clientID)",
+            "kind": "\(request.kind ?? "")", "cid": "\(request.cid ?? "")", "from": "\(request.fromPeerId ?? request.initBy ?? "")",
+            "policy_decisions_total": "\(total)",
+        ])
         switch configuration.failurePolicy {
         case .failOpen: return .allow
         case .failClosed: return .drop(IMError(.messageRejectedByApp, "no verdict from the interceptor (fail-closed policy)"), silent: false)

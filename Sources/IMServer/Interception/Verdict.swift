@@ -8,7 +8,8 @@ enum Verdict: Sendable, Equatable {
     /// Replace the content and optionally restrict the recipients.
     case modify(body: String?, recipients: [String]?)
 
-    /// Reads a `hook verdict` command; nil when it is not a valid verdict.
+    /// Reads a `hook verdict` command; nil when it is not a valid verdict (or `none`: the interceptor
+    /// declines to decide, see `InterceptorHub`).
     init?(_ command: Command) {
         switch command.verdict {
         case "allow":

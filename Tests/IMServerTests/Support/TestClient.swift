@@ -1,22 +1,62 @@
 import Foundation
 import HummingbirdWSClient
 import IMCore
+import IMServer
 import Logging
 import HookbotTestSupport
 import Synchronization
 
-/// A raw protocol client for tests: sends commands over a real WebSocket and collects what arrives.
+/// A raw protocol client for tests: sends commands over a real WebSocket (or an in-process attachment)
+/// and collects what arrives.
 final class TestClient: Sendable {
+    private enum Transport: Sendable {
+        case webSocket(AsyncStream<String>.Continuation)
+        case local(LocalConnection)
+    }
+
     private let inbox = Inbox<Command>()
     private let raw = Inbox<String>()
-    private let outbox: AsyncStream<String>.Continuation
+    private let transport: Transport
     private let serial = Atomic<Int>(1)
     private let task: Task<Void, Never>
     private let codec = JSONCommandCodec()
+    /// In-process interceptors: reviews waiting for the verdict the test sends.
+    private let reviews = Mutex<[String: CheckedContinuation<Command, Never>]>([:])
 
     private init(outbox: AsyncStream<String>.Continuation, task: Task<Void, Never>) {
-        self.outbox = outbox
+        transport = .webSocket(outbox)
         self.task = task
+    }
+
+    private init(local: LocalConnection, task: Task<Void, Never>) {
+        transport = .local(local)
+        self.task = task
+    }
+
+    /// Attaches in process (no socket, commands as values). Hook requests to this client, when it logs in
+    /// as an interceptor, arrive in its inbox like frames and are answered with `send(verdict)`.
+    static func attach(to server: IMServer) throws -> TestClient {
+        let (ended, end) = AsyncStream<Void>.makeStream()
+        let holder = Mutex<TestClient?>(nil)
+        let connection = server.connectLocally(
+            receive: { command in holder.withLock { $0 }?.inbox.append(command) },
+            closed: { end.finish() },
+            review: { request in await holder.withLock { $0 }?.review(request) ?? Command(cmd: .hook, op: .verdict) })
+        guard let connection else { throw IMError(.connectionFailed, "server not running") }
+        let task = Task {
+            for await _ in ended {}
+            holder.withLock { $0 }?.markClosed()
+        }
+        let client = TestClient(local: connection, task: task)
+        holder.withLock { $0 = client }
+        return client
+    }
+
+    private func review(_ request: Command) async -> Command {
+        await withCheckedContinuation { continuation in
+            reviews.withLock { $0[request.id ?? ""] = continuation }
+            inbox.append(request)
+        }
     }
 
     /// Connects to `ws://127.0.0.1:port/ws`.
@@ -67,13 +107,34 @@ final class TestClient: Sendable {
         if let command = try? codec.decode(text) { inbox.append(command) } else { raw.append(text) }
     }
 
-    private func markClosed() { inbox.close() }
+    private func markClosed() {
+        inbox.close()
+        let waiting = reviews.withLock { reviews in defer { reviews.removeAll() }; return Array(reviews.values) }
+        for review in waiting { review.resume(returning: Command(cmd: .hook, op: .verdict)) }
+    }
 
     var isClosed: Bool { inbox.isClosed }
 
-    func sendRaw(_ text: String) { outbox.yield(text) }
+    func sendRaw(_ text: String) {
+        switch transport {
+        case .webSocket(let outbox): outbox.yield(text)
+        case .local(let connection):
+            if let command = try? codec.decode(text) { connection.send(command) }
+        }
+    }
 
-    func send(_ command: Command) { outbox.yield(codec.encode(command)) }
+    func send(_ command: Command) {
+        switch transport {
+        case .webSocket(let outbox): outbox.yield(codec.encode(command))
+        case .local(let connection):
+            if command.cmd == .hook, command.op == .verdict,
+               let review = reviews.withLock({ $0.removeValue(forKey: command.id ?? "") }) {
+                review.resume(returning: command)
+            } else {
+                connection.send(command)
+            }
+        }
+    }
 
     /// Sends a request with a fresh `i` and returns the reply carrying that `i`.
     func request(_ command: Command, timeout: Duration = .seconds(10)) async throws -> Command {
@@ -101,7 +162,10 @@ final class TestClient: Sendable {
     }
 
     func close() async {
-        outbox.finish()
+        switch transport {
+        case .webSocket(let outbox): outbox.finish()
+        case .local(let connection): connection.close()
+        }
         await task.value
     }
 }
