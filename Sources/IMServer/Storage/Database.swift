@@ -11,6 +11,11 @@ enum ServerDatabase {
             db.add(function: RegexCache.function)
         }
         let pool = try DatabasePool(path: path, configuration: config)
+        // GRDB switches its writer to synchronous=NORMAL when it enables WAL, after `prepareDatabase` ran;
+        // only the writer commits, so set the level there again (FULL: a commit is on disk before the ack).
+        try pool.barrierWriteWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
+        }
         try migrator.migrate(pool)
         return pool
     }
