@@ -37,6 +37,8 @@ public actor BotHost {
     var loopGuard: LoopGuard
     /// Counters; a mutex rather than actor state so interception answers never wait for the actor.
     nonisolated let counters = Mutex(BotStats())
+    /// Active mutes ("mute:<cid>:<user>" → until, seconds since 1970); see `mute(_:in:for:reason:)`.
+    nonisolated let mutes = Mutex<[String: Double]>([:])
     /// How long one interception review may run: the server's deadline less a safety margin.
     nonisolated let reviewBudget: Duration
     private var eventTask: Task<Void, Never>?
@@ -99,6 +101,7 @@ public actor BotHost {
     /// Loads the plugins, logs in (forced, so a restarted bot takes over its tag), and starts routing,
     /// hot reload and timers.
     public func start() async throws {
+        loadMutes()
         let report = await runtime.loadAll()
         logReload(report)
         await execute(report.actions)

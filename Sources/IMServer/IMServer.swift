@@ -24,6 +24,9 @@ public final class IMServer: Sendable {
         service = try IMService(configuration: configuration, logger: logger)
     }
 
+    /// Transactions committed by the message pipeline, and the messages they stored.
+    public var storageStats: (transactions: Int, messages: Int) { service.storageCounters.snapshot }
+
     /// Counters of the interception role.
     public var interceptionStats: InterceptionStats { service.interceptors.stats }
 
@@ -50,7 +53,7 @@ public final class IMServer: Sendable {
         await locals.closeAll()
         await group.triggerGracefulShutdown()
         _ = try? await task.value
-        await service.cursors.flush()
+        await service.pipeline.flush()
     }
 
     /// Whether the server was started with `start()` and not stopped yet.
@@ -66,7 +69,7 @@ public final class IMServer: Sendable {
         let group = ServiceGroup(configuration: .init(
             services: [app, GoAwayOnShutdown(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        await service.cursors.flush()
+        await service.pipeline.flush()
     }
 
     private func makeApplication(_ onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {

@@ -101,7 +101,7 @@ extension IMService {
     func acknowledge(_ command: Command, by clientID: String, on connection: Connection) async {
         let ids = (command.ids ?? []) + [command.mid].compactMap { $0 }
         if let cid = command.cid {
-            await cursors.advance(CursorKey(cid: cid, clientID: clientID), acknowledging: ids)
+            await pipeline.advance(CursorKey(cid: cid, clientID: clientID), acknowledging: ids)
         }
         let now = Identifiers.nowMillis()
         for id in ids {

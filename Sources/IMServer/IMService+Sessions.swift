@@ -71,7 +71,7 @@ extension IMService {
     /// Sends stored messages the client has not acknowledged, oldest first per conversation, then
     /// releases messages that arrived meanwhile.
     func deliverBacklog(to connection: Connection, clientID: String) async {
-        await cursors.flush()
+        await pipeline.flush()
         let limit = configuration.backlogLimitPerConversation
         let backlog = (try? await db.read { db -> [(records: [MessageRecord], hasMore: Bool)] in
             try ConversationStore.memberships(db, clientID: clientID).map { membership in

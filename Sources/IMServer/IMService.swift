@@ -14,7 +14,7 @@ final class IMService: Sendable {
     let rooms = ChatRooms()
     let tokens: SessionTokens
     let pipeline: MessagePipeline
-    let cursors: CursorWriter
+    let storageCounters = StorageCounters()
     let signatures: SignatureVerifier?
     let interceptors: InterceptorHub
     let interception: InterceptionStage
@@ -26,8 +26,8 @@ final class IMService: Sendable {
         self.logger = logger
         db = try ServerDatabase.open(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
         tokens = SessionTokens(db: db, ttl: TimeInterval(configuration.sessionTokenTTL))
-        pipeline = MessagePipeline(db: db, registry: registry, receipts: receipts, rooms: rooms, logger: logger)
-        cursors = CursorWriter(db: db)
+        pipeline = MessagePipeline(db: db, registry: registry, receipts: receipts, rooms: rooms,
+                                   counters: storageCounters, logger: logger)
         interceptors = InterceptorHub(configuration: configuration.interception, logger: logger)
         interception = InterceptionStage(hub: interceptors, pipeline: pipeline)
         interceptorLogins = Dictionary(uniqueKeysWithValues: configuration.interception.interceptors.map { interceptor in

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IMCore
 import Logging
+import Synchronization
 
 /// A message a client asked to send to a stored conversation.
 struct OutgoingMessage: Sendable {
@@ -25,6 +26,11 @@ struct OutgoingMessage: Sendable {
 /// share a single commit. Only after the transaction is durable does the pipeline deliver each message
 /// to the online members and acknowledge it to its sender, in the order the messages were enqueued;
 /// timestamps are strictly increasing within a conversation.
+///
+/// Delivery-cursor moves (from client acks) ride in the same transactions: they are coalesced per
+/// member and written with the next batch, so acknowledging costs no commit of its own under load. A
+/// cursor moves to the timestamp of the newest acknowledged *stored* message, read from the database, so
+/// acks of transient or cmd messages (or forged timestamps) never skip stored messages.
 actor MessagePipeline {
     private enum Outcome: Sendable {
         /// Stored; `members` receive it, or, for a chat room (`room`), the connections in the room.
@@ -39,11 +45,20 @@ actor MessagePipeline {
     private let rooms: ChatRooms
     private let logger: Logger
     private var queue: [OutgoingMessage] = []
-    private var draining = false
+    private var cursorMoves: [CursorKey: Set<String>] = [:]
+    private var draining: Task<Void, Never>?
+    private var batchesStarted = 0
+    private var batchesFinished = 0
+    private var flushWaiters: [(batch: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    /// The newest timestamp of recently active conversations (at most `timestampCacheLimit` of them).
     private var lastTimestamps: [String: Int64] = [:]
+    private let timestampCacheLimit = 10_000
+    private let counters: StorageCounters
 
-    init(db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms, logger: Logger) {
+    init(db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms,
+         counters: StorageCounters, logger: Logger) {
         self.db = db
+        self.counters = counters
         self.registry = registry
         self.receipts = receipts
         self.rooms = rooms
@@ -52,30 +67,60 @@ actor MessagePipeline {
 
     func enqueue(_ message: OutgoingMessage) {
         queue.append(message)
-        if !draining {
-            draining = true
-            Task { await self.drain() }
-        }
+        startDraining()
+    }
+
+    /// Records that `key`'s member acknowledged these messages; written with the next transaction.
+    func advance(_ key: CursorKey, acknowledging messageIDs: [String]) {
+        guard !messageIDs.isEmpty else { return }
+        cursorMoves[key, default: []].formUnion(messageIDs)
+        startDraining()
+    }
+
+    /// Returns once everything enqueued so far is written (later work does not hold it up).
+    func flush() async {
+        guard draining != nil else { return }
+        let target = batchesStarted + (queue.isEmpty && cursorMoves.isEmpty ? 0 : 1)
+        guard batchesFinished < target else { return }
+        await withCheckedContinuation { flushWaiters.append((target, $0)) }
+    }
+
+    private func startDraining() {
+        if draining == nil { draining = Task { await self.drain() } }
     }
 
     private func drain() async {
-        while !queue.isEmpty {
+        while !queue.isEmpty || !cursorMoves.isEmpty {
             let batch = queue
+            let moves = cursorMoves
             queue.removeAll(keepingCapacity: true)
+            cursorMoves.removeAll()
+            batchesStarted += 1
             let known = lastTimestamps
             let rooms = rooms
             do {
                 let (outcomes, timestamps) = try await db.write { db in
-                    try Self.commit(db, batch, knownTimestamps: known, rooms: rooms, now: Identifiers.nowMillis())
+                    let result = try Self.commit(db, batch, knownTimestamps: known, rooms: rooms, now: Identifiers.nowMillis())
+                    try MessageStore.advanceCursors(db, moves)
+                    return result
                 }
+                counters.committed(messages: batch.count)
+                if lastTimestamps.count + timestamps.count > timestampCacheLimit { lastTimestamps.removeAll() }
                 lastTimestamps.merge(timestamps) { _, new in new }
                 for (message, outcome) in zip(batch, outcomes) { publish(message, outcome) }
             } catch {
-                logger.error("message batch failed", metadata: ["error": "\(error)", "count": "\(batch.count)"])
+                logger.error("message batch failed", metadata: [
+                    "error": "\(error)", "count": "\(batch.count)", "cursor_moves": "\(moves.count)",
+                ])
                 for message in batch { publish(message, .failed(IMError(.internalError, "storage failure"))) }
             }
+            batchesFinished += 1
+            let finished = batchesFinished
+            let ready = flushWaiters.filter { $0.batch <= finished }
+            flushWaiters.removeAll { $0.batch <= finished }
+            for waiter in ready { waiter.continuation.resume() }
         }
-        draining = false
+        draining = nil
     }
 
     private static func commit(
@@ -125,9 +170,8 @@ actor MessagePipeline {
             let audience = message.recipients.map { allowed in members.filter(allowed.contains) } ?? members
             outcomes.append(.stored(record, members: audience, room: conversation.transient && message.recipients == nil))
         }
-        for (cid, t) in timestamps {
-            try db.execute(sql: "UPDATE conversations SET lm = ? WHERE id = ?", arguments: [t, cid])
-        }
+        let touch = try db.cachedStatement(sql: "UPDATE conversations SET lm = ? WHERE id = ?")
+        for (cid, t) in timestamps { try touch.execute(arguments: [t, cid]) }
         return (outcomes, timestamps)
     }
 
@@ -170,4 +214,21 @@ actor MessagePipeline {
         command.mentionAll = mentionAll
         return command
     }
+}
+
+/// Counts the server's storage transactions, so benchmarks can show how well group commit batches.
+public final class StorageCounters: Sendable {
+    private let state = Mutex((transactions: 0, messages: 0))
+
+    init() {}
+
+    func committed(messages: Int) {
+        state.withLock { state in
+            state.transactions += 1
+            state.messages += messages
+        }
+    }
+
+    /// Transactions the message pipeline committed, and the messages they stored.
+    public var snapshot: (transactions: Int, messages: Int) { state.withLock { $0 } }
 }

@@ -91,15 +91,18 @@ enum ConversationStore {
     }
 
     static func find(_ db: Database, id: String) throws -> ConversationRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM conversations WHERE id = ?", arguments: [id]).map(ConversationRecord.init)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM conversations WHERE id = ?"), arguments: [id])
+            .map(ConversationRecord.init)
     }
 
     static func members(_ db: Database, cid: String) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT client_id FROM members WHERE cid = ? ORDER BY joined_at, client_id", arguments: [cid])
+        try String.fetchAll(
+            db.cachedStatement(sql: "SELECT client_id FROM members WHERE cid = ? ORDER BY joined_at, client_id"), arguments: [cid])
     }
 
     static func isMember(_ db: Database, cid: String, clientID: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM members WHERE cid = ? AND client_id = ?", arguments: [cid, clientID]) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM members WHERE cid = ? AND client_id = ?"), arguments: [cid, clientID])
+            ?? false
     }
 
     /// Memberships of a client with their delivery cursors.

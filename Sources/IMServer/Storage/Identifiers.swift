@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Server-assigned identifiers.
 enum Identifiers {
@@ -15,7 +16,21 @@ enum Identifiers {
         return (0..<3).map { _ in String(format: "%08x", UInt32(truncatingIfNeeded: generator.next())) }.joined()
     }
 
-    static func messageID() -> String { random() }
+    /// A process-unique message id without a system call: 10 random base-62 characters drawn once per
+    /// process (about 59 bits, so ids of different runs do not collide) and a 12-character counter.
+    static func messageID() -> String {
+        let n = messageCounter.wrappingAdd(1, ordering: .relaxed).oldValue
+        var digits = [Character](repeating: "0", count: 12)
+        var rest = n
+        for index in stride(from: 11, through: 0, by: -1) {
+            digits[index] = alphabet[Int(rest % 62)]
+            rest /= 62
+        }
+        return messagePrefix + String(digits)
+    }
+
+    private static let messagePrefix = random(length: 10)
+    private static let messageCounter = Atomic<UInt64>(0)
 
     static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }

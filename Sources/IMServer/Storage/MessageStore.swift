@@ -50,25 +50,25 @@ struct MessageRecord: Sendable, Equatable {
 enum MessageStore {
     static func insert(_ db: Database, _ m: MessageRecord, dedupeToken: String?, recipients: [String]? = nil) throws {
         let audience = recipients.map { JSONValue.array($0.map(JSONValue.string)).jsonString() }
-        try db.execute(
-            sql: "INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken, audience])
+        try db.cachedStatement(
+            sql: "INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        ).execute(arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken, audience])
     }
 
     /// SQL condition: the message is visible to the client bound twice after it (sender, or in the audience).
     static let visibleTo = "(recipients IS NULL OR from_id = ? OR EXISTS (SELECT 1 FROM json_each(messages.recipients) WHERE value = ?))"
 
     static func find(_ db: Database, from: String, dedupeToken: String) throws -> MessageRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE from_id = ? AND dt = ?", arguments: [from, dedupeToken])
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM messages WHERE from_id = ? AND dt = ?"), arguments: [from, dedupeToken])
             .map(MessageRecord.init)
     }
 
     static func find(_ db: Database, id: String) throws -> MessageRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id]).map(MessageRecord.init)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM messages WHERE id = ?"), arguments: [id]).map(MessageRecord.init)
     }
 
     static func lastTimestamp(_ db: Database, cid: String) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT MAX(t) FROM messages WHERE cid = ?", arguments: [cid]) ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(t) FROM messages WHERE cid = ?"), arguments: [cid]) ?? 0
     }
 
     /// `limit` messages strictly between `afterT` and `beforeT`, returned in ascending order: the newest
@@ -101,11 +101,12 @@ enum MessageStore {
     static func advanceCursors(_ db: Database, _ acknowledged: [CursorKey: Set<String>]) throws {
         let update = try db.cachedStatement(
             sql: "UPDATE members SET delivered_t = MAX(delivered_t, ?) WHERE cid = ? AND client_id = ?")
+        let timestamp = try db.cachedStatement(sql: "SELECT t FROM messages WHERE id = ? AND cid = ?")
         for (key, ids) in acknowledged {
-            let list = Array(repeating: "?", count: ids.count).joined(separator: ",")
-            let newest = try Int64.fetchOne(
-                db, sql: "SELECT MAX(t) FROM messages WHERE cid = ? AND id IN (\(list))",
-                arguments: StatementArguments([key.cid] + Array(ids)))
+            var newest: Int64?
+            for id in ids {
+                if let t = try Int64.fetchOne(timestamp, arguments: [id, key.cid]) { newest = max(newest ?? t, t) }
+            }
             if let newest { try update.execute(arguments: [newest, key.cid, key.clientID]) }
         }
     }
