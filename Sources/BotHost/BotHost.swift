@@ -48,8 +48,16 @@ public actor BotHost {
     private var interceptions: [Int: Task<Void, Never>] = [:]
     private var nextInterception = 0
 
+    /// Whether interception requests arrive as direct calls (in-process attachment) rather than as events.
+    private let reviewsInProcess: Bool
+
     public init(configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime,
                 logger: Logger = Logger(label: "hookbot.bot")) {
+        self.init(configuration: configuration, client: client, runtime: runtime, logger: logger, reviewsInProcess: false)
+    }
+
+    init(configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime, logger: Logger, reviewsInProcess: Bool) {
+        self.reviewsInProcess = reviewsInProcess
         self.configuration = configuration
         self.client = client
         self.runtime = runtime
@@ -79,7 +87,8 @@ public actor BotHost {
             options.signatureProvider = SecretSignatureProvider(secret: secret)
         }
         let reviewer = Reviewer()
-        if options.localEndpoint != nil, configuration.interceptorSecret != nil {
+        let reviewsInProcess = options.localEndpoint != nil && configuration.interceptorSecret != nil
+        if reviewsInProcess {
             options.interceptionHandler = { request in await reviewer.answer(request) }
         }
         let client = IMClient(clientId: configuration.clientID, tag: configuration.tag,
@@ -90,7 +99,8 @@ public actor BotHost {
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
                                     config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
                                     botID: configuration.clientID)
-        let host = BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger)
+        let host = BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger,
+                           reviewsInProcess: reviewsInProcess)
         reviewer.host.withLock { $0.host = host }
         return host
     }
@@ -105,25 +115,35 @@ public actor BotHost {
         let report = await runtime.loadAll()
         logReload(report)
         await execute(report.actions)
-        // Interception requests are answered as they arrive; everything else is routed in order, on a
-        // task of its own, so that a slow hook never holds up a verdict.
-        let (routed, routing) = AsyncStream<IMEvent>.makeStream()
         let events = client.events()
-        eventTask = Task { [weak self] in
-            for await event in events {
-                guard let self else { break }
-                if case .unhandled(let command) = event, command.cmd == .hook, command.op == .request {
-                    await self.answerRemotely(command)
-                } else {
-                    routing.yield(event)
+        if reviewsInProcess {
+            // Interception requests are direct calls that never enter the event stream: route in order.
+            eventTask = Task { [weak self] in
+                for await event in events {
+                    guard let self else { return }
+                    await self.route(event)
                 }
             }
-            routing.finish()
-        }
-        routingTask = Task { [weak self] in
-            for await event in routed {
-                guard let self else { return }
-                await self.route(event)
+        } else {
+            // Interception requests are answered as they arrive; everything else is routed in order, on a
+            // task of its own, so that a slow hook never holds up a verdict.
+            let (routed, routing) = AsyncStream<IMEvent>.makeStream()
+            eventTask = Task { [weak self] in
+                for await event in events {
+                    guard let self else { break }
+                    if case .unhandled(let command) = event, command.cmd == .hook, command.op == .request {
+                        await self.answerRemotely(command)
+                    } else {
+                        routing.yield(event)
+                    }
+                }
+                routing.finish()
+            }
+            routingTask = Task { [weak self] in
+                for await event in routed {
+                    guard let self else { return }
+                    await self.route(event)
+                }
             }
         }
         try await client.open(force: true)

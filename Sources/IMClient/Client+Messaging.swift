@@ -28,7 +28,7 @@ extension IMClient {
         direct.mentionAll = options.mentionAll ? true : nil
         // Stored messages carry a token the server de-duplicates on, so they can be resent after a
         // reconnect; transient ones are not stored and are not resent.
-        direct.dt = options.transient ? nil : (options.dedupeToken ?? UUID().uuidString)
+        direct.dt = options.transient ? nil : (options.dedupeToken ?? nextDedupeToken())
         let (_, slot) = try enqueue(direct, policy: options.transient ? .fail : .resend)
         return IMPendingMessage(client: self, slot: slot, conversationId: cid, content: content, body: body, options: options)
     }

@@ -30,6 +30,10 @@ public actor IMClient {
     /// Bumped by `open()`, `close()` and a kick: reconnect loops and logins of an older epoch stop.
     private var epoch = 0
     private var nextSerial = 1
+    /// De-duplication tokens: a random prefix per client instance and a counter (unique across restarts
+    /// without a UUID per message).
+    private let dedupePrefix = UUID().uuidString
+    private var dedupeCounter = 0
     private var pending: [Int: PendingRequest] = [:]
     private var reconnectTask: Task<Void, Never>?
     /// The session token of the last login, presented on reconnects instead of a new login signature.
@@ -69,9 +73,17 @@ public actor IMClient {
         var command: Command
         var policy: LossPolicy
         var written = false
-        var timer: Task<Void, Never>?
+        /// When the request fails with `expiry` unless its reply has come (see `sweepExpired`).
+        var deadline: ContinuousClock.Instant?
+        var expiry: IMError?
         var slot: ReplySlot
     }
+
+    /// Resolves requests past their deadline; one task per client while requests are pending, instead
+    /// of a timer task per request.
+    private var sweeper: Task<Void, Never>?
+    /// How often pending requests are checked for their deadline.
+    private static let sweepInterval: Duration = .milliseconds(20)
 
     /// A client for `clientId`. Pass a `deviceId` that survives app restarts to keep a tag across them.
     public init(clientId: String, tag: String? = nil, deviceId: String? = nil, options: IMClientOptions,
@@ -348,6 +360,11 @@ public actor IMClient {
 
     // MARK: Requests
 
+    func nextDedupeToken() -> String {
+        dedupeCounter += 1
+        return "\(dedupePrefix)-\(dedupeCounter)"
+    }
+
     func allocateSerial() -> Int {
         defer { nextSerial += 1 }
         return nextSerial
@@ -409,17 +426,32 @@ public actor IMClient {
     }
 
     private func arm(_ serial: Int, after delay: Duration, _ error: IMError) {
-        pending[serial]?.timer?.cancel()
-        pending[serial]?.timer = Task {
-            try? await Task.sleep(for: delay)
-            guard !Task.isCancelled else { return }
-            self.resolve(serial, .failure(error))
+        guard pending[serial] != nil else { return }
+        pending[serial]?.deadline = ContinuousClock.now.advanced(by: delay)
+        pending[serial]?.expiry = error
+        if sweeper == nil {
+            sweeper = Task { [weak self] in
+                while let self, await self.sweepExpired() {
+                    try? await Task.sleep(for: Self.sweepInterval)
+                }
+            }
         }
+    }
+
+    /// Fails the requests whose deadline has passed; false (and the sweeper ends) once none is pending.
+    private func sweepExpired() -> Bool {
+        let now = ContinuousClock.now
+        for (serial, request) in pending {
+            if let deadline = request.deadline, let expiry = request.expiry, deadline <= now {
+                resolve(serial, .failure(expiry))
+            }
+        }
+        if pending.isEmpty { sweeper = nil }
+        return !pending.isEmpty
     }
 
     private func resolve(_ serial: Int, _ result: Result<Command, IMError>) {
         guard let request = pending.removeValue(forKey: serial) else { return }
-        request.timer?.cancel()
         request.slot.fulfill(result)
     }
 
