@@ -27,9 +27,10 @@ test: deps
 run: build
 	$(SWIFT) run hookbot run
 
-## Print the benchmark numbers (release build).
+## Print the benchmark numbers (release build): the bot in process, then as a separate process.
 bench: deps
-	$(SWIFT) run -c release hookbot bench
+	$(SWIFT) run -c release hookbot bench --summary
+	$(SWIFT) run -c release hookbot bench --remote-bot --only w1a,w1b,w2 --summary
 
 clean:
 	rm -rf .build

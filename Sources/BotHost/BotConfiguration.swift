@@ -75,6 +75,11 @@ public struct BotConfiguration: Sendable {
         return try parse(text, relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent())
     }
 
+    /// A path from the configuration file: absolute as written, relative to the file's folder otherwise.
+    static func resolve(_ path: String, against base: URL) -> URL {
+        path.hasPrefix("/") ? URL(fileURLWithPath: path) : base.appendingPathComponent(path)
+    }
+
     public static func parse(_ text: String, relativeTo base: URL = URL(fileURLWithPath: ".")) throws -> BotConfiguration {
         let root = try TOMLParser.parse(text)
         var config = BotConfiguration()
@@ -84,7 +89,7 @@ public struct BotConfiguration: Sendable {
             config.clientID = try r.string("client_id") ?? config.clientID
             config.tag = try r.string("tag") ?? config.tag
             config.acceptInvitations = try r.bool("accept_invitations") ?? config.acceptInvitations
-            config.statePath = try r.string("state").map { base.appendingPathComponent($0).path } ?? config.statePath
+            config.statePath = try r.string("state").map { Self.resolve($0, against: base).path } ?? config.statePath
             config.replyLimit = try r.int("reply_limit") ?? config.replyLimit
             config.replyWindow = try r.double("reply_window_seconds") ?? config.replyWindow
             config.maxHops = try r.int("max_hops") ?? config.maxHops
@@ -94,7 +99,7 @@ public struct BotConfiguration: Sendable {
         }
         if let plugins = try reader.table("plugins") {
             var r = ConfigReader(root: plugins, path: "plugins")
-            config.pluginsDirectory = try r.string("directory").map { base.appendingPathComponent($0) } ?? config.pluginsDirectory
+            config.pluginsDirectory = try r.string("directory").map { Self.resolve($0, against: base) } ?? config.pluginsDirectory
             config.watchInterval = try r.double("watch_interval_seconds") ?? config.watchInterval
             if let budget = try r.int("instruction_budget") { config.limits.instructionBudget = budget }
             if let deadline = try r.double("deadline_ms") { config.limits.deadline = deadline / 1000 }
@@ -117,7 +122,7 @@ public struct BotConfiguration: Sendable {
             var r = ConfigReader(root: server, path: "server")
             config.serverHost = try r.string("host") ?? config.serverHost
             config.serverPort = try r.int("port") ?? config.serverPort
-            config.serverDatabase = try r.string("db").map { base.appendingPathComponent($0).path } ?? config.serverDatabase
+            config.serverDatabase = try r.string("db").map { Self.resolve($0, against: base).path } ?? config.serverDatabase
             config.interceptionDeadlineMillis = try r.int("interception_deadline_ms") ?? config.interceptionDeadlineMillis
             if let policy = try r.string("interception_policy") {
                 guard ["open", "closed"].contains(policy) else {

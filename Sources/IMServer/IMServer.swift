@@ -27,6 +27,9 @@ public final class IMServer: Sendable {
     /// Transactions committed by the message pipeline, and the messages they stored.
     public var storageStats: (transactions: Int, messages: Int) { service.storageCounters.snapshot }
 
+    /// Whether the interceptor with this client id is logged in (readiness checks, benchmarks).
+    public func isInterceptorAttached(_ clientID: String) -> Bool { service.interceptors.isAttached(clientID) }
+
     /// Counters of the interception role.
     public var interceptionStats: InterceptionStats { service.interceptors.stats }
 

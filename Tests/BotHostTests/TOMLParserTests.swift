@@ -55,4 +55,27 @@ final class TOMLParserTests: XCTestCase {
         XCTAssertEqual(failure("a = 1 2")?.message, "unexpected text after value")
         XCTAssertNotNil(failure("a = 1\n[a]"))
     }
+
+    func testPathsAreRelativeToTheFileUnlessAbsolute() throws {
+        let base = URL(fileURLWithPath: "/etc/hookbot")
+        let relative = try BotConfiguration.parse("[plugins]\ndirectory = \"plugins\"\n[bot]\nstate = \"s.sqlite\"", relativeTo: base)
+        XCTAssertEqual(relative.pluginsDirectory.path, "/etc/hookbot/plugins")
+        XCTAssertEqual(relative.statePath, "/etc/hookbot/s.sqlite")
+        let absolute = try BotConfiguration.parse("[plugins]\ndirectory = \"/srv/plugins\"\n[server]\ndb = \"/var/h.sqlite\"", relativeTo: base)
+        XCTAssertEqual(absolute.pluginsDirectory.path, "/srv/plugins")
+        XCTAssertEqual(absolute.serverDatabase, "/var/h.sqlite")
+    }
+
+    func testTheInterceptionDeadlineMustLeaveRoomForAReview() throws {
+        let tooShort = try BotConfiguration.parse("[server]\ninterception_deadline_ms = 20")
+        XCTAssertThrowsError(try tooShort.validate()) { error in
+            XCTAssertTrue("\(error)".contains("server.interception_deadline_ms"), "\(error)")
+        }
+        let shipped = BotConfiguration()
+        XCTAssertNoThrow(try shipped.validate())
+        XCTAssertEqual(shipped.reviewBudget, .milliseconds(160), "200 ms less a 20% margin")
+        var long = shipped
+        long.interceptionDeadlineMillis = 50
+        XCTAssertEqual(long.reviewBudget, .milliseconds(30), "at least 20 ms of margin")
+    }
 }

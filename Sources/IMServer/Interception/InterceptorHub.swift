@@ -71,6 +71,9 @@ final class InterceptorHub: Sendable {
 
     func inScope(_ cid: String) -> Bool { configuration.conversations?.contains(cid) ?? true }
 
+    /// Whether an interceptor with this client id is logged in.
+    func isAttached(_ clientID: String) -> Bool { state.withLock { $0.connections[clientID] != nil } }
+
     /// Records a logged-in interceptor connection (the newest login of an id replaces the older one).
     func attach(_ connection: Connection, as clientID: String) {
         state.withLock { $0.connections[clientID] = connection }

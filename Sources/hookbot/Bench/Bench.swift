@@ -10,6 +10,8 @@ import Synchronization
 struct Bench {
     let scale: Double
     let relaxedSync: Bool
+    /// Run the bot as a separate `hookbot run` process over WebSocket instead of attached in process.
+    let remoteBot: Bool
     let root: URL
     let logger: Logger
 
@@ -30,9 +32,10 @@ struct Bench {
             """,
     ]
 
-    init(scale: Double, relaxedSync: Bool) throws {
+    init(scale: Double, relaxedSync: Bool, remoteBot: Bool) throws {
         self.scale = scale
         self.relaxedSync = relaxedSync
+        self.remoteBot = remoteBot
         root = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         var logger = Logger(label: "hookbot.bench")
@@ -48,8 +51,8 @@ struct Bench {
         return url
     }
 
-    /// An embedded server with the benchmark bot as its interceptor.
-    private func hub(_ name: String) async throws -> EmbeddedHub {
+    /// A server with the benchmark bot as its interceptor (in process, or a separate process).
+    private func hub(_ name: String) async throws -> BenchHub {
         let dir = try directory(name)
         let plugins = dir.appendingPathComponent("plugins")
         try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
@@ -64,7 +67,15 @@ struct Bench {
         configuration.watchInterval = 0
         configuration.replyLimit = Int.max
         configuration.interceptionDeadlineMillis = 1000
-        return try await EmbeddedHub.start(configuration: configuration, logger: logger)
+        if remoteBot {
+            var server = ServerConfiguration()
+            server.port = 0
+            server.databasePath = configuration.serverDatabase
+            server.synchronousFull = !relaxedSync
+            return try await BenchHub.remote(configuration: configuration, directory: dir, serverConfiguration: server,
+                                             logger: logger)
+        }
+        return .embedded(try await EmbeddedHub.start(configuration: configuration, logger: logger))
     }
 
     /// A server without interceptors.
@@ -91,10 +102,12 @@ struct Bench {
         defer { Task { await hub.stop() } }
         let user = client("bench-user", port: hub.port)
         let waiter = ReplyWaiter()
+        let watchdog = waiter.watchdog()
+        defer { watchdog.cancel() }
         let events = user.events()
         let listener = Task {
             for await event in events {
-                if case .message(let message) = event, message.from == hub.bot.configuration.clientID,
+                if case .message(let message) = event, message.from == hub.botID,
                    let text = message.content.text, text.hasPrefix("pong "), let k = Int(text.dropFirst(5)) {
                     waiter.arrived(k)
                 }
@@ -102,7 +115,7 @@ struct Bench {
         }
         defer { listener.cancel() }
         try await user.open()
-        let conversation = try await user.createConversation(members: [hub.bot.configuration.clientID])
+        let conversation = try await user.createConversation(members: [hub.botID])
         let clock = ContinuousClock()
         func roundTrip(_ k: Int) async throws -> Double {
             let start = clock.now
@@ -112,6 +125,7 @@ struct Bench {
             return (clock.now - start).milliseconds
         }
         for k in 0..<warmup { _ = try await roundTrip(1_000_000 + k) }
+        let meter = Meter(server: hub.server, bot: hub)
         let started = clock.now
         let samples = try await withThrowingTaskGroup(of: Double.self) { group in
             var samples: [Double] = []
@@ -132,9 +146,10 @@ struct Bench {
             return samples
         }
         let elapsed = (clock.now - started).milliseconds / 1000
+        let efficiency = meter.finish()
         await user.close()
         return PingPongResult(messages: messages, inFlight: inFlight, repliesPerSecond: (Double(messages) / elapsed).rounded(),
-                              latencyMs: LatencyStats(samples))
+                              latencyMs: LatencyStats(samples), efficiency: efficiency)
     }
 
     // MARK: w2: moderation before delivery
@@ -144,7 +159,9 @@ struct Bench {
         let without = try await deliveryRun(port: plain.1, messages: messages, prefix: "plain")
         await plain.0.stop()
         let hub = try await hub("w2-bot")
+        let meter = Meter(server: hub.server, bot: hub)
         let with = try await deliveryRun(port: hub.port, messages: messages, prefix: "mod")
+        let efficiency = meter.finish()
         await hub.stop()
         let blocked = (0..<messages).filter { $0 % 10 == 0 }.count
         let withStats = LatencyStats(with.latencies)
@@ -153,7 +170,7 @@ struct Bench {
             messages: messages, blocked: blocked, delivered: with.delivered, leaked: with.leaked,
             withPluginMs: withStats, withoutPluginMs: withoutStats,
             overheadP50Ms: LatencyStats.round(withStats.p50 - withoutStats.p50),
-            overheadP99Ms: LatencyStats.round(withStats.p99 - withoutStats.p99))
+            overheadP99Ms: LatencyStats.round(withStats.p99 - withoutStats.p99), efficiency: efficiency)
     }
 
     /// A sends to B one message at a time; every tenth contains the forbidden word.
@@ -163,6 +180,8 @@ struct Bench {
         let a = client("\(prefix)-A", port: port)
         let b = client("\(prefix)-B", port: port)
         let waiter = ReplyWaiter()
+        let watchdog = waiter.watchdog()
+        defer { watchdog.cancel() }
         let leaks = Locked(0)
         let delivered = Locked(0)
         let events = b.events()
@@ -226,6 +245,7 @@ struct Bench {
             receivers.append(receiver)
         }
         let conversation = try await sender.createConversation(members: receivers.map(\.clientId))
+        let meter = Meter(server: server, bot: nil)
         let started = clock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for lane in 0..<8 {
@@ -240,13 +260,14 @@ struct Bench {
         }
         for await _ in done { break }
         let elapsed = (clock.now - started).milliseconds / 1000
+        let efficiency = meter.finish()
         listeners.forEach { $0.cancel() }
         for receiver in receivers { await receiver.close() }
         await sender.close()
         let deliveries = messages * members
         return FanOutResult(messages: messages, members: members, deliveries: deliveries,
                             deliveriesPerSecond: (Double(deliveries) / elapsed).rounded(),
-                            latencyMs: LatencyStats(latencies.withLock { $0 }))
+                            latencyMs: LatencyStats(latencies.withLock { $0 }), efficiency: efficiency)
     }
 
     // MARK: RSS with idle connections
@@ -297,29 +318,90 @@ struct Bench {
 final class ReplyWaiter: Sendable {
     private struct State {
         var arrived: Set<Int> = []
-        var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
+        var waiting: [Int: CheckedContinuation<Bool, Never>] = [:]
+        var abandoned = false
     }
 
     private let state = Mutex(State())
 
     func arrived(_ k: Int) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
             if let waiter = state.waiting.removeValue(forKey: k) { return waiter }
             state.arrived.insert(k)
             return nil
         }
-        waiter?.resume()
+        waiter?.resume(returning: true)
     }
 
+    /// Waits for `k`; throws once the waiter has been abandoned (`abandon`), so a benchmark never hangs.
     func wait(for k: Int) async throws {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> Bool in
+        let arrived = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let ready = state.withLock { state -> Bool? in
+                if state.abandoned { return false }
                 if state.arrived.remove(k) != nil { return true }
                 state.waiting[k] = continuation
-                return false
+                return nil
             }
-            if ready { continuation.resume() }
+            if let ready { continuation.resume(returning: ready) }
         }
+        if !arrived { throw BenchError(message: "reply \(k) never arrived (the workload timed out)") }
+    }
+
+    /// Fails every wait, now and later.
+    func abandon() {
+        let waiting = state.withLock { state in
+            state.abandoned = true
+            defer { state.waiting.removeAll() }
+            return Array(state.waiting.values)
+        }
+        for waiter in waiting { waiter.resume(returning: false) }
+    }
+
+    /// Abandons the waiter if the workload has not finished within `limit`; cancel the task when done.
+    func watchdog(_ limit: Duration = .seconds(300)) -> Task<Void, Never> {
+        Task {
+            try? await Task.sleep(for: limit)
+            if !Task.isCancelled { self.abandon() }
+        }
+    }
+}
+
+/// CPU and storage cost of a measured phase, per 1,000 stored messages.
+struct Efficiency: Encodable {
+    /// Messages the server stored during the phase (user messages and bot replies).
+    var storedMessages: Int
+    /// CPU seconds of this process (server, in-process bot and the benchmark's clients) per 1,000.
+    var cpuSecondsPer1000Messages: Double
+    /// CPU seconds of the separate bot process per 1,000 (`--remote-bot` only).
+    var botCPUSecondsPer1000Messages: Double?
+    /// SQLite transactions committed by the message pipeline per 1,000 (group commit shows as < 1,000).
+    var transactionsPer1000Messages: Double
+}
+
+/// Measures `Efficiency` between its creation and `finish()`.
+struct Meter {
+    let server: IMServer
+    let bot: BenchHub?
+    let cpu = ProcessCPU.current()
+    let botCPU: Double?
+    let storage: (transactions: Int, messages: Int)
+
+    init(server: IMServer, bot: BenchHub?) {
+        self.server = server
+        self.bot = bot
+        botCPU = bot?.botCPUSeconds
+        storage = server.storageStats
+    }
+
+    func finish() -> Efficiency {
+        let now = server.storageStats
+        let stored = max(now.messages - storage.messages, 1)
+        let per1000 = { (value: Double) in (value / Double(stored) * 1000 * 1000).rounded() / 1000 }
+        return Efficiency(
+            storedMessages: stored,
+            cpuSecondsPer1000Messages: per1000(ProcessCPU.current() - cpu),
+            botCPUSecondsPer1000Messages: botCPU.flatMap { start in bot?.botCPUSeconds.map { per1000($0 - start) } },
+            transactionsPer1000Messages: per1000(Double(now.transactions - storage.transactions)))
     }
 }
 

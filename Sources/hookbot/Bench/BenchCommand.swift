@@ -15,12 +15,15 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Smaller message counts, for a quick look.") var quick = false
     @Flag(help: "Use SQLite synchronous=NORMAL (WAL survives a process crash, not a power loss).") var relaxedSync = false
     @Option(help: "Only these workloads (comma-separated: w1a,w1b,w2,w3,rss,hooks).") var only: String?
+    @Flag(help: "Run the bot as a separate process over WebSocket instead of attached in process.") var remoteBot = false
+    @Flag(help: "After the JSON, print a short summary table.") var summary = false
 
     func run() async throws {
         let scale = quick ? 0.1 : 1.0
         let selected = Set((only ?? "w1a,w1b,w2,w3,rss,hooks").split(separator: ",").map(String.init))
-        let bench = try Bench(scale: scale, relaxedSync: relaxedSync)
-        var report = BenchReport(machine: BenchReport.Machine())
+        let bench = try Bench(scale: scale, relaxedSync: relaxedSync, remoteBot: remoteBot)
+        var report = BenchReport(machine: BenchReport.Machine(), bot: remoteBot ? "remote process (WebSocket)" : "in process",
+                                 synchronous: relaxedSync ? "NORMAL" : "FULL")
         if selected.contains("hooks") { report.hooks = try HookBenchmark.run(iterations: quick ? 20_000 : 200_000) }
         if selected.contains("w1a") { report.w1a = try await bench.pingPong(messages: Int(2000 * scale), warmup: 200, inFlight: 1) }
         if selected.contains("w1b") { report.w1b = try await bench.pingPong(messages: Int(10_000 * scale), warmup: 200, inFlight: 50) }
@@ -30,6 +33,7 @@ struct BenchCommand: AsyncParsableCommand {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        if summary { print(report.summaryTable) }
     }
 }
 
@@ -41,6 +45,9 @@ struct BenchReport: Encodable {
     }
 
     var machine: Machine
+    /// How the bot was attached, and the SQLite synchronous level.
+    var bot: String
+    var synchronous: String
     var hooks: HookBenchmark.Result?
     var w1a: PingPongResult?
     var w1b: PingPongResult?
@@ -49,7 +56,7 @@ struct BenchReport: Encodable {
     var rssMB: Double?
 
     enum CodingKeys: String, CodingKey {
-        case machine, hooks, w1a, w1b, w2, w3
+        case machine, bot, synchronous, hooks, w1a, w1b, w2, w3
         case rssMB = "rss_mb"
     }
 }
@@ -59,6 +66,7 @@ struct PingPongResult: Encodable {
     var inFlight: Int
     var repliesPerSecond: Double
     var latencyMs: LatencyStats
+    var efficiency: Efficiency
 }
 
 struct ModerationResult: Encodable {
@@ -70,6 +78,7 @@ struct ModerationResult: Encodable {
     var withoutPluginMs: LatencyStats
     var overheadP50Ms: Double
     var overheadP99Ms: Double
+    var efficiency: Efficiency
 }
 
 struct FanOutResult: Encodable {
@@ -78,4 +87,39 @@ struct FanOutResult: Encodable {
     var deliveries: Int
     var deliveriesPerSecond: Double
     var latencyMs: LatencyStats
+    var efficiency: Efficiency
+}
+
+extension BenchReport {
+    /// One line per workload: throughput, latency, CPU and transactions per 1,000 stored messages.
+    var summaryTable: String {
+        func number(_ value: Double?, _ digits: Int = 0) -> String {
+            guard let value else { return "-" }
+            return String(format: "%.\(digits)f", value)
+        }
+        var rows: [[String]] = [["workload", "rate", "p50 ms", "p99 ms", "cpu s/1k", "bot cpu s/1k", "tx/1k"]]
+        func add(_ name: String, _ rate: String, _ latency: LatencyStats, _ efficiency: Efficiency) {
+            rows.append([name, rate, number(latency.p50, 3), number(latency.p99, 3),
+                         number(efficiency.cpuSecondsPer1000Messages, 3), number(efficiency.botCPUSecondsPer1000Messages, 3),
+                         number(efficiency.transactionsPer1000Messages, 1)])
+        }
+        if let w1a { add("w1a ping-pong x1", "\(number(w1a.repliesPerSecond))/s", w1a.latencyMs, w1a.efficiency) }
+        if let w1b { add("w1b ping-pong x\(w1b.inFlight)", "\(number(w1b.repliesPerSecond))/s", w1b.latencyMs, w1b.efficiency) }
+        if let w2 {
+            add("w2 moderated A->B", "leaked \(w2.leaked), +\(number(w2.overheadP50Ms, 3)) ms", w2.withPluginMs, w2.efficiency)
+        }
+        if let w3 { add("w3 fan-out x\(w3.members)", "\(number(w3.deliveriesPerSecond))/s", w3.latencyMs, w3.efficiency) }
+        var lines = ["", "bot: \(bot), synchronous=\(synchronous)"]
+        if rows.count > 1 {
+            let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+            for row in rows {
+                lines.append(zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
+            }
+        }
+        if let rssMB { lines.append("rss with 1,000 idle connections: \(number(rssMB, 1)) MB") }
+        if let hooks {
+            lines.append("hooks: \(number(hooks.trivialCallsPerSecond)) trivial calls/s, \(number(hooks.pipelineEventsPerSecond)) pipeline events/s")
+        }
+        return lines.joined(separator: "\n")
+    }
 }
