@@ -161,7 +161,7 @@ struct AdminPlugin: Encodable {
 }
 
 struct AdminStats: Encodable {
-    var messages, blocked, commands, transients, events, sent, dropped, rateLimited, verdicts, actionErrors: Int
+    var messages, blocked, commands, transients, events, sent, dropped, rateLimited, verdicts, undecided, actionErrors: Int
 
     init(_ stats: BotStats) {
         messages = stats.messages
@@ -173,6 +173,7 @@ struct AdminStats: Encodable {
         dropped = stats.dropped
         rateLimited = stats.rateLimited
         verdicts = stats.verdicts
+        undecided = stats.undecided
         actionErrors = stats.actionErrors
     }
 }

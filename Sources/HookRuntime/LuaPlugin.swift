@@ -1,5 +1,6 @@
 import CLua
 import Foundation
+import Synchronization
 import Logging
 
 enum HookName: Int, CaseIterable {
@@ -62,12 +63,10 @@ struct PluginTimer {
     var interval: Double?
 }
 
-private let nextInstanceID = Counter()
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-    func next() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
-}
+private let instanceCounter = Atomic<Int>(0)
+
+/// A process-unique id for each loaded plugin version.
+private func nextInstanceID() -> Int { instanceCounter.wrappingAdd(1, ordering: .relaxed).newValue }
 
 let maxActionsPerCall = 1000
 let maxTimersPerPlugin = 1000
@@ -113,7 +112,7 @@ final class LuaPlugin {
         self.path = path
         self.name = key
         self.generation = generation
-        self.instanceID = nextInstanceID.next()
+        self.instanceID = nextInstanceID()
         limits = .allocate(capacity: 1)
         limits.initialize(to: hb_limits())
         limits.pointee.mem_cap = env.limits.memoryBytes > 0 ? env.limits.memoryBytes : 0

@@ -160,7 +160,7 @@ public struct IMSendOptions: Sendable {
     /// Members to notify specially, or all of them.
     public var mentionPids: [String]?
     public var mentionAll: Bool = false
-    /// The de-duplication token sent as `dt`. Left nil, a fresh UUID is used; pass the same token to
+    /// The de-duplication token sent as `dt`. Left nil, a fresh token (a per-client random prefix and a counter) is used; pass the same token to
     /// retry a send whose outcome is unknown (for example after `REQUEST_TIMEOUT`) without duplicating it.
     public var dedupeToken: String?
 

@@ -31,7 +31,7 @@ extension IMService {
         if interceptors.isActive, interceptors.inScope(cid), !interceptors.isInterceptor(clientID) {
             await interception.submit(message)
         } else {
-            await pipeline.enqueue(message)
+            pipeline.enqueue(message)
         }
     }
 
@@ -101,7 +101,7 @@ extension IMService {
     func acknowledge(_ command: Command, by clientID: String, on connection: Connection) async {
         let ids = (command.ids ?? []) + [command.mid].compactMap { $0 }
         if let cid = command.cid {
-            await pipeline.advance(CursorKey(cid: cid, clientID: clientID), acknowledging: ids)
+            pipeline.advance(CursorKey(cid: cid, clientID: clientID), acknowledging: ids)
         }
         let now = Identifiers.nowMillis()
         for id in ids {

@@ -183,7 +183,7 @@ final class InterceptionTests: XCTestCase {
         first.cid = slowCID
         first.msg = TypedMessage.text("slow 1").encoded()
         tom.send(first)
-        let firstRequest = try await required(await held.take(timeout: .seconds(10), where: { _ in true }))
+        let firstRequest = try required(await held.take(timeout: .seconds(10), where: { _ in true }))
         var second = first
         second.msg = TypedMessage.text("slow 2").encoded()
         tom.send(second)
@@ -193,7 +193,7 @@ final class InterceptionTests: XCTestCase {
         XCTAssertEqual(fast.map(\.text), ["fast 1", "fast 2"], "the other conversation was not held up")
         XCTAssertEqual(fast.map(\.cid), [fastCID, fastCID])
         // The second slow message is reviewed, but waits behind the first in its conversation.
-        let secondRequest = try await required(await held.take(timeout: .seconds(10), where: { _ in true }))
+        let secondRequest = try required(await held.take(timeout: .seconds(10), where: { _ in true }))
         var allow = Self.verdict("allow")
         allow.id = secondRequest.id
         bot.send(allow)

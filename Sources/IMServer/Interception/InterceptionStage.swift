@@ -42,12 +42,12 @@ actor InterceptionStage {
         defer { if tails[message.cid]?.token == token { tails[message.cid] = nil } }
         switch verdict {
         case .allow:
-            await pipeline.enqueue(message)
+            pipeline.enqueue(message)
         case .modify(let body, let recipients):
             var modified = message
             if let body { modified.data = body }
             if let recipients { modified.recipients = recipients }
-            await pipeline.enqueue(modified)
+            pipeline.enqueue(modified)
         case .drop(let error, silent: false):
             message.sender.send(IMService.errorReply(error, to: Command(cmd: .direct, i: message.serial)))
         case .drop(_, silent: true):

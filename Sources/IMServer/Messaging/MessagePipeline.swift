@@ -2,6 +2,8 @@ import Foundation
 import GRDB
 import IMCore
 import Logging
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// A message a client asked to send to a stored conversation.
@@ -31,7 +33,11 @@ struct OutgoingMessage: Sendable {
 /// member and written with the next batch, so acknowledging costs no commit of its own under load. A
 /// cursor moves to the timestamp of the newest acknowledged *stored* message, read from the database, so
 /// acks of transient or cmd messages (or forged timestamps) never skip stored messages.
-actor MessagePipeline {
+///
+/// The pipeline writes on a thread of its own (a single-thread event loop): `enqueue` only appends and
+/// wakes it, and it commits synchronously there, so a batch costs one thread wake-up instead of hops
+/// between the cooperative pool and GRDB's queue, and no shared thread ever blocks on a commit.
+final class MessagePipeline: Sendable {
     private enum Outcome: Sendable {
         /// Stored; `members` receive it, or, for a chat room (`room`), the connections in the room.
         case stored(MessageRecord, members: [String], room: Bool)
@@ -39,21 +45,30 @@ actor MessagePipeline {
         case failed(IMError)
     }
 
+    private struct State {
+        var queue: [OutgoingMessage] = []
+        var cursorMoves: [CursorKey: Set<String>] = [:]
+        /// A drain is queued on (or running on) the writer thread.
+        var drainQueued = false
+        /// A delayed drain for cursor moves alone is scheduled.
+        var drainDelayed = false
+        var batchesStarted = 0
+        var batchesFinished = 0
+        var flushWaiters: [(batch: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// The newest timestamp of recently active conversations (at most `timestampCacheLimit`).
+        var lastTimestamps: [String: Int64] = [:]
+    }
+
     private let db: DatabasePool
     private let registry: SessionRegistry
     private let receipts: ReceiptTracker
     private let rooms: ChatRooms
     private let logger: Logger
-    private var queue: [OutgoingMessage] = []
-    private var cursorMoves: [CursorKey: Set<String>] = [:]
-    private var draining: Task<Void, Never>?
-    private var batchesStarted = 0
-    private var batchesFinished = 0
-    private var flushWaiters: [(batch: Int, continuation: CheckedContinuation<Void, Never>)] = []
-    /// The newest timestamp of recently active conversations (at most `timestampCacheLimit` of them).
-    private var lastTimestamps: [String: Int64] = [:]
-    private let timestampCacheLimit = 10_000
     private let counters: StorageCounters
+    private let state = Mutex(State())
+    private let thread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let writer: any EventLoop
+    private let timestampCacheLimit = 10_000
 
     init(db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms,
          counters: StorageCounters, logger: Logger) {
@@ -63,50 +78,84 @@ actor MessagePipeline {
         self.receipts = receipts
         self.rooms = rooms
         self.logger = logger
+        writer = thread.next()
+    }
+
+    deinit {
+        thread.shutdownGracefully { _ in }
     }
 
     func enqueue(_ message: OutgoingMessage) {
-        queue.append(message)
-        startDraining()
+        let wake = state.withLock { state in
+            state.queue.append(message)
+            defer { state.drainQueued = true }
+            return !state.drainQueued
+        }
+        if wake { writer.execute { self.drain() } }
     }
+
+    /// How long cursor moves alone wait for a message batch to ride along with, before they get a
+    /// transaction of their own.
+    static let cursorDelay: TimeAmount = .milliseconds(5)
 
     /// Records that `key`'s member acknowledged these messages; written with the next transaction.
     func advance(_ key: CursorKey, acknowledging messageIDs: [String]) {
         guard !messageIDs.isEmpty else { return }
-        cursorMoves[key, default: []].formUnion(messageIDs)
-        startDraining()
+        let schedule = state.withLock { state in
+            state.cursorMoves[key, default: []].formUnion(messageIDs)
+            guard !state.drainQueued, !state.drainDelayed else { return false }
+            state.drainDelayed = true
+            return true
+        }
+        if schedule {
+            writer.scheduleTask(in: Self.cursorDelay) {
+                self.state.withLock { $0.drainDelayed = false }
+                self.drain()
+            }
+        }
     }
 
     /// Returns once everything enqueued so far is written (later work does not hold it up).
     func flush() async {
-        guard draining != nil else { return }
-        let target = batchesStarted + (queue.isEmpty && cursorMoves.isEmpty ? 0 : 1)
-        guard batchesFinished < target else { return }
-        await withCheckedContinuation { flushWaiters.append((target, $0)) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                guard state.drainQueued || state.drainDelayed else { return true }
+                let target = state.batchesStarted + (state.queue.isEmpty && state.cursorMoves.isEmpty ? 0 : 1)
+                guard state.batchesFinished < target else { return true }
+                state.flushWaiters.append((target, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 
-    private func startDraining() {
-        if draining == nil { draining = Task { await self.drain() } }
-    }
-
-    private func drain() async {
-        while !queue.isEmpty || !cursorMoves.isEmpty {
-            let batch = queue
-            let moves = cursorMoves
-            queue.removeAll(keepingCapacity: true)
-            cursorMoves.removeAll()
-            batchesStarted += 1
-            let known = lastTimestamps
-            let rooms = rooms
+    /// Runs on the writer thread: commits batches until nothing is queued.
+    private func drain() {
+        while true {
+            let next = state.withLock { state -> (batch: [OutgoingMessage], moves: [CursorKey: Set<String>], known: [String: Int64])? in
+                if state.queue.isEmpty && state.cursorMoves.isEmpty {
+                    state.drainQueued = false
+                    return nil
+                }
+                defer {
+                    state.queue.removeAll(keepingCapacity: true)
+                    state.cursorMoves.removeAll()
+                    state.batchesStarted += 1
+                }
+                return (state.queue, state.cursorMoves, state.lastTimestamps)
+            }
+            guard let (batch, moves, known) = next else { return }
             do {
-                let (outcomes, timestamps) = try await db.write { db in
+                let (outcomes, timestamps) = try db.write { db in
                     let result = try Self.commit(db, batch, knownTimestamps: known, rooms: rooms, now: Identifiers.nowMillis())
                     try MessageStore.advanceCursors(db, moves)
                     return result
                 }
                 counters.committed(messages: batch.count)
-                if lastTimestamps.count + timestamps.count > timestampCacheLimit { lastTimestamps.removeAll() }
-                lastTimestamps.merge(timestamps) { _, new in new }
+                state.withLock { state in
+                    if state.lastTimestamps.count + timestamps.count > timestampCacheLimit { state.lastTimestamps.removeAll() }
+                    state.lastTimestamps.merge(timestamps) { _, new in new }
+                }
                 for (message, outcome) in zip(batch, outcomes) { publish(message, outcome) }
             } catch {
                 logger.error("message batch failed", metadata: [
@@ -114,13 +163,15 @@ actor MessagePipeline {
                 ])
                 for message in batch { publish(message, .failed(IMError(.internalError, "storage failure"))) }
             }
-            batchesFinished += 1
-            let finished = batchesFinished
-            let ready = flushWaiters.filter { $0.batch <= finished }
-            flushWaiters.removeAll { $0.batch <= finished }
-            for waiter in ready { waiter.continuation.resume() }
+            let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.batchesFinished += 1
+                let finished = state.batchesFinished
+                let ready = state.flushWaiters.filter { $0.batch <= finished }.map(\.continuation)
+                state.flushWaiters.removeAll { $0.batch <= finished }
+                return ready
+            }
+            for waiter in ready { waiter.resume() }
         }
-        draining = nil
     }
 
     private static func commit(
