@@ -91,9 +91,7 @@ extension BotHost {
             // Submitted in order; the ack is awaited off the event path so replies can be pipelined.
             let pending = try await client.conversation(cid).submit(content, options: options)
             self.count { $0.sent += 1 }
-            Task {
-                do { _ = try await pending.message() } catch { self.actionFailed(what, cid, plugin: plugin, error) }
-            }
+            pending.onFailure { error in self.actionFailed(what, cid, plugin: plugin, error) }
         }
     }
 }

@@ -452,6 +452,11 @@ public actor IMClient {
 
     private func resolve(_ serial: Int, _ result: Result<Command, IMError>) {
         guard let request = pending.removeValue(forKey: serial) else { return }
+        if request.command.cmd == .direct, request.command.transient != true, request.command.action == nil,
+           case .success(let ack) = result, ack.code == nil, let id = ack.uid, let timestamp = ack.t,
+           let cid = request.command.cid {
+            noteLastMessage(cid: cid, id: id, timestamp: timestamp)
+        }
         request.slot.fulfill(result)
     }
 

@@ -6,18 +6,35 @@ final class ReplySlot: Sendable {
     private struct State {
         var result: Result<Command, IMError>?
         var waiter: CheckedContinuation<Result<Command, IMError>, Never>?
+        var observer: (@Sendable (Result<Command, IMError>) -> Void)?
     }
 
     private let state = Mutex(State())
 
     func fulfill(_ result: Result<Command, IMError>) {
-        let waiter = state.withLock { state -> CheckedContinuation<Result<Command, IMError>, Never>? in
-            guard state.result == nil else { return nil }
+        typealias Waiter = CheckedContinuation<Result<Command, IMError>, Never>
+        typealias Observer = @Sendable (Result<Command, IMError>) -> Void
+        let (waiter, observer) = state.withLock { state -> (Waiter?, Observer?) in
+            guard state.result == nil else { return (nil, nil) }
             state.result = result
-            defer { state.waiter = nil }
-            return state.waiter
+            defer {
+                state.waiter = nil
+                state.observer = nil
+            }
+            return (state.waiter, state.observer)
         }
         waiter?.resume(returning: result)
+        observer?(result)
+    }
+
+    /// Calls `observer` with the result once it is there (at once if it already is), without a task.
+    func observe(_ observer: @escaping @Sendable (Result<Command, IMError>) -> Void) {
+        let ready = state.withLock { state -> Result<Command, IMError>? in
+            if let result = state.result { return result }
+            state.observer = observer
+            return nil
+        }
+        if let ready { observer(ready) }
     }
 
     func value() async -> Result<Command, IMError> {
@@ -54,7 +71,17 @@ public struct IMPendingMessage: Sendable {
         message.priority = options.priority
         message.mentionPids = options.mentionPids
         message.mentionAll = options.mentionAll ? true : nil
-        if !options.transient { await client.noteLastMessage(cid: conversationId, id: id, timestamp: timestamp) }
         return message
+    }
+
+    /// Calls `handler` if the message fails (error ack, timeout, disconnect), without waiting for it:
+    /// for senders that keep many messages in flight and only need to hear about failures.
+    public func onFailure(_ handler: @escaping @Sendable (IMError) -> Void) {
+        slot.observe { result in
+            switch result {
+            case .failure(let error): handler(error)
+            case .success(let ack): if let error = IMError(reply: ack) { handler(error) }
+            }
+        }
     }
 }
