@@ -6,17 +6,18 @@ import IMCore
 /// Executing the actions plugins return. Every message the bot sends first goes through the plugins'
 /// `before_send` and moderation, carries a hop count, and counts against the per-conversation rate limit.
 extension BotHost {
-    func execute(_ actions: [HookAction], hops: Int = 1) async {
-        for action in actions { await execute(action, hops: hops) }
+    /// Executes actions in order; `screenings` holds send actions' screening done already (by index).
+    func execute(_ actions: [HookAction], hops: Int = 1, screenings: [Int: PluginRuntime.Screening] = [:]) async {
+        for (index, action) in actions.enumerated() { await execute(action, hops: hops, screening: screenings[index]) }
     }
 
-    private func execute(_ action: HookAction, hops: Int) async {
+    private func execute(_ action: HookAction, hops: Int, screening: PluginRuntime.Screening?) async {
         let plugin = action.plugin
         switch action.kind {
         case .send(let cid, let message, _):
-            await send(message, to: cid, hops: hops, plugin: plugin, transient: false)
+            await send(message, to: cid, hops: hops, plugin: plugin, transient: false, screening: screening)
         case .sendTransient(let cid, let message):
-            await send(message, to: cid, hops: hops, plugin: plugin, transient: true)
+            await send(message, to: cid, hops: hops, plugin: plugin, transient: true, screening: screening)
         case .sendCommand(let cid, let command):
             guard allowSend(in: cid, plugin: plugin) else { return }
             await run("send_cmd", cid, plugin: plugin) {
@@ -57,11 +58,13 @@ extension BotHost {
     }
 
     private func send(_ message: HookMessage, to cid: String, hops: Int, plugin: String, transient: Bool,
-                      mentions: [String]? = nil) async {
+                      mentions: [String]? = nil, screening: PluginRuntime.Screening? = nil) async {
         var outgoing = message
         outgoing.cid = cid
         outgoing.from = configuration.clientID
-        let (screened, moderation) = await runtime.screen(outgoing)
+        let (screened, moderation) = if let screening { (screening.screened, screening.moderation) } else {
+            await runtime.screen(outgoing)
+        }
         let followUp = screened.actions + (moderation?.actions ?? [])
         let errors = screened.errors + (moderation?.errors ?? [])
         if !followUp.isEmpty || !errors.isEmpty {

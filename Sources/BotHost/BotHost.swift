@@ -286,7 +286,8 @@ public actor BotHost {
                 delivered.attrs["translation"] = .object(["to": .string(language), "text": .string(translated)])
             }
         }
-        await finish(await runtime.receive(delivered), hook: "on_receive", replyingTo: hops)
+        let (result, screenings) = await runtime.receiveAndScreen(delivered, as: configuration.clientID)
+        await finish(result, hook: "on_receive", replyingTo: hops, screenings: screenings)
     }
 
     private func targetLanguage(for message: HookMessage) -> String? {
@@ -295,11 +296,12 @@ public actor BotHost {
     }
 
     /// Logs hook errors with the plugin's name and line, and executes the actions.
-    func finish(_ result: HookResult, hook: String, replyingTo hops: Int = 0) async {
+    func finish(_ result: HookResult, hook: String, replyingTo hops: Int = 0,
+                screenings: [Int: PluginRuntime.Screening] = [:]) async {
         for error in result.errors {
             logger.warning("hook failed", metadata: ["plugin": "\(error.plugin)", "hook": "\(error.hook)", "error": "\(error)"])
         }
-        await execute(result.actions, hops: hops + 1)
+        await execute(result.actions, hops: hops + 1, screenings: screenings)
     }
 
     func run(_ what: String, _ cid: String, plugin: String? = nil, _ body: () async throws -> Void) async {

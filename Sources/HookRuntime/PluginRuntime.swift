@@ -137,6 +137,12 @@ public actor PluginRuntime {
         return (moderation, screened)
     }
 
+    /// What `screen` decided about one of the bot's own messages.
+    public struct Screening: Sendable {
+        public var screened: BeforeSendOutcome
+        public var moderation: ModerationOutcome?
+    }
+
     /// `before_send` and, unless dropped, moderation, as one call (what the bot's own messages go through).
     public func screen(_ message: HookMessage) -> (screened: BeforeSendOutcome, moderation: ModerationOutcome?) {
         let screened = engine.beforeSend(message)
@@ -146,6 +152,34 @@ public actor PluginRuntime {
 
     /// `on_receive(msg, ctx)` on every plugin.
     public func receive(_ message: HookMessage) -> HookResult { engine.receive(message) }
+
+    /// `on_receive`, then `screen` for every message it asked to send (as `bot`), in the same call, so a
+    /// reply costs one trip to the Lua thread. `screenings[i]` belongs to `result.actions[i]`.
+    public func receiveAndScreen(_ message: HookMessage, as bot: String) -> (result: HookResult, screenings: [Int: Screening]) {
+        let result = engine.receive(message)
+        return (result, screenings(of: result.actions, as: bot))
+    }
+
+    /// `before_send` and moderation for each send action (what `screen` does), keyed by action index.
+    private func screenings(of actions: [HookAction], as bot: String) -> [Int: Screening] {
+        var screenings: [Int: Screening] = [:]
+        for (index, action) in actions.enumerated() {
+            let cid: String
+            var outgoing: HookMessage
+            switch action.kind {
+            case .send(let to, let message, _), .sendTransient(let to, let message):
+                cid = to
+                outgoing = message
+            default:
+                continue
+            }
+            outgoing.cid = cid
+            outgoing.from = bot
+            let (screened, moderation) = screen(outgoing)
+            screenings[index] = Screening(screened: screened, moderation: moderation)
+        }
+        return screenings
+    }
     /// Moderation, then (unless blocked) `on_receive`, as one call.
     public func incoming(_ message: HookMessage) -> IncomingOutcome { engine.incoming(message) }
     /// `translate(text, from, to, ctx)` provider chain (cached per message id).
