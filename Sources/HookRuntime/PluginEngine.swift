@@ -340,9 +340,16 @@ public final class PluginEngine {
     // MARK: - dispatch helpers
 
     /// Records the outcome of one hook call for the circuit breaker.
-    private func account(_ p: LuaPlugin, _ error: HookError?, into errors: inout [HookError]) {
+    /// A hook stopped by the caller's time budget (`until`) rather than by its own deadline is reported
+    /// but not held against the plugin: the circuit breaker must not disable moderation because the host
+    /// was busy.
+    private func account(_ p: LuaPlugin, _ error: HookError?, into errors: inout [HookError], cutByBudget: Bool = false) {
         guard let error else {
             if p.consecutiveFailures != 0 { p.consecutiveFailures = 0 }
+            return
+        }
+        if cutByBudget {
+            errors.append(error)
             return
         }
         p.consecutiveFailures += 1
@@ -388,6 +395,12 @@ public final class PluginEngine {
         moderationChain(message, until: until)
     }
 
+    /// Whether `error` is a deadline that came from a budget shorter than the hook's own deadline.
+    private func isBudgetCut(_ error: HookError?, timeout: Double?) -> Bool {
+        guard let error, error.reason == .deadline, let timeout else { return false }
+        return limits.deadline <= 0 || timeout < limits.deadline
+    }
+
     /// The per-call timeout for a hook that must finish by `until`.
     private func timeout(until: ContinuousClock.Instant?) -> Double? {
         guard let until else { return nil }
@@ -401,7 +414,8 @@ public final class PluginEngine {
         let push = pushMessage(message)
         for p in ordered where !p.disabled && p.has(.moderation) {
             begin(p, cid: message.cid, messageID: message.id)
-            var err = p.invoke(.moderation, timeout: timeout(until: until), push)
+            let limit = timeout(until: until)
+            var err = p.invoke(.moderation, timeout: limit, push)
             var verdict: ModerationVerdict = .allow
             if err == nil, let L = p.L {
                 do {
@@ -415,7 +429,7 @@ public final class PluginEngine {
                 }
                 lua_settop(L, 0)
             }
-            account(p, err, into: &out.errors)
+            account(p, err, into: &out.errors, cutByBudget: isBudgetCut(err, timeout: limit))
             out.actions += p.takeActions()
             if err != nil && limits.moderationFailClosed {
                 out.verdict = .block(reason: "moderation failed (\(p.name))", code: nil, silent: false)
@@ -485,7 +499,8 @@ public final class PluginEngine {
         ])
         for p in ordered where !p.disabled && p.has(.membership) {
             begin(p, cid: cid, messageID: nil)
-            var err = p.invoke(.membership, timeout: timeout(until: until)) { L in
+            let limit = timeout(until: until)
+            var err = p.invoke(.membership, timeout: limit) { L in
                 if !luaPush(L, json: event) { lua_createtable(L, 0, 0) }
                 return 1
             }
@@ -499,7 +514,7 @@ public final class PluginEngine {
                 }
                 lua_settop(L, 0)
             }
-            account(p, err, into: &out.errors)
+            account(p, err, into: &out.errors, cutByBudget: isBudgetCut(err, timeout: limit))
             out.actions += p.takeActions()
             if case .block = verdict {
                 out.verdict = verdict
@@ -543,7 +558,8 @@ public final class PluginEngine {
         var current = message
         for p in ordered where !p.disabled && p.has(.beforeSend) {
             begin(p, cid: current.cid, messageID: current.id)
-            var err = p.invoke(.beforeSend, timeout: timeout(until: until), pushMessage(current))
+            let limit = timeout(until: until)
+            var err = p.invoke(.beforeSend, timeout: limit, pushMessage(current))
             var drop: String?? = nil
             if err == nil, let L = p.L {
                 let t = lua_gettop(L)
@@ -578,7 +594,7 @@ public final class PluginEngine {
                 }
                 lua_settop(L, 0)
             }
-            account(p, err, into: &out.errors)
+            account(p, err, into: &out.errors, cutByBudget: isBudgetCut(err, timeout: limit))
             out.actions += p.takeActions()
             if let drop {
                 out.message = nil

@@ -159,3 +159,27 @@ final class LimitsTests: XCTestCase {
         XCTAssertEqual(rt.plugins.filter { $0.state == .failed }.count, 5)
     }
 }
+
+final class ReviewBudgetTests: XCTestCase {
+    /// A hook stopped by the caller's budget (an interception review running out of time) is reported,
+    /// but does not count towards the circuit breaker: a busy host must not disable moderation.
+    func testBudgetCutsAreReportedButDoNotTripTheBreaker() {
+        let f = Fixture()
+        f.write("slow.lua", """
+            return { moderation = function(msg, ctx)
+              local started = ctx.now()
+              while ctx.now() - started < 0.2 do local _ = string.rep("x", 1000) end
+            end }
+            """)
+        var limits = HookLimits.default
+        limits.breakerThreshold = 2
+        let rt = f.runtime(limits: limits)
+        rt.loadAll()
+        for _ in 0..<4 {
+            let outcome = rt.moderate(msg("x"), until: .now.advanced(by: .milliseconds(20)))
+            XCTAssertEqual(outcome.errors.map(\.reason), [.deadline])
+        }
+        XCTAssertEqual(rt.status("slow")?.state, .loaded, "still enabled")
+        XCTAssertEqual(rt.status("slow")?.totalFailures, 0)
+    }
+}
