@@ -88,38 +88,29 @@ struct JSONReader {
     /// With members, read each one's key with `readKey()`/`readKeyIndex(in:)`, then its value, then
     /// call `nextMember()`.
     mutating func beginObject() throws(JSONSyntaxError) -> Bool {
-        guard peek() == .openBrace else { throw error("expected an object") }
-        try enter()
-        position += 1
-        if peek() == .closeBrace {
-            position += 1
-            depth -= 1
-            return false
-        }
-        return true
+        try beginContainer(open: .openBrace, close: .closeBrace, "expected an object")
     }
 
     /// After a member's value: true at `,` (another member follows), false at `}` (object closed).
     mutating func nextMember() throws(JSONSyntaxError) -> Bool {
-        switch peek() {
-        case .comma:
-            position += 1
-            return true
-        case .closeBrace:
-            position += 1
-            depth -= 1
-            return false
-        default:
-            throw error("expected ',' or '}'")
-        }
+        try nextInContainer(close: .closeBrace, "expected ',' or '}'")
     }
 
     /// Consumes `[`; returns whether the array has an element (false: `]` consumed too).
     mutating func beginArray() throws(JSONSyntaxError) -> Bool {
-        guard peek() == .openBracket else { throw error("expected an array") }
+        try beginContainer(open: .openBracket, close: .closeBracket, "expected an array")
+    }
+
+    /// After an element: true at `,`, false at `]` (array closed).
+    mutating func nextElement() throws(JSONSyntaxError) -> Bool {
+        try nextInContainer(close: .closeBracket, "expected ',' or ']'")
+    }
+
+    private mutating func beginContainer(open: UInt8, close: UInt8, _ expected: String) throws(JSONSyntaxError) -> Bool {
+        guard peek() == open else { throw error(expected) }
         try enter()
         position += 1
-        if peek() == .closeBracket {
+        if peek() == close {
             position += 1
             depth -= 1
             return false
@@ -127,18 +118,17 @@ struct JSONReader {
         return true
     }
 
-    /// After an element: true at `,`, false at `]` (array closed).
-    mutating func nextElement() throws(JSONSyntaxError) -> Bool {
+    private mutating func nextInContainer(close: UInt8, _ expected: String) throws(JSONSyntaxError) -> Bool {
         switch peek() {
         case .comma:
             position += 1
             return true
-        case .closeBracket:
+        case close:
             position += 1
             depth -= 1
             return false
         default:
-            throw error("expected ',' or ']'")
+            throw error(expected)
         }
     }
 
