@@ -5,7 +5,9 @@
 -- Templates: {from}, {conversation}, {text}, and {1}..{9} for the captures
 -- of a `pattern` rule (Lua patterns, not regular expressions).
 
-local function lower_trim(s) return (s:lower():match("^%s*(.-)%s*$")) end
+local text_util = require("text")
+
+local function lower_trim(s) return text_util.trim(s:lower()) end
 
 local function render(template, vars)
   return (template:gsub("{(%w+)}", function(key)
@@ -22,7 +24,7 @@ local function strip_mention(text, bot)
   local s, e = lower:find(pattern)
   if not s then return text, false end
   local rest = (text:sub(1, s - 1) .. text:sub(e + 1)):gsub("%s+", " ")
-  return (rest:match("^%s*(.-)%s*$")), true
+  return text_util.trim(rest), true
 end
 
 -- The captures of rule `r` on `text`, or nil when it does not apply.

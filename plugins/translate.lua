@@ -5,6 +5,7 @@
 -- and language in state.
 
 local book = require("phrasebook")
+local text_util = require("text")
 
 local LANGS = { en = true, zh = true }
 local dict = { en = {}, zh = {} }   -- dict[from][phrase] = translation
@@ -30,9 +31,9 @@ end
 
 -- Splits trailing punctuation off: "Hello!" -> "hello", "!"
 local function split_end(text, from)
-  local body = text:match("^%s*(.-)%s*$")
+  local body = text_util.trim(text)
   if from == "en" then
-    local core, tail = body:match("^(.-)([%?!%.,]*)$")
+    local core, tail = text_util.split_tail(body, PUNCT_TO_ZH)
     return core:lower(), tail
   end
   local cs = chars(body)
@@ -98,7 +99,8 @@ end
 -- /translate commands; returns the reply text.
 local function command(ctx, cid, args)
   local conv = ctx.state.conv(cid)
-  local lang, text = args:match("^(%S*)%s*(.-)%s*$")
+  local lang, rest = args:match("^(%S*)(.*)$")
+  local text = text_util.trim(rest)
   if lang == "" then
     local current = conv.get("auto")
     if current == nil then current = ctx.config.auto[cid] end

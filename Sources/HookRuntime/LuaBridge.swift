@@ -236,7 +236,17 @@ func luaToMessage(_ L: LuaRef, _ idx: Int32, base: HookMessage) throws -> HookMe
     lua_settop(L, -2)
 
     if luaRawField(L, t, "timestamp") != LUA_TNIL {
-        m.timestamp = Int64(lua_tonumberx(L, -1, nil))
+        if lua_isinteger(L, -1) != 0 {
+            m.timestamp = lua_tointegerx(L, -1, nil)
+        } else {
+            // A float from Lua may be NaN, infinite or beyond Int64: refuse it instead of trapping.
+            let d = lua_tonumberx(L, -1, nil)
+            guard lua_type(L, -1) == LUA_TNUMBER, d.isFinite, abs(d) < 9.2e18 else {
+                lua_settop(L, -2)
+                throw LuaConversionError("message.timestamp must be a number of milliseconds")
+            }
+            m.timestamp = Int64(d)
+        }
     }
     lua_settop(L, -2)
 

@@ -12,6 +12,17 @@ final class HostileTests: XCTestCase {
         return (rt.receive(msg("x")), rt, f)
     }
 
+    func testNonFiniteAndHugeTimestampsAreErrorsNotCrashes() {
+        for value in ["0/0", "1/0", "-1/0", "1e300", "-1e300", "2^63"] {
+            let (result, _, _) = one(#"ctx.send("c1", { text = "x", timestamp = "# + value + " })")
+            XCTAssertEqual(result.errors.count, 1, value)
+            XCTAssertTrue("\(result.errors.first?.reason as Any)".contains("timestamp"), "\(value): \(result.errors)")
+            XCTAssertEqual(sentTexts(result.actions), ["alive"], "the other plugin still ran")
+        }
+        let (fine, _, _) = one(#"ctx.send("c1", { text = "x", timestamp = 1700000000000.0 })"#)
+        XCTAssertEqual(fine.errors, [])
+    }
+
     func testFinalizersAndCloseMetamethodsAreRefused() {
         // Lua runs finalizers with hooks off, so they could never be stopped
         let (r, _, _) = one("setmetatable({}, { __gc = function() while true do end end })")

@@ -31,6 +31,12 @@ final class SignatureTests: XCTestCase {
         let stale = signedOpen("Tom", timestamp: Int64(Date().timeIntervalSince1970) - 3600)
         let observed3 = try await client.request(stale).code
         XCTAssertEqual(observed3, 4102)
+        for extreme in [Int64.min, Int64.max, Int64.min + 1] {
+            var overflow = signedOpen("Tom")
+            overflow.t = extreme
+            let refused = try await client.request(overflow)
+            XCTAssertEqual(refused.code, 4102, "t = \(extreme) is refused, and the server stays up")
+        }
         var otherClient = signedOpen("Tom")
         otherClient.peerId = "Jerry"
         let observed4 = try await client.request(otherClient).code

@@ -13,6 +13,15 @@ return {
   },
   cases = {
     {
+      -- Trimming is linear: a pattern like "^%s*(.-)%s*$" took seconds here and ran past the deadline.
+      name = "long runs of spaces are handled in linear time",
+      steps = {
+        { message = "a" .. string.rep(" ", 60000) .. "b", expect = { replies = {} } },
+        { message = string.rep(" ", 60000) .. "PING" .. string.rep(" ", 60000),
+          expect = { replies = { "pong" } } },
+      },
+    },
+    {
       name = "exact rules ignore case and surrounding spaces only",
       steps = {
         { message = "  PING ", expect = { replies = { { cid = "c1", text = "pong", reply_to = "m1" } } } },

@@ -77,7 +77,10 @@ final class SignatureVerifier: Sendable {
             throw IMError(failure, "signature required: send t (seconds), n (nonce) and s")
         }
         let now = Int64(Date().timeIntervalSince1970)
-        guard abs(now - t) <= window else { throw IMError(failure, "signature timestamp is outside the \(window) s window") }
+        // Compared as a range around now: `t` comes from the client and may be any Int64 (no overflow).
+        guard t >= now - window, t <= now + window else {
+            throw IMError(failure, "signature timestamp is outside the \(window) s window")
+        }
         guard signer.isValid(signature.lowercased(), for: action, timestamp: t, nonce: nonce) else {
             throw IMError(failure, "signature does not match")
         }
