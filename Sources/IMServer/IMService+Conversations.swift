@@ -13,6 +13,7 @@ extension IMService {
             if let error = ClientID.validate(member) { throw IMError(.invalidField, "member '\(member)': \(error.detail ?? error.reason)") }
         }
         if let attr = command.attr, attr.objectValue == nil { throw IMError(.invalidField, "attr must be a JSON object") }
+        try ConversationStore.checkLimits(name: command.name, attr: command.attr)
         try signatures?.verify(.start(clientID: clientID, members: members), command: command, failure: .conversationSignatureFailed)
         let now = Identifiers.nowMillis()
         let (record, created) = try await db.write { db in

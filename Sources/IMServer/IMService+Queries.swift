@@ -110,7 +110,7 @@ enum AttributePatch {
             }
         }
         let result = JSONValue.object(attributes)
-        if result.jsonString().utf8.count > 64 * 1024 { throw IMError(.invalidField, "attributes exceed 64 KiB") }
+        try ConversationStore.checkLimits(name: name, attr: result)
         return (name, result)
     }
 

@@ -49,7 +49,7 @@ extension IMService {
             }
         }
         let token = try await tokens.issue(for: clientID)
-        connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID))
+        connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID, sessionToken: token))
         registry.add(connection, clientID: clientID)
         if interceptors.isInterceptor(clientID) { interceptors.attach(connection, as: clientID) }
         logger.info("session opened", metadata: ["client": "\(clientID)", "tag": "\(tag ?? "")", "conn": "\(connection.id)"])

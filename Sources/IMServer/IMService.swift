@@ -85,6 +85,8 @@ final class IMService: Sendable {
         }
         switch (command.cmd, command.op) {
         case (.session, .close?):
+            // A session that logs itself out cannot be resumed with its token.
+            if let token = identity.sessionToken { try await tokens.revoke(token) }
             connection.send(Command(cmd: .session, op: .closed, i: command.i))
             connectionClosed(connection)
             connection.close()

@@ -24,6 +24,29 @@ final class SessionTests: XCTestCase {
         await client.close()
     }
 
+    func testConversationNamesAndAttributesAreCappedAtCreationAndUpdate() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let tom = try await server.login("Tom")
+        let longName = String(repeating: "n", count: 1025)
+        let bigAttr: JSONValue = ["blob": .string(String(repeating: "a", count: 70_000))]
+        for (name, attr) in [(longName, nil), (nil, bigAttr)] as [(String?, JSONValue?)] {
+            var start = Command(cmd: .conv, op: .start)
+            start.m = ["Jerry"]
+            start.name = name
+            start.attr = attr
+            let refused = try await tom.request(start)
+            XCTAssertEqual(refused.code, 4903, refused.detail ?? "")
+        }
+        let cid = try await tom.startConversation(members: ["Jerry"], name: String(repeating: "n", count: 1024))
+        var update = Command(cmd: .conv, op: .update)
+        update.cid = cid
+        update.attr = ["name": .string(longName)]
+        let refused = try await tom.request(update)
+        XCTAssertEqual(refused.code, 4903)
+        XCTAssertEqual(refused.detail, "name exceeds 1024 bytes")
+    }
+
     func testCommandsBeforeLoginAreRefused() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

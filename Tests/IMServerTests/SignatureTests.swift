@@ -63,6 +63,22 @@ final class SignatureTests: XCTestCase {
         XCTAssertEqual(observed6, 4112)
     }
 
+    func testClosingASessionRevokesItsToken() async throws {
+        let server = try await TestServer.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        defer { Task { await server.stop() } }
+        let tom = try await TestClient.connect(port: server.port)
+        let token = try required(try await tom.request(signedOpen("Tom")).st)
+        let closed = try await tom.request(Command(cmd: .session, op: .close))
+        XCTAssertEqual(closed.op, .closed)
+
+        let thief = try await TestClient.connect(port: server.port)
+        var resume = Command(cmd: .session, op: .open)
+        resume.peerId = "Tom"
+        resume.st = token
+        let refused = try await thief.request(resume)
+        XCTAssertEqual(refused.code, 4112, "a closed session's token cannot be reused")
+    }
+
     func testConversationActionsNeedSignatures() async throws {
         let server = try await TestServer.start { $0.appID = "app"; $0.masterKey = "master-secret" }
         defer { Task { await server.stop() } }

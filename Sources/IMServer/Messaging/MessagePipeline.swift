@@ -109,8 +109,13 @@ final class MessagePipeline: Sendable {
         }
         if schedule {
             writer.scheduleTask(in: Self.cursorDelay) {
-                self.state.withLock { $0.drainDelayed = false }
-                self.drain()
+                // One step from "delayed" to "queued", so `flush` never sees moves pending and no drain.
+                let run = self.state.withLock { state -> Bool in
+                    state.drainDelayed = false
+                    defer { state.drainQueued = true }
+                    return !state.drainQueued
+                }
+                if run { self.drain() }
             }
         }
     }

@@ -23,6 +23,8 @@ final class Connection: Sendable {
         var clientID: String
         var tag: String?
         var deviceID: String?
+        /// The session token issued at this login (revoked when the session closes itself).
+        var sessionToken: String?
     }
 
     private struct State {

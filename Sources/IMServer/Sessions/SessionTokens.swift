@@ -21,6 +21,13 @@ struct SessionTokens: Sendable {
         return token
     }
 
+    /// Ends a token's validity (the session it was issued to closed itself).
+    func revoke(_ token: String) async throws {
+        try await db.write { db in
+            try db.cachedStatement(sql: "DELETE FROM session_tokens WHERE token = ?").execute(arguments: [token])
+        }
+    }
+
     /// The client id the token was issued to, if it is still valid.
     func clientID(for token: String) async throws -> String? {
         let now = Identifiers.nowMillis()

@@ -90,6 +90,21 @@ enum ConversationStore {
         return record
     }
 
+    /// The largest conversation name, in UTF-8 bytes.
+    static let maxNameBytes = 1024
+    /// The largest attribute object, as compact JSON.
+    static let maxAttributeBytes = 64 * 1024
+
+    /// Refuses names and attributes over the limits (4903), at creation and on every update alike.
+    static func checkLimits(name: String?, attr: JSONValue?) throws {
+        if let name, name.utf8.count > maxNameBytes {
+            throw IMError(.invalidField, "name exceeds \(maxNameBytes) bytes")
+        }
+        if let attr, attr.jsonString().utf8.count > maxAttributeBytes {
+            throw IMError(.invalidField, "attributes exceed \(maxAttributeBytes / 1024) KiB")
+        }
+    }
+
     static func find(_ db: Database, id: String) throws -> ConversationRecord? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM conversations WHERE id = ?"), arguments: [id])
             .map(ConversationRecord.init)
