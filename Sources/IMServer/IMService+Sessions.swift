@@ -38,19 +38,18 @@ extension IMService {
             if kicked {
                 throw IMError(.sessionConflict, "another device logged in with tag '\(tag)'; open with force to take over")
             }
-            for other in registry.connections(of: clientID) where other.identity?.tag == tag {
-                var closed = Command(cmd: .session, op: .closed)
-                closed.code = IMErrorCode.sessionConflict.rawValue
-                closed.reason = IMErrorCode.sessionConflict.reason
-                closed.detail = "logged in on another device with tag '\(tag)'"
-                other.send(closed)
-                connectionClosed(other)
-                other.close(code: .normalClosure, reason: "SESSION_CONFLICT")
-            }
         }
         let token = try await tokens.issue(for: clientID)
         connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID, sessionToken: token))
-        registry.add(connection, clientID: clientID)
+        for other in registry.add(connection, clientID: clientID, tag: tag) {
+            var closed = Command(cmd: .session, op: .closed)
+            closed.code = IMErrorCode.sessionConflict.rawValue
+            closed.reason = IMErrorCode.sessionConflict.reason
+            closed.detail = "logged in on another device with tag '\(tag ?? "")'"
+            other.send(closed)
+            connectionClosed(other)
+            other.close(code: .normalClosure, reason: "SESSION_CONFLICT")
+        }
         if interceptors.isInterceptor(clientID) { interceptors.attach(connection, as: clientID) }
         logger.info("session opened", metadata: ["client": "\(clientID)", "tag": "\(tag ?? "")", "conn": "\(connection.id)"])
 

@@ -47,6 +47,26 @@ final class SessionTests: XCTestCase {
         XCTAssertEqual(refused.detail, "name exceeds 1024 bytes")
     }
 
+    func testOneDevicePerTagWhenForcedLoginsRace() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let clients = try await withThrowingTaskGroup(of: TestClient.self) { group in
+            for k in 0..<40 {
+                group.addTask { try await server.login("Tom", tag: "Mobile", deviceID: "device-\(k)") }
+            }
+            return try await group.reduce(into: [TestClient]()) { $0.append($1) }
+        }
+        var open = clients.filter { !$0.isClosed }
+        for _ in 0..<100 where open.count > 1 {
+            try await Task.sleep(for: .milliseconds(20))
+            open = clients.filter { !$0.isClosed }
+        }
+        XCTAssertEqual(open.count, 1, "exactly one of 40 racing logins holds the tag")
+        let survivor = try required(open.first)
+        let echo = try await survivor.request(Command(cmd: .echo))
+        XCTAssertEqual(echo.cmd, .echo)
+    }
+
     func testCommandsBeforeLoginAreRefused() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
