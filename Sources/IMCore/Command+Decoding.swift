@@ -3,6 +3,8 @@
 extension Command {
     enum CodingKeys: String, CodingKey {
         case cmd, op, i, peerId, appId, serverTs, code, reason, detail, appCode, tag, deviceId, r, t, n, s, st, stTtl, ua, cid, msg, id, fromPeerId, timestamp, transient, offline, hasMore, dt, priority, mentionPids, mentionAll, action, ext, uid, mid, ids, read, from, m, unique, name, attr, `where`, limit, skip, sort, c, initBy, results, count, lm, mu, cdate, udate, tt, tmid, logs, reversed, convs, patches, verdict, silent, kind
+        case tempConv, tempConvTTL, tempConvIds, allowedPids, failedPids, sessionPeerIds, onlineSessionPeerIds
+        case maxReadTimestamp, maxAckTimestamp
     }
 
     public init(from decoder: any Decoder) throws {
@@ -73,6 +75,16 @@ extension Command {
             case .verdict: verdict = try container.decodeIfPresent(String.self, forKey: .verdict)
             case .silent: silent = try container.decodeIfPresent(Bool.self, forKey: .silent)
             case .kind: kind = try container.decodeIfPresent(String.self, forKey: .kind)
+            case .tempConv: tempConv = try container.decodeIfPresent(Bool.self, forKey: .tempConv)
+            case .tempConvTTL: tempConvTTL = try container.decodeIfPresent(Int.self, forKey: .tempConvTTL)
+            case .tempConvIds: tempConvIds = try container.decodeIfPresent([String].self, forKey: .tempConvIds)
+            case .allowedPids: allowedPids = try container.decodeIfPresent([String].self, forKey: .allowedPids)
+            case .failedPids: failedPids = try container.decodeIfPresent([FailedPids].self, forKey: .failedPids)
+            case .sessionPeerIds: sessionPeerIds = try container.decodeIfPresent([String].self, forKey: .sessionPeerIds)
+            case .onlineSessionPeerIds:
+                onlineSessionPeerIds = try container.decodeIfPresent([String].self, forKey: .onlineSessionPeerIds)
+            case .maxReadTimestamp: maxReadTimestamp = try container.decodeIfPresent(Int64.self, forKey: .maxReadTimestamp)
+            case .maxAckTimestamp: maxAckTimestamp = try container.decodeIfPresent(Int64.self, forKey: .maxAckTimestamp)
             }
         }
     }

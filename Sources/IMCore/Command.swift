@@ -14,6 +14,10 @@ public enum OpType: String, Sendable, Codable, CaseIterable {
     case membersJoined = "members-joined"
     case membersLeft = "members-left"
     case query, results, count, result, update, updated, mute, unmute, muted, unmuted
+    /// `session query-result`: the answer to `session query` (which client ids are online).
+    case queryResult = "query-result"
+    /// `conv max-read`: receipt timestamps of a conversation (request and reply).
+    case maxRead = "max-read"
     // patch (recall)
     case modify, modified
     // interceptor
@@ -110,6 +114,28 @@ public struct Command: Sendable, Codable, Equatable {
     public var silent: Bool?
     public var kind: String?
 
+    // Temporary conversations and partial results.
+    /// In `conv start`: create a temporary conversation (id prefix `_tmp:`, expires after `tempConvTTL` s).
+    public var tempConv: Bool?
+    /// Seconds a temporary conversation lives (in `conv start` and its reply).
+    public var tempConvTTL: Int?
+    /// In `conv query`: the temporary conversations to return.
+    public var tempConvIds: [String]?
+    /// In `conv added` / `conv removed`: the ids the change applies to (now members, or no longer members).
+    public var allowedPids: [String]?
+    /// In `conv added` / `conv removed`: the ids the change failed for, grouped by reason.
+    public var failedPids: [FailedPids]?
+
+    // Online status and receipt timestamps.
+    /// In `session query`: the client ids to look up (at most 20).
+    public var sessionPeerIds: [String]?
+    /// In `session query-result`: those of them that are online.
+    public var onlineSessionPeerIds: [String]?
+    /// In `conv max-read`: the newest read mark of the other members (ms).
+    public var maxReadTimestamp: Int64?
+    /// In `conv max-read`: the newest delivery acknowledgement of the other members (ms).
+    public var maxAckTimestamp: Int64?
+
     public init(cmd: CommandType, op: OpType? = nil, i: Int? = nil) {
         self.cmd = cmd
         self.op = op
@@ -133,10 +159,27 @@ public struct ConversationInfo: Sendable, Codable, Equatable {
     public var mu: [String]?
     /// Time of the last message (ms).
     public var lm: Int64?
+    /// Seconds a temporary conversation has left.
+    public var ttl: Int?
     public var createdAt: Int64?
     public var updatedAt: Int64?
 
     public init(objectId: String) { self.objectId = objectId }
+}
+
+/// Client ids a membership change failed for, with why.
+public struct FailedPids: Sendable, Codable, Equatable {
+    public var pids: [String]
+    public var code: Int
+    public var reason: String
+    public var detail: String?
+
+    public init(pids: [String], error: IMError) {
+        self.pids = pids
+        code = error.code
+        reason = error.reason
+        detail = error.detail
+    }
 }
 
 /// One stored message in a `logs` reply.
@@ -149,6 +192,8 @@ public struct LogItem: Sendable, Codable, Equatable {
     public var readAt: Int64?
     public var recalled: Bool?
     public var priority: String?
+    public var mentionPids: [String]?
+    public var mentionAll: Bool?
 
     public init(msgId: String, from: String, data: String, timestamp: Int64) {
         self.msgId = msgId
@@ -166,6 +211,8 @@ public struct UnreadInfo: Sendable, Codable, Equatable {
     public var timestamp: Int64?
     public var from: String?
     public var data: String?
+    /// Whether an unread message mentions the member.
+    public var mentioned: Bool?
 
     public init(cid: String, unread: Int) {
         self.cid = cid

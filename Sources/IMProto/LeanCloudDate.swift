@@ -112,11 +112,22 @@ enum ConversationJSON {
         if let v = info.c { object["c"] = .string(v) }
         if let v = info.tr { object["tr"] = .bool(v) }
         if let v = info.unique { object["unique"] = .bool(v) }
-        if let v = info.attr { object["attr"] = v }
+        if let attr = info.attr?.objectValue {
+            // Custom attributes are top-level fields for the SDKs; any whose name a built-in field
+            // takes stay under `attr`.
+            var kept: [String: JSONValue] = [:]
+            for (key, value) in attr {
+                if ConversationAttributes.builtInFields.contains(key) { kept[key] = value } else { object[key] = value }
+            }
+            if !kept.isEmpty || attr.isEmpty { object["attr"] = .object(kept) }
+        } else if let v = info.attr {
+            object["attr"] = v
+        }
         if let v = info.mu { object["mu"] = .array(v.map(JSONValue.string)) }
         if let v = info.lm { object["lm"] = LeanCloudDate.object(v) }
         if let v = info.createdAt { object["createdAt"] = .string(LeanCloudDate.iso(v)) }
         if let v = info.updatedAt { object["updatedAt"] = .string(LeanCloudDate.iso(v)) }
+        if let v = info.ttl { object["ttl"] = .int(Int64(v)) }
         return .object(object)
     }
 
@@ -131,11 +142,14 @@ enum ConversationJSON {
         info.c = object["c"]?.stringValue
         info.tr = object["tr"]?.boolValue
         info.unique = object["unique"]?.boolValue
-        info.attr = object["attr"]
+        var attr = object["attr"]?.objectValue ?? [:]
+        for (key, value) in object where !ConversationAttributes.builtInFields.contains(key) { attr[key] = value }
+        info.attr = object["attr"].map { $0.objectValue == nil ? $0 : .object(attr) } ?? (attr.isEmpty ? nil : .object(attr))
         info.mu = strings("mu")
         info.lm = object["lm"].flatMap(LeanCloudDate.millis)
         info.createdAt = object["createdAt"].flatMap(LeanCloudDate.millis)
         info.updatedAt = object["updatedAt"].flatMap(LeanCloudDate.millis)
+        info.ttl = object["ttl"]?.intValue.map { Int(clamping: $0) }
         return info
     }
 }

@@ -127,6 +127,8 @@ public struct ProtobufCommandCodec: Sendable {
         if let v = c.code { s.code = Int32(clamping: v) }
         if let v = c.reason { s.reason = v }
         if let v = c.detail { s.detail = v }
+        if let v = c.sessionPeerIds { s.sessionPeerIds = v }
+        if let v = c.onlineSessionPeerIds { s.onlineSessionPeerIds = v }
         return s
     }
 
@@ -193,8 +195,10 @@ public struct ProtobufCommandCodec: Sendable {
             if let v = info.timestamp { tuple.timestamp = v }
             if let v = info.from { tuple.from = v }
             if let v = info.data { tuple.data = v }
+            if let v = info.mentioned { tuple.mentioned = v }
             return tuple
         }
+        if let v = c.t { u.notifTime = v }
         return u
     }
 
@@ -216,6 +220,8 @@ public struct ProtobufCommandCodec: Sendable {
                 log.timestamp = item.timestamp
                 if let v = item.ackAt { log.ackAt = v }
                 if let v = item.readAt { log.readAt = v }
+                if let v = item.mentionPids { log.mentionPids = v }
+                if let v = item.mentionAll { log.mentionAll = v }
                 return log
             }
         }
@@ -239,6 +245,22 @@ public struct ProtobufCommandCodec: Sendable {
         if let x = c.n { v.n = x }
         if let x = c.s { v.s = x }
         if let x = c.where { v.where = json(x) }
+        if let x = c.maxReadTimestamp { v.maxReadTimestamp = x }
+        if let x = c.maxAckTimestamp { v.maxAckTimestamp = x }
+        if let x = c.tempConv { v.tempConv = x }
+        if let x = c.tempConvTTL { v.tempConvTtl = Int32(clamping: x) }
+        if let x = c.tempConvIds { v.tempConvIds = x }
+        if let x = c.allowedPids { v.allowedPids = x }
+        if let x = c.failedPids {
+            v.failedPids = x.map { failure in
+                var error = LCProtoErrorCommand()
+                error.pids = failure.pids
+                error.code = Int32(clamping: failure.code)
+                error.reason = failure.reason
+                if let detail = failure.detail { error.detail = detail }
+                return error
+            }
+        }
         if let results = c.results { v.results = json(.array(results.map(ConversationJSON.encode))) }
         var attr = c.attr
         if c.op == .start, let name = c.name {
@@ -247,7 +269,10 @@ public struct ProtobufCommandCodec: Sendable {
             object["name"] = .string(name)
             attr = .object(object)
         }
-        if let attr {
+        if var attr {
+            if c.op == .update || c.op == .updated, let patch = attr.objectValue {
+                attr = .object(ConversationAttributes.patchForSDK(patch))
+            }
             v.attr = json(attr)
             if c.op == .updated { v.attrModified = json(attr) }
         }
@@ -355,6 +380,8 @@ public struct ProtobufCommandCodec: Sendable {
                 if s.hasCode { c.code = Int(s.code) }
                 if s.hasReason { c.reason = s.reason }
                 if s.hasDetail { c.detail = s.detail }
+                if !s.sessionPeerIds.isEmpty { c.sessionPeerIds = s.sessionPeerIds }
+                if !s.onlineSessionPeerIds.isEmpty { c.onlineSessionPeerIds = s.onlineSessionPeerIds }
             }
         case .error:
             if g.hasErrorMessage {
@@ -417,8 +444,10 @@ public struct ProtobufCommandCodec: Sendable {
                     if tuple.hasTimestamp { info.timestamp = tuple.timestamp }
                     if tuple.hasFrom { info.from = tuple.from }
                     if tuple.hasData { info.data = tuple.data }
+                    if tuple.hasMentioned { info.mentioned = tuple.mentioned }
                     return info
                 }
+                if g.unreadMessage.hasNotifTime { c.t = g.unreadMessage.notifTime }
             }
         case .logs:
             if g.hasLogsMessage {
@@ -435,6 +464,8 @@ public struct ProtobufCommandCodec: Sendable {
                         var item = LogItem(msgId: log.msgID, from: log.from, data: log.data, timestamp: log.timestamp)
                         if log.hasAckAt { item.ackAt = log.ackAt }
                         if log.hasReadAt { item.readAt = log.readAt }
+                        if !log.mentionPids.isEmpty { item.mentionPids = log.mentionPids }
+                        if log.hasMentionAll { item.mentionAll = log.mentionAll }
                         return item
                     }
                 }
@@ -504,16 +535,32 @@ public struct ProtobufCommandCodec: Sendable {
             c.udate = ms
         }
         if v.hasInitBy { c.initBy = v.initBy }
-        if v.hasSort { c.sort = v.sort }
+        if v.hasSort { c.sort = ConversationAttributes.sortFromSDK(v.sort) }
         if v.hasLimit { c.limit = Int(v.limit) }
         if v.hasSkip { c.skip = Int(v.skip) }
         if v.hasCount { c.count = Int(v.count) }
         if v.hasT { c.t = v.t }
         if v.hasN { c.n = v.n }
         if v.hasS { c.s = v.s }
+        if v.hasQueryAllMembers, v.queryAllMembers {
+            throw fail(.unknownCommand, "queryAllMembers (per-member receipt timestamps) is not supported")
+        }
+        if v.hasMaxReadTimestamp { c.maxReadTimestamp = v.maxReadTimestamp }
+        if v.hasMaxAckTimestamp { c.maxAckTimestamp = v.maxAckTimestamp }
+        if v.hasTempConv { c.tempConv = v.tempConv }
+        if v.hasTempConvTtl { c.tempConvTTL = Int(v.tempConvTtl) }
+        if !v.tempConvIds.isEmpty { c.tempConvIds = v.tempConvIds }
+        if !v.allowedPids.isEmpty { c.allowedPids = v.allowedPids }
+        if !v.failedPids.isEmpty {
+            c.failedPids = v.failedPids.map { error in
+                var failure = FailedPids(pids: error.pids, error: IMError(code: Int(error.code), reason: error.reason))
+                if error.hasDetail { failure.detail = error.detail }
+                return failure
+            }
+        }
         if v.hasWhere {
             guard let value = JSONValue.parse(v.where.data) else { throw fail(.malformedCommand, "where is not JSON") }
-            c.where = value
+            c.where = ConversationAttributes.conditionFromSDK(value)
         }
         if v.hasResults {
             guard let array = JSONValue.parse(v.results.data)?.arrayValue else {
@@ -537,6 +584,8 @@ public struct ProtobufCommandCodec: Sendable {
                 object["name"] = nil
                 attr = .object(object)
                 c.attr = object.isEmpty ? nil : attr
+            } else if c.op == .update || c.op == .updated, let patch = attr.objectValue {
+                c.attr = .object(ConversationAttributes.patchFromSDK(patch))
             } else {
                 c.attr = attr
             }

@@ -23,7 +23,7 @@ enum ProtocolNames {
         .query: .query, .results: .results, .count: .count, .result: .result,
         .update: .update, .updated: .updated, .mute: .mute, .unmute: .unmute,
         .muted: .updated, .unmuted: .updated,
-        .modify: .modify, .modified: .modified,
+        .modify: .modify, .modified: .modified, .queryResult: .queryResult, .maxRead: .maxRead,
     ]
 
     /// LeanCloud op → Hookbot op (the inverse of `lcOp` where it is one-to-one, plus LeanCloud's own
@@ -36,7 +36,7 @@ enum ProtocolNames {
         .membersJoined: .membersJoined, .membersLeft: .membersLeft,
         .query: .query, .results: .results, .count: .count, .result: .result,
         .update: .update, .updated: .updated, .mute: .mute, .unmute: .unmute,
-        .modify: .modify, .modified: .modified,
+        .modify: .modify, .modified: .modified, .queryResult: .queryResult, .maxRead: .maxRead,
     ]
 
     /// LeanCloud's message priorities.

@@ -91,7 +91,8 @@ public final class IMServer: Sendable {
                 var headers = HTTPFields()
                 if let subprotocol { headers[.secWebSocketProtocol] = subprotocol }
                 return .upgrade(headers) { inbound, outbound, _ in
-                    await self.serve(inbound: inbound, outbound: outbound, remote: remote, format: format)
+                    await self.serve(inbound: inbound, outbound: outbound, remote: remote, format: format,
+                                     notifiesUnreadOnly: subprotocol?.hasSuffix(".3") == true)
                 }
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "hookbot"),
@@ -101,12 +102,14 @@ public final class IMServer: Sendable {
     }
 
     private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String,
-                       format: WireFormat) async {
+                       format: WireFormat, notifiesUnreadOnly: Bool) async {
         let (frames, continuation) = AsyncStream<Connection.Outbound>.makeStream()
         let codec = FrameCodec(format)
-        let connection = Connection(
-            id: allocateConnectionID(), remoteAddress: remote,
-            outbound: continuation, format: format, encoder: { codec.encode($0) })
+        let transport = Transport(
+            remoteAddress: remote, format: format, encoder: { codec.encode($0) },
+            emit: { continuation.yield($0) }, finish: { continuation.finish() }, notifiesUnreadOnly: notifiesUnreadOnly,
+            allocateID: { [self] in allocateConnectionID() })
+        let connection = transport.openFirst()
         logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -127,17 +130,15 @@ public final class IMServer: Sendable {
                 for try await message in inbound.messages(maxSize: configuration.maxFrameBytes) {
                     switch codec.decode(message) {
                     case .success(let commands):
-                        for command in commands {
-                            await service.handle(await service.resolvingRangeAcknowledgement(command, on: connection), on: connection)
-                        }
+                        for command in commands { await service.handle(command, arrivingOn: transport) }
                     case .failure(let failure):
-                        connection.send(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial)))
+                        transport.emit(codec.encode(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial))))
                     }
                 }
             } catch {
                 logger.debug("connection read ended", metadata: ["conn": "\(connection.id)", "error": "\(error)"])
             }
-            service.connectionClosed(connection)
+            service.transportClosed(transport)
             continuation.finish()
             await group.waitForAll()
         }

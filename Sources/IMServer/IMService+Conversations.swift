@@ -14,17 +14,20 @@ extension IMService {
         }
         if let attr = command.attr, attr.objectValue == nil { throw IMError(.invalidField, "attr must be a JSON object") }
         try ConversationStore.checkLimits(name: command.name, attr: command.attr)
+        let temporaryTTL = try temporaryLifetime(command)
         try signatures?.verify(.start(clientID: clientID, members: members), command: command, failure: .conversationSignatureFailed)
         let now = Identifiers.nowMillis()
         let (record, created) = try await db.write { db in
-            try ConversationStore.create(
+            if temporaryTTL != nil { try ConversationStore.purgeExpired(db, now: now) }
+            return try ConversationStore.create(
                 db, creator: clientID, members: members, name: command.name, attr: command.attr,
-                unique: command.unique == true, transient: command.transient == true, now: now)
+                unique: command.unique == true, transient: command.transient == true, temporaryTTL: temporaryTTL, now: now)
         }
         var reply = Command(cmd: .conv, op: .started, i: command.i)
         reply.cid = record.id
         reply.cdate = record.createdAt
         reply.unique = record.uniqueKey != nil ? true : nil
+        reply.tempConvTTL = temporaryTTL
         connection.send(reply)
         if record.transient {
             rooms.enter(connection, room: record.id)
@@ -41,6 +44,23 @@ extension IMService {
         joined.m = all
         joined.initBy = clientID
         notify(all, joined, except: connection)
+    }
+
+    /// Default and largest lifetime of a temporary conversation, in seconds (one day, thirty days).
+    static let temporaryTTL = (default: 86_400, max: 30 * 86_400)
+
+    /// The lifetime a `conv start` asks for with `tempConv`, nil for other conversations.
+    private func temporaryLifetime(_ command: Command) throws -> Int? {
+        guard command.tempConv == true else {
+            if command.tempConvTTL != nil { throw IMError(.invalidField, "tempConvTTL needs tempConv: true") }
+            return nil
+        }
+        if command.transient == true { throw IMError(.invalidField, "a chat room cannot be temporary") }
+        let ttl = command.tempConvTTL ?? Self.temporaryTTL.default
+        guard ttl >= 1, ttl <= Self.temporaryTTL.max else {
+            throw IMError(.invalidField, "tempConvTTL must be 1–\(Self.temporaryTTL.max) seconds")
+        }
+        return ttl
     }
 
     // MARK: History

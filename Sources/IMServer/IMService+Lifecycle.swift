@@ -92,23 +92,56 @@ extension IMService {
         }
     }
 
-    /// Unread counts per conversation, sent right after login.
+    /// `conv max-read`: how far the other members of a conversation have acknowledged (received) and read
+    /// it, as the newest of their delivery cursors and read marks. Members only (4317).
+    func receiptTimestamps(_ command: Command, for clientID: String, on connection: Connection) async throws {
+        let cid = try requiredCID(command)
+        let row = try await db.read { db -> Row? in
+            _ = try ConversationStore.existing(db, id: cid)
+            guard try ConversationStore.isMember(db, cid: cid, clientID: clientID) else {
+                throw IMError(.conversationMembershipRequired, "\(clientID) is not a member of \(cid)")
+            }
+            return try Row.fetchOne(
+                db, sql: "SELECT MAX(read_t) AS read_t, MAX(delivered_t) AS delivered_t FROM members WHERE cid = ? AND client_id <> ?",
+                arguments: [cid, clientID])
+        }
+        var reply = Command(cmd: .conv, op: .maxRead, i: command.i)
+        reply.cid = cid
+        reply.maxReadTimestamp = row?["read_t"] ?? 0
+        reply.maxAckTimestamp = row?["delivered_t"] ?? 0
+        connection.send(reply)
+    }
+
+    /// Unread counts per conversation, sent right after login: messages after the member's read mark
+    /// that others sent and the member may see, with the newest message and whether any mentions them.
     func unreadCounts(for clientID: String) async throws -> [UnreadInfo] {
         try await db.read { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT cid, read_t FROM members WHERE client_id = ?", arguments: [clientID])
+            let now = Identifiers.nowMillis()
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT m.cid, m.read_t FROM members m JOIN conversations c ON c.id = m.cid
+                    WHERE m.client_id = ? AND (c.expires_at IS NULL OR c.expires_at > ?)
+                    """,
+                arguments: [clientID, now])
+            let counting = try db.cachedStatement(sql: """
+                SELECT COUNT(*) AS unread,
+                       MAX(mention_all = 1 OR EXISTS (SELECT 1 FROM json_each(messages.mention_pids) WHERE value = ?)) AS mentioned
+                FROM messages WHERE cid = ? AND t > ? AND from_id <> ? AND \(MessageStore.visibleTo)
+                """)
             return try rows.compactMap { row -> UnreadInfo? in
                 let cid: String = row["cid"]
                 let readT: Int64 = row["read_t"]
-                let count = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM messages WHERE cid = ? AND t > ? AND from_id <> ?",
-                    arguments: [cid, readT, clientID]) ?? 0
-                guard count > 0, let last = try MessageStore.history(db, cid: cid, limit: 1, beforeT: nil, afterT: nil).first
+                guard let counts = try Row.fetchOne(counting, arguments: [clientID, cid, readT, clientID, clientID, clientID]),
+                      let count = counts["unread"] as Int?, count > 0,
+                      let last = try MessageStore.history(db, cid: cid, limit: 1, beforeT: nil, afterT: nil, viewer: clientID).first
                 else { return nil }
                 var info = UnreadInfo(cid: cid, unread: count)
                 info.mid = last.id
                 info.timestamp = last.t
                 info.from = last.from
                 info.data = last.data
+                info.mentioned = (counts["mentioned"] as Bool?) == true ? true : nil
                 return info
             }
         }

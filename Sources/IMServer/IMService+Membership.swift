@@ -31,6 +31,8 @@ extension IMService {
         var reply = Command(cmd: .conv, op: .added, i: command.i)
         reply.cid = cid
         reply.m = change.added
+        // Members already in the conversation count as added: the request's outcome holds for them.
+        reply.allowedPids = change.record.transient ? [clientID] : requested.filter(change.members.contains)
         connection.send(reply)
         guard !change.record.transient, !change.added.isEmpty else { return }
 
@@ -74,6 +76,11 @@ extension IMService {
         var reply = Command(cmd: .conv, op: .removed, i: command.i)
         reply.cid = cid
         reply.m = change.removed
+        reply.allowedPids = change.removed
+        let notMembers = requested.filter { !change.removed.contains($0) }
+        if !notMembers.isEmpty {
+            reply.failedPids = [FailedPids(pids: notMembers, error: IMError(.invalidMessagingTarget, "not a member of \(cid)"))]
+        }
         connection.send(reply)
         guard !change.record.transient, !change.removed.isEmpty else { return }
 

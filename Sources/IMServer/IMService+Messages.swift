@@ -18,6 +18,7 @@ extension IMService {
         if let priority = command.priority, !["high", "normal", "low"].contains(priority) {
             throw IMError(.invalidField, "priority must be high, normal or low")
         }
+        if let mentions = command.mentionPids, !mentions.isEmpty { _ = try validatedMembers(mentions, field: "mentionPids") }
         if command.transient == true {
             var direct = Command(cmd: .direct)
             direct.msg = body
@@ -96,12 +97,13 @@ extension IMService {
         connection.send(ack)
     }
 
-    /// A client acknowledges delivered messages: the delivery cursor moves, and senders who asked for
-    /// a receipt get an `rcp`.
+    /// A client acknowledges delivered messages (by id, or as a timestamp range `tt`…`t`): the delivery
+    /// cursor moves, and senders who asked for a receipt get an `rcp`.
     func acknowledge(_ command: Command, by clientID: String, on connection: Connection) async {
         let ids = (command.ids ?? []) + [command.mid].compactMap { $0 }
         if let cid = command.cid {
-            pipeline.advance(CursorKey(cid: cid, clientID: clientID), acknowledging: ids)
+            let through = command.tt.flatMap { from in command.t.flatMap { $0 >= from ? $0 : nil } }
+            pipeline.advance(CursorKey(cid: cid, clientID: clientID), acknowledging: ids, through: through)
         }
         let now = Identifiers.nowMillis()
         for id in ids {

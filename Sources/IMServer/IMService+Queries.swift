@@ -5,6 +5,7 @@ import IMCore
 /// Conversation queries, attribute updates and mute.
 extension IMService {
     func queryConversations(_ command: Command, on connection: Connection) async throws {
+        if let ids = command.tempConvIds { return try await queryTemporaryConversations(ids, command, on: connection) }
         let query = try ConversationQuery.compile(command.where)
         let order = try ConversationQuery.orderBy(command.sort)
         let limit = min(command.limit ?? 10, 1000)
@@ -23,10 +24,27 @@ extension IMService {
             var arguments = query.arguments
             arguments += [limit, skip]
             let rows = try Row.fetchAll(
-                db, sql: "SELECT c.* FROM conversations c WHERE \(query.sql) ORDER BY \(order) LIMIT ? OFFSET ?",
+                db, sql: "SELECT c.* FROM conversations c WHERE (\(query.sql)) AND c.expires_at IS NULL ORDER BY \(order) LIMIT ? OFFSET ?",
                 arguments: arguments)
             return try rows.map(ConversationRecord.init).map { record in
                 record.info(members: record.transient ? nil : try ConversationStore.members(db, cid: record.id))
+            }
+        }
+        var reply = Command(cmd: .conv, op: .results, i: command.i)
+        reply.results = results
+        connection.send(reply)
+    }
+
+    /// `conv query` with `tempConvIds`: the temporary conversations among them that exist and the client
+    /// is a member of, with the seconds they have left in `ttl`.
+    private func queryTemporaryConversations(_ ids: [String], _ command: Command, on connection: Connection) async throws {
+        guard ids.count <= 100 else { throw IMError(.invalidField, "at most 100 tempConvIds") }
+        let clientID = connection.clientID ?? ""
+        let results = try await db.read { db -> [ConversationInfo] in
+            try ids.compactMap { id -> ConversationInfo? in
+                guard id.hasPrefix("_tmp:"), let record = try ConversationStore.find(db, id: id) else { return nil }
+                let members = try ConversationStore.members(db, cid: id)
+                return members.contains(clientID) ? record.info(members: members) : nil
             }
         }
         var reply = Command(cmd: .conv, op: .results, i: command.i)

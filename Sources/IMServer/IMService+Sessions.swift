@@ -41,6 +41,14 @@ extension IMService {
         }
         let token = try await tokens.issue(for: clientID)
         connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID, sessionToken: token))
+        // The reply goes out before the session is registered, so a racing login that takes the tag kicks
+        // it only after it was told it had opened.
+        var opened = Command(cmd: .session, op: .opened, i: command.i)
+        opened.peerId = clientID
+        opened.st = token
+        opened.stTtl = configuration.sessionTokenTTL
+        opened.t = Identifiers.nowMillis()
+        connection.send(opened)
         for other in registry.add(connection, clientID: clientID, tag: tag) {
             var closed = Command(cmd: .session, op: .closed)
             closed.code = IMErrorCode.sessionConflict.rawValue
@@ -52,19 +60,23 @@ extension IMService {
         }
         if interceptors.isInterceptor(clientID) { interceptors.attach(connection, as: clientID) }
         logger.info("session opened", metadata: ["client": "\(clientID)", "tag": "\(tag ?? "")", "conn": "\(connection.id)"])
-
-        var opened = Command(cmd: .session, op: .opened, i: command.i)
-        opened.peerId = clientID
-        opened.st = token
-        opened.stTtl = configuration.sessionTokenTTL
-        opened.t = Identifiers.nowMillis()
-        connection.send(opened)
-        if let unread = try? await unreadCounts(for: clientID), !unread.isEmpty {
-            var notice = Command(cmd: .unread)
-            notice.convs = unread
-            connection.send(notice)
+        do {
+            let unread = try await unreadCounts(for: clientID)
+            if !unread.isEmpty {
+                var notice = Command(cmd: .unread)
+                notice.convs = unread
+                notice.t = Identifiers.nowMillis()
+                connection.send(notice)
+            }
+        } catch {
+            logger.error("unread counts failed", metadata: ["client": "\(clientID)", "error": "\(error)"])
         }
-        await deliverBacklog(to: connection, clientID: clientID)
+        if connection.transport.notifiesUnreadOnly {
+            // Protocol version 3: the unread notice stands for the backlog; the client pulls it with `logs`.
+            connection.markReady(alreadySent: [])
+        } else {
+            await deliverBacklog(to: connection, clientID: clientID)
+        }
     }
 
     /// Sends stored messages the client has not acknowledged, oldest first per conversation, then
@@ -72,13 +84,21 @@ extension IMService {
     func deliverBacklog(to connection: Connection, clientID: String) async {
         await pipeline.flush()
         let limit = configuration.backlogLimitPerConversation
-        let backlog = (try? await db.read { db -> [(records: [MessageRecord], hasMore: Bool)] in
-            try ConversationStore.memberships(db, clientID: clientID).map { membership in
-                let records = try MessageStore.backlog(
-                    db, cid: membership.cid, clientID: clientID, after: membership.deliveredT, limit: limit + 1)
-                return (Array(records.prefix(limit)), records.count > limit)
+        let backlog: [(records: [MessageRecord], hasMore: Bool)]
+        do {
+            backlog = try await db.read { db in
+                try ConversationStore.memberships(db, clientID: clientID).map { membership in
+                    let records = try MessageStore.backlog(
+                        db, cid: membership.cid, clientID: clientID, after: membership.deliveredT, limit: limit + 1)
+                    return (Array(records.prefix(limit)), records.count > limit)
+                }
             }
-        }) ?? []
+        } catch {
+            // The client is told, rather than left believing it has everything.
+            logger.error("offline backlog failed", metadata: ["client": "\(clientID)", "error": "\(error)"])
+            connection.send(Self.errorReply(IMError(.internalError, "offline messages could not be read; fetch them with logs"), to: nil))
+            backlog = []
+        }
         var sent = Set<String>()
         for (records, hasMore) in backlog {
             for (index, record) in records.enumerated() {
@@ -102,8 +122,28 @@ extension IMService {
         logger.info("session closed", metadata: ["client": "\(identity.clientID)", "conn": "\(connection.id)"])
     }
 
-    /// Sends `goaway` to every logged-in connection (the server is shutting down).
+    /// `session query`: which of up to 20 client ids are logged in somewhere.
+    func onlineStatus(_ command: Command, on connection: Connection) throws {
+        let ids = try validatedMembers(command.sessionPeerIds, field: "sessionPeerIds")
+        guard ids.count <= 20 else { throw IMError(.invalidField, "at most 20 ids in 'sessionPeerIds'") }
+        var reply = Command(cmd: .session, op: .queryResult, i: command.i)
+        reply.onlineSessionPeerIds = ids.filter { !registry.connections(of: $0).isEmpty }
+        connection.send(reply)
+    }
+
+    /// Forgets every session of a transport that ended.
+    func transportClosed(_ transport: Transport) {
+        for connection in transport.connections {
+            connectionClosed(connection)
+            connection.close(code: .goingAway)
+        }
+    }
+
+    /// Sends `goaway` once on every transport with a logged-in session (the server is shutting down).
     func goAway() {
-        for connection in registry.allConnections { connection.send(Command(cmd: .goaway)) }
+        var told = Set<ObjectIdentifier>()
+        for connection in registry.allConnections where told.insert(ObjectIdentifier(connection.transport)).inserted {
+            connection.send(Command(cmd: .goaway))
+        }
     }
 }

@@ -43,6 +43,15 @@ final class IMService: Sendable {
         }
     }
 
+    /// Handles one command received on a transport, in the session it belongs to (see `Transport`).
+    func handle(_ command: Command, arrivingOn transport: Transport) async {
+        guard let connection = transport.connection(for: command) else {
+            let error = IMError(.sessionRequired, "no session for '\(command.peerId ?? "")' on this connection; open one first")
+            return transport.emit(transport.encoder(Self.errorReply(error, to: command)))
+        }
+        await handle(await resolvingRangeAcknowledgement(command, on: connection), on: connection)
+    }
+
     /// Handles one decoded command. Every request (a command with `i`) gets exactly one reply.
     func handle(_ command: Command, on connection: Connection) async {
         do {
@@ -100,6 +109,10 @@ final class IMService: Sendable {
             try await addMembers(command, by: identity.clientID, on: connection)
         case (.conv, .remove?), (.conv, .quit?):
             try await removeMembers(command, by: identity.clientID, on: connection)
+        case (.session, .query?):
+            try onlineStatus(command, on: connection)
+        case (.conv, .maxRead?):
+            try await receiptTimestamps(command, for: identity.clientID, on: connection)
         case (.conv, .count?):
             try await countMembers(command, on: connection)
         case (.conv, .query?):

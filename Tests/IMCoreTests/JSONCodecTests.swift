@@ -458,7 +458,7 @@ final class JSONCodecTests: XCTestCase {
             if !Mirror(reflecting: full).children.contains(where: { Self.isNil($0.value) }) { break }
         }
         let labels = Mirror(reflecting: full).children.map { $0.label! }
-        XCTAssertEqual(labels.count, 63)
+        XCTAssertEqual(labels.count, 72)
         let text = codec.encode(full)
         XCTAssertEqual(Self.topLevelKeys(text), labels)
         XCTAssertEqual(try foundationDecode(text), full)
@@ -556,7 +556,7 @@ final class JSONCodecTests: XCTestCase {
             info.name = maybe(&rng, randomString); info.m = maybe(&rng, randomStrings); info.c = maybe(&rng, randomString)
             info.tr = maybe(&rng, randomBool); info.unique = maybe(&rng, randomBool); info.attr = maybe(&rng, randomNonNullValue)
             info.mu = maybe(&rng, randomStrings); info.lm = maybe(&rng, randomInt64); info.createdAt = maybe(&rng, randomInt64)
-            info.updatedAt = maybe(&rng, randomInt64)
+            info.updatedAt = maybe(&rng, randomInt64); info.ttl = maybe(&rng, randomInt)
             return info
         } }
         c.count = maybe(&rng, randomInt); c.lm = maybe(&rng, randomInt64); c.mu = maybe(&rng, randomStrings); c.cdate = maybe(&rng, randomInt64)
@@ -564,14 +564,15 @@ final class JSONCodecTests: XCTestCase {
         c.logs = maybe(&rng) { rng in (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
             var item = LogItem(msgId: randomString(&rng), from: randomString(&rng), data: randomString(&rng), timestamp: randomInt64(&rng))
             item.ackAt = maybe(&rng, randomInt64); item.readAt = maybe(&rng, randomInt64); item.recalled = maybe(&rng, randomBool)
-            item.priority = maybe(&rng, randomString)
+            item.priority = maybe(&rng, randomString); item.mentionPids = maybe(&rng, randomStrings)
+            item.mentionAll = maybe(&rng, randomBool)
             return item
         } }
         c.reversed = maybe(&rng, randomBool)
         c.convs = maybe(&rng) { rng in (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
             var info = UnreadInfo(cid: randomString(&rng), unread: randomInt(&rng))
             info.mid = maybe(&rng, randomString); info.timestamp = maybe(&rng, randomInt64); info.from = maybe(&rng, randomString)
-            info.data = maybe(&rng, randomString)
+            info.data = maybe(&rng, randomString); info.mentioned = maybe(&rng, randomBool)
             return info
         } }
         c.patches = maybe(&rng) { rng in (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
@@ -581,6 +582,15 @@ final class JSONCodecTests: XCTestCase {
             return patch
         } }
         c.verdict = maybe(&rng, randomString); c.silent = maybe(&rng, randomBool); c.kind = maybe(&rng, randomString)
+        c.tempConv = maybe(&rng, randomBool); c.tempConvTTL = maybe(&rng, randomInt); c.tempConvIds = maybe(&rng, randomStrings)
+        c.allowedPids = maybe(&rng, randomStrings)
+        c.failedPids = maybe(&rng) { rng in (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
+            var failure = FailedPids(pids: randomStrings(&rng), error: IMError(code: randomInt(&rng), reason: randomString(&rng)))
+            failure.detail = maybe(&rng, randomString)
+            return failure
+        } }
+        c.sessionPeerIds = maybe(&rng, randomStrings); c.onlineSessionPeerIds = maybe(&rng, randomStrings)
+        c.maxReadTimestamp = maybe(&rng, randomInt64); c.maxAckTimestamp = maybe(&rng, randomInt64)
         return c
     }
 

@@ -249,45 +249,93 @@ final class ServerProtobufTests: XCTestCase {
         }
     }
 
-    func testUnreadAndOfflineDeliveryOnLogin() async throws {
+    func testVersion3LoginGetsUnreadNoticesInsteadOfOfflineMessages() async throws {
         for mode in Self.modes {
             let server = try await ProtoTestServer.start()
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             let cid = try await tom.startConversation(members: ["Jerry"])
             let one = try await tom.sendText("one", to: cid, receipt: true)
-            let two = try await tom.sendText("two", to: cid, receipt: true)
+            let two = try await tom.sendText("two", to: cid)
             let jerry = try await WireClient.login("Jerry", port: server.port, mode: mode)
             let unread = try await jerry.next { $0.cmd == .unread }
-            XCTAssertEqual(unread.convs?.first?.cid, cid, "\(mode)")
-            XCTAssertEqual(unread.convs?.first?.unread, 2)
-            XCTAssertEqual(unread.convs?.first?.from, "Tom")
-            XCTAssertEqual(unread.convs?.first.flatMap { $0.data.flatMap(TypedMessage.decode)?.text }, "two")
-            let first = try await jerry.nextMessage()
-            let second = try await jerry.nextMessage()
-            XCTAssertEqual([first.text, second.text], ["one", "two"])
-            XCTAssertEqual(first.offline, true)
-
-            // SDKs acknowledge a range of timestamps; the cursor moves and nothing is delivered again.
-            var ack = LCProtoGenericCommand()
-            ack.cmd = .ack
-            ack.ackMessage.cid = cid
-            ack.ackMessage.fromts = try XCTUnwrap(first.timestamp)
-            ack.ackMessage.tots = try XCTUnwrap(second.timestamp)
-            jerry.send(ack)
-            _ = try await jerry.request(Command(cmd: .echo))
-            // The range's messages that asked for a receipt produce rcp to their sender.
-            let firstReceipt = try await tom.next { $0.cmd == .rcp }
-            let secondReceipt = try await tom.next { $0.cmd == .rcp }
-            XCTAssertEqual(Set([firstReceipt.id, secondReceipt.id]), Set([one.uid, two.uid]))
-            XCTAssertEqual(firstReceipt.from, "Jerry")
+            let tuple = try XCTUnwrap(unread.convs?.first, "\(mode)")
+            XCTAssertEqual(unread.convs?.count, 1)
+            XCTAssertEqual(tuple.cid, cid)
+            XCTAssertEqual(tuple.unread, 2)
+            XCTAssertEqual(tuple.mid, two.uid)
+            XCTAssertEqual(tuple.timestamp, two.t)
+            XCTAssertEqual(tuple.from, "Tom")
+            XCTAssertEqual(tuple.data.flatMap(TypedMessage.decode)?.text, "two")
+            XCTAssertNil(tuple.mentioned)
+            XCTAssertNotNil(unread.t, "notifTime")
+            // Version 3 clients count from the notice and pull with logs: nothing is pushed as offline.
+            let pushed = await jerry.settle { $0.cmd == .direct }
+            XCTAssertEqual(pushed.count, 0, "\(mode): offline messages pushed on a .3 login")
+            var logs = Command(cmd: .logs)
+            logs.cid = cid
+            let page = try await jerry.request(logs)
+            XCTAssertEqual(page.logs?.map(\.msgId), [one.uid, two.uid].compactMap { $0 })
+            // Messages sent while online are pushed as usual.
+            try await tom.sendText("three", to: cid)
+            let live = try await jerry.nextMessage()
+            XCTAssertEqual(live.text, "three")
+            XCTAssertNil(live.offline)
             await jerry.close()
-            let again = try await WireClient.login("Jerry", port: server.port, mode: mode)
-            let redelivered = await again.settle { $0.cmd == .direct }
-            XCTAssertEqual(redelivered.count, 0)
-            await again.close()
             await tom.close()
             await server.stop()
         }
+    }
+
+    func testVersion1LoginPushesOfflineMessagesAndRangeAcksMoveTheCursor() async throws {
+        let server = try await ProtoTestServer.start()
+        let v1 = WireClient.Mode.protobuf("lc.protobuf2.1")
+        let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let one = try await tom.sendText("one", to: cid, receipt: true)
+        let two = try await tom.sendText("two", to: cid)
+
+        // First login: both messages are pushed as offline messages after the unread notice.
+        let jerry = try await WireClient.login("Jerry", port: server.port, mode: v1)
+        let unread = try await jerry.next { $0.cmd == .unread }
+        XCTAssertEqual(unread.convs?.first?.unread, 2)
+        let first = try await jerry.nextMessage()
+        let second = try await jerry.nextMessage()
+        XCTAssertEqual([first.text, second.text], ["one", "two"])
+        XCTAssertEqual([first.offline, second.offline], [true, true])
+        // The SDK acknowledges a range of timestamps with no ids (and no receipt was asked for "two").
+        var ack = LCProtoGenericCommand()
+        ack.cmd = .ack
+        ack.ackMessage.cid = cid
+        ack.ackMessage.fromts = try XCTUnwrap(first.timestamp)
+        ack.ackMessage.tots = try XCTUnwrap(second.timestamp)
+        jerry.send(ack)
+        _ = try await jerry.request(Command(cmd: .echo))
+        // Only the message that asked for a receipt produces one.
+        let receipt = try await tom.next { $0.cmd == .rcp }
+        XCTAssertEqual(receipt.id, one.uid)
+        XCTAssertEqual(receipt.from, "Jerry")
+        let awaited1 = await tom.settle { $0.cmd == .rcp }.count
+        XCTAssertEqual(awaited1, 0)
+        XCTAssertNotNil(two.uid)
+        await jerry.close()
+
+        // Second login: nothing is delivered again.
+        let again = try await WireClient.login("Jerry", port: server.port, mode: v1)
+        let awaited2 = await again.settle { $0.cmd == .direct }.count
+        XCTAssertEqual(awaited2, 0)
+        await again.close()
+
+        // Third login: only the message sent meanwhile.
+        try await tom.sendText("three", to: cid)
+        let third = try await WireClient.login("Jerry", port: server.port, mode: v1)
+        let missed = try await third.nextMessage()
+        XCTAssertEqual(missed.text, "three")
+        XCTAssertEqual(missed.offline, true)
+        let awaited3 = await third.settle { $0.cmd == .direct }.count
+        XCTAssertEqual(awaited3, 0)
+        await third.close()
+        await tom.close()
+        await server.stop()
     }
 
     func testJSONAndProtobufClientsInOneConversation() async throws {

@@ -270,7 +270,8 @@ extension Command {
         "transient", "offline", "hasMore", "dt", "priority", "mentionPids", "mentionAll", "action", "ext",
         "uid", "mid", "ids", "read", "from", "m", "unique", "name", "attr", "where", "limit", "skip", "sort",
         "c", "initBy", "results", "count", "lm", "mu", "cdate", "udate", "tt", "tmid", "logs", "reversed",
-        "convs", "patches", "verdict", "silent", "kind",
+        "convs", "patches", "verdict", "silent", "kind", "tempConv", "tempConvTTL", "tempConvIds", "allowedPids",
+        "failedPids", "sessionPeerIds", "onlineSessionPeerIds", "maxReadTimestamp", "maxAckTimestamp",
     ])
 
     /// Decodes the members of the frame's object (the reader is past its `{`).
@@ -343,6 +344,15 @@ extension Command {
             case 60: self.verdict = errors.take(try reader.decodeString(), 60)
             case 61: self.silent = errors.take(try reader.decodeBool(), 61)
             case 62: self.kind = errors.take(try reader.decodeString(), 62)
+            case 63: self.tempConv = errors.take(try reader.decodeBool(), 63)
+            case 64: self.tempConvTTL = errors.take(try reader.decodeInt(), 64)
+            case 65: self.tempConvIds = errors.take(try reader.decodeStrings(), 65)
+            case 66: self.allowedPids = errors.take(try reader.decodeStrings(), 66)
+            case 67: self.failedPids = errors.take(try reader.decodeArray(FailedPids.decodeJSON), 67)
+            case 68: self.sessionPeerIds = errors.take(try reader.decodeStrings(), 68)
+            case 69: self.onlineSessionPeerIds = errors.take(try reader.decodeStrings(), 69)
+            case 70: self.maxReadTimestamp = errors.take(try reader.decodeInt64(), 70)
+            case 71: self.maxAckTimestamp = errors.take(try reader.decodeInt64(), 71)
             default: try reader.skipValue()
             }
         } while try reader.nextMember()
@@ -414,13 +424,22 @@ extension Command {
         if let v = self.verdict { out.appendJSONRaw(#","verdict":"#); out.appendJSONString(v) }
         if let v = self.silent { out.appendJSONRaw(#","silent":"#); out.appendJSONBool(v) }
         if let v = self.kind { out.appendJSONRaw(#","kind":"#); out.appendJSONString(v) }
+        if let v = self.tempConv { out.appendJSONRaw(#","tempConv":"#); out.appendJSONBool(v) }
+        if let v = self.tempConvTTL { out.appendJSONRaw(#","tempConvTTL":"#); out.appendJSONInt(v) }
+        if let v = self.tempConvIds { out.appendJSONRaw(#","tempConvIds":"#); out.appendJSONStrings(v) }
+        if let v = self.allowedPids { out.appendJSONRaw(#","allowedPids":"#); out.appendJSONStrings(v) }
+        if let v = self.failedPids { out.appendJSONRaw(#","failedPids":"#); out.appendJSONArray(v) { $0.writeJSON(into: &$1) } }
+        if let v = self.sessionPeerIds { out.appendJSONRaw(#","sessionPeerIds":"#); out.appendJSONStrings(v) }
+        if let v = self.onlineSessionPeerIds { out.appendJSONRaw(#","onlineSessionPeerIds":"#); out.appendJSONStrings(v) }
+        if let v = self.maxReadTimestamp { out.appendJSONRaw(#","maxReadTimestamp":"#); out.appendJSONInt(v) }
+        if let v = self.maxAckTimestamp { out.appendJSONRaw(#","maxAckTimestamp":"#); out.appendJSONInt(v) }
         out.append(.closeBrace)
     }
 }
 
 extension ConversationInfo {
     static let jsonKeys = JSONKeyTable([
-        "objectId", "name", "m", "c", "tr", "unique", "attr", "mu", "lm", "createdAt", "updatedAt",
+        "objectId", "name", "m", "c", "tr", "unique", "attr", "mu", "lm", "createdAt", "updatedAt", "ttl",
     ])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
@@ -446,6 +465,7 @@ extension ConversationInfo {
                 case 8: value.lm = errors.take(try reader.decodeInt64(), 8)
                 case 9: value.createdAt = errors.take(try reader.decodeInt64(), 9)
                 case 10: value.updatedAt = errors.take(try reader.decodeInt64(), 10)
+                case 11: value.ttl = errors.take(try reader.decodeInt(), 11)
                 default: try reader.skipValue()
                 }
             } while try reader.nextMember()
@@ -469,13 +489,60 @@ extension ConversationInfo {
         if let v = lm { out.appendJSONRaw(#","lm":"#); out.appendJSONInt(v) }
         if let v = createdAt { out.appendJSONRaw(#","createdAt":"#); out.appendJSONInt(v) }
         if let v = updatedAt { out.appendJSONRaw(#","updatedAt":"#); out.appendJSONInt(v) }
+        if let v = ttl { out.appendJSONRaw(#","ttl":"#); out.appendJSONInt(v) }
+        out.append(.closeBrace)
+    }
+}
+
+extension FailedPids {
+    static let jsonKeys = JSONKeyTable(["pids", "code", "reason", "detail"])
+
+    /// Decodes one element of an array of these (an object; anything else is invalid).
+    static func decodeJSON(_ reader: inout JSONReader) throws(JSONSyntaxError) -> JSONDecoded<FailedPids> {
+        guard reader.peek() == .openBrace else {
+            try reader.skipValue()
+            return .invalid(.here)
+        }
+        var pids: [String]?
+        var code: Int?
+        var reason: String?
+        var detail: String?
+        var errors = JSONFieldErrors()
+        if try reader.beginObject() {
+            repeat {
+                switch try reader.readKeyIndex(in: jsonKeys) {
+                case 0: pids = errors.take(requiredValue(try reader.decodeStrings()), 0)
+                case 1: code = errors.take(requiredValue(try reader.decodeInt()), 1)
+                case 2: reason = errors.take(requiredValue(try reader.decodeString()), 2)
+                case 3: detail = errors.take(try reader.decodeString(), 3)
+                default: try reader.skipValue()
+                }
+            } while try reader.nextMember()
+        }
+        if let failure = errors.first(in: jsonKeys) { return .invalid(failure) }
+        guard let pids else { return .invalid(.missing("pids")) }
+        guard let code else { return .invalid(.missing("code")) }
+        guard let reason else { return .invalid(.missing("reason")) }
+        var value = FailedPids(pids: pids, error: IMError(code: code, reason: reason))
+        value.detail = detail
+        return .value(value)
+    }
+
+    func writeJSON(into out: inout JSONOutput) {
+        out.appendJSONRaw(#"{"pids":"#)
+        out.appendJSONStrings(pids)
+        out.appendJSONRaw(#","code":"#)
+        out.appendJSONInt(code)
+        out.appendJSONRaw(#","reason":"#)
+        out.appendJSONString(reason)
+        if let v = detail { out.appendJSONRaw(#","detail":"#); out.appendJSONString(v) }
         out.append(.closeBrace)
     }
 }
 
 extension LogItem {
     static let jsonKeys = JSONKeyTable([
-        "msgId", "from", "data", "timestamp", "ackAt", "readAt", "recalled", "priority",
+        "msgId", "from", "data", "timestamp", "ackAt", "readAt", "recalled", "priority", "mentionPids", "mentionAll",
     ])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
@@ -501,6 +568,8 @@ extension LogItem {
                 case 5: value.readAt = errors.take(try reader.decodeInt64(), 5)
                 case 6: value.recalled = errors.take(try reader.decodeBool(), 6)
                 case 7: value.priority = errors.take(try reader.decodeString(), 7)
+                case 8: value.mentionPids = errors.take(try reader.decodeStrings(), 8)
+                case 9: value.mentionAll = errors.take(try reader.decodeBool(), 9)
                 default: try reader.skipValue()
                 }
             } while try reader.nextMember()
@@ -530,12 +599,14 @@ extension LogItem {
         if let v = readAt { out.appendJSONRaw(#","readAt":"#); out.appendJSONInt(v) }
         if let v = recalled { out.appendJSONRaw(#","recalled":"#); out.appendJSONBool(v) }
         if let v = priority { out.appendJSONRaw(#","priority":"#); out.appendJSONString(v) }
+        if let v = mentionPids { out.appendJSONRaw(#","mentionPids":"#); out.appendJSONStrings(v) }
+        if let v = mentionAll { out.appendJSONRaw(#","mentionAll":"#); out.appendJSONBool(v) }
         out.append(.closeBrace)
     }
 }
 
 extension UnreadInfo {
-    static let jsonKeys = JSONKeyTable(["cid", "unread", "mid", "timestamp", "from", "data"])
+    static let jsonKeys = JSONKeyTable(["cid", "unread", "mid", "timestamp", "from", "data", "mentioned"])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
     static func decodeJSON(_ reader: inout JSONReader) throws(JSONSyntaxError) -> JSONDecoded<UnreadInfo> {
@@ -556,6 +627,7 @@ extension UnreadInfo {
                 case 3: value.timestamp = errors.take(try reader.decodeInt64(), 3)
                 case 4: value.from = errors.take(try reader.decodeString(), 4)
                 case 5: value.data = errors.take(try reader.decodeString(), 5)
+                case 6: value.mentioned = errors.take(try reader.decodeBool(), 6)
                 default: try reader.skipValue()
                 }
             } while try reader.nextMember()
@@ -577,6 +649,7 @@ extension UnreadInfo {
         if let v = timestamp { out.appendJSONRaw(#","timestamp":"#); out.appendJSONInt(v) }
         if let v = from { out.appendJSONRaw(#","from":"#); out.appendJSONString(v) }
         if let v = data { out.appendJSONRaw(#","data":"#); out.appendJSONString(v) }
+        if let v = mentioned { out.appendJSONRaw(#","mentioned":"#); out.appendJSONBool(v) }
         out.append(.closeBrace)
     }
 }

@@ -47,7 +47,7 @@ final class MessagePipeline: Sendable {
 
     private struct State {
         var queue: [OutgoingMessage] = []
-        var cursorMoves: [CursorKey: Set<String>] = [:]
+        var cursorMoves: [CursorKey: CursorMove] = [:]
         /// A drain is queued on (or running on) the writer thread.
         var drainQueued = false
         /// A delayed drain for cursor moves alone is scheduled.
@@ -98,11 +98,12 @@ final class MessagePipeline: Sendable {
     /// transaction of their own.
     static let cursorDelay: TimeAmount = .milliseconds(5)
 
-    /// Records that `key`'s member acknowledged these messages; written with the next transaction.
-    func advance(_ key: CursorKey, acknowledging messageIDs: [String]) {
-        guard !messageIDs.isEmpty else { return }
+    /// Records that `key`'s member acknowledged these messages, or every stored message up to the
+    /// timestamp `through` (a range ack); written with the next transaction.
+    func advance(_ key: CursorKey, acknowledging messageIDs: [String], through: Int64? = nil) {
+        guard !messageIDs.isEmpty || through != nil else { return }
         let schedule = state.withLock { state in
-            state.cursorMoves[key, default: []].formUnion(messageIDs)
+            state.cursorMoves[key, default: CursorMove()].add(messageIDs, through: through)
             guard !state.drainQueued, !state.drainDelayed else { return false }
             state.drainDelayed = true
             return true
@@ -137,7 +138,7 @@ final class MessagePipeline: Sendable {
     /// Runs on the writer thread: commits batches until nothing is queued.
     private func drain() {
         while true {
-            let next = state.withLock { state -> (batch: [OutgoingMessage], moves: [CursorKey: Set<String>], known: [String: Int64])? in
+            let next = state.withLock { state -> (batch: [OutgoingMessage], moves: [CursorKey: CursorMove], known: [String: Int64])? in
                 if state.queue.isEmpty && state.cursorMoves.isEmpty {
                     state.drainQueued = false
                     return nil
@@ -221,7 +222,8 @@ final class MessagePipeline: Sendable {
             timestamps[message.cid] = t
             let record = MessageRecord(
                 id: Identifiers.messageID(), cid: message.cid, from: message.from, data: message.data, t: t,
-                receipt: message.receipt && !conversation.transient, priority: message.priority)
+                receipt: message.receipt && !conversation.transient, priority: message.priority,
+                mentionPids: message.mentionPids, mentionAll: message.mentionAll == true)
             try MessageStore.insert(db, record, dedupeToken: message.dedupeToken, recipients: message.recipients)
             let audience = message.recipients.map { allowed in members.filter(allowed.contains) } ?? members
             outcomes.append(.stored(record, members: audience, room: conversation.transient && message.recipients == nil))
@@ -236,7 +238,7 @@ final class MessagePipeline: Sendable {
         switch outcome {
         case .stored(let record, let members, let room):
             if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
-            let frame = SharedFrame(Self.directCommand(record, mentionPids: message.mentionPids, mentionAll: message.mentionAll))
+            let frame = SharedFrame(Self.directCommand(record))
             let recipients = room
                 ? rooms.connections(in: record.cid)
                 : members.flatMap { registry.connections(of: $0) }
@@ -255,8 +257,7 @@ final class MessagePipeline: Sendable {
     }
 
     /// The `direct` command that delivers a stored message.
-    static func directCommand(_ record: MessageRecord, offline: Bool = false, mentionPids: [String]? = nil,
-                              mentionAll: Bool? = nil) -> Command {
+    static func directCommand(_ record: MessageRecord, offline: Bool = false) -> Command {
         var command = Command(cmd: .direct)
         command.cid = record.cid
         command.id = record.id
@@ -266,8 +267,8 @@ final class MessagePipeline: Sendable {
         command.r = record.receipt ? true : nil
         command.priority = record.priority
         command.offline = offline ? true : nil
-        command.mentionPids = mentionPids
-        command.mentionAll = mentionAll
+        command.mentionPids = record.mentionPids
+        command.mentionAll = record.mentionAll ? true : nil
         return command
     }
 }

@@ -4,10 +4,10 @@ import NIOCore
 import Synchronization
 import NIOWebSocket
 
-/// One client connection: a WebSocket, or an in-process attachment (`LocalEndpoint`) whose commands
-/// cross as values. Everything sent to a connection leaves in the order it was queued (WebSocket frames
-/// go to a single writer task). Messages fanned out before the connection's backlog
-/// has been delivered are held back, then sent after it (skipping any already in the backlog).
+/// One session of a client transport (`Transport`: a WebSocket, or an in-process attachment whose
+/// commands cross as values). Everything sent to a connection leaves in the order it was queued (WebSocket
+/// frames go to a single writer task). Messages fanned out before the connection's backlog has been
+/// delivered are held back, then sent after it (skipping any already in the backlog).
 final class Connection: Sendable {
     /// What the writer task does next.
     enum Outbound: Sendable {
@@ -35,36 +35,21 @@ final class Connection: Sendable {
     }
 
     let id: UInt64
-    let remoteAddress: String
-    /// The wire format frames are encoded in; fan-out encodes each message once per format.
-    let format: WireFormat
-    /// Answers interception requests with a direct call instead of a `hook request` frame (in-process only).
-    let review: (@Sendable (Command) async -> Command)?
-    private let emit: @Sendable (Outbound) -> Void
-    private let finish: @Sendable () -> Void
-    private let encoder: @Sendable (Command) -> Outbound
+    /// The transport carrying this session (and possibly others).
+    let transport: Transport
     private let state = Mutex(State())
 
-    /// A connection whose frames go to a writer task through `outbound`.
-    convenience init(id: UInt64, remoteAddress: String, outbound: AsyncStream<Outbound>.Continuation, format: WireFormat,
-                     encoder: @escaping @Sendable (Command) -> Outbound) {
-        self.init(id: id, remoteAddress: remoteAddress, format: format, encoder: encoder,
-                  emit: { outbound.yield($0) }, finish: { outbound.finish() })
+    /// A session of `transport`; use `Transport.openFirst` or `Transport.connection(for:)` to make one.
+    init(id: UInt64, transport: Transport) {
+        self.id = id
+        self.transport = transport
     }
 
-    /// A connection that hands what it sends to `emit`; `finish` runs once when it closes. `review`
-    /// answers interception requests directly (in-process interceptors).
-    init(id: UInt64, remoteAddress: String, format: WireFormat, encoder: @escaping @Sendable (Command) -> Outbound,
-         emit: @escaping @Sendable (Outbound) -> Void, finish: @escaping @Sendable () -> Void,
-         review: (@Sendable (Command) async -> Command)? = nil) {
-        self.review = review
-        self.id = id
-        self.remoteAddress = remoteAddress
-        self.format = format
-        self.encoder = encoder
-        self.emit = emit
-        self.finish = finish
-    }
+    var remoteAddress: String { transport.remoteAddress }
+    /// The wire format frames are encoded in; fan-out encodes each message once per format.
+    var format: WireFormat { transport.format }
+    /// Answers interception requests directly (in-process interceptors).
+    var review: (@Sendable (Command) async -> Command)? { transport.review }
 
     var identity: Identity? { state.withLock { $0.identity } }
     /// Whether `close` has been called.
@@ -77,8 +62,16 @@ final class Connection: Sendable {
 
     /// Queues a command for sending.
     func send(_ command: Command) {
-        let closed = state.withLock { $0.closed }
-        if !closed { emit(encoder(command)) }
+        let (closed, clientID) = state.withLock { ($0.closed, $0.identity?.clientID) }
+        if !closed { transport.emit(transport.encoder(named(command, clientID))) }
+    }
+
+    /// The command with this session's client id in `peerId`, when the transport names sessions.
+    private func named(_ command: Command, _ clientID: String?) -> Command {
+        guard let clientID, command.peerId == nil, transport.namesSessions else { return command }
+        var named = command
+        named.peerId = clientID
+        return named
     }
 
     /// Sends a conversation message, or holds it until the backlog has gone out.
@@ -86,15 +79,18 @@ final class Connection: Sendable {
         deliver(messageID: messageID, SharedFrame(command))
     }
 
-    /// Sends a message that goes to many connections, encoded once per wire format.
+    /// Sends a message that goes to many connections, encoded once per wire format (once per session
+    /// where the transport names sessions).
     func deliver(messageID: String, _ shared: SharedFrame) {
-        let frame = shared.encoded(for: format, using: encoder)
+        let frame = transport.namesSessions
+            ? transport.encoder(named(shared.command, clientID))
+            : shared.encoded(for: format, using: transport.encoder)
         let sendNow = state.withLock { state -> Bool in
             if state.ready { return !state.closed }
             state.held.append((messageID, frame))
             return false
         }
-        if sendNow { emit(frame) }
+        if sendNow { transport.emit(frame) }
     }
 
     /// Releases held messages, skipping those already sent as backlog.
@@ -104,18 +100,19 @@ final class Connection: Sendable {
             defer { state.held.removeAll() }
             return state.closed ? [] : state.held
         }
-        for item in held where !alreadySent.contains(item.id) { emit(item.frame) }
+        for item in held where !alreadySent.contains(item.id) { transport.emit(item.frame) }
     }
 
-    /// Sends a close frame and ends the writer.
+    /// Ends the session. When it was the transport's last one, sends a close frame and ends the writer;
+    /// the transport's other sessions are not affected.
     func close(code: WebSocketErrorCode = .normalClosure, reason: String? = nil) {
         let wasClosed = state.withLock { state -> Bool in
             defer { state.closed = true }
             return state.closed
         }
-        guard !wasClosed else { return }
-        emit(.close(code, reason))
-        finish()
+        guard !wasClosed, transport.release(self) else { return }
+        transport.emit(.close(code, reason))
+        transport.end()
     }
 }
 

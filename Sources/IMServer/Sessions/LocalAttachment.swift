@@ -6,35 +6,34 @@ import Synchronization
 /// `IMService.handle` one at a time in the order they were sent, exactly like a WebSocket's frames.
 final class LocalAttachments: Sendable {
     private struct Attached {
-        var connection: Connection
+        var transport: Transport
         var task: Task<Void, Never>
     }
 
     private let attached = Mutex<[UInt64: Attached]>([:])
 
     /// Starts serving a new in-process connection.
-    func attach(id: UInt64, service: IMService, receive: @escaping @Sendable (Command) -> Void,
+    func attach(allocateID: @escaping @Sendable () -> UInt64, service: IMService, receive: @escaping @Sendable (Command) -> Void,
                 closed: @escaping @Sendable () -> Void, review: (@Sendable (Command) async -> Command)?) -> LocalConnection {
         let (commands, input) = AsyncStream<Command>.makeStream()
-        let connection = Connection(
-            id: id, remoteAddress: "in-process", format: .local, encoder: { .command($0) },
+        let transport = Transport(
+            remoteAddress: "in-process", format: .local, encoder: { .command($0) },
             emit: { outbound in if case .command(let command) = outbound { receive(command) } },
-            finish: { input.finish() }, review: review)
+            finish: { input.finish() }, review: review, allocateID: allocateID)
+        let id = transport.openFirst().id
         service.logger.info("connection accepted", metadata: ["conn": "\(id)", "remote": "in-process", "format": "local"])
         // The task is registered before it can finish, so `detach` below always finds it.
         attached.withLock { attached in
             let task = Task {
                 for await command in commands {
-                    if connection.isClosed { break }
-                    await service.handle(await service.resolvingRangeAcknowledgement(command, on: connection), on: connection)
+                    await service.handle(command, arrivingOn: transport)
                 }
-                service.connectionClosed(connection)
-                connection.close()
+                service.transportClosed(transport)
                 self.attached.withLock { _ = $0.removeValue(forKey: id) }
                 service.logger.info("connection closed", metadata: ["conn": "\(id)"])
                 closed()
             }
-            attached[id] = Attached(connection: connection, task: task)
+            attached[id] = Attached(transport: transport, task: task)
         }
         return LocalConnection(send: { input.yield($0) }, close: { input.finish() })
     }
@@ -42,7 +41,7 @@ final class LocalAttachments: Sendable {
     /// Closes every in-process connection and waits until each has ended.
     func closeAll() async {
         let all = attached.withLock { Array($0.values) }
-        for entry in all { entry.connection.close(code: .goingAway) }
+        for entry in all { entry.transport.close(code: .goingAway) }
         for entry in all { await entry.task.value }
     }
 }
@@ -54,6 +53,6 @@ extension IMServer: LocalEndpoint {
         review: (@Sendable (Command) async -> Command)?
     ) -> LocalConnection? {
         guard isRunning else { return nil }
-        return locals.attach(id: allocateConnectionID(), service: service, receive: receive, closed: closed, review: review)
+        return locals.attach(allocateID: { [self] in allocateConnectionID() }, service: service, receive: receive, closed: closed, review: review)
     }
 }

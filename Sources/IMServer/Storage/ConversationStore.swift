@@ -14,6 +14,8 @@ struct ConversationRecord: Sendable, Equatable {
     var lm: Int64?
     var createdAt: Int64
     var updatedAt: Int64
+    /// When a temporary conversation expires (ms); nil for the others.
+    var expiresAt: Int64?
 
     init(row: Row) {
         id = row["id"]
@@ -26,6 +28,7 @@ struct ConversationRecord: Sendable, Equatable {
         lm = row["lm"]
         createdAt = row["created_at"]
         updatedAt = row["updated_at"]
+        expiresAt = row["expires_at"]
     }
 
     /// The wire form; `members` is nil for chat rooms.
@@ -41,6 +44,7 @@ struct ConversationRecord: Sendable, Equatable {
         info.lm = lm
         info.createdAt = createdAt
         info.updatedAt = updatedAt
+        if let expiresAt { info.ttl = Int(clamping: max(0, (expiresAt - Identifiers.nowMillis()) / 1000)) }
         return info
     }
 }
@@ -54,23 +58,25 @@ enum ConversationStore {
     /// Creates a conversation with `creator` among its members, or, for `unique`, returns the existing
     /// conversation with the same member set. Runs inside the caller's write transaction, so concurrent
     /// unique starts resolve to one row.
+    /// A temporary conversation (`temporaryTTL` seconds) is never unique and gets an id starting `_tmp:`.
     static func create(
         _ db: Database, creator: String, members: [String], name: String?, attr: JSONValue?,
-        unique: Bool, transient: Bool, now: Int64
+        unique: Bool, transient: Bool, temporaryTTL: Int? = nil, now: Int64
     ) throws -> (record: ConversationRecord, created: Bool) {
         var all = [creator]
         for member in members where !all.contains(member) { all.append(member) }
-        let key = unique && !transient ? uniqueKey(for: all) : nil
+        let key = unique && !transient && temporaryTTL == nil ? uniqueKey(for: all) : nil
         if let key, let row = try Row.fetchOne(db, sql: "SELECT * FROM conversations WHERE unique_key = ?", arguments: [key]) {
             return (ConversationRecord(row: row), false)
         }
-        let id = Identifiers.conversationID()
+        let id = temporaryTTL == nil ? Identifiers.conversationID() : "_tmp:" + Identifiers.conversationID()
+        let expiresAt = temporaryTTL.map { now + Int64($0) * 1000 }
         try db.execute(
             sql: """
-                INSERT INTO conversations (id, name, creator, transient, unique_key, attr, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO conversations (id, name, creator, transient, unique_key, attr, created_at, updated_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [id, name, creator, transient, key, (attr ?? .object([:])).jsonString(), now, now])
+            arguments: [id, name, creator, transient, key, (attr ?? .object([:])).jsonString(), now, now, expiresAt])
         if !transient {
             for member in all {
                 try db.execute(
@@ -105,9 +111,19 @@ enum ConversationStore {
         }
     }
 
+    /// The conversation with this id; an expired temporary conversation no longer exists.
     static func find(_ db: Database, id: String) throws -> ConversationRecord? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM conversations WHERE id = ?"), arguments: [id])
-            .map(ConversationRecord.init)
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM conversations WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)"),
+            arguments: [id, Identifiers.nowMillis()]
+        ).map(ConversationRecord.init)
+    }
+
+    /// Deletes expired temporary conversations with their members and messages; returns how many.
+    @discardableResult
+    static func purgeExpired(_ db: Database, now: Int64) throws -> Int {
+        try db.execute(sql: "DELETE FROM conversations WHERE expires_at IS NOT NULL AND expires_at <= ?", arguments: [now])
+        return db.changesCount
     }
 
     static func members(_ db: Database, cid: String) throws -> [String] {
@@ -122,8 +138,14 @@ enum ConversationStore {
 
     /// Memberships of a client with their delivery cursors.
     static func memberships(_ db: Database, clientID: String) throws -> [(cid: String, deliveredT: Int64)] {
-        try Row.fetchAll(db, sql: "SELECT cid, delivered_t FROM members WHERE client_id = ?", arguments: [clientID])
-            .map { ($0["cid"], $0["delivered_t"]) }
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT m.cid, m.delivered_t FROM members m JOIN conversations c ON c.id = m.cid
+                WHERE m.client_id = ? AND (c.expires_at IS NULL OR c.expires_at > ?)
+                """,
+            arguments: [clientID, Identifiers.nowMillis()]
+        ).map { ($0["cid"], $0["delivered_t"]) }
     }
 }
 

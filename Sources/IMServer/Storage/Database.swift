@@ -81,6 +81,14 @@ enum ServerDatabase {
                 CREATE INDEX session_tokens_by_expiry ON session_tokens(expires_at);
                 """)
         }
+        migrator.registerMigration("v4-mentions-temporary-conversations") { db in
+            try db.execute(sql: """
+                ALTER TABLE messages ADD COLUMN mention_pids TEXT;
+                ALTER TABLE messages ADD COLUMN mention_all INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE conversations ADD COLUMN expires_at INTEGER;
+                CREATE INDEX conversations_by_expiry ON conversations(expires_at) WHERE expires_at IS NOT NULL;
+                """)
+        }
         return migrator
     }
 }

@@ -13,8 +13,12 @@ struct MessageRecord: Sendable, Equatable {
     var priority: String?
     var recalled: Bool
     var patchT: Int64?
+    /// Members the message mentions, and whether it mentions everyone.
+    var mentionPids: [String]?
+    var mentionAll: Bool
 
-    init(id: String, cid: String, from: String, data: String, t: Int64, receipt: Bool, priority: String?) {
+    init(id: String, cid: String, from: String, data: String, t: Int64, receipt: Bool, priority: String?,
+         mentionPids: [String]? = nil, mentionAll: Bool = false) {
         self.id = id
         self.cid = cid
         self.from = from
@@ -24,6 +28,8 @@ struct MessageRecord: Sendable, Equatable {
         self.priority = priority
         self.recalled = false
         self.patchT = nil
+        self.mentionPids = mentionPids?.isEmpty == false ? mentionPids : nil
+        self.mentionAll = mentionAll
     }
 
     init(row: Row) {
@@ -36,12 +42,19 @@ struct MessageRecord: Sendable, Equatable {
         priority = row["priority"]
         recalled = row["recalled"]
         patchT = row["patch_t"]
+        mentionPids = (row["mention_pids"] as String?).flatMap { JSONValue.parse($0)?.arrayValue?.compactMap(\.stringValue) }
+        mentionAll = row["mention_all"]
     }
+
+    /// Whether the message mentions `clientID` (by id, or everyone).
+    func mentions(_ clientID: String) -> Bool { mentionAll || mentionPids?.contains(clientID) == true }
 
     var logItem: LogItem {
         var item = LogItem(msgId: id, from: from, data: data, timestamp: t)
         item.recalled = recalled ? true : nil
         item.priority = priority
+        item.mentionPids = mentionPids
+        item.mentionAll = mentionAll ? true : nil
         return item
     }
 }
@@ -50,9 +63,13 @@ struct MessageRecord: Sendable, Equatable {
 enum MessageStore {
     static func insert(_ db: Database, _ m: MessageRecord, dedupeToken: String?, recipients: [String]? = nil) throws {
         let audience = recipients.map { JSONValue.array($0.map(JSONValue.string)).jsonString() }
+        let mentions = m.mentionPids.map { JSONValue.array($0.map(JSONValue.string)).jsonString() }
         try db.cachedStatement(
-            sql: "INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        ).execute(arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken, audience])
+            sql: """
+                INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken, audience, mentions, m.mentionAll])
     }
 
     /// SQL condition: the message is visible to the client bound twice after it (sender, or in the audience).
@@ -96,16 +113,20 @@ enum MessageStore {
         ).map(MessageRecord.init)
     }
 
-    /// Moves each delivery cursor forward (never back) to the newest of the acknowledged messages that
-    /// are stored in that conversation.
-    static func advanceCursors(_ db: Database, _ acknowledged: [CursorKey: Set<String>]) throws {
+    /// Moves each delivery cursor forward (never back) to the newest stored message of that conversation
+    /// among the acknowledged ones, or at or before the acknowledged range's end.
+    static func advanceCursors(_ db: Database, _ moves: [CursorKey: CursorMove]) throws {
         let update = try db.cachedStatement(
             sql: "UPDATE members SET delivered_t = MAX(delivered_t, ?) WHERE cid = ? AND client_id = ?")
         let timestamp = try db.cachedStatement(sql: "SELECT t FROM messages WHERE id = ? AND cid = ?")
-        for (key, ids) in acknowledged {
+        let newestThrough = try db.cachedStatement(sql: "SELECT MAX(t) FROM messages WHERE cid = ? AND t <= ?")
+        for (key, move) in moves {
             var newest: Int64?
-            for id in ids {
+            for id in move.ids {
                 if let t = try Int64.fetchOne(timestamp, arguments: [id, key.cid]) { newest = max(newest ?? t, t) }
+            }
+            if let through = move.through, let t = try Int64.fetchOne(newestThrough, arguments: [key.cid, through]) {
+                newest = max(newest ?? t, t)
             }
             if let newest { try update.execute(arguments: [newest, key.cid, key.clientID]) }
         }
@@ -116,6 +137,19 @@ enum MessageStore {
 struct CursorKey: Hashable, Sendable {
     var cid: String
     var clientID: String
+}
+
+/// What a member acknowledged in one conversation since the last transaction.
+struct CursorMove: Sendable {
+    /// Acknowledged message ids.
+    var ids: Set<String> = []
+    /// The end of the newest acknowledged timestamp range (LeanCloud's `ackMessage.tots`).
+    var through: Int64?
+
+    mutating func add(_ messageIDs: [String], through: Int64?) {
+        ids.formUnion(messageIDs)
+        if let through { self.through = max(self.through ?? through, through) }
+    }
 }
 
 extension MessageStore {

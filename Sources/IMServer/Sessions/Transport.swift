@@ -1,0 +1,105 @@
+import IMCore
+import NIOWebSocket
+import Synchronization
+
+/// One client transport — a WebSocket or an in-process attachment — and the sessions it carries.
+///
+/// A transport starts with one `Connection` that serves the first login. LeanCloud SDKs carry every
+/// client of an app over one WebSocket: a `session open` for another client id opens a further session
+/// (a `Connection` of its own, so tags, kicks, chat-room presence, interception and cursors stay per
+/// session). Commands are routed by `peerId`; without one they go to the oldest open session.
+///
+/// Once a transport has carried two sessions, everything sent on it names its session in `peerId`. On the
+/// LeanCloud subprotocols it always does: the SDKs route pushes by `peerId` and hand pushes without it to
+/// the client they created first, which after a reconnect need not be the first to log in again.
+final class Transport: Sendable {
+    private struct State {
+        var sessions: [Connection] = []
+        var multiplexed = false
+    }
+
+    let remoteAddress: String
+    /// The wire format frames are encoded in.
+    let format: WireFormat
+    /// Answers interception requests with a direct call instead of a `hook request` frame (in-process only).
+    let review: (@Sendable (Command) async -> Command)?
+    /// LeanCloud protocol version 3 (`lc.*.3`): logins get unread notices instead of pushed offline
+    /// messages; clients pull what they missed with `logs`.
+    let notifiesUnreadOnly: Bool
+    let encoder: @Sendable (Command) -> Connection.Outbound
+    let emit: @Sendable (Connection.Outbound) -> Void
+    private let finish: @Sendable () -> Void
+    private let allocateID: @Sendable () -> UInt64
+    private let state = Mutex(State())
+
+    /// A transport that hands what it sends to `emit`; `finish` runs once, when its last session closes.
+    init(remoteAddress: String, format: WireFormat, encoder: @escaping @Sendable (Command) -> Connection.Outbound,
+         emit: @escaping @Sendable (Connection.Outbound) -> Void, finish: @escaping @Sendable () -> Void,
+         review: (@Sendable (Command) async -> Command)? = nil, notifiesUnreadOnly: Bool = false,
+         allocateID: @escaping @Sendable () -> UInt64) {
+        self.remoteAddress = remoteAddress
+        self.notifiesUnreadOnly = notifiesUnreadOnly
+        self.format = format
+        self.encoder = encoder
+        self.emit = emit
+        self.finish = finish
+        self.review = review
+        self.allocateID = allocateID
+    }
+
+    /// Opens the transport's first connection (the one the first login uses).
+    func openFirst() -> Connection {
+        let connection = Connection(id: allocateID(), transport: self)
+        state.withLock { $0.sessions = [connection] }
+        return connection
+    }
+
+    /// The first connection opened on this transport (for logs).
+    var firstID: UInt64 { state.withLock { $0.sessions.first?.id ?? 0 } }
+
+    /// Every connection this transport carries that has not closed.
+    var connections: [Connection] { state.withLock { $0.sessions } }
+
+    /// Whether what is sent names its session in `peerId`.
+    var namesSessions: Bool {
+        format == .protobuf || format == .protobufBase64 || state.withLock { $0.multiplexed }
+    }
+
+    /// The connection that handles `command`: for `session open`, the connection waiting for a login or a
+    /// new one; otherwise the session named by `peerId`, or the oldest open one. Nil when `peerId` names a
+    /// client id that has no session on this transport.
+    func connection(for command: Command) -> Connection? {
+        state.withLock { state in
+            let waiting = state.sessions.first { $0.identity == nil && !$0.isClosed }
+            if command.cmd == .session, command.op == .open {
+                if let waiting { return waiting }
+                if let peer = command.peerId, let open = state.sessions.first(where: { $0.clientID == peer }) {
+                    return open
+                }
+                let connection = Connection(id: allocateID(), transport: self)
+                state.sessions.append(connection)
+                state.multiplexed = true
+                return connection
+            }
+            let loggedIn = state.sessions.filter { $0.identity != nil }
+            guard let peer = command.peerId, loggedIn.count > 0 else { return loggedIn.first ?? waiting }
+            return loggedIn.first { $0.clientID == peer }
+        }
+    }
+
+    /// Called by a closing connection; true when it was the last one, so the transport closes too.
+    func release(_ connection: Connection) -> Bool {
+        state.withLock { state in
+            state.sessions.removeAll { $0 === connection }
+            return state.sessions.isEmpty
+        }
+    }
+
+    /// Ends the transport's writer (after its last session sent the close frame).
+    func end() { finish() }
+
+    /// Closes every session, and with the last one the transport.
+    func close(code: WebSocketErrorCode) {
+        for connection in connections { connection.close(code: code) }
+    }
+}
