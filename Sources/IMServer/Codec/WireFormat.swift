@@ -83,6 +83,35 @@ struct FrameCodec: Sendable {
         }
     }
 
+    /// A frame of `encode` for a command without `peerId`, turned into the frame of the same command with
+    /// `peerId` set, without encoding it again: on the protobuf formats the field (`GenericCommand` field 4,
+    /// a string) is appended to the encoded message, which protobuf decoders read exactly as if it had been
+    /// encoded in place. Nil for the other formats (they encode again).
+    static func naming(_ frame: Connection.Outbound, format: WireFormat, peerID: String) -> Connection.Outbound? {
+        func appended(_ bytes: some Collection<UInt8>) -> [UInt8] {
+            var out = Array(bytes)
+            let name = Array(peerID.utf8)
+            out.append(0x22)  // field 4, length-delimited
+            var length = UInt(name.count)
+            while length >= 0x80 {
+                out.append(UInt8(length & 0x7F) | 0x80)
+                length >>= 7
+            }
+            out.append(UInt8(length))
+            out += name
+            return out
+        }
+        switch (format, frame) {
+        case (.protobuf, .binary(let buffer)) where buffer.readableBytes > 0:
+            return .binary(ByteBuffer(bytes: appended(buffer.readableBytesView)))
+        case (.protobufBase64, .text(let text)) where !text.isEmpty:
+            guard let bytes = Data(base64Encoded: text) else { return nil }
+            return .text(Data(appended(bytes)).base64EncodedString())
+        default:
+            return nil
+        }
+    }
+
     /// Whether a frame produced by `encode` is the empty "nothing to send" frame.
     static func isEmpty(_ frame: Connection.Outbound) -> Bool {
         switch frame {

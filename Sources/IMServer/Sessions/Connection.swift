@@ -79,12 +79,15 @@ final class Connection: Sendable {
         deliver(messageID: messageID, SharedFrame(command))
     }
 
-    /// Sends a message that goes to many connections, encoded once per wire format (once per session
-    /// where the transport names sessions).
+    /// Sends a message that goes to many connections, encoded once per wire format (where the transport
+    /// names sessions, the protobuf encoding gets `peerId` appended; JSON is encoded again).
     func deliver(messageID: String, _ shared: SharedFrame) {
-        let frame = transport.namesSessions
-            ? transport.encoder(named(shared.command, clientID))
-            : shared.encoded(for: format, using: transport.encoder)
+        let encoded = shared.encoded(for: format, using: transport.encoder)
+        var frame = encoded
+        if transport.namesSessions, shared.command.peerId == nil, let clientID {
+            frame = FrameCodec.naming(encoded, format: format, peerID: clientID)
+                ?? transport.encoder(named(shared.command, clientID))
+        }
         let sendNow = state.withLock { state -> Bool in
             if state.ready { return !state.closed }
             state.held.append((messageID, frame))
