@@ -12,16 +12,12 @@ extension IMService {
         try signatures?.verify(
             .member(clientID: clientID, conversationID: cid, members: requested, action: selfJoin ? "join" : "invite"),
             command: command, failure: .conversationSignatureFailed)
+        // Interceptors review only changes the server would make: authorize first (and again in the write).
+        _ = try await db.read { db in try Self.authorizeAdding(db, cid: cid, actor: clientID, selfJoin: selfJoin) }
         try await reviewMembership(cid: cid, actor: clientID, members: requested, action: selfJoin ? "join" : "invite")
         let change = try await db.write { db -> (record: ConversationRecord, added: [String], members: [String]) in
-            let record = try ConversationStore.existing(db, id: cid)
-            if record.transient {
-                guard selfJoin else { throw IMError(.conversationNotAllowed, "chat rooms can only be joined by the client itself") }
-                return (record, [clientID], [])
-            }
-            if !selfJoin, try !ConversationStore.isMember(db, cid: cid, clientID: clientID) {
-                throw IMError(.conversationMembershipRequired, "only members may add others to \(cid)")
-            }
+            let record = try Self.authorizeAdding(db, cid: cid, actor: clientID, selfJoin: selfJoin)
+            if record.transient { return (record, [clientID], []) }
             let added = try ConversationStore.addMembers(db, cid: cid, clientIDs: requested, now: now)
             return (record, added, try ConversationStore.members(db, cid: cid))
         }
@@ -57,16 +53,11 @@ extension IMService {
                 .member(clientID: clientID, conversationID: cid, members: requested, action: "kick"),
                 command: command, failure: .conversationSignatureFailed)
         }
+        _ = try await db.read { db in try Self.authorizeRemoving(db, cid: cid, actor: clientID, requested: requested) }
         try await reviewMembership(cid: cid, actor: clientID, members: requested, action: requested == [clientID] ? "quit" : "kick")
         let change = try await db.write { db -> (record: ConversationRecord, removed: [String], remaining: [String]) in
-            let record = try ConversationStore.existing(db, id: cid)
-            if record.transient {
-                guard requested == [clientID] else { throw IMError(.conversationNotAllowed, "chat rooms have no members to remove") }
-                return (record, [clientID], [])
-            }
-            if try !ConversationStore.isMember(db, cid: cid, clientID: clientID) {
-                throw IMError(.conversationMembershipRequired, "only members may remove members of \(cid)")
-            }
+            let record = try Self.authorizeRemoving(db, cid: cid, actor: clientID, requested: requested)
+            if record.transient { return (record, [clientID], []) }
             let removed = try ConversationStore.removeMembers(db, cid: cid, clientIDs: requested)
             return (record, removed, try ConversationStore.members(db, cid: cid))
         }
@@ -95,6 +86,28 @@ extension IMService {
         left.m = change.removed
         left.initBy = clientID
         notify(change.remaining, left)
+    }
+
+    /// The conversation, when `actor` may add members to it (itself, with `selfJoin`).
+    private static func authorizeAdding(_ db: Database, cid: String, actor: String, selfJoin: Bool) throws -> ConversationRecord {
+        let record = try ConversationStore.existing(db, id: cid)
+        if record.transient {
+            guard selfJoin else { throw IMError(.conversationNotAllowed, "chat rooms can only be joined by the client itself") }
+        } else if !selfJoin, try !ConversationStore.isMember(db, cid: cid, clientID: actor) {
+            throw IMError(.conversationMembershipRequired, "only members may add others to \(cid)")
+        }
+        return record
+    }
+
+    /// The conversation, when `actor` may remove `requested` from it.
+    private static func authorizeRemoving(_ db: Database, cid: String, actor: String, requested: [String]) throws -> ConversationRecord {
+        let record = try ConversationStore.existing(db, id: cid)
+        if record.transient {
+            guard requested == [actor] else { throw IMError(.conversationNotAllowed, "chat rooms have no members to remove") }
+        } else if try !ConversationStore.isMember(db, cid: cid, clientID: actor) {
+            throw IMError(.conversationMembershipRequired, "only members may remove members of \(cid)")
+        }
+        return record
     }
 
     func countMembers(_ command: Command, on connection: Connection) async throws {

@@ -287,8 +287,10 @@ final class InterceptionTests: XCTestCase {
     private func checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(_ attachment: Attachment) async throws {
         let server = try await server()
         defer { Task { await server.stop() } }
+        let reviewed = Counter()
         let (_, loop) = try await interceptor(server, attachment) { request in
             guard request.kind == "membership" else { return Self.verdict("allow") }
+            _ = reviewed.increment()
             if request.action == "kick" {
                 var drop = Self.verdict("drop")
                 drop.reason = "kicks need a moderator"
@@ -310,6 +312,15 @@ final class InterceptionTests: XCTestCase {
         let vetoed = try await tom.request(kick)
         XCTAssertEqual(vetoed.code, 4305)
         XCTAssertEqual(vetoed.detail, "kicks need a moderator")
+        XCTAssertEqual(reviewed.value, 2)
+        // Changes the server refuses anyway are never put to the interceptor.
+        let mallory = try await server.login("Mallory")
+        add.m = ["Eve"]
+        let refusedAdd = try await mallory.request(add)
+        XCTAssertEqual(refusedAdd.code, 4317)
+        let refusedKick = try await mallory.request(kick)
+        XCTAssertEqual(refusedKick.code, 4317)
+        XCTAssertEqual(reviewed.value, 2, "refused changes were reviewed")
 
         let impostor = try await TestClient.connect(port: server.port)
         var open = Command(cmd: .session, op: .open)

@@ -32,6 +32,24 @@ final class QueryTests: XCTestCase {
         return results.compactMap(\.name)
     }
 
+    func testLargeMemberListsAreAnsweredOrRefusedNeverAnInternalError() async throws {
+        let (server, tom, _) = try await seeded()
+        defer { Task { await server.stop() } }
+        let many: [JSONValue] = (0..<998).map { .string("user\($0)") }
+        let awaited1 = try await names(tom, ["m": ["$all": .array(many)]])
+        XCTAssertEqual(awaited1, [])
+        let awaited2 = try await names(tom, ["m": ["$all": .array(["Jerry", "Bob", "Bob"] + many.prefix(997))]])
+        XCTAssertEqual(awaited2, [])
+        let awaited3 = try await names(tom, ["m": ["$all": ["Jerry", "Bob", "Jerry"]]])
+        XCTAssertEqual(awaited3, ["beta"])
+        for op in ["$all", "$in", "$nin"] {
+            var query = Command(cmd: .conv, op: .query)
+            query.where = ["m": .object([op: .array((0..<1001).map { .string("user\($0)") })])]
+            let reply = try await tom.request(query)
+            XCTAssertEqual(reply.code, 4903, op)
+        }
+    }
+
     func testOperators() async throws {
         let (server, tom, ids) = try await seeded()
         defer { Task { await server.stop() } }

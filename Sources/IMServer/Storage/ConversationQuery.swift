@@ -137,13 +137,16 @@ struct ConversationQuery {
 
         /// Conditions on the member list: a plain id (contains), `$all`, `$in`, `$nin`, `$ne`, `$exists`.
         mutating func members(_ condition: JSONValue, path: String) throws -> String {
-            func exists(_ ids: [JSONValue], negate: Bool = false) throws -> String {
+            /// Binds member ids; returns their placeholder list.
+            func bind(_ ids: [JSONValue]) throws -> String {
                 for id in ids {
                     guard let string = id.stringValue else { throw IMError(.invalidField, "\(path): member ids must be strings") }
                     values.append(string)
                 }
-                let list = Array(repeating: "?", count: ids.count).joined(separator: ", ")
-                return "\(negate ? "NOT " : "")EXISTS (SELECT 1 FROM members mm WHERE mm.cid = c.id AND mm.client_id IN (\(list)))"
+                return Array(repeating: "?", count: ids.count).joined(separator: ", ")
+            }
+            func exists(_ ids: [JSONValue], negate: Bool = false) throws -> String {
+                "\(negate ? "NOT " : "")EXISTS (SELECT 1 FROM members mm WHERE mm.cid = c.id AND mm.client_id IN (\(try bind(ids))))"
             }
             if case .string = condition {
                 indexed = true
@@ -161,7 +164,11 @@ struct ConversationQuery {
                         throw IMError(.invalidField, "\(path).$all must be a non-empty array")
                     }
                     indexed = true
-                    clauses.append(contentsOf: try ids.map { try exists([$0]) })
+                    // One counting subquery instead of one EXISTS per id (SQLite limits expression depth).
+                    var distinct: [JSONValue] = []
+                    for id in ids where !distinct.contains(id) { distinct.append(id) }
+                    let list = try bind(distinct)
+                    clauses.append("(SELECT COUNT(*) FROM members mm WHERE mm.cid = c.id AND mm.client_id IN (\(list))) = \(distinct.count)")
                 case "$in":
                     guard let ids = operand.arrayValue, !ids.isEmpty, ids.count <= 1000 else {
                         throw IMError(.invalidField, "\(path).$in must be a non-empty array")
@@ -169,7 +176,9 @@ struct ConversationQuery {
                     indexed = true
                     clauses.append(try exists(ids))
                 case "$nin":
-                    guard let ids = operand.arrayValue, !ids.isEmpty else { throw IMError(.invalidField, "\(path).$nin must be a non-empty array") }
+                    guard let ids = operand.arrayValue, !ids.isEmpty, ids.count <= 1000 else {
+                        throw IMError(.invalidField, "\(path).$nin must be a non-empty array of at most 1000 ids")
+                    }
                     clauses.append(try exists(ids, negate: true))
                 case "$ne":
                     clauses.append(try exists([operand], negate: true))
