@@ -24,6 +24,8 @@ public struct BotConfiguration: Sendable {
     /// Poll the plugins directory this often for hot reload (seconds); 0 disables watching.
     public var watchInterval: Double = 1
     public var limits = HookLimits.default
+    /// How much persistent state each plugin may keep.
+    public var stateQuota = HookStateStore.Quota()
     /// The secret the bot signs its login with when it is the server's interceptor.
     public var interceptorSecret: String?
     /// Unix socket for `hookbot reload` and `hookbot plugins`; nil disables it.
@@ -105,6 +107,14 @@ public struct BotConfiguration: Sendable {
             if let deadline = try r.double("deadline_ms") { config.limits.deadline = deadline / 1000 }
             if let memory = try r.int("memory_mb") { config.limits.memoryBytes = memory * 1024 * 1024 }
             if let closed = try r.bool("moderation_fail_closed") { config.limits.moderationFailClosed = closed }
+            if let keys = try r.int("state_max_keys") {
+                guard keys >= 1 else { throw ConfigurationError(message: "plugins.state_max_keys must be at least 1") }
+                config.stateQuota.keys = keys
+            }
+            if let megabytes = try r.int("state_max_mb") {
+                guard megabytes >= 1 else { throw ConfigurationError(message: "plugins.state_max_mb must be at least 1") }
+                config.stateQuota.bytes = megabytes << 20
+            }
             for (name, value) in r.remaining() {
                 guard value.objectValue != nil else { throw ConfigurationError(message: "plugins.\(name) must be a table") }
                 config.pluginConfig[name] = HookMapping.hook(value)

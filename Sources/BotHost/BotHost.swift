@@ -93,7 +93,7 @@ public actor BotHost {
         }
         let client = IMClient(clientId: configuration.clientID, tag: configuration.tag,
                               deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
-        let store = try HookStateStore(path: configuration.statePath)
+        let store = try HookStateStore(path: configuration.statePath, quota: configuration.stateQuota)
         var pluginLogger = logger
         pluginLogger[metadataKey: "component"] = "plugins"
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,

@@ -210,6 +210,10 @@ final class LuaPlugin {
             throw HookError(plugin: key, hook: "load", reason: .invalidPlugin("name must be a string"))
         }
         lua_settop(L, t)
+        guard !isReservedPluginName(name) else {
+            throw HookError(plugin: name, hook: "load", reason: .invalidPlugin(
+                "the name '\(name)' is reserved for the host (names starting with 'hookbot.')"))
+        }
         // priority
         switch luaRawField(L, t, "priority") {
         case LUA_TNIL: break
@@ -352,6 +356,11 @@ final class LuaPlugin {
         pending.removeAll(keepingCapacity: true)
         return a
     }
+}
+
+/// Names the host keeps for itself (its own state namespace is `hookbot.host`).
+func isReservedPluginName(_ n: String) -> Bool {
+    n.lowercased().hasPrefix("hookbot.")
 }
 
 func isValidPluginName(_ n: String) -> Bool {

@@ -3,13 +3,28 @@ import GRDB
 
 /// Persistent plugin state and translation cache in one SQLite file (WAL).
 /// Every write is committed before the call returns. Thread-safe.
+///
+/// Each plugin's state is bounded by `quota` (keys and bytes of keys plus values, expired entries
+/// included until purged): a write that would grow a plugin past it fails and changes nothing.
 public final class HookStateStore: @unchecked Sendable {
+    /// How much state one plugin may keep.
+    public struct Quota: Sendable, Equatable {
+        public var keys: Int
+        public var bytes: Int
+        public init(keys: Int = 100_000, bytes: Int = 64 << 20) {
+            self.keys = keys
+            self.bytes = bytes
+        }
+    }
+
     let pool: DatabasePool
     public let path: String
+    public let quota: Quota
 
     /// Opens (or creates) the store at `path`, e.g. `hookbot-state.sqlite`.
-    public init(path: String) throws {
+    public init(path: String, quota: Quota = Quota()) throws {
         self.path = path
+        self.quota = quota
         var config = Configuration()
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
@@ -36,7 +51,61 @@ public final class HookStateStore: @unchecked Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("hookruntime-v2-usage") { db in
+            // Per-plugin usage kept by triggers, so a quota check is one row read in the write's transaction.
+            try db.execute(sql: """
+                CREATE TABLE plugin_usage (
+                    plugin TEXT PRIMARY KEY NOT NULL,
+                    keys INTEGER NOT NULL,
+                    bytes INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                INSERT INTO plugin_usage (plugin, keys, bytes)
+                    SELECT plugin, COUNT(*), SUM(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB)))
+                    FROM plugin_state GROUP BY plugin;
+                CREATE TRIGGER plugin_state_inserted AFTER INSERT ON plugin_state BEGIN
+                    INSERT INTO plugin_usage (plugin, keys, bytes)
+                    VALUES (NEW.plugin, 1, length(CAST(NEW.key AS BLOB)) + length(CAST(NEW.value AS BLOB)))
+                    ON CONFLICT (plugin) DO UPDATE SET keys = keys + 1, bytes = bytes + excluded.bytes;
+                END;
+                CREATE TRIGGER plugin_state_updated AFTER UPDATE ON plugin_state BEGIN
+                    UPDATE plugin_usage
+                    SET bytes = bytes - length(CAST(OLD.key AS BLOB)) - length(CAST(OLD.value AS BLOB))
+                                      + length(CAST(NEW.key AS BLOB)) + length(CAST(NEW.value AS BLOB))
+                    WHERE plugin = NEW.plugin;
+                END;
+                CREATE TRIGGER plugin_state_deleted AFTER DELETE ON plugin_state BEGIN
+                    UPDATE plugin_usage
+                    SET keys = keys - 1, bytes = bytes - length(CAST(OLD.key AS BLOB)) - length(CAST(OLD.value AS BLOB))
+                    WHERE plugin = OLD.plugin;
+                END;
+                """)
+        }
         try migrator.migrate(pool)
+    }
+
+    /// Keys and bytes a plugin's state holds.
+    public func usage(plugin: String) throws -> (keys: Int, bytes: Int) {
+        try pool.read { db in try Self.usage(db, plugin: plugin) }
+    }
+
+    private static func usage(_ db: Database, plugin: String) throws -> (keys: Int, bytes: Int) {
+        guard let row = try Row.fetchOne(db, sql: "SELECT keys, bytes FROM plugin_usage WHERE plugin = ?", arguments: [plugin])
+        else { return (0, 0) }
+        return (row["keys"], row["bytes"])
+    }
+
+    /// Writes with `write` and fails (rolling it back) when that grew the plugin past its quota.
+    private func withinQuota<T>(_ db: Database, plugin: String, _ write: () throws -> T) throws -> T {
+        let before = try Self.usage(db, plugin: plugin)
+        let result = try write()
+        let after = try Self.usage(db, plugin: plugin)
+        if after.keys > quota.keys, after.keys > before.keys {
+            throw StoreError.quota("state holds \(before.keys) keys; the limit is \(quota.keys)")
+        }
+        if after.bytes > quota.bytes, after.bytes > before.bytes {
+            throw StoreError.quota("state would hold \(after.bytes) bytes; the limit is \(quota.bytes)")
+        }
+        return result
     }
 
     // MARK: plugin state
@@ -57,10 +126,12 @@ public final class HookStateStore: @unchecked Sendable {
         let text = value.jsonText
         let expires: Double? = ttl.map { now + $0 }
         try pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
-                """, arguments: [plugin, key, text, expires])
+            try withinQuota(db, plugin: plugin) {
+                try db.execute(sql: """
+                    INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+                    """, arguments: [plugin, key, text, expires])
+            }
         }
     }
 
@@ -88,10 +159,12 @@ public final class HookStateStore: @unchecked Sendable {
                 guard let b = by.doubleValue else { throw StoreError.notNumeric("increment") }
                 result = .double(a + b)
             }
-            try db.execute(sql: """
-                INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
-                """, arguments: [plugin, key, result.jsonText, expires])
+            try withinQuota(db, plugin: plugin) {
+                try db.execute(sql: """
+                    INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+                    """, arguments: [plugin, key, result.jsonText, expires])
+            }
             return result
         }
     }
@@ -146,8 +219,12 @@ public final class HookStateStore: @unchecked Sendable {
 
     enum StoreError: Error, CustomStringConvertible {
         case notNumeric(String)
+        case quota(String)
         var description: String {
-            switch self { case .notNumeric(let k): return "value of \(k) is not a number" }
+            switch self {
+            case .notNumeric(let k): return "value of \(k) is not a number"
+            case .quota(let detail): return "state quota exceeded: \(detail)"
+            }
         }
     }
 }

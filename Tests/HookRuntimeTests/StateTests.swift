@@ -47,6 +47,73 @@ final class StateTests: XCTestCase {
         XCTAssertEqual(try f.store.get(plugin: "s", key: "t", now: 0), ["list": [1, 2, "three"], "map": ["x": ["y": true]]])
     }
 
+    func testKeysWithNULBytesAreRefused() throws {
+        let f = Fixture()
+        f.write("nul.lua", #"""
+        return { on_receive = function(msg, ctx)
+          local ok, err = pcall(ctx.state.set, "a\0b", 1)
+          assert(not ok and err:find("NUL"), err)
+          ok, err = pcall(ctx.state.get, "a\0c")
+          assert(not ok, "get with NUL")
+          ok, err = pcall(function() ctx.state.user("alice\0x").set("k", 1) end)
+          assert(not ok, "scoped key with NUL")
+          ctx.state.set("a", 1)
+          ctx.reply(tostring(#ctx.state.keys("")))
+        end }
+        """#)
+        let rt = f.runtime()
+        XCTAssertEqual(rt.loadAll().errors, [])
+        let r = rt.receive(msg("x"))
+        XCTAssertEqual(r.errors, [])
+        XCTAssertEqual(sentTexts(r.actions), ["1"])
+    }
+
+    func testEachPluginsStateIsBoundedByTheQuota() throws {
+        let f = Fixture()
+        let store = try HookStateStore(path: f.dbPath, quota: .init(keys: 5, bytes: 2_000))
+        f.write("hog.lua", #"""
+        return { on_receive = function(msg, ctx)
+          local st = ctx.state
+          for i = 1, 5 do st.set("k" .. i, i) end
+          local ok, err = pcall(st.set, "k6", 6)
+          assert(not ok and err:find("quota"), err)
+          assert(st.get("k6") == nil, "a refused write changes nothing")
+          st.set("k1", "replaced")                     -- overwriting does not add a key
+          ok, err = pcall(st.incr, "k7")
+          assert(not ok and err:find("quota"), err)
+          st.delete("k5")
+          st.set("k6", 6)                              -- room again after a delete
+          ok, err = pcall(st.set, "k1", string.rep("x", 3000))
+          assert(not ok and err:find("bytes"), err)
+          assert(st.get("k1") == "replaced")
+          ctx.reply("held")
+        end }
+        """#)
+        f.write("other.lua", #"""
+        return { on_receive = function(msg, ctx)
+          for i = 1, 5 do ctx.state.set("mine" .. i, i) end
+          ctx.reply("other ok")
+        end }
+        """#)
+        let rt = f.runtime(store: store)
+        XCTAssertEqual(rt.loadAll().errors, [])
+        let r = rt.receive(msg("x"))
+        XCTAssertEqual(r.errors, [])
+        XCTAssertEqual(Set(sentTexts(r.actions)), ["held", "other ok"])
+        XCTAssertEqual(try store.usage(plugin: "hog").keys, 5)
+        XCTAssertEqual(try store.usage(plugin: "other").keys, 5)
+    }
+
+    func testHostNamespacesAreReserved() throws {
+        let f = Fixture()
+        f.write("hookbot.host.lua", "return { on_receive = function(msg, ctx) ctx.state.set('mute:x', false) end }")
+        f.write("sneaky.lua", "return { name = 'Hookbot.host', on_receive = function() end }")
+        let rt = f.runtime()
+        let report = rt.loadAll()
+        XCTAssertEqual(report.errors.count, 2)
+        XCTAssertTrue(report.errors.allSatisfy { "\($0)".contains("reserved") }, "\(report.errors)")
+    }
+
     func testScopedHelpers() throws {
         let f = Fixture()
         f.write("sc.lua", #"""
