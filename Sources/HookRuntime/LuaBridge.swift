@@ -81,7 +81,33 @@ func luaPush(_ L: LuaRef, json: JSONValue, depth: Int = 0) -> Bool {
 /// are exactly 1...n (n > 0), objects when all keys are strings; anything
 /// else (functions, mixed keys, cycles, NaN) is an error.
 func luaToJSON(_ L: LuaRef, _ idx: Int32, depth: Int = 0, path: String = "value") throws -> JSONValue {
+    var budget = LuaConversionBudget()
+    return try luaToJSON(L, idx, depth: depth, path: path, budget: &budget)
+}
+
+/// The most any one value crossing from Lua to the host may hold. Tables that share subtables are
+/// expanded into trees, so a small Lua value can describe an enormous one; the budget stops that early.
+struct LuaConversionBudget {
+    static let maxNodes = 200_000
+    static let maxBytes = 16 << 20
+    var nodes = 0
+    var bytes = 0
+
+    mutating func spend(nodes: Int = 1, bytes: Int = 0, at path: String) throws {
+        self.nodes += nodes
+        self.bytes += bytes
+        if self.nodes > Self.maxNodes {
+            throw LuaConversionError("\(path): value has more than \(Self.maxNodes) elements")
+        }
+        if self.bytes > Self.maxBytes {
+            throw LuaConversionError("\(path): value holds more than \(Self.maxBytes >> 20) MiB of text")
+        }
+    }
+}
+
+private func luaToJSON(_ L: LuaRef, _ idx: Int32, depth: Int, path: String, budget: inout LuaConversionBudget) throws -> JSONValue {
     let idx = lua_absindex(L, idx)
+    try budget.spend(at: path)
     switch lua_type(L, idx) {
     case LUA_TNIL, LUA_TNONE: return .null
     case LUA_TBOOLEAN: return .bool(lua_toboolean(L, idx) != 0)
@@ -90,7 +116,11 @@ func luaToJSON(_ L: LuaRef, _ idx: Int32, depth: Int = 0, path: String = "value"
         let d = lua_tonumberx(L, idx, nil)
         guard d.isFinite else { throw LuaConversionError("\(path): number is not finite") }
         return .double(d)
-    case LUA_TSTRING: return .string(luaString(L, idx) ?? "")
+    case LUA_TSTRING:
+        var length = 0
+        _ = lua_tolstring(L, idx, &length)
+        try budget.spend(nodes: 0, bytes: length, at: path)
+        return .string(luaString(L, idx) ?? "")
     case LUA_TTABLE:
         guard depth < 32 else { throw LuaConversionError("\(path): table nested too deeply (or cyclic)") }
         guard lua_checkstack(L, 4) != 0 else { throw LuaConversionError("\(path): stack overflow") }
@@ -102,11 +132,14 @@ func luaToJSON(_ L: LuaRef, _ idx: Int32, depth: Int = 0, path: String = "value"
             switch lua_type(L, -2) {
             case LUA_TSTRING:
                 let k = luaString(L, -2) ?? ""
-                do { strKeys[k] = try luaToJSON(L, -1, depth: depth + 1, path: path + "." + k) }
+                do {
+                    try budget.spend(nodes: 0, bytes: k.utf8.count, at: path)
+                    strKeys[k] = try luaToJSON(L, -1, depth: depth + 1, path: path + "." + k, budget: &budget)
+                }
                 catch { lua_settop(L, -3); throw error }
             case LUA_TNUMBER where lua_isinteger(L, -2) != 0:
                 let k = Int(lua_tointegerx(L, -2, nil))
-                do { intKeys[k] = try luaToJSON(L, -1, depth: depth + 1, path: path + "[\(k)]") }
+                do { intKeys[k] = try luaToJSON(L, -1, depth: depth + 1, path: path + "[\(k)]", budget: &budget) }
                 catch { lua_settop(L, -3); throw error }
             default:
                 let t = luaTypeName(L, -2)

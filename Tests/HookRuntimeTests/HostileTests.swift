@@ -23,6 +23,21 @@ final class HostileTests: XCTestCase {
         XCTAssertEqual(fine.errors, [])
     }
 
+    func testSharedSubtablesCannotExpandIntoHugeValues() {
+        // 2^26 leaves described by 27 small tables: every path into the host is cut off by the budget.
+        let bomb = "local t = {1, 1}; for i = 1, 26 do t = {t, t} end; "
+        for use in [#"ctx.state.set("k", t)"#, #"ctx.send("c1", { text = "x", attrs = { big = t } })"#,
+                    #"ctx.update_attr("c1", "big", t)"#] {
+            let (result, _, _) = one(bomb + use)
+            XCTAssertEqual(result.errors.count, 1, use)
+            XCTAssertTrue("\(result.errors)".contains("more than"), "\(use): \(result.errors)")
+            XCTAssertEqual(sentTexts(result.actions), ["alive"], "the other plugin still ran")
+        }
+        // A large value built honestly still fits.
+        let (fine, _, _) = one(#"local t = {}; for i = 1, 50000 do t[i] = i end; ctx.state.set("k", t)"#)
+        XCTAssertEqual(fine.errors, [])
+    }
+
     func testFinalizersAndCloseMetamethodsAreRefused() {
         // Lua runs finalizers with hooks off, so they could never be stopped
         let (r, _, _) = one("setmetatable({}, { __gc = function() while true do end end })")
