@@ -21,6 +21,8 @@ final class Link: Sendable {
     private let transport: Transport
     private let task: Mutex<Task<Void, Never>?>
     private let codec = JSONCommandCodec()
+    /// The largest frame this link sends (servers close connections that send larger ones).
+    private let maxFrameSize: Int
 
     private enum Transport: Sendable {
         /// Encoded frames for the WebSocket writer.
@@ -28,8 +30,9 @@ final class Link: Sendable {
         case local(LocalConnection)
     }
 
-    private init(id: Int, inbound: AsyncStream<Frame>, transport: Transport) {
+    private init(id: Int, inbound: AsyncStream<Frame>, transport: Transport, maxFrameSize: Int = .max) {
         self.id = id
+        self.maxFrameSize = maxFrameSize
         self.inbound = inbound
         self.transport = transport
         task = Mutex(nil)
@@ -51,7 +54,7 @@ final class Link: Sendable {
         let (frames, outbound) = AsyncStream<String>.makeStream()
         let (inbound, inboundContinuation) = AsyncStream<Frame>.makeStream()
         let (ready, readyContinuation) = AsyncStream<Bool>.makeStream()
-        let link = Link(id: id, inbound: inbound, transport: .webSocket(outbound))
+        let link = Link(id: id, inbound: inbound, transport: .webSocket(outbound), maxFrameSize: maxFrameSize)
         let configuration = WebSocketClientConfiguration(
             maxFrameSize: maxFrameSize, autoPing: pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
         let codec = JSONCommandCodec()
@@ -94,11 +97,18 @@ final class Link: Sendable {
         throw IMError(.connectionFailed, "could not connect to \(url)")
     }
 
-    /// Queues a command for sending.
-    func send(_ command: Command) {
+    /// Queues a command for sending. A command whose frame would be larger than the frame limit is not
+    /// sent (the server would close the connection for it): that throws 4109.
+    func send(_ command: Command) throws(IMError) {
         switch transport {
-        case .webSocket(let outbound): outbound.yield(codec.encode(command))
-        case .local(let connection): connection.send(command)
+        case .webSocket(let outbound):
+            let frame = codec.encode(command)
+            guard frame.utf8.count <= maxFrameSize else {
+                throw IMError(.frameTooLong, "the command is \(frame.utf8.count) bytes; frames are limited to \(maxFrameSize)")
+            }
+            outbound.yield(frame)
+        case .local(let connection):
+            connection.send(command)
         }
     }
 

@@ -150,7 +150,7 @@ public actor IMClient {
         sessionToken = nil
         if let link {
             self.link = nil
-            link.send(Command(cmd: .session, op: .close, i: allocateSerial()))
+            try? link.send(Command(cmd: .session, op: .close, i: allocateSerial()))
             await link.closeAndWait(timeout: .seconds(2))
         }
         hub.emit(.closed(nil))
@@ -217,7 +217,12 @@ public actor IMClient {
         defer { timer.cancel() }
         return await withCheckedContinuation { continuation in
             login = Login(link: link, serial: serial, resuming: resuming, rejoin: rejoin, continuation: continuation)
-            link.send(open)
+            do throws(IMError) {
+                try link.send(open)
+            } catch {
+                login = nil
+                continuation.resume(returning: .failure(error))
+            }
         }
     }
 
@@ -247,7 +252,7 @@ public actor IMClient {
             let serial = allocateSerial()
             rejoin.i = serial
             rejoinSerial = serial
-            login.link.send(rejoin)
+            try? login.link.send(rejoin)
         } else {
             finishLogin(resuming: login.resuming)
         }
@@ -316,7 +321,10 @@ public actor IMClient {
             case .failure(let error) where epoch != self.epoch:
                 logger.debug("reconnect abandoned", metadata: ["error": "\(error)"])
                 return
-            case .failure(let error) where error.knownCode == .sessionTokenExpired && sessionToken != nil:
+            case .failure(let error) where sessionToken != nil
+                && (error.knownCode == .sessionTokenExpired || error.knownCode == .signatureFailed):
+                // A refused token (expired, revoked, or a server that wants a signature) is not the end:
+                // log in again with a fresh signature.
                 logger.debug("session token refused; logging in with a signature")
                 sessionToken = nil
                 attempt = 0
@@ -407,13 +415,17 @@ public actor IMClient {
     /// Sends a command without waiting for anything; it is lost when the client is not connected.
     func post(_ command: Command) throws(IMError) {
         guard let link, state == .opened else { throw IMError(.clientNotOpen, "not connected") }
-        link.send(command)
+        try link.send(command)
     }
 
     private func write(_ serial: Int, on link: Link) {
         guard let request = pending[serial] else { return }
         pending[serial]?.written = true
-        link.send(request.command)
+        do throws(IMError) {
+            try link.send(request.command)
+        } catch {
+            return resolve(serial, .failure(error))
+        }
         arm(serial, after: options.requestTimeout, IMError(.requestTimeout, "no reply within \(options.requestTimeout)"))
     }
 

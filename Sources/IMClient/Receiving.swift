@@ -65,7 +65,7 @@ extension IMClient {
             var ack = Command(cmd: .ack)
             ack.cid = cid
             ack.ids = ids
-            link.send(ack)
+            try? link.send(ack)
         }
     }
 

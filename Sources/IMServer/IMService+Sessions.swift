@@ -12,7 +12,10 @@ extension IMService {
         }
         if let error = ClientID.validate(command.peerId) { throw error }
         let clientID = command.peerId ?? ""
-        try authenticateInterceptor(command, clientID: clientID)
+        // An interceptor signs its first login; its reconnects may present the session token that login got.
+        var resumesWithToken = false
+        if let token = command.st { resumesWithToken = try await tokens.clientID(for: token) == clientID }
+        if !resumesWithToken { try authenticateInterceptor(command, clientID: clientID) }
         if let signatures {
             if let token = command.st {
                 guard try await tokens.clientID(for: token) == clientID else {

@@ -52,6 +52,36 @@ final class BotHostTests: XCTestCase {
         await bot.stop()
     }
 
+    func testAnOversizedActionFailsWithoutKnockingTheInterceptorOut() async throws {
+        let harness = try await BotHarness.start(attachment: .webSocket)
+        defer { Task { await harness.server.stop() } }
+        try harness.write("mod.lua", Self.moderation)
+        try harness.write("huge.lua", """
+            return { on_receive = function(msg, ctx)
+              if msg.text == "grow" then ctx.update_attr(msg.cid, "blob", string.rep("x", 1536 * 1024)) end
+              if msg.text == "grow" then ctx.reply("tried") end
+            end }
+            """)
+        let bot = try await harness.bot()
+        let tom = harness.server.client("Tom")
+        let logs = try await openClients([tom])
+        let conversation = try await tom.createConversation(members: ["modbot"])
+        _ = try await conversation.send(.text("grow"))
+        let replies = try await logs[0].messages(1, in: conversation.id)
+        XCTAssertEqual(replies.map(\.content.text), ["tried"])
+        // The 1.5 MiB frame was never written: the action failed, the bot kept its connection and its role.
+        let stats = await bot.statistics
+        XCTAssertEqual(stats.actionErrors, 1)
+        XCTAssertTrue(harness.server.server.isInterceptorAttached("modbot"))
+        do {
+            _ = try await conversation.send(.text("a forbidden-word here"))
+            XCTFail("moderation must still apply")
+        } catch {
+            XCTAssertEqual(error.code, 4402)
+        }
+        await bot.stop()
+    }
+
     func testRoutingRepliesAndEventsGoThroughThePluginsInProcess() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.inProcess) }
     func testRoutingRepliesAndEventsGoThroughThePluginsOverWebSocket() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.webSocket) }
 

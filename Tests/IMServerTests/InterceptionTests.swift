@@ -281,6 +281,44 @@ final class InterceptionTests: XCTestCase {
         }
     }
 
+    func testAnInterceptorResumesWithItsSessionTokenAndOthersCannot() async throws {
+        let server = try await server()
+        defer { Task { await server.stop() } }
+        let first = try await TestClient.connect(port: server.port)
+        let t = Int64(Date().timeIntervalSince1970)
+        var signed = Command(cmd: .session, op: .open)
+        signed.peerId = "modbot"
+        signed.t = t
+        signed.n = UUID().uuidString
+        signed.s = Signer(appID: "hookbot", masterKey: Self.secret).sign(.login(clientID: "modbot"), timestamp: t, nonce: signed.n ?? "")
+        let opened = try await first.request(signed)
+        let token = try XCTUnwrap(opened.st)
+        await first.close()
+        // The reconnect presents the token only (what an SDK does), and gets back in.
+        let again = try await TestClient.connect(port: server.port)
+        var resume = Command(cmd: .session, op: .open)
+        resume.peerId = "modbot"
+        resume.st = token
+        resume.r = true
+        let resumed = try await again.request(resume)
+        XCTAssertEqual(resumed.op, .opened)
+        // Another client's token does not open the interceptor id.
+        let tom = try await server.login("Tom")
+        _ = tom
+        let stranger = try await TestClient.connect(port: server.port)
+        var tomsOpen = Command(cmd: .session, op: .open)
+        tomsOpen.peerId = "Tom"
+        let tomsReply = try await stranger.request(tomsOpen)
+        let tomsToken = try XCTUnwrap(tomsReply.st)
+        let impostor = try await TestClient.connect(port: server.port)
+        var forged = Command(cmd: .session, op: .open)
+        forged.peerId = "modbot"
+        forged.st = tomsToken
+        let refused = try await impostor.request(forged)
+        XCTAssertEqual(refused.code, 4102)
+        await again.close()
+    }
+
     func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedOverWebSocket() async throws { try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.webSocket) }
     func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedInProcess() async throws { try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.inProcess) }
 
