@@ -28,6 +28,11 @@ public struct BotConfiguration: Sendable {
     public var stateQuota = HookStateStore.Quota()
     /// The secret the bot signs its login with when it is the server's interceptor.
     public var interceptorSecret: String?
+    /// The app id and master key of a server that requires signatures: the bot signs its conversation
+    /// actions with the key, and the embedded server (`hookbot run` without `--server`) requires
+    /// signatures from every client.
+    public var appID: String?
+    public var masterKey: String?
     /// Unix socket for `hookbot reload` and `hookbot plugins`; nil disables it.
     public var adminSocketPath: String? = ".hookbot-admin.sock"
     /// Embedded server settings (used when no `--server` is given).
@@ -77,6 +82,17 @@ public struct BotConfiguration: Sendable {
         return try parse(text, relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent())
     }
 
+    /// A secret from the configuration file: `env:NAME` reads the environment variable `NAME` (so the file
+    /// itself need not hold the secret).
+    static func expandingEnvironment(_ value: String) throws -> String {
+        guard value.hasPrefix("env:") else { return value }
+        let name = String(value.dropFirst(4))
+        guard let secret = ProcessInfo.processInfo.environment[name], !secret.isEmpty else {
+            throw ConfigurationError(message: "environment variable \(name) is not set")
+        }
+        return secret
+    }
+
     /// A path from the configuration file: absolute as written, relative to the file's folder otherwise.
     static func resolve(_ path: String, against base: URL) -> URL {
         path.hasPrefix("/") ? URL(fileURLWithPath: path) : base.appendingPathComponent(path)
@@ -95,7 +111,9 @@ public struct BotConfiguration: Sendable {
             config.replyLimit = try r.int("reply_limit") ?? config.replyLimit
             config.replyWindow = try r.double("reply_window_seconds") ?? config.replyWindow
             config.maxHops = try r.int("max_hops") ?? config.maxHops
-            config.interceptorSecret = try r.string("interceptor_secret") ?? config.interceptorSecret
+            config.interceptorSecret = try r.string("interceptor_secret").map(Self.expandingEnvironment) ?? config.interceptorSecret
+            config.appID = try r.string("app_id") ?? config.appID
+            config.masterKey = try r.string("master_key").map(Self.expandingEnvironment) ?? config.masterKey
             config.adminSocketPath = try r.string("admin_socket") ?? config.adminSocketPath
             try r.finish()
         }

@@ -118,10 +118,12 @@ extension BotHost {
     static let hostNamespace = "hookbot.host"
 }
 
-/// Signs the bot's logins with its interceptor secret.
+/// Signs the bot's logins with its interceptor secret, and its conversation actions with the master key
+/// when it has one (a server that requires signatures checks them with its master key).
 struct SecretSignatureProvider: IMSignatureProvider {
     let secret: String
     var appID = "hookbot"
+    var masterKey: String?
 
     func signature(clientId: String, action: IMSignatureAction) async throws -> IMSignature {
         let timestamp = Int64(Date().timeIntervalSince1970)
@@ -134,7 +136,8 @@ struct SecretSignatureProvider: IMSignatureProvider {
         case .invite(let cid, let members): signed = .member(clientID: clientId, conversationID: cid, members: members, action: "invite")
         case .kick(let cid, let members): signed = .member(clientID: clientId, conversationID: cid, members: members, action: "kick")
         }
-        let signature = Signer(appID: appID, masterKey: secret).sign(signed, timestamp: timestamp, nonce: nonce)
+        let key = if case .open = action { secret } else { masterKey ?? secret }
+        let signature = Signer(appID: appID, masterKey: key).sign(signed, timestamp: timestamp, nonce: nonce)
         return IMSignature(timestamp: timestamp, nonce: nonce, signature: signature)
     }
 }

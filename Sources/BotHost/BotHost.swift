@@ -84,7 +84,8 @@ public actor BotHost {
         try configuration.validate()
         var options = options
         if let secret = configuration.interceptorSecret {
-            options.signatureProvider = SecretSignatureProvider(secret: secret)
+            options.signatureProvider = SecretSignatureProvider(
+                secret: secret, appID: configuration.appID ?? "hookbot", masterKey: configuration.masterKey)
         }
         let reviewer = Reviewer()
         let reviewsInProcess = options.localEndpoint != nil && configuration.interceptorSecret != nil

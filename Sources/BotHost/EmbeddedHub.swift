@@ -30,6 +30,8 @@ public final class EmbeddedHub: Sendable {
         server.port = configuration.serverPort
         server.databasePath = configuration.serverDatabase
         server.synchronousFull = configuration.serverSynchronousFull
+        server.appID = configuration.appID
+        server.masterKey = configuration.masterKey
         server.interception.interceptors = [.init(clientID: bot.clientID, secret: bot.interceptorSecret ?? "")]
         server.interception.deadlineMillis = configuration.interceptionDeadlineMillis
         server.interception.failurePolicy = configuration.failClosed ? .failClosed : .failOpen

@@ -12,13 +12,15 @@ extension IMService {
         }
         if let error = ClientID.validate(command.peerId) { throw error }
         let clientID = command.peerId ?? ""
-        // An interceptor signs its first login; its reconnects may present the session token that login got.
+        // A session token issued to this client id resumes an earlier authenticated login.
         var resumesWithToken = false
         if let token = command.st { resumesWithToken = try await tokens.clientID(for: token) == clientID }
-        if !resumesWithToken { try authenticateInterceptor(command, clientID: clientID) }
-        if let signatures {
-            if let token = command.st {
-                guard try await tokens.clientID(for: token) == clientID else {
+        if isInterceptorID(clientID) {
+            // Interceptors sign with their own secret (or the master key), whatever the app's setting.
+            if !resumesWithToken { try authenticateInterceptor(command, clientID: clientID) }
+        } else if let signatures {
+            if command.st != nil {
+                guard resumesWithToken else {
                     throw IMError(.sessionTokenExpired, "session token is unknown or expired; log in with a signature")
                 }
             } else {

@@ -139,6 +139,9 @@ final class IMService: Sendable {
         }
     }
 
+    /// Whether `clientID` is a configured interceptor's.
+    func isInterceptorID(_ clientID: String) -> Bool { interceptorLogins[clientID] != nil }
+
     /// Interceptor ids must log in with a signature made with their secret (or the master key).
     func authenticateInterceptor(_ command: Command, clientID: String) throws {
         guard let verifier = interceptorLogins[clientID] else { return }

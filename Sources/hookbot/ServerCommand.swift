@@ -16,6 +16,15 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "App id; with --master-key, logins and conversation actions need signatures.") var appId: String?
     @Option(help: "Master key for signatures (or set HOOKBOT_MASTER_KEY).") var masterKey: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+    @Option(help: ArgumentHelp(
+        "An interceptor (a bot host that reviews messages before delivery), as CLIENT_ID=SECRET; repeatable, consulted in order. The secret may be given as CLIENT_ID=env:VARIABLE.",
+        valueName: "client-id=secret"))
+    var interceptor: [String] = []
+    @Option(help: "Milliseconds an interceptor may take to answer (at least 50).") var interceptionDeadlineMs = 200
+    @Option(help: "What happens when an interceptor does not answer in time or is gone: open (deliver) or closed (refuse).")
+    var interceptionFailure = "open"
+    @Flag(help: "Do not send membership changes (join, invite, kick, quit) to the interceptors.")
+    var noMembershipReview = false
 
     func run() async throws {
         let logger = makeLogger(label: "hookbot.server", level: logLevel)
@@ -28,10 +37,41 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.recallWindow = recallWindow
         configuration.appID = appId
         configuration.masterKey = masterKey ?? ProcessInfo.processInfo.environment["HOOKBOT_MASTER_KEY"]
+        configuration.interception = try interception()
         let server = try IMServer(configuration: configuration, logger: logger)
         try await server.run { port in
             logger.info("listening", metadata: ["url": "ws://\(host):\(port)/ws", "db": "\(db)"])
         }
+    }
+}
+
+extension ServerCommand {
+    /// The interception settings given on the command line.
+    func interception() throws -> InterceptionConfiguration {
+        var interception = InterceptionConfiguration()
+        for entry in interceptor {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw ValidationError("--interceptor takes CLIENT_ID=SECRET, got '\(entry)'")
+            }
+            var secret = parts[1]
+            if secret.hasPrefix("env:") {
+                let name = String(secret.dropFirst(4))
+                guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+                    throw ValidationError("--interceptor \(parts[0]): environment variable \(name) is not set")
+                }
+                secret = value
+            }
+            interception.interceptors.append(.init(clientID: parts[0], secret: secret))
+        }
+        guard interceptionDeadlineMs >= 50 else { throw ValidationError("--interception-deadline-ms must be at least 50") }
+        interception.deadlineMillis = interceptionDeadlineMs
+        guard let policy = InterceptionFailurePolicy(rawValue: interceptionFailure) else {
+            throw ValidationError("--interception-failure must be open or closed")
+        }
+        interception.failurePolicy = policy
+        interception.reviewMembership = !noMembershipReview
+        return interception
     }
 }
 

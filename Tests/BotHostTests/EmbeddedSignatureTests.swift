@@ -1,0 +1,73 @@
+import BotHost
+import Foundation
+import IMClient
+import IMCore
+import IMServer
+import XCTest
+
+/// `hookbot run` with `[bot] app_id` / `master_key`: the embedded server requires signatures, and the bot
+/// (interceptor and member of the lobby) signs its own actions.
+final class EmbeddedSignatureTests: XCTestCase {
+    private struct MasterKey: IMSignatureProvider {
+        let signer = Signer(appID: "app", masterKey: "master-key")
+
+        func signature(clientId: String, action: IMSignatureAction) async throws -> IMSignature {
+            let signed: SignedAction = switch action {
+            case .open: .login(clientID: clientId)
+            case .startConversation(let members): .start(clientID: clientId, members: members)
+            case .join(let cid): .member(clientID: clientId, conversationID: cid, members: [clientId], action: "join")
+            case .invite(let cid, let members): .member(clientID: clientId, conversationID: cid, members: members, action: "invite")
+            case .kick(let cid, let members): .member(clientID: clientId, conversationID: cid, members: members, action: "kick")
+            }
+            let timestamp = Int64(Date().timeIntervalSince1970)
+            let nonce = UUID().uuidString
+            return IMSignature(timestamp: timestamp, nonce: nonce, signature: signer.sign(signed, timestamp: timestamp, nonce: nonce))
+        }
+    }
+
+    func testTheEmbeddedServerCanRequireSignaturesWithTheBotAsInterceptor() async throws {
+        setenv("HOOKBOT_TEST_MASTER_KEY", "master-key", 1)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-embedded-\(UUID().uuidString)")
+        let plugins = directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try BotHostTests.moderation.write(to: plugins.appendingPathComponent("mod.lua"), atomically: true, encoding: .utf8)
+        var configuration = try BotConfiguration.parse("""
+            [bot]
+            app_id = "app"
+            master_key = "env:HOOKBOT_TEST_MASTER_KEY"
+            [server]
+            port = 0
+            """, relativeTo: directory)
+        XCTAssertEqual(configuration.masterKey, "master-key")
+        configuration.pluginsDirectory = plugins
+        configuration.statePath = directory.appendingPathComponent("state.sqlite").path
+        configuration.serverDatabase = directory.appendingPathComponent("hub.sqlite").path
+        configuration.adminSocketPath = nil
+        let hub = try await EmbeddedHub.start(configuration: configuration)
+        let url = "ws://127.0.0.1:\(hub.port)/ws"
+
+        let unsigned = IMClient(clientId: "Mallory", options: IMClientOptions(url: url))
+        do {
+            try await unsigned.open()
+            XCTFail("an unsigned login succeeded")
+        } catch {
+            XCTAssertEqual(error.knownCode, .signatureFailed)
+        }
+        var options = IMClientOptions(url: url)
+        options.signatureProvider = MasterKey()
+        let tom = IMClient(clientId: "Tom", options: options)
+        try await tom.open()
+        let lobby = tom.conversation(hub.lobbyID)
+        try await lobby.join()
+        do {
+            _ = try await lobby.send(.text("a forbidden-word here"))
+            XCTFail("the bot's moderation must apply")
+        } catch {
+            XCTAssertEqual(error.code, 4402)
+        }
+        XCTAssertTrue(hub.server.isInterceptorAttached("modbot"))
+        await tom.close()
+        await hub.stop()
+    }
+}
