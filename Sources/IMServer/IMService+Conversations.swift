@@ -83,7 +83,24 @@ extension IMService {
         }
         var reply = Command(cmd: .logs, i: command.i)
         reply.cid = cid
-        reply.logs = records.map(\.logItem)
+        reply.logs = Self.withinReplySize(records, keepingNewest: command.reversed != true).map(\.logItem)
         connection.send(reply)
+    }
+
+    /// The most message content one `logs` reply carries; a page stops early rather than make a frame
+    /// that clients (1 MiB frames by default) cannot take. Clients page on from the last item as usual.
+    static let maxLogsReplyBytes = 512 * 1024
+
+    /// The records that fit in one reply: at least one, and those nearest the page's anchor (the newest
+    /// for backward paging, the oldest for forward paging).
+    static func withinReplySize(_ records: [MessageRecord], keepingNewest: Bool) -> [MessageRecord] {
+        var total = 0
+        var kept = 0
+        for record in keepingNewest ? records.reversed() : records {
+            total += record.data.utf8.count + 64
+            if kept > 0, total > maxLogsReplyBytes { break }
+            kept += 1
+        }
+        return keepingNewest ? Array(records.suffix(kept)) : Array(records.prefix(kept))
     }
 }

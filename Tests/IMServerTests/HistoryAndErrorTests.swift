@@ -35,6 +35,30 @@ final class HistoryAndErrorTests: XCTestCase {
         XCTAssertEqual(zero.code, 4903)
     }
 
+    func testLargeHistoryPagesStayWithinOneFrame() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let tom = try await server.login("Tom")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let body = String(repeating: "y", count: 60_000)
+        for k in 0..<20 { try await tom.sendText("\(k) \(body)", to: cid) }
+        // 20 × 60 KB would be a 1.2 MB frame: the page stops at the newest that fit, and paging goes on.
+        let newest = try required(try await tom.history(cid, limit: 100).logs)
+        XCTAssertLessThan(newest.count, 20)
+        XCTAssertGreaterThan(newest.count, 0)
+        XCTAssertLessThanOrEqual(newest.reduce(0) { $0 + $1.data.utf8.count }, 512 * 1024)
+        var seen = newest.compactMap { TypedMessage.decode($0.data)?.text?.split(separator: " ").first.map(String.init) }
+        XCTAssertEqual(seen.last, "19")
+        var before = newest[0].timestamp
+        while seen.count < 20 {
+            let page = try required(try await tom.history(cid, limit: 100, before: before).logs)
+            XCTAssertFalse(page.isEmpty)
+            seen = page.compactMap { TypedMessage.decode($0.data)?.text?.split(separator: " ").first.map(String.init) } + seen
+            before = page[0].timestamp
+        }
+        XCTAssertEqual(seen, (0..<20).map(String.init))
+    }
+
     func testHistoryIsForMembersOnly() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
