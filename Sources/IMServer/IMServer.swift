@@ -30,6 +30,14 @@ public final class IMServer: Sendable {
     /// Whether the interceptor with this client id is logged in (readiness checks, benchmarks).
     public func isInterceptorAttached(_ clientID: String) -> Bool { service.interceptors.isAttached(clientID) }
 
+    /// Bytes queued for logged-in WebSocket clients and not yet written (all connections together).
+    public var queuedOutboundBytes: Int {
+        var seen = Set<ObjectIdentifier>()
+        return service.registry.allConnections.reduce(0) { total, connection in
+            seen.insert(ObjectIdentifier(connection.transport)).inserted ? total + connection.transport.pendingBytes : total
+        }
+    }
+
     /// Counters of the interception role.
     public var interceptionStats: InterceptionStats { service.interceptors.stats }
 
@@ -92,7 +100,8 @@ public final class IMServer: Sendable {
                 if let subprotocol { headers[.secWebSocketProtocol] = subprotocol }
                 return .upgrade(headers) { inbound, outbound, _ in
                     await self.serve(inbound: inbound, outbound: outbound, remote: remote, format: format,
-                                     notifiesUnreadOnly: subprotocol?.hasSuffix(".3") == true)
+                                     notifiesUnreadOnly: subprotocol?.hasSuffix(".3") == true,
+                                     abort: { channel.close(promise: nil) })
                 }
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "hookbot"),
@@ -102,19 +111,27 @@ public final class IMServer: Sendable {
     }
 
     private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String,
-                       format: WireFormat, notifiesUnreadOnly: Bool) async {
+                       format: WireFormat, notifiesUnreadOnly: Bool, abort: @escaping @Sendable () -> Void) async {
         let (frames, continuation) = AsyncStream<Connection.Outbound>.makeStream()
         let codec = FrameCodec(format)
         let transport = Transport(
             remoteAddress: remote, format: format, encoder: { codec.encode($0) },
             emit: { continuation.yield($0) }, finish: { continuation.finish() }, notifiesUnreadOnly: notifiesUnreadOnly,
+            overflowBytes: configuration.closeAboveQueuedBytes,
+            overflow: { [logger] in
+                // A client that does not read what it is sent would hold the server's memory: drop it.
+                logger.warning("closing a connection that does not read", metadata: ["remote": "\(remote)"])
+                abort()
+            },
             allocateID: { [self] in allocateConnectionID() })
         let connection = transport.openFirst()
         logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
-                    for await frame in frames where !FrameCodec.isEmpty(frame) {
+                    for await frame in frames {
+                        defer { transport.written(frame) }
+                        if FrameCodec.isEmpty(frame) { continue }
                         switch frame {
                         case .text(let text): try await outbound.write(.text(text))
                         case .binary(let buffer): try await outbound.write(.binary(buffer))
@@ -128,11 +145,15 @@ public final class IMServer: Sendable {
             }
             do {
                 for try await message in inbound.messages(maxSize: configuration.maxFrameBytes) {
+                    // Backpressure: while this client's replies are not drained, read nothing more from it.
+                    while transport.pendingBytes > configuration.pauseReadingAboveQueuedBytes, !Task.isCancelled {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
                     switch codec.decode(message) {
                     case .success(let commands):
                         for command in commands { await service.handle(command, arrivingOn: transport) }
                     case .failure(let failure):
-                        transport.emit(codec.encode(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial))))
+                        transport.write(codec.encode(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial))))
                     }
                 }
             } catch {

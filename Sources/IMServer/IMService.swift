@@ -47,7 +47,7 @@ final class IMService: Sendable {
     func handle(_ command: Command, arrivingOn transport: Transport) async {
         guard let connection = transport.connection(for: command) else {
             let error = IMError(.sessionRequired, "no session for '\(command.peerId ?? "")' on this connection; open one first")
-            return transport.emit(transport.encoder(Self.errorReply(error, to: command)))
+            return transport.write(transport.encoder(Self.errorReply(error, to: command)))
         }
         await handle(await resolvingRangeAcknowledgement(command, on: connection), on: connection)
     }

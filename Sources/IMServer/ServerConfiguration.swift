@@ -12,6 +12,11 @@ public struct ServerConfiguration: Sendable {
     public var maxMessageBytes: Int = 64 * 1024
     /// Largest WebSocket frame; a larger frame closes the connection (WebSocket code 1009).
     public var maxFrameBytes: Int = 1024 * 1024
+    /// Bytes queued for one WebSocket and not yet written beyond which the server stops reading that
+    /// client's frames (until the queue drains)...
+    public var pauseReadingAboveQueuedBytes: Int = 2 << 20
+    /// ...and beyond which it closes the connection (a client that does not read what it is sent).
+    public var closeAboveQueuedBytes: Int = 16 << 20
     /// Default and largest page size of `logs`.
     public var historyDefaultLimit: Int = 20
     public var historyMaxLimit: Int = 1000

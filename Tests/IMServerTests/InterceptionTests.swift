@@ -258,7 +258,7 @@ final class InterceptionTests: XCTestCase {
             let acks = try await withThrowingTaskGroup(of: Command.self) { group in
                 for k in 0..<30 { group.addTask { try await tom.sendText("m\(k)", to: cid) } }
                 // Every request has reached the interceptor (ten answered, twenty pending) before it dies.
-                for _ in 0..<500 where answered.value < 30 { try await Task.sleep(for: .milliseconds(20)) }
+                for _ in 0..<1500 where answered.value < 30 { try await Task.sleep(for: .milliseconds(20)) }
                 XCTAssertEqual(answered.value, 30)
                 loop.cancel()
                 await bot.close()  // the interceptor dies with requests pending

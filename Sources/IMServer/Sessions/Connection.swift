@@ -63,7 +63,7 @@ final class Connection: Sendable {
     /// Queues a command for sending.
     func send(_ command: Command) {
         let (closed, clientID) = state.withLock { ($0.closed, $0.identity?.clientID) }
-        if !closed { transport.emit(transport.encoder(named(command, clientID))) }
+        if !closed { transport.write(transport.encoder(named(command, clientID))) }
     }
 
     /// The command with this session's client id in `peerId`, when the transport names sessions.
@@ -93,7 +93,7 @@ final class Connection: Sendable {
             state.held.append((messageID, frame))
             return false
         }
-        if sendNow { transport.emit(frame) }
+        if sendNow { transport.write(frame) }
     }
 
     /// Releases held messages, skipping those already sent as backlog.
@@ -103,7 +103,7 @@ final class Connection: Sendable {
             defer { state.held.removeAll() }
             return state.closed ? [] : state.held
         }
-        for item in held where !alreadySent.contains(item.id) { transport.emit(item.frame) }
+        for item in held where !alreadySent.contains(item.id) { transport.write(item.frame) }
     }
 
     /// Ends the session. When it was the transport's last one, sends a close frame and ends the writer;
@@ -114,7 +114,7 @@ final class Connection: Sendable {
             return state.closed
         }
         guard !wasClosed, transport.release(self) else { return }
-        transport.emit(.close(code, reason))
+        transport.write(.close(code, reason))
         transport.end()
     }
 }

@@ -27,8 +27,13 @@ final class Transport: Sendable {
     /// messages; clients pull what they missed with `logs`.
     let notifiesUnreadOnly: Bool
     let encoder: @Sendable (Command) -> Connection.Outbound
-    let emit: @Sendable (Connection.Outbound) -> Void
+    private let emit: @Sendable (Connection.Outbound) -> Void
     private let finish: @Sendable () -> Void
+    /// Called once when more than `overflowBytes` are queued and not written.
+    private let overflow: @Sendable () -> Void
+    private let overflowBytes: Int
+    private let queuedBytes = Atomic<Int>(0)
+    private let overflowed = Atomic<Bool>(false)
     private let allocateID: @Sendable () -> UInt64
     private let state = Mutex(State())
 
@@ -36,7 +41,10 @@ final class Transport: Sendable {
     init(remoteAddress: String, format: WireFormat, encoder: @escaping @Sendable (Command) -> Connection.Outbound,
          emit: @escaping @Sendable (Connection.Outbound) -> Void, finish: @escaping @Sendable () -> Void,
          review: (@Sendable (Command) async -> Command)? = nil, notifiesUnreadOnly: Bool = false,
+         overflowBytes: Int = .max, overflow: @escaping @Sendable () -> Void = {},
          allocateID: @escaping @Sendable () -> UInt64) {
+        self.overflowBytes = overflowBytes
+        self.overflow = overflow
         self.remoteAddress = remoteAddress
         self.notifiesUnreadOnly = notifiesUnreadOnly
         self.format = format
@@ -45,6 +53,30 @@ final class Transport: Sendable {
         self.finish = finish
         self.review = review
         self.allocateID = allocateID
+    }
+
+    /// Queues a frame for the writer.
+    func write(_ frame: Connection.Outbound) {
+        let size = Self.size(of: frame)
+        let queued = queuedBytes.wrappingAdd(size, ordering: .relaxed).newValue
+        if queued > overflowBytes, !overflowed.exchange(true, ordering: .relaxed) { overflow() }
+        emit(frame)
+    }
+
+    /// Called by the writer once a frame is written (or dropped).
+    func written(_ frame: Connection.Outbound) {
+        queuedBytes.wrappingSubtract(Self.size(of: frame), ordering: .relaxed)
+    }
+
+    /// Bytes queued and not yet written.
+    var pendingBytes: Int { queuedBytes.load(ordering: .relaxed) }
+
+    private static func size(of frame: Connection.Outbound) -> Int {
+        switch frame {
+        case .text(let text): text.utf8.count
+        case .binary(let buffer): buffer.readableBytes
+        case .command, .close: 0
+        }
     }
 
     /// Opens the transport's first connection (the one the first login uses).
