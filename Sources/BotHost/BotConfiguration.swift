@@ -19,6 +19,10 @@ public struct BotConfiguration: Sendable {
     /// At most this many bot messages per conversation per `replyWindow` seconds (loop guard).
     public var replyLimit = 30
     public var replyWindow: Double = 10
+    /// At most this many bot messages in all conversations together per `replyWindow` seconds.
+    public var globalReplyLimit = 300
+    /// At most this many messages (and cmd messages) the plugins may send in answer to one event.
+    public var sendsPerEvent = 10
     /// Messages carrying a hop count of at least this many bot replies are not answered (loop guard).
     public var maxHops = 3
     /// Poll the plugins directory this often for hot reload (seconds); 0 disables watching.
@@ -109,6 +113,8 @@ public struct BotConfiguration: Sendable {
             config.acceptInvitations = try r.bool("accept_invitations") ?? config.acceptInvitations
             config.statePath = try r.string("state").map { Self.resolve($0, against: base).path } ?? config.statePath
             config.replyLimit = try r.int("reply_limit") ?? config.replyLimit
+            config.globalReplyLimit = try r.int("global_reply_limit") ?? config.globalReplyLimit
+            config.sendsPerEvent = try r.int("sends_per_event") ?? config.sendsPerEvent
             config.replyWindow = try r.double("reply_window_seconds") ?? config.replyWindow
             config.maxHops = try r.int("max_hops") ?? config.maxHops
             config.interceptorSecret = try r.string("interceptor_secret").map(Self.expandingEnvironment) ?? config.interceptorSecret

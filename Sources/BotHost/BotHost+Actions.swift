@@ -7,8 +7,28 @@ import IMCore
 /// `before_send` and moderation, carries a hop count, and counts against the per-conversation rate limit.
 extension BotHost {
     /// Executes actions in order; `screenings` holds send actions' screening done already (by index).
+    /// The actions answer one event: at most `sendsPerEvent` of them may send (the rest are counted as
+    /// rate-limited and logged), however many conversations they aim at.
     func execute(_ actions: [HookAction], hops: Int = 1, screenings: [Int: PluginRuntime.Screening] = [:]) async {
-        for (index, action) in actions.enumerated() { await execute(action, hops: hops, screening: screenings[index]) }
+        var sends = 0
+        var refused = 0
+        for (index, action) in actions.enumerated() {
+            if action.kind.sends {
+                sends += 1
+                if sends > configuration.sendsPerEvent {
+                    refused += 1
+                    continue
+                }
+            }
+            await execute(action, hops: hops, screening: screenings[index])
+        }
+        if refused > 0 {
+            count { $0.rateLimited += refused }
+            logger.warning("too many messages for one event; the rest were not sent", metadata: [
+                "limit": "\(configuration.sendsPerEvent)", "refused": "\(refused)",
+                "plugins": "\(Set(actions.filter(\.kind.sends).map(\.plugin)).sorted())",
+            ])
+        }
     }
 
     private func execute(_ action: HookAction, hops: Int, screening: PluginRuntime.Screening?) async {

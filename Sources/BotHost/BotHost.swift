@@ -63,7 +63,8 @@ public actor BotHost {
         self.runtime = runtime
         self.logger = logger
         reviewBudget = configuration.reviewBudget
-        loopGuard = LoopGuard(limit: configuration.replyLimit, window: configuration.replyWindow, maxHops: configuration.maxHops)
+        loopGuard = LoopGuard(limit: configuration.replyLimit, globalLimit: configuration.globalReplyLimit,
+                              window: configuration.replyWindow, maxHops: configuration.maxHops)
     }
 
     /// A bot host for the server at `serverURL` (a WebSocket) with the client and runtime its configuration
@@ -99,7 +100,7 @@ public actor BotHost {
         pluginLogger[metadataKey: "component"] = "plugins"
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
                                     config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
-                                    botID: configuration.clientID)
+                                    botID: configuration.clientID, reach: ConversationReach())
         let host = BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger,
                            reviewsInProcess: reviewsInProcess)
         reviewer.host.withLock { $0.host = host }
@@ -148,6 +149,7 @@ public actor BotHost {
             }
         }
         try await client.open(force: true)
+        await refreshReach()
         if configuration.watchInterval > 0 {
             await runtime.startWatching(interval: configuration.watchInterval) { [weak self] report in
                 await self?.afterReload(report)
@@ -158,6 +160,23 @@ public actor BotHost {
         }
         let pluginCount = await runtime.plugins.count
         logger.info("bot running", metadata: ["client": "\(configuration.clientID)", "plugins": "\(pluginCount)"])
+    }
+
+    /// Lists the conversations the bot is a member of, where its plugins may act (see `ConversationReach`).
+    public func refreshReach() async {
+        guard let reach = runtime.reach else { return }
+        var conversations = Set<String>()
+        do {
+            while true {
+                let page = try await client.conversations(
+                    matching: IMConversationQuery().whereMember(configuration.clientID).limit(1000).skip(conversations.count))
+                conversations.formUnion(page.map(\.id))
+                if page.count < 1000 { break }
+            }
+            reach.replace(with: conversations)
+        } catch {
+            logger.error("could not list the bot's conversations", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Stops taking events, lets hooks in flight finish, unloads the plugins (`on_unload`) and logs out.
@@ -220,13 +239,19 @@ public actor BotHost {
         case .recalled(let message):
             await dispatch(.recalled(cid: message.conversationId, messageID: message.id, by: message.from, timestamp: message.timestamp))
         case .membersJoined(let cid, let members, let by):
+            if members.contains(configuration.clientID) { runtime.reach?.insert(cid) }
             await dispatch(.membersJoined(cid: cid, members: members, by: by))
         case .membersLeft(let cid, let members, let by):
+            if members.contains(configuration.clientID) { runtime.reach?.remove(cid) }
             await dispatch(.membersLeft(cid: cid, members: members, by: by))
         case .invited(let cid, let by):
+            if configuration.acceptInvitations { runtime.reach?.insert(cid) }
             await dispatch(.invited(cid: cid, by: by))
             if !configuration.acceptInvitations { await run("quit", cid) { try await self.client.conversation(cid).quit() } }
+        case .joined(let cid, _):
+            runtime.reach?.insert(cid)
         case .kicked(let cid, let by):
+            runtime.reach?.remove(cid)
             await dispatch(.kicked(cid: cid, by: by))
         case .conversationUpdated(let cid, let patch, let by, _):
             await dispatch(.conversationUpdated(cid: cid, attrs: HookMapping.hook(patch), by: by))
@@ -236,6 +261,7 @@ public actor BotHost {
             logger.warning("connection lost; reconnecting", metadata: ["error": "\(error.map { "\($0)" } ?? "")"])
         case .resumed:
             logger.info("reconnected")
+            await refreshReach()
         default:
             break
         }

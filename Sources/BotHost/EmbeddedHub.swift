@@ -44,6 +44,7 @@ public final class EmbeddedHub: Sendable {
             }
             try await host.start()
             let lobby = try await lobby(named: configuration.lobbyName, client: host.client)
+            await host.refreshReach()
             return EmbeddedHub(server: imServer, bot: host, port: port, lobbyID: lobby)
         } catch {
             await imServer.stop()

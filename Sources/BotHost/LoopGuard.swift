@@ -1,7 +1,8 @@
 import Foundation
 
-/// Keeps bots from talking to each other forever: counts the bot's own messages per conversation in a
-/// sliding window, and reads the hop count that every bot message carries in its attributes.
+/// Keeps bots from talking to each other forever, and plugins from flooding: counts the bot's own
+/// messages per conversation and across all conversations in a sliding window, and reads the hop count
+/// that every bot message carries in its attributes.
 ///
 /// Each conversation keeps only the send times still inside the window (at most `limit` of them), so a
 /// check costs O(1) amortised, and conversations that went quiet are forgotten.
@@ -10,13 +11,17 @@ struct LoopGuard {
     static let hopKey = "hookbot.hop"
 
     let limit: Int
+    /// Most messages in all conversations together per window.
+    let globalLimit: Int
     let window: Double
     let maxHops: Int
     private var sent: [String: SendTimes] = [:]
+    private var sentAnywhere = SendTimes()
     private var checksSincePurge = 0
 
-    init(limit: Int, window: Double, maxHops: Int) {
+    init(limit: Int, globalLimit: Int = .max, window: Double, maxHops: Int) {
         self.limit = limit
+        self.globalLimit = globalLimit
         self.window = window
         self.maxHops = maxHops
     }
@@ -32,8 +37,12 @@ struct LoopGuard {
         purgeIfDue(now: now)
         var times = sent.removeValue(forKey: cid) ?? SendTimes()
         times.dropOlder(than: now - window)
-        let allowed = times.count < limit
-        if allowed { times.append(now) }
+        sentAnywhere.dropOlder(than: now - window)
+        let allowed = times.count < limit && sentAnywhere.count < globalLimit
+        if allowed {
+            times.append(now)
+            sentAnywhere.append(now)
+        }
         sent[cid] = times
         return allowed
     }

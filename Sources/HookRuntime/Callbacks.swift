@@ -378,6 +378,9 @@ let cbAction: hb_swift_fn = { L in
     } catch {
         return fail(L, "\(fname): \(error)")
     }
+    if let reach = p.env.reach, let cid = action.conversation, cid != p.currentCid, !reach.contains(cid) {
+        return fail(L, "\(fname): the bot is not a member of conversation \(cid)")
+    }
     p.pending.append(HookAction(plugin: p.name, kind: action))
     return 0
 }

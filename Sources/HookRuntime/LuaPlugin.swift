@@ -50,10 +50,14 @@ final class PluginEnvironment: @unchecked Sendable {
     let directory: URL
     /// The client id of the bot the plugins run in (`ctx.bot`), when the host knows it.
     let botID: String?
+    /// Where actions may be aimed besides the current event's conversation; nil: anywhere.
+    let reach: ConversationReach?
 
-    init(store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil) {
+    init(store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
+         reach: ConversationReach? = nil) {
         self.store = store; self.clock = clock; self.logger = logger; self.limits = limits; self.directory = directory
         self.botID = botID
+        self.reach = reach
     }
 }
 

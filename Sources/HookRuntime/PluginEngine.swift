@@ -51,9 +51,10 @@ public final class PluginEngine {
     ///   - config: per-plugin configuration (plugin name → JSON object), visible as `ctx.config`.
     ///   - clock: "now" for timers and state TTLs.
     ///   - botID: the bot's client id, visible to plugins as `ctx.bot`.
+    ///   - reach: the conversations actions may aim at besides the current event's (nil: any).
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
-                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil) {
+                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil) {
         self.directory = directory.standardizedFileURL
         self.store = store
         self.limits = limits
@@ -61,7 +62,7 @@ public final class PluginEngine {
         self.logger = logger
         self.config = config
         self.env = PluginEnvironment(store: store, clock: clock, logger: logger, limits: limits, directory: self.directory,
-                                     botID: botID)
+                                     botID: botID, reach: reach)
     }
 
     /// Same, with a `Logger(label: "hookbot.plugins")` at `logLevel`.

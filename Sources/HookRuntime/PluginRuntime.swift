@@ -19,6 +19,9 @@ public actor PluginRuntime {
     private let loop: any EventLoop
     private var watcher: Task<Void, Never>?
 
+    /// The conversations plugins may act in besides the current event's (kept by the host); nil: any.
+    public nonisolated let reach: ConversationReach?
+
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
 
     /// - Parameters:
@@ -27,11 +30,13 @@ public actor PluginRuntime {
     ///   - config: per-plugin configuration (plugin name → JSON object), visible as `ctx.config`.
     ///   - clock: "now" for timers and state TTLs.
     ///   - botID: the bot's client id, visible to plugins as `ctx.bot`.
+    ///   - reach: the conversations actions may aim at besides the current event's (nil: any).
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
-                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil) {
+                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil) {
         let engine = PluginEngine(directory: directory, store: store, config: config, limits: limits, clock: clock,
-                                  logger: logger, botID: botID)
+                                  logger: logger, botID: botID, reach: reach)
+        self.reach = reach
         self.engine = engine
         self.directory = engine.directory
         self.store = store

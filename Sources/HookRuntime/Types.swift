@@ -168,6 +168,26 @@ public struct HookAction: Sendable, Hashable {
         case updateAttribute(cid: String, key: String, value: JSONValue)
         /// Already written to the runtime's logger; listed for hosts and test runners.
         case log(level: HookLogLevel, message: String)
+
+        /// The conversation the action is aimed at (nil for logs).
+        public var conversation: String? {
+            switch self {
+            case .send(let cid, _, _), .sendTransient(let cid, _), .sendCommand(let cid, _), .recall(let cid, _),
+                 .kick(let cid, _, _), .mute(let cid, _, _, _), .add(let cid, _), .warn(let cid, _, _),
+                 .updateAttribute(let cid, _, _):
+                cid
+            case .log: nil
+            }
+        }
+
+        /// Whether the action sends something to a conversation (a message, a transient or cmd message,
+        /// a warning).
+        public var sends: Bool {
+            switch self {
+            case .send, .sendTransient, .sendCommand, .warn: true
+            case .recall, .kick, .mute, .add, .updateAttribute, .log: false
+            }
+        }
     }
 
     /// The plugin that requested the action.

@@ -96,19 +96,20 @@ extension IMService {
     /// it, as the newest of their delivery cursors and read marks. Members only (4317).
     func receiptTimestamps(_ command: Command, for clientID: String, on connection: Connection) async throws {
         let cid = try requiredCID(command)
-        let row = try await db.read { db -> Row? in
+        let (readT, deliveredT) = try await db.read { db -> (Int64, Int64) in
             _ = try ConversationStore.existing(db, id: cid)
             guard try ConversationStore.isMember(db, cid: cid, clientID: clientID) else {
                 throw IMError(.conversationMembershipRequired, "\(clientID) is not a member of \(cid)")
             }
-            return try Row.fetchOne(
+            let row = try Row.fetchOne(
                 db, sql: "SELECT MAX(read_t) AS read_t, MAX(delivered_t) AS delivered_t FROM members WHERE cid = ? AND client_id <> ?",
                 arguments: [cid, clientID])
+            return (row?["read_t"] ?? 0, row?["delivered_t"] ?? 0)
         }
         var reply = Command(cmd: .conv, op: .maxRead, i: command.i)
         reply.cid = cid
-        reply.maxReadTimestamp = row?["read_t"] ?? 0
-        reply.maxAckTimestamp = row?["delivered_t"] ?? 0
+        reply.maxReadTimestamp = readT
+        reply.maxAckTimestamp = deliveredT
         connection.send(reply)
     }
 

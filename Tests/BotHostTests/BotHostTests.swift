@@ -82,6 +82,94 @@ final class BotHostTests: XCTestCase {
         await bot.stop()
     }
 
+    func testOneEventCannotMakeTheBotFloodConversations() async throws {
+        let harness = try await BotHarness.start(attachment: .inProcess)
+        defer { Task { await harness.server.stop() } }
+        try harness.write("flood.lua", """
+            return { on_receive = function(msg, ctx)
+              ctx.state.set("seen:" .. msg.cid, true)
+              if msg.text == "burst" then
+                for _, key in ipairs(ctx.state.keys("seen:")) do
+                  for i = 1, 25 do ctx.send(key:sub(6), "flood " .. i) end
+                end
+              end
+            end }
+            """)
+        let bot = try await harness.bot { $0.sendsPerEvent = 20; $0.globalReplyLimit = 1000; $0.replyLimit = 1000 }
+        let tom = harness.server.client("Tom")
+        let logs = try await openClients([tom])
+        let first = try await tom.createConversation(members: ["modbot"])
+        let second = try await tom.createConversation(members: ["modbot"])
+        _ = try await second.send(.text("hello"))
+        _ = try await first.send(.text("burst"))
+        // 50 sends asked for in answer to one message; 20 go out.
+        for _ in 0..<20 { _ = try await logs[0].message() }
+        let extra = await logs[0].settle().compactMap(\.receivedMessage)
+        XCTAssertEqual(extra.count, 0)
+        let stats = await bot.statistics
+        XCTAssertEqual(stats.rateLimited, 30)
+        await bot.stop()
+    }
+
+    func testTheBotsMessagesAreBoundedAcrossConversations() async throws {
+        let harness = try await BotHarness.start(attachment: .inProcess)
+        defer { Task { await harness.server.stop() } }
+        try harness.write("echo.lua", "return { on_receive = function(msg, ctx) ctx.reply('echo') end }")
+        let bot = try await harness.bot { $0.globalReplyLimit = 5; $0.replyLimit = 100 }
+        let tom = harness.server.client("Tom")
+        let logs = try await openClients([tom])
+        var conversations: [IMConversation] = []
+        for _ in 0..<8 { conversations.append(try await tom.createConversation(members: ["modbot"])) }
+        for conversation in conversations { _ = try await conversation.send(.text("ping")) }
+        for _ in 0..<5 { _ = try await logs[0].message() }
+        let extra = await logs[0].settle().compactMap(\.receivedMessage)
+        XCTAssertEqual(extra.count, 0, "the global limit held")
+        let stats = await bot.statistics
+        XCTAssertEqual(stats.rateLimited, 3)
+        await bot.stop()
+    }
+
+    func testPluginsActOnlyWhereTheBotIsAMemberOrTheEventHappened() async throws {
+        let harness = try await BotHarness.start(attachment: .inProcess)
+        defer { Task { await harness.server.stop() } }
+        try harness.write("reach.lua", """
+            return { on_receive = function(msg, ctx)
+              local target = msg.text:match("^act (.+)$")
+              if not target then return end
+              local ok, err = pcall(ctx.send, target, "hi from the bot")
+              ctx.reply(ok and "sent" or err)
+            end }
+            """)
+        let bot = try await harness.bot()
+        let tom = harness.server.client("Tom")
+        let jerry = harness.server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        let inside = try await tom.createConversation(members: ["modbot"])
+        let outside = try await tom.createConversation(members: ["Jerry"])
+        let later = try await tom.createConversation(members: ["Jerry"])
+        func answer(_ text: String) async throws -> String? {
+            _ = try await inside.send(.text(text))
+            return try await logs[0].message(in: inside.id).content.text
+        }
+        let refused = try await answer("act \(outside.id)")
+        XCTAssertTrue(refused?.contains("not a member of conversation \(outside.id)") == true, refused ?? "")
+        // Invited later: the bot may act there, and the message arrives.
+        try await later.add(members: ["modbot"])
+        for _ in 0..<250 where bot.runtime.reach?.contains(later.id) != true { try await Task.sleep(for: .milliseconds(20)) }
+        let allowed = try await answer("act \(later.id)")
+        XCTAssertEqual(allowed, "sent")
+        let arrived = try await logs[1].message(in: later.id)
+        XCTAssertEqual(arrived.content.text, "hi from the bot")
+        // Removed again: refused again.
+        try await later.remove(members: ["modbot"])
+        for _ in 0..<250 where bot.runtime.reach?.contains(later.id) == true { try await Task.sleep(for: .milliseconds(20)) }
+        let again = try await answer("act \(later.id)")
+        XCTAssertTrue(again?.contains("not a member") == true, again ?? "")
+        let awaited1 = await logs[1].settle().compactMap(\.receivedMessage).count
+        XCTAssertEqual(awaited1, 0)
+        await bot.stop()
+    }
+
     func testRoutingRepliesAndEventsGoThroughThePluginsInProcess() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.inProcess) }
     func testRoutingRepliesAndEventsGoThroughThePluginsOverWebSocket() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.webSocket) }
 
