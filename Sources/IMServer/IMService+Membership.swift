@@ -112,9 +112,13 @@ extension IMService {
 
     func countMembers(_ command: Command, on connection: Connection) async throws {
         let cid = try requiredCID(command)
+        let clientID = connection.clientID ?? ""
         let count = try await db.read { db -> Int? in
             guard let record = try ConversationStore.find(db, id: cid) else { return nil }
             if record.transient { return -1 }
+            guard try ConversationStore.isMember(db, cid: cid, clientID: clientID) else {
+                throw IMError(.conversationMembershipRequired, "only members may count the members of \(cid)")
+            }
             return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM members WHERE cid = ?", arguments: [cid]) ?? 0
         }
         guard let count else { throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist") }

@@ -106,8 +106,14 @@ extension IMService {
             pipeline.advance(CursorKey(cid: cid, clientID: clientID), acknowledging: ids, through: through)
         }
         let now = Identifiers.nowMillis()
-        for id in ids {
-            guard let entry = receipts.entry(for: id), entry.sender != clientID else { continue }
+        let tracked = ids.compactMap { id in receipts.entry(for: id).map { (id: id, entry: $0) } }
+            .filter { $0.entry.sender != clientID }
+        // Only a member of a message's conversation can have received it: nobody else produces its receipt.
+        let conversations = Set(tracked.map(\.entry.cid))
+        let memberOf = conversations.isEmpty ? [] : (try? await db.read { db in
+            try conversations.filter { try ConversationStore.isMember(db, cid: $0, clientID: clientID) }
+        }) ?? []
+        for (id, entry) in tracked where memberOf.contains(entry.cid) {
             var rcp = Command(cmd: .rcp)
             rcp.id = id
             rcp.cid = entry.cid

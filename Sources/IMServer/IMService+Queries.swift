@@ -13,6 +13,7 @@ extension IMService {
         guard limit >= 1 else { throw IMError(.invalidField, "limit must be at least 1") }
         guard skip >= 0 else { throw IMError(.invalidField, "skip must not be negative") }
         let scanLimit = configuration.queryScanLimit
+        let viewer = connection.clientID ?? ""
         let results = try await db.read { db -> [ConversationInfo] in
             if !query.indexed {
                 let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM conversations") ?? 0
@@ -22,9 +23,16 @@ extension IMService {
                 }
             }
             var arguments = query.arguments
-            arguments += [limit, skip]
+            arguments += [viewer, limit, skip]
+            // A client sees chat rooms and the conversations it is a member of, nothing else.
             let rows = try Row.fetchAll(
-                db, sql: "SELECT c.* FROM conversations c WHERE (\(query.sql)) AND c.expires_at IS NULL ORDER BY \(order) LIMIT ? OFFSET ?",
+                db,
+                sql: """
+                    SELECT c.* FROM conversations c
+                    WHERE (\(query.sql)) AND c.expires_at IS NULL
+                      AND (c.transient = 1 OR EXISTS (SELECT 1 FROM members mv WHERE mv.cid = c.id AND mv.client_id = ?))
+                    ORDER BY \(order) LIMIT ? OFFSET ?
+                    """,
                 arguments: arguments)
             return try rows.map(ConversationRecord.init).map { record in
                 record.info(members: record.transient ? nil : try ConversationStore.members(db, cid: record.id))
@@ -58,17 +66,18 @@ extension IMService {
             throw IMError(.invalidField, "attr must be a non-empty object of changes")
         }
         let now = Identifiers.nowMillis()
+        let inRoom = rooms.room(of: connection) == cid
         let members = try await db.write { db -> [String] in
             let record = try ConversationStore.existing(db, id: cid)
             let members = try ConversationStore.members(db, cid: cid)
-            if !record.transient, !members.contains(clientID) {
-                throw IMError(.conversationUpdateRejected, "\(clientID) is not a member of \(cid)")
+            if record.transient ? !inRoom : !members.contains(clientID) {
+                throw IMError(.conversationUpdateRejected, "\(clientID) is not \(record.transient ? "in the chat room" : "a member of") \(cid)")
             }
             let (name, attr) = try AttributePatch.apply(patch, name: record.name, attr: record.attr)
             try db.execute(
                 sql: "UPDATE conversations SET name = ?, attr = ?, updated_at = ? WHERE id = ?",
                 arguments: [name, attr.jsonString(), now, cid])
-            return record.transient ? [] : members
+            return members
         }
         var reply = Command(cmd: .conv, op: .updated, i: command.i)
         reply.cid = cid
@@ -80,6 +89,8 @@ extension IMService {
         event.initBy = clientID
         event.udate = now
         notify(members, event, except: connection)
+        // Chat rooms have no member list: the clients in the room hear of it.
+        for occupant in rooms.connections(in: cid) where occupant !== connection { occupant.send(event) }
     }
 
     func setMuted(_ command: Command, by clientID: String, on connection: Connection) async throws {
