@@ -62,8 +62,12 @@ public final class EmbeddedHub: Sendable {
         let query = IMConversationQuery()
             .whereKey("name", equalTo: .string(name))
             .whereKey("c", equalTo: .string(client.clientId))
-        if let existing = try await client.conversations(matching: query).first { return existing.id }
-        return try await client.createConversation(name: name, members: []).id
+        // Public, so that anybody can find it by name (queries show others only their own conversations).
+        if let existing = try await client.conversations(matching: query).first {
+            if existing.attributes?["public"] != .bool(true) { _ = try await existing.update(patch: ["attr.public": .bool(true)]) }
+            return existing.id
+        }
+        return try await client.createConversation(name: name, members: [], attributes: ["public": .bool(true)]).id
     }
 
     private static func randomSecret() -> String {

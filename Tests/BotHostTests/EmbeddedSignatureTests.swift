@@ -58,6 +58,9 @@ final class EmbeddedSignatureTests: XCTestCase {
         options.signatureProvider = MasterKey()
         let tom = IMClient(clientId: "Tom", options: options)
         try await tom.open()
+        // Found by name, as `hookbot chat` looks for it, though Tom is not a member yet.
+        let found = try await tom.conversations(matching: IMConversationQuery().whereKey("name", equalTo: "lobby"))
+        XCTAssertEqual(found.map(\.id), [hub.lobbyID])
         let lobby = tom.conversation(hub.lobbyID)
         try await lobby.join()
         do {

@@ -28,6 +28,15 @@ final class AccessTests: XCTestCase {
         XCTAssertEqual(probe, [])
         let jerrySees = try await names(jerry, ["name": ["$in": ["secret", "hall"]]])
         XCTAssertEqual(Set(jerrySees), ["secret", "hall"])
+        // A conversation marked public is found by anybody, without its member list.
+        _ = try await tom.startConversation(members: ["Jerry"], name: "open house", attr: ["public": true])
+        var openQuery = Command(cmd: .conv, op: .query)
+        openQuery.where = ["name": "open house"]
+        let found = try await mallory.request(openQuery).results?.first
+        XCTAssertEqual(found?.name, "open house")
+        XCTAssertNil(found?.m)
+        let foundByMember = try await jerry.request(openQuery).results?.first
+        XCTAssertEqual(Set(foundByMember?.m ?? []), ["Tom", "Jerry"])
 
         // Counting members is for members (chat rooms count who is in them, for anybody).
         var count = Command(cmd: .conv, op: .count)
