@@ -9,7 +9,7 @@ extension IMService {
         let requested = command.op == .join ? [clientID] : try validatedMembers(command.m, field: "m")
         let now = Identifiers.nowMillis()
         let selfJoin = requested == [clientID]
-        try signatures?.verify(
+        try await signatures?.verify(
             .member(clientID: clientID, conversationID: cid, members: requested, action: selfJoin ? "join" : "invite"),
             command: command, failure: .conversationSignatureFailed)
         // Interceptors review only changes the server would make: authorize first (and again in the write).
@@ -49,7 +49,7 @@ extension IMService {
         let cid = try requiredCID(command)
         let requested = command.op == .quit ? [clientID] : try validatedMembers(command.m, field: "m")
         if requested != [clientID] {
-            try signatures?.verify(
+            try await signatures?.verify(
                 .member(clientID: clientID, conversationID: cid, members: requested, action: "kick"),
                 command: command, failure: .conversationSignatureFailed)
         }

@@ -17,14 +17,14 @@ extension IMService {
         if let token = command.st { resumesWithToken = try await tokens.clientID(for: token) == clientID }
         if isInterceptorID(clientID) {
             // Interceptors sign with their own secret (or the master key), whatever the app's setting.
-            if !resumesWithToken { try authenticateInterceptor(command, clientID: clientID) }
+            if !resumesWithToken { try await authenticateInterceptor(command, clientID: clientID) }
         } else if let signatures {
             if command.st != nil {
                 guard resumesWithToken else {
                     throw IMError(.sessionTokenExpired, "session token is unknown or expired; log in with a signature")
                 }
             } else {
-                try signatures.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)
+                try await signatures.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)
             }
         }
         let tag = command.tag.flatMap { $0.isEmpty ? nil : $0 }

@@ -24,7 +24,8 @@ final class IMService: Sendable {
     init(configuration: ServerConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        db = try ServerDatabase.open(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
+        let db = try ServerDatabase.open(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
+        self.db = db
         tokens = SessionTokens(db: db, ttl: TimeInterval(configuration.sessionTokenTTL))
         pipeline = MessagePipeline(db: db, registry: registry, receipts: receipts, rooms: rooms,
                                    counters: storageCounters, logger: logger)
@@ -32,10 +33,12 @@ final class IMService: Sendable {
         interception = InterceptionStage(hub: interceptors, pipeline: pipeline)
         interceptorLogins = Dictionary(uniqueKeysWithValues: configuration.interception.interceptors.map { interceptor in
             let signer = Signer(appID: configuration.appID ?? "hookbot", masterKey: interceptor.secret)
-            return (interceptor.clientID, SignatureVerifier(signer: signer, windowSeconds: configuration.signatureWindow))
+            return (interceptor.clientID, SignatureVerifier(
+                signer: signer, windowSeconds: configuration.signatureWindow, db: db, scope: "interceptor:\(interceptor.clientID)"))
         })
         if let appID = configuration.appID, let key = configuration.masterKey {
-            signatures = SignatureVerifier(signer: Signer(appID: appID, masterKey: key), windowSeconds: configuration.signatureWindow)
+            signatures = SignatureVerifier(
+                signer: Signer(appID: appID, masterKey: key), windowSeconds: configuration.signatureWindow, db: db, scope: "app")
             logger.info("signatures required for login and conversation actions", metadata: ["appId": "\(appID)"])
         } else {
             signatures = nil
@@ -143,11 +146,11 @@ final class IMService: Sendable {
     func isInterceptorID(_ clientID: String) -> Bool { interceptorLogins[clientID] != nil }
 
     /// Interceptor ids must log in with a signature made with their secret (or the master key).
-    func authenticateInterceptor(_ command: Command, clientID: String) throws {
+    func authenticateInterceptor(_ command: Command, clientID: String) async throws {
         guard let verifier = interceptorLogins[clientID] else { return }
-        if let signatures, (try? signatures.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)) != nil {
+        if let signatures, (try? await signatures.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)) != nil {
             return
         }
-        try verifier.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)
+        try await verifier.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)
     }
 }

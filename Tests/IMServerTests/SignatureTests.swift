@@ -63,6 +63,25 @@ final class SignatureTests: XCTestCase {
         XCTAssertEqual(observed6, 4112)
     }
 
+    func testACapturedLoginCannotBeReplayedAfterARestart() async throws {
+        let configure: (inout ServerConfiguration) -> Void = { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let server = try await TestServer.start(configure: configure)
+        let captured = signedOpen("Tom")
+        let client = try await TestClient.connect(port: server.port)
+        let opened = try await client.request(captured)
+        XCTAssertEqual(opened.op, .opened)
+        await client.close()
+        await server.stop()
+        let restarted = try await TestServer.start(directory: server.directory, configure: configure)
+        defer { Task { await restarted.stop() } }
+        let attacker = try await TestClient.connect(port: restarted.port)
+        let replayed = try await attacker.request(captured)
+        XCTAssertEqual(replayed.code, 4102)
+        XCTAssertEqual(replayed.detail, "nonce already used")
+        let fresh = try await attacker.request(signedOpen("Tom"))
+        XCTAssertEqual(fresh.op, .opened)
+    }
+
     func testClosingASessionRevokesItsToken() async throws {
         let server = try await TestServer.start { $0.appID = "app"; $0.masterKey = "master-secret" }
         defer { Task { await server.stop() } }

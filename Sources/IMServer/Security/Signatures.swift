@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GRDB
 import IMCore
 import Synchronization
 
@@ -60,19 +61,25 @@ public struct Signer: Sendable {
 }
 
 /// Checks signatures on login and conversation actions: valid, fresh (within the window) and not replayed
-/// (each nonce once per window).
+/// (each nonce once per window). Used nonces are written to the database in the check's transaction, so a
+/// captured login cannot be replayed after a restart either.
 final class SignatureVerifier: Sendable {
     let signer: Signer
     private let window: Int64
-    private let seen = Mutex<[String: Int64]>([:])
+    private let db: DatabasePool
+    /// Separates the nonces of different verifiers (the app's, each interceptor's).
+    private let scope: String
+    private let writes = Atomic<Int>(0)
 
-    init(signer: Signer, windowSeconds: Int) {
+    init(signer: Signer, windowSeconds: Int, db: DatabasePool, scope: String) {
         self.signer = signer
         window = Int64(windowSeconds)
+        self.db = db
+        self.scope = scope
     }
 
     /// Throws `failure` (4102 for login, 4302 for conversations) with a detail saying what was wrong.
-    func verify(_ action: SignedAction, command: Command, failure: IMErrorCode) throws {
+    func verify(_ action: SignedAction, command: Command, failure: IMErrorCode) async throws {
         guard let t = command.t, let nonce = command.n, !nonce.isEmpty, let signature = command.s else {
             throw IMError(failure, "signature required: send t (seconds), n (nonce) and s")
         }
@@ -84,10 +91,18 @@ final class SignatureVerifier: Sendable {
         guard signer.isValid(signature.lowercased(), for: action, timestamp: t, nonce: nonce) else {
             throw IMError(failure, "signature does not match")
         }
-        let replayed = seen.withLock { seen -> Bool in
-            if seen.count > 10_000 { seen = seen.filter { $0.value >= now - window } }
-            if let previous = seen[nonce], previous >= now - window { return true }
-            seen[nonce] = now
+        let purge = writes.wrappingAdd(1, ordering: .relaxed).newValue % 1000 == 0
+        let (scope, window) = (scope, window)
+        let replayed = try await db.write { db -> Bool in
+            if purge { try db.execute(sql: "DELETE FROM signature_nonces WHERE seen_at < ?", arguments: [now - window]) }
+            if let seenAt = try Int64.fetchOne(
+                db, sql: "SELECT seen_at FROM signature_nonces WHERE scope = ? AND nonce = ?", arguments: [scope, nonce]),
+               seenAt >= now - window {
+                return true
+            }
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO signature_nonces (scope, nonce, seen_at) VALUES (?, ?, ?)",
+                arguments: [scope, nonce, now])
             return false
         }
         if replayed { throw IMError(failure, "nonce already used") }

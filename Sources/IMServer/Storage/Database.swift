@@ -89,6 +89,17 @@ enum ServerDatabase {
                 CREATE INDEX conversations_by_expiry ON conversations(expires_at) WHERE expires_at IS NOT NULL;
                 """)
         }
+        migrator.registerMigration("v5-signature-nonces") { db in
+            try db.execute(sql: """
+                CREATE TABLE signature_nonces (
+                    scope TEXT NOT NULL,
+                    nonce TEXT NOT NULL,
+                    seen_at INTEGER NOT NULL,
+                    PRIMARY KEY (scope, nonce)
+                ) WITHOUT ROWID;
+                CREATE INDEX signature_nonces_by_time ON signature_nonces(seen_at);
+                """)
+        }
         return migrator
     }
 }
