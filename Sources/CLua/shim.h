@@ -173,6 +173,19 @@ static int hb_trampoline(lua_State *L) {
     int saved = lim->unlimited;
     lim->unlimited = 1;
     int n = f(L);
+    /* What the Swift function allocated was not refused (no memory error may cross Swift frames), but it
+       counts: a state over its cap once the call returns (after a full collection) fails here, and keeps
+       failing until the plugin's call ends. */
+    if (n >= 0 && !saved && lim->mem_cap > 0 && lim->mem_used > lim->mem_cap) {
+        lua_gc(L, LUA_GCCOLLECT);
+        if (lim->mem_used > lim->mem_cap) {
+            lua_settop(L, lua_gettop(L) - n);
+            lim->tripped = HB_TRIP_MEMORY;
+            lua_sethook(L, hb_count_hook, LUA_MASKCOUNT, 1);
+            lua_pushstring(L, "memory limit exceeded (by a value the host returned)");
+            n = -1;
+        }
+    }
     lim->unlimited = saved;
     if (n < 0) return lua_error(L);
     return n;

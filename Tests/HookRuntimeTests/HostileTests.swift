@@ -144,6 +144,28 @@ final class HostileTests: XCTestCase {
         XCTAssertEqual(sentTexts(r.actions).filter { $0 == "done" }.count, 1, "actions requested before the overrun are kept")
     }
 
+    func testValuesTheHostReturnsCountAgainstTheMemoryCap() throws {
+        let f = Fixture()
+        try f.store.set(plugin: "h", key: "big", value: .string(String(repeating: "x", count: 2 << 20)), now: 0)
+        f.write("h.lua", """
+            return { name = "h", on_receive = function(msg, ctx)
+              keep = keep or {}
+              for i = 1, 200 do
+                local ok, err = pcall(function() keep[#keep + 1] = ctx.state.get("big") end)
+              end
+              ctx.reply("kept " .. #keep)
+            end }
+            """)
+        f.write("z.lua", #"return { on_receive = function(msg, ctx) ctx.reply("alive") end }"#)
+        let rt = f.runtime(limits: testLimits)
+        XCTAssertEqual(rt.loadAll().errors, [])
+        let r = rt.receive(msg("x"))
+        XCTAssertEqual(r.errors.first?.reason, .memory, "\(r.errors)")
+        XCTAssertEqual(sentTexts(r.actions), ["alive"], "pcall did not let the plugin go on")
+        let used = rt.plugins.first { $0.name == "h" }?.memoryBytes ?? 0
+        XCTAssertLessThan(used, testLimits.memoryBytes + (4 << 20))
+    }
+
     func testRecoversMemoryAfterBomb() {
         let (r, rt, _) = one("big = {} for i = 1, 1e8 do big[i] = i end")
         XCTAssertEqual(r.errors.first?.reason, .memory)
