@@ -131,6 +131,10 @@ public struct BotConfiguration: Sendable {
             if let deadline = try r.double("deadline_ms") { config.limits.deadline = deadline / 1000 }
             if let memory = try r.int("memory_mb") { config.limits.memoryBytes = memory * 1024 * 1024 }
             if let closed = try r.bool("moderation_fail_closed") { config.limits.moderationFailClosed = closed }
+            if let share = try r.double("timer_share") {
+                guard share >= 0, share <= 1 else { throw ConfigurationError(message: "plugins.timer_share must be between 0 and 1") }
+                config.limits.timerShare = share
+            }
             if let keys = try r.int("state_max_keys") {
                 guard keys >= 1 else { throw ConfigurationError(message: "plugins.state_max_keys must be at least 1") }
                 config.stateQuota.keys = keys

@@ -103,6 +103,8 @@ final class LuaPlugin {
 
     // health
     var consecutiveFailures = 0
+    /// Timer time used in the current one-second window (monotonic seconds), for `HookLimits.timerShare`.
+    var timerWindow: (start: Double, spent: Double, overrun: Bool) = (0, 0, false)
     var totalFailures = 0
     var lastError: HookError?
     var disabled = false

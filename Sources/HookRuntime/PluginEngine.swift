@@ -729,6 +729,19 @@ public final class PluginEngine {
         var result = HookResult()
         for (p, _, timer) in due {
             guard !p.disabled, p.L != nil, let current = p.timers[timer.id] else { continue }
+            if limits.timerShare > 0 {
+                let now = Self.monotonicSeconds()
+                if now - p.timerWindow.start >= 1 { p.timerWindow = (now, 0, false) }
+                if p.timerWindow.spent >= limits.timerShare {
+                    // Out of its share this second: the timer waits for the next window.
+                    p.timers[timer.id]?.due = t + (1 - (now - p.timerWindow.start))
+                    if !p.timerWindow.overrun {
+                        p.timerWindow.overrun = true
+                        account(p, HookError(plugin: p.name, hook: "timer", reason: .timerBudget), into: &result.errors)
+                    }
+                    continue
+                }
+            }
             let once = current.interval == nil
             if let iv = current.interval {
                 var next = current.due + iv
@@ -738,10 +751,14 @@ public final class PluginEngine {
                 p.timers[timer.id] = nil
             }
             begin(p, cid: nil, messageID: nil)
+            let started = Self.monotonicSeconds()
             let e = p.fireTimer(id: timer.id, once: once)
+            p.timerWindow.spent += Self.monotonicSeconds() - started
             account(p, e, into: &result.errors)
             result.actions += p.takeActions()
         }
         return result
     }
+
+    private static func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 }

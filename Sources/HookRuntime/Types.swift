@@ -208,6 +208,8 @@ public struct HookError: Error, Sendable, Hashable, CustomStringConvertible {
         case instructionBudget
         case deadline
         case memory
+        /// The plugin's timers used more than their share of the Lua thread (`HookLimits.timerShare`).
+        case timerBudget
         case invalidResult(String)
         case io(String)
     }
@@ -232,6 +234,7 @@ public struct HookError: Error, Sendable, Hashable, CustomStringConvertible {
         case .instructionBudget: return "instruction budget exceeded"
         case .deadline: return "deadline exceeded"
         case .memory: return "memory limit exceeded"
+        case .timerBudget: return "timers used more than their share of time; the rest of this second's timers were put off"
         case .invalidResult(let m): return "invalid result: \(m)"
         case .io(let m): return m
         }
@@ -314,13 +317,17 @@ public struct HookLimits: Sendable, Hashable {
     public var moderationFailClosed: Bool = false
     /// Instructions between two checks of the budget and deadline.
     public var checkInterval: Int = 1000
+    /// Seconds of each second one plugin's timers may take together (0 = no limit). Beyond it the
+    /// plugin's remaining due timers wait for the next second, and the overrun counts as a failure.
+    public var timerShare: Double = 0.1
 
     public init(instructionBudget: Int = 10_000_000, deadline: Double = 0.25, loadDeadline: Double = 2.0,
                 memoryBytes: Int = 32 * 1024 * 1024, breakerThreshold: Int = 5,
-                moderationFailClosed: Bool = false, checkInterval: Int = 1000) {
+                moderationFailClosed: Bool = false, checkInterval: Int = 1000, timerShare: Double = 0.1) {
         self.instructionBudget = instructionBudget; self.deadline = deadline; self.loadDeadline = loadDeadline
         self.memoryBytes = memoryBytes; self.breakerThreshold = breakerThreshold
         self.moderationFailClosed = moderationFailClosed; self.checkInterval = checkInterval
+        self.timerShare = timerShare
     }
 
     public static let `default` = HookLimits()

@@ -166,6 +166,43 @@ final class HostileTests: XCTestCase {
         XCTAssertLessThan(used, testLimits.memoryBytes + (4 << 20))
     }
 
+    func testTimersGetOnlyTheirShareOfTheLuaThread() {
+        for share in [0.05, 0] {
+            let f = Fixture()
+            f.write("busy.lua", """
+                return { name = "busy",
+                  on_load = function(ctx)
+                    fired = 0
+                    for i = 1, 100 do
+                      ctx.every(0.001, function()
+                        fired = fired + 1
+                        local x = 0
+                        for k = 1, 200000 do x = x + k end
+                      end)
+                    end
+                  end,
+                  on_receive = function(msg, ctx) ctx.reply(tostring(fired)) end }
+                """)
+            var limits = testLimits
+            limits.timerShare = share
+            let rt = f.runtime(limits: limits)
+            XCTAssertEqual(rt.loadAll().errors, [])
+            f.clock.advance(by: 0.01)
+            let result = rt.fireDueTimers()
+            let fired = Int(sentTexts(rt.receive(msg("count")).actions).first ?? "") ?? -1
+            if share > 0 {
+                XCTAssertLessThan(fired, 100, "every timer ran although they took more than their share")
+                XCTAssertGreaterThan(fired, 0)
+                XCTAssertEqual(result.errors.map(\.reason), [.timerBudget])
+                // The others were put off, not dropped.
+                XCTAssertNotNil(rt.nextTimerDue)
+            } else {
+                XCTAssertEqual(fired, 100)
+                XCTAssertEqual(result.errors, [])
+            }
+        }
+    }
+
     func testRecoversMemoryAfterBomb() {
         let (r, rt, _) = one("big = {} for i = 1, 1e8 do big[i] = i end")
         XCTAssertEqual(r.errors.first?.reason, .memory)
