@@ -26,16 +26,7 @@ extension IMService {
             arguments += [viewer, limit, skip]
             // A client sees the conversations it is a member of, chat rooms, and conversations whose
             // attributes say `public: true` (without their member lists); nothing else.
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT c.* FROM conversations c
-                    WHERE (\(query.sql)) AND c.expires_at IS NULL
-                      AND (c.transient = 1 OR json_extract(c.attr, '$.public') IS 1
-                           OR EXISTS (SELECT 1 FROM members mv WHERE mv.cid = c.id AND mv.client_id = ?))
-                    ORDER BY \(order) LIMIT ? OFFSET ?
-                    """,
-                arguments: arguments)
+            let rows = try Row.fetchAll(db, sql: query.select(orderBy: order), arguments: arguments)
             return try rows.map(ConversationRecord.init).map { record in
                 guard !record.transient else { return record.info(members: nil) }
                 let members = try ConversationStore.members(db, cid: record.id)

@@ -50,6 +50,26 @@ final class QueryTests: XCTestCase {
         }
     }
 
+    func testRegularExpressionsThatCouldRunForeverAreRefused() async throws {
+        let (server, tom, _) = try await seeded()
+        defer { Task { await server.stop() } }
+        for pattern in ["(a|aa)*c", "(a+)+b", "(x*)*", "(a)\\1", ".*.*.*b", "((ab)+c)*"] {
+            var query = Command(cmd: .conv, op: .query)
+            query.where = ["attr.topic": ["$regex": .string(pattern)]]
+            let reply = try await tom.request(query)
+            XCTAssertEqual(reply.code, 4903, pattern)
+        }
+        for pattern in ["^cats", "a.*s", "(ca)*ts", "(?:ca)+ts", "[a-z]+ and", "c(at|ow)s"] {
+            let found = try await names(tom, ["attr.topic": ["$regex": .string(pattern)]])
+            XCTAssertFalse(found.isEmpty, pattern)
+        }
+        // Values longer than 1 KiB are not searched.
+        let long = String(repeating: "cats ", count: 300)
+        _ = try await tom.startConversation(members: ["Jerry"], name: "long", attr: ["topic": .string(long)])
+        let longFound = try await names(tom, ["attr.topic": ["$regex": "^cats cats"]])
+        XCTAssertFalse(longFound.contains("long"))
+    }
+
     func testOperators() async throws {
         let (server, tom, ids) = try await seeded()
         defer { Task { await server.stop() } }

@@ -22,6 +22,19 @@ struct ConversationQuery {
         "lm": "c.lm", "createdAt": "c.created_at", "updatedAt": "c.updated_at",
     ]
 
+    /// The statement of a `conv query`: the condition's arguments, then the viewer's client id, the limit
+    /// and the offset. A viewer sees the conversations it is a member of, chat rooms, and conversations
+    /// whose attributes say `public: true`; never expired temporary conversations nor other temporary ones.
+    func select(orderBy order: String) -> String {
+        """
+        SELECT c.* FROM conversations c
+        WHERE (\(sql)) AND c.expires_at IS NULL
+          AND (c.transient = 1 OR json_extract(c.attr, '$.public') IS 1
+               OR EXISTS (SELECT 1 FROM members mv WHERE mv.cid = c.id AND mv.client_id = ?))
+        ORDER BY \(order) LIMIT ? OFFSET ?
+        """
+    }
+
     /// Compiles a where object; throws 4903 with a detail naming the offending part.
     static func compile(_ condition: JSONValue?) throws -> ConversationQuery {
         var compiler = Compiler()
@@ -148,9 +161,16 @@ struct ConversationQuery {
             func exists(_ ids: [JSONValue], negate: Bool = false) throws -> String {
                 "\(negate ? "NOT " : "")EXISTS (SELECT 1 FROM members mm WHERE mm.cid = c.id AND mm.client_id IN (\(try bind(ids))))"
             }
+            /// Containment written as `c.id IN (…)` over the `(client_id, cid)` index, so SQLite starts from
+            /// the members' conversations instead of visiting every conversation.
+            func memberOf(_ ids: [JSONValue], all: Bool = false) throws -> String {
+                let list = try bind(ids)
+                let every = all ? " GROUP BY mm.cid HAVING COUNT(*) = \(ids.count)" : ""
+                return "c.id IN (SELECT mm.cid FROM members mm WHERE mm.client_id IN (\(list))\(every))"
+            }
             if case .string = condition {
                 indexed = true
-                return try exists([condition])
+                return try memberOf([condition])
             }
             guard let ops = condition.objectValue, !ops.isEmpty else {
                 throw IMError(.invalidField, "\(path) must be a client id or an operator object")
@@ -164,17 +184,16 @@ struct ConversationQuery {
                         throw IMError(.invalidField, "\(path).$all must be a non-empty array")
                     }
                     indexed = true
-                    // One counting subquery instead of one EXISTS per id (SQLite limits expression depth).
+                    // One grouped subquery instead of one EXISTS per id (SQLite limits expression depth).
                     var distinct: [JSONValue] = []
                     for id in ids where !distinct.contains(id) { distinct.append(id) }
-                    let list = try bind(distinct)
-                    clauses.append("(SELECT COUNT(*) FROM members mm WHERE mm.cid = c.id AND mm.client_id IN (\(list))) = \(distinct.count)")
+                    clauses.append(try memberOf(distinct, all: true))
                 case "$in":
                     guard let ids = operand.arrayValue, !ids.isEmpty, ids.count <= 1000 else {
                         throw IMError(.invalidField, "\(path).$in must be a non-empty array")
                     }
                     indexed = true
-                    clauses.append(try exists(ids))
+                    clauses.append(try memberOf(ids))
                 case "$nin":
                     guard let ids = operand.arrayValue, !ids.isEmpty, ids.count <= 1000 else {
                         throw IMError(.invalidField, "\(path).$nin must be a non-empty array of at most 1000 ids")
@@ -184,7 +203,7 @@ struct ConversationQuery {
                     clauses.append(try exists([operand], negate: true))
                 case "$eq":
                     indexed = true
-                    clauses.append(try exists([operand]))
+                    clauses.append(try memberOf([operand]))
                 case "$exists":
                     guard let flag = operand.boolValue else { throw IMError(.invalidField, "\(path).$exists must be true or false") }
                     clauses.append(flag ? "c.transient = 0" : "c.transient = 1")
