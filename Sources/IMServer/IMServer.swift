@@ -38,6 +38,10 @@ public final class IMServer: Sendable {
         }
     }
 
+    /// Messages under review now, and the most there have been at once (bounded by the interception
+    /// configuration's `reviewsInFlight` and, per sender, `reviewsPerSender`).
+    public var reviewsInFlight: (now: Int, peak: Int) { service.interception.admission.inFlight }
+
     /// Counters of the interception role.
     public var interceptionStats: InterceptionStats { service.interceptors.stats }
 

@@ -30,6 +30,8 @@ extension IMService {
             dedupeToken: command.dt, mentionPids: command.mentionPids, mentionAll: command.mentionAll,
             sender: connection, serial: command.i)
         if interceptors.isActive, interceptors.inScope(cid), !interceptors.isInterceptor(clientID) {
+            // Backpressure: a sender with too many messages under review waits here, unread further.
+            await interception.admission.enter(connection.id)
             await interception.submit(message)
         } else {
             pipeline.enqueue(message)

@@ -30,7 +30,10 @@ final class IMService: Sendable {
         pipeline = MessagePipeline(db: db, registry: registry, receipts: receipts, rooms: rooms,
                                    counters: storageCounters, logger: logger)
         interceptors = InterceptorHub(configuration: configuration.interception, logger: logger)
-        interception = InterceptionStage(hub: interceptors, pipeline: pipeline)
+        interception = InterceptionStage(
+            hub: interceptors, pipeline: pipeline,
+            admission: ReviewAdmission(perSender: max(1, configuration.interception.reviewsPerSender),
+                                       overall: max(1, configuration.interception.reviewsInFlight)))
         interceptorLogins = Dictionary(uniqueKeysWithValues: configuration.interception.interceptors.map { interceptor in
             let signer = Signer(appID: configuration.appID ?? "hookbot", masterKey: interceptor.secret)
             return (interceptor.clientID, SignatureVerifier(

@@ -170,6 +170,40 @@ final class BotHostTests: XCTestCase {
         await bot.stop()
     }
 
+    func testABurstNeverOutrunsAHealthyInterceptorInProcess() async throws { try await checkABurstNeverOutrunsAHealthyInterceptor(.inProcess) }
+    func testABurstNeverOutrunsAHealthyInterceptorOverWebSocket() async throws { try await checkABurstNeverOutrunsAHealthyInterceptor(.webSocket) }
+
+    private func checkABurstNeverOutrunsAHealthyInterceptor(_ attachment: BotAttachment) async throws {
+        // A deadline with room for a loaded test machine; without backpressure the queue of 2,000 reviews
+        // still takes far longer than it.
+        let harness = try await BotHarness.start(deadline: 600, attachment: attachment)
+        defer { Task { await harness.server.stop() } }
+        try harness.write("mod.lua", Self.moderation)
+        let bot = try await harness.bot()
+        let tom = harness.server.client("Tom")
+        let jerry = harness.server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        // 2,000 forbidden messages with no waiting between them: the reviews queue up behind one Lua thread.
+        let burst = 2000
+        let outcomes = await withTaskGroup(of: Int?.self) { group in
+            for k in 0..<burst {
+                group.addTask {
+                    do { _ = try await conversation.send(.text("forbidden-word \(k)")); return nil } catch { return (error as? IMError)?.code ?? -1 }
+                }
+            }
+            return await group.reduce(into: [Int?]()) { $0.append($1) }
+        }
+        XCTAssertEqual(outcomes.filter { $0 == 4402 }.count, burst, "every message was refused by the bot")
+        let stats = harness.server.server.interceptionStats
+        XCTAssertEqual(stats.policyApplied, 0, "the failure policy decided messages of a healthy interceptor")
+        // The sender was held back: never more than its share of reviews queued in front of the bot.
+        XCTAssertLessThanOrEqual(harness.server.server.reviewsInFlight.peak, 16)
+        let leaked = await logs[1].settle().compactMap(\.receivedMessage)
+        XCTAssertEqual(leaked.count, 0)
+        await bot.stop()
+    }
+
     func testRoutingRepliesAndEventsGoThroughThePluginsInProcess() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.inProcess) }
     func testRoutingRepliesAndEventsGoThroughThePluginsOverWebSocket() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.webSocket) }
 

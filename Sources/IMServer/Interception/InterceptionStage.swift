@@ -14,12 +14,15 @@ actor InterceptionStage {
 
     private let hub: InterceptorHub
     private let pipeline: MessagePipeline
+    /// Bounds the reviews in flight; `IMService` enters before `submit`, the stage leaves once decided.
+    nonisolated let admission: ReviewAdmission
     private var tails: [String: Tail] = [:]
     private var nextToken: UInt64 = 0
 
-    init(hub: InterceptorHub, pipeline: MessagePipeline) {
+    init(hub: InterceptorHub, pipeline: MessagePipeline, admission: ReviewAdmission) {
         self.hub = hub
         self.pipeline = pipeline
+        self.admission = admission
     }
 
     /// Conversations with reviews in flight (for tests).
@@ -39,7 +42,10 @@ actor InterceptionStage {
     }
 
     private func apply(_ verdict: Verdict, to message: OutgoingMessage, token: UInt64) async {
-        defer { if tails[message.cid]?.token == token { tails[message.cid] = nil } }
+        defer {
+            if tails[message.cid]?.token == token { tails[message.cid] = nil }
+            admission.leave(message.sender.id)
+        }
         switch verdict {
         case .allow:
             pipeline.enqueue(message)

@@ -28,6 +28,11 @@ public struct InterceptionConfiguration: Sendable {
     public var conversations: Set<String>?
     /// Whether membership changes (join, invite, kick, quit) are also sent for review.
     public var reviewMembership: Bool = true
+    /// Most messages of one connection under review at once; its next message waits (is not even read)
+    /// until one is decided. Keeps a burst from outrunning a healthy interceptor.
+    public var reviewsPerSender: Int = 16
+    /// Most messages under review at once, all senders together.
+    public var reviewsInFlight: Int = 128
 
     public init() {}
 }
