@@ -162,6 +162,7 @@ struct Bench {
         let meter = Meter(server: hub.server, bot: hub)
         let with = try await deliveryRun(port: hub.port, messages: messages, prefix: "mod")
         let efficiency = meter.finish()
+        let burst = try await burstRun(hub: hub, messages: messages)
         await hub.stop()
         let blocked = (0..<messages).filter { $0 % 10 == 0 }.count
         let withStats = LatencyStats(with.latencies)
@@ -170,7 +171,50 @@ struct Bench {
             messages: messages, blocked: blocked, delivered: with.delivered, leaked: with.leaked,
             withPluginMs: withStats, withoutPluginMs: withoutStats,
             overheadP50Ms: LatencyStats.round(withStats.p50 - withoutStats.p50),
-            overheadP99Ms: LatencyStats.round(withStats.p99 - withoutStats.p99), efficiency: efficiency)
+            overheadP99Ms: LatencyStats.round(withStats.p99 - withoutStats.p99), efficiency: efficiency, burst: burst)
+    }
+
+    /// A sends every message at once (every tenth forbidden); counts what B received and what the
+    /// server's failure policy had to decide.
+    private func burstRun(hub: BenchHub, messages: Int) async throws -> BurstResult {
+        let a = client("burst-A", port: hub.port)
+        let b = client("burst-B", port: hub.port)
+        let leaks = Locked(0)
+        let delivered = Locked(0)
+        let events = b.events()
+        let listener = Task {
+            for await event in events {
+                guard case .message(let message) = event, let text = message.content.text else { continue }
+                delivered.withLock { $0 += 1 }
+                if text.contains("forbidden-word") { leaks.withLock { $0 += 1 } }
+            }
+        }
+        defer { listener.cancel() }
+        try await a.open()
+        try await b.open()
+        let conversation = try await a.createConversation(members: [b.clientId])
+        let policyBefore = hub.server.interceptionStats.policyApplied
+        let clock = ContinuousClock()
+        let start = clock.now
+        let refused = await withTaskGroup(of: Bool.self) { group in
+            for k in 0..<messages {
+                group.addTask {
+                    let text = k % 10 == 0 ? "a forbidden-word \(k)" : "hello \(k)"
+                    do { _ = try await conversation.send(.text(text)); return false } catch { return true }
+                }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        let elapsed = (clock.now - start).milliseconds / 1000
+        try await Task.sleep(for: .milliseconds(500))
+        await a.close()
+        await b.close()
+        return BurstResult(
+            messages: messages, forbidden: (0..<messages).filter { $0 % 10 == 0 }.count, refused: refused,
+            delivered: delivered.withLock { $0 }, leaked: leaks.withLock { $0 },
+            policyDecisions: hub.server.interceptionStats.policyApplied - policyBefore,
+            peakReviewsInFlight: hub.server.reviewsInFlight.peak,
+            messagesPerSecond: (Double(messages) / max(elapsed, 0.001)).rounded())
     }
 
     /// A sends to B one message at a time; every tenth contains the forbidden word.

@@ -79,6 +79,20 @@ struct ModerationResult: Encodable {
     var overheadP50Ms: Double
     var overheadP99Ms: Double
     var efficiency: Efficiency
+    /// The same messages sent all at once (no waiting between sends).
+    var burst: BurstResult
+}
+
+struct BurstResult: Encodable {
+    var messages: Int
+    var forbidden: Int
+    var refused: Int
+    var delivered: Int
+    var leaked: Int
+    /// Messages the server's failure policy decided (the interceptor did not answer in time).
+    var policyDecisions: Int
+    var peakReviewsInFlight: Int
+    var messagesPerSecond: Double
 }
 
 struct FanOutResult: Encodable {
@@ -107,6 +121,9 @@ extension BenchReport {
         if let w1b { add("w1b ping-pong x\(w1b.inFlight)", "\(number(w1b.repliesPerSecond))/s", w1b.latencyMs, w1b.efficiency) }
         if let w2 {
             add("w2 moderated A->B", "leaked \(w2.leaked), +\(number(w2.overheadP50Ms, 3)) ms", w2.withPluginMs, w2.efficiency)
+            rows.append(["w2 burst x\(w2.burst.messages)",
+                         "leaked \(w2.burst.leaked), policy \(w2.burst.policyDecisions), \(number(w2.burst.messagesPerSecond))/s",
+                         "-", "-", "-", "-", "-"])
         }
         if let w3 { add("w3 fan-out x\(w3.members)", "\(number(w3.deliveriesPerSecond))/s", w3.latencyMs, w3.efficiency) }
         var lines = ["", "bot: \(bot), synchronous=\(synchronous)"]
