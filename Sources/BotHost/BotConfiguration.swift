@@ -20,7 +20,7 @@ public struct BotConfiguration: Sendable {
     public var replyLimit = 30
     public var replyWindow: Double = 10
     /// At most this many bot messages in all conversations together per `replyWindow` seconds.
-    public var globalReplyLimit = 300
+    public var globalReplyLimit = 3000
     /// At most this many messages (and cmd messages) the plugins may send in answer to one event.
     public var sendsPerEvent = 10
     /// Messages carrying a hop count of at least this many bot replies are not answered (loop guard).

@@ -66,6 +66,8 @@ struct Bench {
         configuration.adminSocketPath = nil
         configuration.watchInterval = 0
         configuration.replyLimit = Int.max
+        configuration.globalReplyLimit = Int.max
+        configuration.sendsPerEvent = Int.max
         configuration.interceptionDeadlineMillis = 1000
         if remoteBot {
             var server = ServerConfiguration()

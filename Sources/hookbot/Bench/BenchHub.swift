@@ -39,6 +39,8 @@ struct BenchHub {
             client_id = "\(configuration.clientID)"
             state = "bot-state.sqlite"
             reply_limit = \(Int32.max)
+            global_reply_limit = \(Int32.max)
+            sends_per_event = \(Int32.max)
             admin_socket = "\(directory.appendingPathComponent("admin.sock").path)"
 
             [plugins]
