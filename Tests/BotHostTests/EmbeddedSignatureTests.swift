@@ -1,4 +1,5 @@
 import BotHost
+import HookbotTestSupport
 import Foundation
 import IMClient
 import IMCore
@@ -8,23 +9,6 @@ import XCTest
 /// `hookbot run` with `[bot] app_id` / `master_key`: the embedded server requires signatures, and the bot
 /// (interceptor and member of the lobby) signs its own actions.
 final class EmbeddedSignatureTests: XCTestCase {
-    private struct MasterKey: IMSignatureProvider {
-        let signer = Signer(appID: "app", masterKey: "master-key")
-
-        func signature(clientId: String, action: IMSignatureAction) async throws -> IMSignature {
-            let signed: SignedAction = switch action {
-            case .open: .login(clientID: clientId)
-            case .startConversation(let members): .start(clientID: clientId, members: members)
-            case .join(let cid): .member(clientID: clientId, conversationID: cid, members: [clientId], action: "join")
-            case .invite(let cid, let members): .member(clientID: clientId, conversationID: cid, members: members, action: "invite")
-            case .kick(let cid, let members): .member(clientID: clientId, conversationID: cid, members: members, action: "kick")
-            }
-            let timestamp = Int64(Date().timeIntervalSince1970)
-            let nonce = UUID().uuidString
-            return IMSignature(timestamp: timestamp, nonce: nonce, signature: signer.sign(signed, timestamp: timestamp, nonce: nonce))
-        }
-    }
-
     func testTheEmbeddedServerCanRequireSignaturesWithTheBotAsInterceptor() async throws {
         setenv("HOOKBOT_TEST_MASTER_KEY", "master-key", 1)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-embedded-\(UUID().uuidString)")
@@ -55,7 +39,7 @@ final class EmbeddedSignatureTests: XCTestCase {
             XCTAssertEqual(error.knownCode, .signatureFailed)
         }
         var options = IMClientOptions(url: url)
-        options.signatureProvider = MasterKey()
+        options.signatureProvider = MasterKeySigner(signer: Signer(appID: "app", masterKey: "master-key"))
         let tom = IMClient(clientId: "Tom", options: options)
         try await tom.open()
         // Found by name, as `hookbot chat` looks for it, though Tom is not a member yet.

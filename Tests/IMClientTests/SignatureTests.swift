@@ -5,24 +5,6 @@ import IMCore
 import IMServer
 import XCTest
 
-/// Signs with the master key, as an app backend would.
-struct MasterKeySigner: IMSignatureProvider {
-    let signer: Signer
-
-    func signature(clientId: String, action: IMSignatureAction) async throws -> IMSignature {
-        let signed: SignedAction = switch action {
-        case .open: .login(clientID: clientId)
-        case .startConversation(let members): .start(clientID: clientId, members: members)
-        case .join(let cid): .member(clientID: clientId, conversationID: cid, members: [clientId], action: "join")
-        case .invite(let cid, let members): .member(clientID: clientId, conversationID: cid, members: members, action: "invite")
-        case .kick(let cid, let members): .member(clientID: clientId, conversationID: cid, members: members, action: "kick")
-        }
-        let timestamp = Int64(Date().timeIntervalSince1970)
-        let nonce = UUID().uuidString
-        return IMSignature(timestamp: timestamp, nonce: nonce, signature: signer.sign(signed, timestamp: timestamp, nonce: nonce))
-    }
-}
-
 final class SignatureTests: XCTestCase {
     /// With signatures on, a provider signs logins and conversation actions; a reconnect after a restart
     /// (which forgets session tokens) falls back to a fresh login signature.

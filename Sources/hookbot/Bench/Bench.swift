@@ -181,16 +181,7 @@ struct Bench {
     private func burstRun(hub: BenchHub, messages: Int) async throws -> BurstResult {
         let a = client("burst-A", port: hub.port)
         let b = client("burst-B", port: hub.port)
-        let leaks = Locked(0)
-        let delivered = Locked(0)
-        let events = b.events()
-        let listener = Task {
-            for await event in events {
-                guard case .message(let message) = event, let text = message.content.text else { continue }
-                delivered.withLock { $0 += 1 }
-                if text.contains("forbidden-word") { leaks.withLock { $0 += 1 } }
-            }
-        }
+        let (delivered, leaks, listener) = countDeliveries(to: b) { _ in }
         defer { listener.cancel() }
         try await a.open()
         try await b.open()
@@ -219,6 +210,25 @@ struct Bench {
             messagesPerSecond: (Double(messages) / max(elapsed, 0.001)).rounded())
     }
 
+    /// Counts the messages `client` receives, and those of them with the forbidden word; `arrived` gets
+    /// the number each message ends with.
+    private func countDeliveries(to client: IMClient, arrived: @escaping @Sendable (Int) -> Void)
+        -> (delivered: Locked<Int>, leaked: Locked<Int>, listener: Task<Void, Never>)
+    {
+        let leaks = Locked(0)
+        let delivered = Locked(0)
+        let events = client.events()
+        let listener = Task {
+            for await event in events {
+                guard case .message(let message) = event, let text = message.content.text else { continue }
+                delivered.withLock { $0 += 1 }
+                if text.contains("forbidden-word") { leaks.withLock { $0 += 1 } }
+                if let k = Int(text.split(separator: " ").last ?? "") { arrived(k) }
+            }
+        }
+        return (delivered, leaks, listener)
+    }
+
     /// A sends to B one message at a time; every tenth contains the forbidden word.
     private func deliveryRun(port: Int, messages: Int, prefix: String) async throws
         -> (latencies: [Double], delivered: Int, leaked: Int)
@@ -228,17 +238,7 @@ struct Bench {
         let waiter = ReplyWaiter()
         let watchdog = waiter.watchdog()
         defer { watchdog.cancel() }
-        let leaks = Locked(0)
-        let delivered = Locked(0)
-        let events = b.events()
-        let listener = Task {
-            for await event in events {
-                guard case .message(let message) = event, let text = message.content.text else { continue }
-                delivered.withLock { $0 += 1 }
-                if text.contains("forbidden-word") { leaks.withLock { $0 += 1 } }
-                if let k = Int(text.split(separator: " ").last ?? "") { waiter.arrived(k) }
-            }
-        }
+        let (delivered, leaks, listener) = countDeliveries(to: b) { k in waiter.arrived(k) }
         defer { listener.cancel() }
         try await a.open()
         try await b.open()
