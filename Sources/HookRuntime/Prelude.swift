@@ -25,8 +25,124 @@ for _, k in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "raw
   env[k] = G[k]
 end
 local nodump = { dump = true }
-env.string = copy(G.string, nodump)
+
+-- Library functions that can loop for long inside C, where the instruction budget and the deadline
+-- cannot stop them, are replaced: table.move and table.sort by Lua versions (every step counted), and
+-- pattern matching by the C functions behind a cost check. A backtracking pattern costs about n^k steps
+-- for k unbounded repetitions (*, +, -) on a subject of length n (n^(k-1) when anchored with ^); the
+-- check refuses subjects longer than the pattern allows (about 2e7 steps), so no single match can hold
+-- the Lua thread for long.
+local floor, mtype, tointeger = G.math.floor, G.math.type, G.math.tointeger
+local maxsteps = 2e7
+
+local function repetitions(p)
+  local count, i, n = 0, 1, #p
+  while i <= n do
+    local c = p:sub(i, i)
+    if c == "%" then
+      i = i + 2
+    elseif c == "[" then
+      i = i + 1
+      if p:sub(i, i) == "^" then i = i + 1 end
+      if p:sub(i, i) == "]" then i = i + 1 end
+      while i <= n and p:sub(i, i) ~= "]" do
+        if p:sub(i, i) == "%" then i = i + 1 end
+        i = i + 1
+      end
+      i = i + 1
+    else
+      if (c == "*" or c == "+" or c == "-") and i > 1 then count = count + 1 end
+      i = i + 1
+    end
+  end
+  return count
+end
+
+local function checked(name, f)
+  return function(s, p, ...)
+    if type(s) == "string" and type(p) == "string" and #s > 64 then
+      local plain = name == "find" and select(2, ...) == true
+      if not plain then
+        local k = repetitions(p)
+        if p:sub(1, 1) == "^" and name ~= "gmatch" then k = k - 1 end
+        if k >= 2 and #s > floor(maxsteps ^ (1 / k)) then
+          fail("string." .. name .. ": the pattern has " .. k .. " unbounded repetitions; on " .. #s ..
+               " characters it could run for very long (at most " .. floor(maxsteps ^ (1 / k)) ..
+               " here): split or trim the text first, or simplify the pattern")
+        end
+      end
+    end
+    return f(s, p, ...)
+  end
+end
+
+local function safe_string()
+  local s = copy(G.string, nodump)
+  for _, name in ipairs({ "find", "match", "gmatch", "gsub" }) do s[name] = checked(name, G.string[name]) end
+  return s
+end
+
+local function integer_arg(v, n, fname)
+  local i = tointeger(v)
+  if i == nil then fail("bad argument #" .. n .. " to '" .. fname .. "' (number has no integer representation)") end
+  return i
+end
+
+local function table_move(a1, f, e, t, a2)
+  if a2 == nil then a2 = a1 end
+  f, e, t = integer_arg(f, 2, "move"), integer_arg(e, 3, "move"), integer_arg(t, 4, "move")
+  if e >= f then
+    if t > e or t <= f or a1 ~= a2 then
+      for i = 0, e - f do a2[t + i] = a1[f + i] end
+    else
+      for i = e - f, 0, -1 do a2[t + i] = a1[f + i] end
+    end
+  end
+  return a2
+end
+
+-- Stable merge sort (insertion-sorted runs of 8, then bottom-up merges).
+local function table_sort(t, comp)
+  if type(t) ~= "table" then fail("bad argument #1 to 'sort' (table expected, got " .. type(t) .. ")") end
+  if comp ~= nil and type(comp) ~= "function" then fail("bad argument #2 to 'sort' (function expected)") end
+  local n = #t
+  if n < 2 then return end
+  local lt = comp or function(x, y) return x < y end
+  local a, b = {}, {}
+  for i = 1, n do a[i] = t[i] end
+  for lo = 1, n, 8 do
+    local hi = lo + 7
+    if hi > n then hi = n end
+    for i = lo + 1, hi do
+      local v, j = a[i], i - 1
+      while j >= lo and lt(v, a[j]) do a[j + 1] = a[j]; j = j - 1 end
+      a[j + 1] = v
+    end
+  end
+  local width = 8
+  while width < n do
+    for lo = 1, n, 2 * width do
+      local mid, hi = lo + width - 1, lo + 2 * width - 1
+      if mid > n then mid = n end
+      if hi > n then hi = n end
+      local i, j, k = lo, mid + 1, lo
+      while i <= mid and j <= hi do
+        if lt(a[j], a[i]) then b[k] = a[j]; j = j + 1 else b[k] = a[i]; i = i + 1 end
+        k = k + 1
+      end
+      while i <= mid do b[k] = a[i]; i = i + 1; k = k + 1 end
+      while j <= hi do b[k] = a[j]; j = j + 1; k = k + 1 end
+    end
+    a, b = b, a
+    width = width * 2
+  end
+  for i = 1, n do t[i] = a[i] end
+end
+
+env.string = safe_string()
 env.table = copy(G.table)
+env.table.move = table_move
+env.table.sort = table_sort
 env.math = copy(G.math)
 env.utf8 = copy(G.utf8)
 env.coroutine = copy(G.coroutine)
@@ -69,7 +185,7 @@ end
 
 -- Strings get their methods from a private copy; the metatable is hidden.
 local smt = getmetatable("")
-smt.__index = copy(G.string, nodump)
+smt.__index = safe_string()
 smt.__metatable = false
 
 env.load = function(chunk, name, mode, e)

@@ -203,6 +203,45 @@ final class HostileTests: XCTestCase {
         }
     }
 
+    func testLibraryLoopsThatRanInCAreStoppedByTheLimits() {
+        // Each of these ran for seconds to forever inside one C call before; now they end in an error
+        // (the instruction budget, or the pattern cost check) and the other plugin still answers.
+        let cases = [
+            "table.move({}, 1, math.maxinteger // 2, 1, {})",
+            "local t = {} for i = 1, 100000 do t[i] = (i * 7919) % 100003 end "
+                + "table.sort(t, function(a, b) local x = 0 for k = 1, 50 do x = x + k end return a < b end)",
+            "local s = string.rep('a', 65000) .. 'c'; s:find('(a*)*b')",
+            "local s = string.rep('a', 500); s:match('.-.-.-.-b')",
+            "local s = 'a' .. string.rep(' ', 20000) .. 'b'; s:match('^%s*(.-)%s*$')",
+        ]
+        for body in cases {
+            let (result, _, _) = one(body)
+            XCTAssertEqual(result.errors.count, 1, body)
+            XCTAssertEqual(sentTexts(result.actions), ["alive"], body)
+        }
+        // The replacements behave like the library.
+        let (fine, _, _) = one("""
+            local t = { 5, 3, 9, 1, 7, 2, 8, 6, 4, 10, 12, 11 }
+            table.sort(t)
+            assert(table.concat(t, ",") == "1,2,3,4,5,6,7,8,9,10,11,12")
+            table.sort(t, function(a, b) return a > b end)
+            assert(t[1] == 12 and t[12] == 1)
+            local words = { "b", "a", "c" }
+            table.sort(words)
+            assert(table.concat(words) == "abc")
+            local m = table.move({ 1, 2, 3, 4, 5 }, 2, 4, 1)
+            assert(table.concat(m, ",") == "2,3,4,4,5")
+            local o = table.move({ 1, 2, 3 }, 1, 3, 3)
+            assert(table.concat(o, ",") == "1,2,1,2,3")
+            assert(("  hi  "):match("^%s*(.-)%s*$") == "hi")
+            assert(string.find(string.rep("x", 100000) .. "y", "y", 1, true) == 100001)
+            assert(select(2, string.gsub(string.rep("ab", 1000), "a", "")) == 1000)
+            ctx.reply("ok")
+            """)
+        XCTAssertEqual(fine.errors, [])
+        XCTAssertEqual(Set(sentTexts(fine.actions)), ["ok", "alive"])
+    }
+
     func testRecoversMemoryAfterBomb() {
         let (r, rt, _) = one("big = {} for i = 1, 1e8 do big[i] = i end")
         XCTAssertEqual(r.errors.first?.reason, .memory)
