@@ -37,7 +37,9 @@ final class LifecycleTests: XCTestCase {
         XCTAssertEqual(TypedMessage.decode(logs.first?.data ?? "")?.builtinType, .recalled)
         XCTAssertNil(logs.last?.recalled)
 
-        try await Task.sleep(for: .milliseconds(3100))
+        // Wait for the 3 s window to close: the message's own timestamp says when.
+        let closes = Double(try required(late.t) + 3000) / 1000
+        while Date().timeIntervalSince1970 <= closes { try await Task.sleep(for: .milliseconds(50)) }
         let expired = try await recall(tom, cid: cid, mid: late.uid)
         XCTAssertEqual(expired.code, 4407)
         XCTAssertEqual(expired.reason, "MESSAGE_RECALL_DISABLED")
