@@ -55,6 +55,14 @@ end
 
 local faq = {}
 
+-- A rule's identity for its cooldown and counters: its name, or what it matches. (Not its position:
+-- a rule added above would take over another rule's cooldown.)
+local function rule_id(r)
+  if r.name then return r.name end
+  local kind = r.exact and "exact" or r.keyword and "keyword" or "pattern"
+  return kind .. ":" .. tostring(r.exact or r.keyword or r.pattern or ""):sub(1, 200)
+end
+
 return {
   name = "autoreply",
   priority = 0,
@@ -95,13 +103,13 @@ return {
       return true
     end
 
-    for i, r in ipairs(c.rules) do
+    for _, r in ipairs(c.rules) do
       local caps = match_rule(r, text)
       if caps then
         for j, v in ipairs(caps) do vars[j] = v end
         local needs = r.mention
         if needs == nil then needs = c.only_when_mentioned end
-        if answer(r.name or ("rule" .. i), r.reply, r.cooldown or c.cooldown, needs) then return end
+        if answer(rule_id(r), r.reply, r.cooldown or c.cooldown, needs) then return end
       end
     end
     local a = faq_answer(faq, text)

@@ -61,6 +61,17 @@ return {
       },
     },
     {
+      -- The operator put a new rule first; "ping" had been the first rule and was cooling down.
+      name = "cooldowns follow the rule, not its position",
+      config = { rules = { { exact = "new", reply = "new!" }, { exact = "ping", reply = "pong" } } },
+      steps = {
+        { set_state = { ["conv:c1:cooldown:rule1"] = true, ["conv:c1:cooldown:exact:ping"] = true } },
+        { message = "new", expect = { replies = { "new!" } } },
+        { message = "ping", expect = { replies = {} } },
+        { expect_state = { ["conv:c1:answered:exact:new"] = 1 } },
+      },
+    },
+    {
       name = "a rule's own cooldown, and no cooldown at all",
       config = { cooldown = 0, rules = { { exact = "ping", reply = "pong" }, { exact = "slow", reply = "ok", cooldown = 5 } } },
       steps = {
