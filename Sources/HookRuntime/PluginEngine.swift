@@ -282,8 +282,10 @@ public final class PluginEngine {
         }
         // on_load in the fresh state; the old version keeps serving events meanwhile
         if plugin.has(.onLoad) {
+            // The new version's registrations replace the running version's; a failed load puts them back.
+            let registered = env.registry.snapshot()
             if let e = plugin.invoke(.onLoad, timeout: limits.loadDeadline, { _ in 0 }) {
-                env.registry.removeAll(owner: plugin.instanceID)
+                env.registry.restore(registered)
                 plugin.close()
                 recordFailure(src, e)
                 report.errors.append(e)

@@ -63,6 +63,17 @@ final class TypeRegistry: @unchecked Sendable {
         return nil
     }
 
+    /// Every registration, to put back with `restore` when a new plugin version fails to load.
+    func snapshot() -> [Int: (type: CustomMessageType, owner: Int)] {
+        lock.lock(); defer { lock.unlock() }
+        return byNumber
+    }
+
+    func restore(_ saved: [Int: (type: CustomMessageType, owner: Int)]) {
+        lock.lock(); defer { lock.unlock() }
+        byNumber = saved
+    }
+
     func removeAll(owner: Int) {
         lock.lock(); defer { lock.unlock() }
         byNumber = byNumber.filter { $0.value.owner != owner }

@@ -55,6 +55,28 @@ final class TypeTests: XCTestCase {
         XCTAssertEqual(rt.messageTypes, [])
     }
 
+    func testAFailedReloadKeepsTheRunningVersionsTypes() {
+        let f = Fixture()
+        f.write("poll.lua", """
+            return { name = "poll",
+              on_load = function(ctx) ctx.types.register({ type = 7, name = "poll", fields = { question = "string" } }) end }
+            """)
+        let rt = f.runtime()
+        XCTAssertEqual(rt.loadAll().errors, [])
+        f.write("poll.lua", """
+            return { name = "poll",
+              on_load = function(ctx)
+                ctx.types.register({ type = 7, name = "poll", fields = { question = "integer" } })
+                error("the new version cannot start")
+              end }
+            """)
+        let report = rt.reload(name: "poll")
+        XCTAssertEqual(report.errors.count, 1)
+        // The running version still serves, with its own type.
+        XCTAssertEqual(rt.messageTypes.map(\.name), ["poll"])
+        XCTAssertEqual(rt.messageTypes.first.flatMap { $0.fields["question"]?.type }, .string)
+    }
+
     func testConflictsAndReloadReRegisters() {
         let f = Fixture()
         f.write("a.lua", #"return { on_load = function(ctx) ctx.types.register({ type = 3, name = "card", fields = { title = "string" } }) end }"#)
