@@ -115,7 +115,6 @@ public actor BotHost {
     public func start() async throws {
         loadMutes()
         let report = await runtime.loadAll()
-        logReload(report)
         await execute(report.actions)
         let events = client.events()
         if reviewsInProcess {
@@ -188,8 +187,7 @@ public actor BotHost {
         eventTask?.cancel()
         await eventTask?.value
         await routingTask?.value
-        let report = await runtime.shutdown()
-        logReload(report)
+        await runtime.shutdown()
         logger.info("bot stopped")
     }
 
@@ -201,15 +199,7 @@ public actor BotHost {
     }
 
     private func afterReload(_ report: ReloadReport) async {
-        logReload(report)
         await execute(report.actions)
-    }
-
-    private func logReload(_ report: ReloadReport) {
-        for name in report.loaded { logger.info("plugin loaded", metadata: ["plugin": "\(name)"]) }
-        for name in report.reloaded { logger.info("plugin reloaded", metadata: ["plugin": "\(name)"]) }
-        for name in report.unloaded { logger.info("plugin unloaded", metadata: ["plugin": "\(name)"]) }
-        for error in report.errors { logger.error("plugin failed to load", metadata: ["error": "\(error)"]) }
     }
 
     /// Answers an interception request that came over the WebSocket.
@@ -325,9 +315,7 @@ public actor BotHost {
     /// Logs hook errors with the plugin's name and line, and executes the actions.
     func finish(_ result: HookResult, hook: String, replyingTo hops: Int = 0,
                 screenings: [Int: PluginRuntime.Screening] = [:]) async {
-        for error in result.errors {
-            logger.warning("hook failed", metadata: ["plugin": "\(error.plugin)", "hook": "\(error.hook)", "error": "\(error)"])
-        }
+        // The plugin runtime has logged each error already (with plugin, hook, script and line).
         await execute(result.actions, hops: hops + 1, screenings: screenings)
     }
 

@@ -230,6 +230,7 @@ public final class PluginEngine {
         let keys = ordered.map(\.key)
         var report = ReloadReport()
         for k in keys { report.merge(unload(key: k)) }
+        logReport(report)
         return report
     }
 
