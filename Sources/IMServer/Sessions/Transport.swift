@@ -86,9 +86,6 @@ final class Transport: Sendable {
         return connection
     }
 
-    /// The first connection opened on this transport (for logs).
-    var firstID: UInt64 { state.withLock { $0.sessions.first?.id ?? 0 } }
-
     /// Every connection this transport carries that has not closed.
     var connections: [Connection] { state.withLock { $0.sessions } }
 
