@@ -117,22 +117,13 @@ extension IMService {
     /// that others sent and the member may see, with the newest message and whether any mentions them.
     func unreadCounts(for clientID: String) async throws -> [UnreadInfo] {
         try await db.read { db in
-            let now = Identifiers.nowMillis()
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT m.cid, m.read_t FROM members m JOIN conversations c ON c.id = m.cid
-                    WHERE m.client_id = ? AND (c.expires_at IS NULL OR c.expires_at > ?)
-                    """,
-                arguments: [clientID, now])
             let counting = try db.cachedStatement(sql: """
                 SELECT COUNT(*) AS unread,
                        MAX(mention_all = 1 OR EXISTS (SELECT 1 FROM json_each(messages.mention_pids) WHERE value = ?)) AS mentioned
                 FROM messages WHERE cid = ? AND t > ? AND from_id <> ? AND \(MessageStore.visibleTo)
                 """)
-            return try rows.compactMap { row -> UnreadInfo? in
-                let cid: String = row["cid"]
-                let readT: Int64 = row["read_t"]
+            return try ConversationStore.memberships(db, clientID: clientID).compactMap { membership -> UnreadInfo? in
+                let (cid, readT) = (membership.cid, membership.readT)
                 guard let counts = try Row.fetchOne(counting, arguments: [clientID, cid, readT, clientID, clientID, clientID]),
                       let count = counts["unread"] as Int?, count > 0,
                       let last = try MessageStore.history(db, cid: cid, limit: 1, beforeT: nil, afterT: nil, viewer: clientID).first

@@ -105,7 +105,7 @@ extension IMService {
             if mute { muted.append(clientID) }
             try db.execute(
                 sql: "UPDATE conversations SET muted = ? WHERE id = ?",
-                arguments: [JSONValue.array(muted.map(JSONValue.string)).jsonString(), cid])
+                arguments: [ClientIDList.text(muted), cid])
         }
         var reply = Command(cmd: .conv, op: mute ? .muted : .unmuted, i: command.i)
         reply.cid = cid

@@ -24,7 +24,7 @@ struct ConversationRecord: Sendable, Equatable {
         transient = row["transient"]
         uniqueKey = row["unique_key"]
         attr = JSONValue.parse(row["attr"] ?? "{}") ?? .object([:])
-        muted = (JSONValue.parse(row["muted"] ?? "[]")?.arrayValue ?? []).compactMap(\.stringValue)
+        muted = ClientIDList.parse(row["muted"]) ?? []
         lm = row["lm"]
         createdAt = row["created_at"]
         updatedAt = row["updated_at"]
@@ -136,16 +136,17 @@ enum ConversationStore {
             ?? false
     }
 
-    /// Memberships of a client with their delivery cursors.
-    static func memberships(_ db: Database, clientID: String) throws -> [(cid: String, deliveredT: Int64)] {
+    /// Memberships of a client in conversations that exist (not expired), with its delivery cursor and
+    /// read mark in each.
+    static func memberships(_ db: Database, clientID: String) throws -> [(cid: String, deliveredT: Int64, readT: Int64)] {
         try Row.fetchAll(
             db,
             sql: """
-                SELECT m.cid, m.delivered_t FROM members m JOIN conversations c ON c.id = m.cid
+                SELECT m.cid, m.delivered_t, m.read_t FROM members m JOIN conversations c ON c.id = m.cid
                 WHERE m.client_id = ? AND (c.expires_at IS NULL OR c.expires_at > ?)
                 """,
             arguments: [clientID, Identifiers.nowMillis()]
-        ).map { ($0["cid"], $0["delivered_t"]) }
+        ).map { ($0["cid"], $0["delivered_t"], $0["read_t"]) }
     }
 }
 

@@ -42,12 +42,10 @@ struct MessageRecord: Sendable, Equatable {
         priority = row["priority"]
         recalled = row["recalled"]
         patchT = row["patch_t"]
-        mentionPids = (row["mention_pids"] as String?).flatMap { JSONValue.parse($0)?.arrayValue?.compactMap(\.stringValue) }
+        mentionPids = ClientIDList.parse(row["mention_pids"])
         mentionAll = row["mention_all"]
     }
 
-    /// Whether the message mentions `clientID` (by id, or everyone).
-    func mentions(_ clientID: String) -> Bool { mentionAll || mentionPids?.contains(clientID) == true }
 
     var logItem: LogItem {
         var item = LogItem(msgId: id, from: from, data: data, timestamp: t)
@@ -62,8 +60,8 @@ struct MessageRecord: Sendable, Equatable {
 /// Message history, offline backlog and delivery cursors.
 enum MessageStore {
     static func insert(_ db: Database, _ m: MessageRecord, dedupeToken: String?, recipients: [String]? = nil) throws {
-        let audience = recipients.map { JSONValue.array($0.map(JSONValue.string)).jsonString() }
-        let mentions = m.mentionPids.map { JSONValue.array($0.map(JSONValue.string)).jsonString() }
+        let audience = recipients.map(ClientIDList.text)
+        let mentions = m.mentionPids.map(ClientIDList.text)
         try db.cachedStatement(
             sql: """
                 INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all)
