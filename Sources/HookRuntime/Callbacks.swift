@@ -108,15 +108,20 @@ let cbRequireSource: hb_swift_fn = { L in
 
 // MARK: state
 
-private func stateKey(_ L: LuaRef, _ what: String) -> String? {
-    // A NUL byte would make distinct keys compare equal in SQLite's text handling: refused.
+/// The key argument of a `ctx.state` call, or nil when it is not a string of at most 1024 bytes without
+/// NUL (a NUL byte would make distinct keys compare equal in SQLite).
+private func stateKey(_ L: LuaRef) -> String? {
     guard let k = luaString(L, 1), k.utf8.count <= maxStateKeyBytes, !k.utf8.contains(0) else { return nil }
     return k
 }
 
+private func invalidStateKey(_ L: LuaRef, _ what: String) -> Int32 {
+    fail(L, "state.\(what): invalid key (a string of at most \(maxStateKeyBytes) bytes without NUL)")
+}
+
 let cbStateGet: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
-    guard let key = stateKey(L, "get") else { return fail(L, "state.get: invalid key (a string of 1–1024 bytes without NUL)") }
+    guard let key = stateKey(L) else { return invalidStateKey(L, "get") }
     let v: JSONValue?
     do { v = try p.env.store.get(plugin: p.name, key: key, now: p.env.clock.now()) }
     catch { return fail(L, "state.get: \(error)") }
@@ -127,7 +132,7 @@ let cbStateGet: hb_swift_fn = { L in
 
 let cbStateSet: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
-    guard let key = stateKey(L, "set") else { return fail(L, "state.set: invalid key (a string of 1–1024 bytes without NUL)") }
+    guard let key = stateKey(L) else { return invalidStateKey(L, "set") }
     let value: JSONValue
     do { value = try luaToJSON(L, 2) } catch { return fail(L, "state.set(\(key)): \(error)") }
     var ttl: Double? = nil
@@ -142,7 +147,7 @@ let cbStateSet: hb_swift_fn = { L in
 
 let cbStateIncr: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
-    guard let key = stateKey(L, "incr") else { return fail(L, "state.incr: invalid key (a string of 1–1024 bytes without NUL)") }
+    guard let key = stateKey(L) else { return invalidStateKey(L, "incr") }
     var by: JSONValue = .int(1)
     if lua_type(L, 2) != LUA_TNIL && lua_type(L, 2) != LUA_TNONE {
         guard lua_type(L, 2) == LUA_TNUMBER, let v = try? luaToJSON(L, 2) else {
@@ -164,7 +169,7 @@ let cbStateIncr: hb_swift_fn = { L in
 
 let cbStateDelete: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
-    guard let key = stateKey(L, "delete") else { return fail(L, "state.delete: invalid key (a string of 1–1024 bytes without NUL)") }
+    guard let key = stateKey(L) else { return invalidStateKey(L, "delete") }
     do { try p.env.store.delete(plugin: p.name, key: key) }
     catch { return fail(L, "state.delete: \(error)") }
     return 0
