@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import IMCore
 import XCTest
 

@@ -1,14 +1,9 @@
 import Foundation
 import IMCore
+import HookbotTestSupport
 import IMServer
 import Logging
 import XCTest
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A real server on an ephemeral loopback port with its own SQLite file.
 final class ProtoTestServer: Sendable {
@@ -37,40 +32,8 @@ final class ProtoTestServer: Sendable {
 
     /// Sends a WebSocket upgrade request over a plain socket and returns the response head.
     func upgradeResponse(offering subprotocols: String?) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        var request = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-        if let subprotocols { request += "Sec-WebSocket-Protocol: \(subprotocols)\r\n" }
-        request += "\r\n"
-        _ = request.withCString { send(fd, $0, strlen($0), 0) }
-        var response = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        while !response.ends(with: Array("\r\n\r\n".utf8)) {
-            let count = recv(fd, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            response += buffer[0..<count]
-            if let range = String(decoding: response, as: UTF8.self).range(of: "\r\n\r\n") {
-                return String(String(decoding: response, as: UTF8.self)[..<range.lowerBound])
-            }
-        }
-        return String(decoding: response, as: UTF8.self)
+        try RawWebSocket(port: port, offering: subprotocols).handshake
     }
-}
-
-private extension Array where Element == UInt8 {
-    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
 }
 
 extension WireClient {

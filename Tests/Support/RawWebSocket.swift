@@ -5,13 +5,16 @@ import Glibc
 import Darwin
 #endif
 
-/// A WebSocket client on a plain socket, for clients that misbehave on purpose (one that stops reading).
-/// Blocking calls; use from a test's own task.
-final class RawWebSocket: @unchecked Sendable {
+/// A WebSocket client on a plain socket, for clients that misbehave on purpose (one that stops reading)
+/// and for looking at the upgrade handshake itself. Blocking calls; use from a test's own task.
+public final class RawWebSocket: @unchecked Sendable {
     private let fd: Int32
     private var received: [UInt8] = []
+    /// The server's answer to the upgrade request: status line and headers.
+    public private(set) var handshake = ""
 
-    init(port: Int) throws {
+    /// Connects to `ws://127.0.0.1:port/ws`, offering `subprotocols` (a `Sec-WebSocket-Protocol` value).
+    public init(port: Int, offering subprotocols: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var address = sockaddr_in()
@@ -23,17 +26,21 @@ final class RawWebSocket: @unchecked Sendable {
         }
         guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
         var request = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        if let subprotocols { request += "Sec-WebSocket-Protocol: \(subprotocols)\r\n" }
+        request += "\r\n"
         try write(Array(request.utf8))
-        guard try readUntil(timeout: 5, { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") }) else {
-            throw POSIXError(.ETIMEDOUT)
-        }
+        guard try readUntil(timeout: 5, { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") }),
+              let end = String(decoding: received, as: UTF8.self).range(of: "\r\n\r\n")
+        else { throw POSIXError(.ETIMEDOUT) }
+        let text = String(decoding: received, as: UTF8.self)
+        handshake = String(text[..<end.lowerBound])
     }
 
     deinit { close(fd) }
 
     /// Sends one masked text frame.
-    func sendText(_ text: String) throws {
+    public func sendText(_ text: String) throws {
         let payload = Array(text.utf8)
         var frame: [UInt8] = [0x81]
         if payload.count < 126 {
@@ -62,7 +69,7 @@ final class RawWebSocket: @unchecked Sendable {
 
     /// Reads until `done` holds for everything received so far (true), or `timeout` seconds pass (false).
     /// Throws `ECONNRESET` when the server closed the connection.
-    func readUntil(timeout: Double, _ done: ([UInt8]) -> Bool) throws -> Bool {
+    public func readUntil(timeout: Double, _ done: ([UInt8]) -> Bool) throws -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while !done(received) {
@@ -78,7 +85,7 @@ final class RawWebSocket: @unchecked Sendable {
     }
 
     /// Reads until `text` occurred `count` times in what was received (true), or `timeout` seconds pass.
-    func readUntil(timeout: Double, occurrences count: Int, of text: String) throws -> Bool {
+    public func readUntil(timeout: Double, occurrences count: Int, of text: String) throws -> Bool {
         let needle = Array(text.utf8)
         var found = 0
         var scanned = 0
