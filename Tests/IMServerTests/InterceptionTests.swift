@@ -16,6 +16,9 @@ final class InterceptionTests: XCTestCase {
             configuration.interception.interceptors = [.init(clientID: "modbot", secret: Self.secret)]
             configuration.interception.failurePolicy = policy
             configuration.interception.deadlineMillis = deadline
+            // These tests hold many reviews open at once on purpose (an interceptor that stops answering,
+            // verdicts out of order); the per-sender backpressure has tests of its own (BotHostTests).
+            configuration.interception.reviewsPerSender = 100
         }
     }
 
@@ -27,13 +30,7 @@ final class InterceptionTests: XCTestCase {
         case .webSocket: try await TestClient.connect(port: server.port)
         case .inProcess: try TestClient.attach(to: server.server)
         }
-        let t = Int64(Date().timeIntervalSince1970)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = "modbot"
-        open.t = t
-        open.n = UUID().uuidString
-        open.s = Signer(appID: "hookbot", masterKey: Self.secret).sign(.login(clientID: "modbot"), timestamp: t, nonce: open.n ?? "")
-        let reply = try await client.request(open)
+        let reply = try await client.request(Self.signedInterceptorOpen())
         XCTAssertEqual(reply.op, .opened)
         let loop = Task {
             while !Task.isCancelled, let request = try? await client.next(timeout: .seconds(30), where: { $0.cmd == .hook }) {
@@ -45,6 +42,17 @@ final class InterceptionTests: XCTestCase {
             }
         }
         return (client, loop)
+    }
+
+    /// `session open` for `modbot`, signed with its interceptor secret.
+    private static func signedInterceptorOpen() -> Command {
+        let t = Int64(Date().timeIntervalSince1970)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "modbot"
+        open.t = t
+        open.n = UUID().uuidString
+        open.s = Signer(appID: "hookbot", masterKey: secret).sign(.login(clientID: "modbot"), timestamp: t, nonce: open.n ?? "")
+        return open
     }
 
     private static func verdict(_ kind: String) -> Command {
@@ -285,13 +293,7 @@ final class InterceptionTests: XCTestCase {
         let server = try await server()
         defer { Task { await server.stop() } }
         let first = try await TestClient.connect(port: server.port)
-        let t = Int64(Date().timeIntervalSince1970)
-        var signed = Command(cmd: .session, op: .open)
-        signed.peerId = "modbot"
-        signed.t = t
-        signed.n = UUID().uuidString
-        signed.s = Signer(appID: "hookbot", masterKey: Self.secret).sign(.login(clientID: "modbot"), timestamp: t, nonce: signed.n ?? "")
-        let opened = try await first.request(signed)
+        let opened = try await first.request(Self.signedInterceptorOpen())
         let token = try XCTUnwrap(opened.st)
         await first.close()
         // The reconnect presents the token only (what an SDK does), and gets back in.
