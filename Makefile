@@ -1,13 +1,22 @@
 # Hookbot — build, test and run.
 SWIFT ?= swift
 APT_PACKAGES := liblua5.4-dev libsqlite3-dev pkg-config
+## Headless Chromium and its WebDriver, for the console's browser test.
+BROWSER_PACKAGES := chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test run bench clean
+.PHONY: deps browser apt-install build test run bench clean
 
 ## Install the system packages the build needs (Debian/Ubuntu), only when missing.
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
+
+## Install headless Chromium and chromedriver (the console's browser test), only when missing.
+browser:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(BROWSER_PACKAGES)"
+
+apt-install:
+	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
@@ -16,8 +25,8 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## Build everything and run the whole test suite.
-test: deps
+## Build everything and run the whole test suite (the console's browser test included).
+test: deps browser
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
 	$(SWIFT) run --skip-build custom-types-example

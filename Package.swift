@@ -23,9 +23,19 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         .target(name: "IMCore"),
+        // Prometheus metrics: one registry per server process, reached through swift-metrics factories.
+        .target(
+            name: "Telemetry",
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         // LeanCloud's protobuf wire format (generated from proto/ by scripts/generate-proto.sh) and its
         // codec; kept out of IMCore so that clients and the Lua runtime do not need SwiftProtobuf.
         .target(
@@ -35,7 +45,7 @@ let package = Package(
         .target(
             name: "IMServer",
             dependencies: [
-                "IMCore", "IMProto",
+                "IMCore", "IMProto", "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -64,6 +74,7 @@ let package = Package(
             name: "HookRuntime",
             dependencies: [
                 "CLua",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -74,13 +85,27 @@ let package = Package(
             name: "BotHost",
             dependencies: [
                 "IMCore", "IMClient", "HookRuntime", "IMServer",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The browser console (static page in Resources/) and the admin HTTP API it uses.
+        .target(
+            name: "Console",
+            dependencies: [
+                "BotHost", "HookRuntime", "IMServer", "IMCore", "Telemetry",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Resources")]
         ),
         .executableTarget(
             name: "hookbot",
             dependencies: [
-                "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost", "PluginTester",
+                "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost", "PluginTester", "Console", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -96,9 +121,13 @@ let package = Package(
         .testTarget(
             name: "BotHostTests",
             dependencies: ["BotHost", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport"]),
+        .testTarget(
+            name: "ConsoleTests",
+            dependencies: ["Console", "BotHost", "IMServer", "IMCore", "IMClient", "HookRuntime", "Telemetry", "HookbotTestSupport"]),
         .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore", "HookbotTestSupport"]),
         .executableTarget(
-            name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry"),
+            name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry",
+            exclude: ["README.md"]),
         .executableTarget(
             name: "custom-types-example",
             dependencies: [

@@ -51,6 +51,8 @@ public struct BotConfiguration: Sendable {
     public var lobbyName = "lobby"
     /// How the bot reaches the embedded server.
     public var attachment = BotAttachment.inProcess
+    /// The browser console and its admin API (`[console]`).
+    public var console = ConsoleSettings()
 
     public init() {}
 
@@ -177,9 +179,35 @@ public struct BotConfiguration: Sendable {
             }
             try r.finish()
         }
+        if let console = try reader.table("console") {
+            var r = ConfigReader(root: console, path: "console")
+            config.console.enabled = try r.bool("enabled") ?? config.console.enabled
+            if let token = try r.string("token").map(Self.expandingEnvironment) {
+                guard token.utf8.count >= 16 else {
+                    throw ConfigurationError(message: "console.token must be at least 16 characters")
+                }
+                config.console.token = token
+            }
+            config.console.host = try r.string("host") ?? config.console.host
+            config.console.port = try r.int("port") ?? config.console.port
+            try r.finish()
+        }
         try reader.finish()
         return config
     }
+}
+
+/// Where and how `hookbot run` serves the browser console and its admin API (docs/CONSOLE.md).
+public struct ConsoleSettings: Sendable {
+    /// False: no console and no admin API (metrics and health stay).
+    public var enabled = true
+    /// The admin token; nil: a new one at every start.
+    public var token: String?
+    /// Where a bot of a remote server serves them (with the embedded server they share its host and port).
+    public var host = "127.0.0.1"
+    public var port = 8090
+
+    public init() {}
 }
 
 /// How a bot host talks to a server in the same process.

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import HookRuntime
 import IMClient
@@ -41,6 +42,7 @@ public actor BotHost {
     nonisolated let mutes = Mutex<[String: Double]>([:])
     /// How long one interception review may run: the server's deadline less a safety margin.
     nonisolated let reviewBudget: Duration
+    nonisolated let metrics: BotMetrics
     private var eventTask: Task<Void, Never>?
     private var routingTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
@@ -52,12 +54,15 @@ public actor BotHost {
     private let reviewsInProcess: Bool
 
     public init(configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime,
-                logger: Logger = Logger(label: "hookbot.bot")) {
-        self.init(configuration: configuration, client: client, runtime: runtime, logger: logger, reviewsInProcess: false)
+                logger: Logger = Logger(label: "hookbot.bot"), metrics: any MetricsFactory = NOOPMetricsHandler.instance) {
+        self.init(configuration: configuration, client: client, runtime: runtime, logger: logger, metrics: metrics,
+                  reviewsInProcess: false)
     }
 
-    init(configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime, logger: Logger, reviewsInProcess: Bool) {
+    init(configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime, logger: Logger,
+         metrics: any MetricsFactory, reviewsInProcess: Bool) {
         self.reviewsInProcess = reviewsInProcess
+        self.metrics = BotMetrics(factory: metrics)
         self.configuration = configuration
         self.client = client
         self.runtime = runtime
@@ -68,20 +73,23 @@ public actor BotHost {
     }
 
     /// A bot host for the server at `serverURL` (a WebSocket) with the client and runtime its configuration
-    /// describes.
+    /// describes; it records its and its plugins' metrics into `metrics`.
     public static func make(configuration: BotConfiguration, serverURL: String,
-                            logger: Logger = Logger(label: "hookbot.bot")) throws -> BotHost {
-        try make(configuration: configuration, options: IMClientOptions(url: serverURL), logger: logger)
+                            logger: Logger = Logger(label: "hookbot.bot"),
+                            metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws -> BotHost {
+        try make(configuration: configuration, options: IMClientOptions(url: serverURL), logger: logger, metrics: metrics)
     }
 
     /// A bot host attached to a server in the same process: commands and interception requests cross as
     /// values and direct calls, with no socket and no encoding.
     public static func make(configuration: BotConfiguration, local endpoint: any LocalEndpoint,
-                            logger: Logger = Logger(label: "hookbot.bot")) throws -> BotHost {
-        try make(configuration: configuration, options: IMClientOptions(local: endpoint), logger: logger)
+                            logger: Logger = Logger(label: "hookbot.bot"),
+                            metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws -> BotHost {
+        try make(configuration: configuration, options: IMClientOptions(local: endpoint), logger: logger, metrics: metrics)
     }
 
-    private static func make(configuration: BotConfiguration, options: IMClientOptions, logger: Logger) throws -> BotHost {
+    private static func make(configuration: BotConfiguration, options: IMClientOptions, logger: Logger,
+                             metrics: any MetricsFactory) throws -> BotHost {
         try configuration.validate()
         var options = options
         if let secret = configuration.interceptorSecret {
@@ -100,9 +108,9 @@ public actor BotHost {
         pluginLogger[metadataKey: "component"] = "plugins"
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
                                     config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
-                                    botID: configuration.clientID, reach: ConversationReach())
+                                    botID: configuration.clientID, reach: ConversationReach(), metrics: metrics)
         let host = BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger,
-                           reviewsInProcess: reviewsInProcess)
+                           metrics: metrics, reviewsInProcess: reviewsInProcess)
         reviewer.host.withLock { $0.host = host }
         return host
     }
@@ -194,6 +202,13 @@ public actor BotHost {
     /// Reloads every plugin now (what `hookbot reload` does).
     public func reload() async -> ReloadReport {
         let report = await runtime.reloadAll()
+        await afterReload(report)
+        return report
+    }
+
+    /// Reloads one plugin (re-enabling it if it was disabled) and executes what its `on_load` returned.
+    public func reload(plugin name: String) async -> ReloadReport {
+        let report = await runtime.reload(name: name)
         await afterReload(report)
         return report
     }
@@ -320,6 +335,7 @@ public actor BotHost {
     }
 
     func run(_ what: String, _ cid: String, plugin: String? = nil, _ body: () async throws -> Void) async {
+        metrics.executed(what)
         do { try await body() } catch { actionFailed(what, cid, plugin: plugin, error) }
     }
 
@@ -331,6 +347,7 @@ public actor BotHost {
     /// Counts a failed action and logs it with the plugin that asked for it.
     nonisolated func actionFailed(_ what: String, _ cid: String, plugin: String?, _ error: any Error) {
         count { $0.actionErrors += 1 }
+        metrics.failed(what)
         logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin ?? "host")", "error": "\(error)"])
     }
 }

@@ -22,7 +22,10 @@ public final class EmbeddedHub: Sendable {
     }
 
     /// Starts the server (a fresh interceptor secret each time), then the bot, then finds or creates the lobby.
-    public static func start(configuration: BotConfiguration, logger: Logger = Logger(label: "hookbot")) async throws -> EmbeddedHub {
+    /// The server and the bot record their metrics into the server's `telemetry`; `prepare` runs before the
+    /// server starts listening (to add HTTP routes, for example).
+    public static func start(configuration: BotConfiguration, logger: Logger = Logger(label: "hookbot"),
+                             prepare: (IMServer) -> Void = { _ in }) async throws -> EmbeddedHub {
         var bot = configuration
         bot.interceptorSecret = configuration.interceptorSecret ?? Self.randomSecret()
         var server = ServerConfiguration()
@@ -36,11 +39,14 @@ public final class EmbeddedHub: Sendable {
         server.interception.deadlineMillis = configuration.interceptionDeadlineMillis
         server.interception.failurePolicy = configuration.failClosed ? .failClosed : .failOpen
         let imServer = try IMServer(configuration: server, logger: logger)
+        prepare(imServer)
         let port = try await imServer.start()
         do {
+            let metrics = imServer.telemetry.factory
             let host = switch configuration.attachment {
-            case .inProcess: try BotHost.make(configuration: bot, local: imServer, logger: logger)
-            case .webSocket: try BotHost.make(configuration: bot, serverURL: "ws://127.0.0.1:\(port)/ws", logger: logger)
+            case .inProcess: try BotHost.make(configuration: bot, local: imServer, logger: logger, metrics: metrics)
+            case .webSocket:
+                try BotHost.make(configuration: bot, serverURL: "ws://127.0.0.1:\(port)/ws", logger: logger, metrics: metrics)
             }
             try await host.start()
             let lobby = try await lobby(named: configuration.lobbyName, client: host.client)

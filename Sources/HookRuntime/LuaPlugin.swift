@@ -108,6 +108,8 @@ final class LuaPlugin {
     var totalFailures = 0
     var lastError: HookError?
     var disabled = false
+    /// Where calls are counted and timed (set by the engine once the plugin's name is known).
+    var usage: PluginUsage?
 
     /// Creates the state, runs the plugin chunk and reads its table. Does not
     /// call `on_load`.
@@ -312,7 +314,9 @@ final class LuaPlugin {
         let n = pushArgs(L)
         hb_getregistryref(L, ctxRef)
         let t = timeout ?? env.limits.deadline
+        let started = PluginUsage.now()
         let status = hb_limited_pcall(L, n + 1, 1, t, Int64(env.limits.instructionBudget))
+        usage?.record(slot: hook.rawValue, started: started, failed: status != LUA_OK)
         if status == LUA_OK { return nil }
         let e = makeError(status: status, hook: hook.luaName, fallbackLine: hookLines[hook.rawValue])
         lua_settop(L, 0)
@@ -325,7 +329,9 @@ final class LuaPlugin {
         hb_getregistryref(L, fireTimerRef)
         lua_pushinteger(L, Int64(id))
         lua_pushboolean(L, once ? 1 : 0)
+        let started = PluginUsage.now()
         let status = hb_limited_pcall(L, 2, 0, env.limits.deadline, Int64(env.limits.instructionBudget))
+        usage?.record(slot: PluginUsage.timerSlot, started: started, failed: status != LUA_OK)
         if status == LUA_OK { return nil }
         let e = makeError(status: status, hook: "timer", fallbackLine: nil)
         lua_settop(L, 0)

@@ -1,4 +1,5 @@
 import CLua
+import CoreMetrics
 import Foundation
 import Logging
 
@@ -44,6 +45,11 @@ public final class PluginEngine {
     private var fingerprints: [String: String] = [:]
     private var libFingerprint: String = ""
     private var generations: [String: Int] = [:]
+    /// Usage per plugin name, kept across reloads.
+    private var usage: [String: PluginUsage] = [:]
+    /// Keys of plugins an admin disabled: they stay disabled through reloads until enabled.
+    private var disabledByAdmin: Set<String> = []
+    private let metrics: any MetricsFactory
 
     /// - Parameters:
     ///   - directory: the plugins directory (`*.lua` files, `name/init.lua` folders, `lib/` modules).
@@ -54,7 +60,9 @@ public final class PluginEngine {
     ///   - reach: the conversations actions may aim at besides the current event's (nil: any).
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
-                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil) {
+                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance) {
+        self.metrics = metrics
         self.directory = directory.standardizedFileURL
         self.store = store
         self.limits = limits
@@ -79,16 +87,20 @@ public final class PluginEngine {
     public var plugins: [PluginStatus] {
         var out = ordered.map { p in
             PluginStatus(name: p.name, path: p.path, priority: p.priority, state: p.disabled ? .disabled : .loaded,
+                         disabledBy: p.disabled ? (disabledByAdmin.contains(p.key) ? .admin : .breaker) : nil,
                          consecutiveFailures: p.consecutiveFailures, totalFailures: p.totalFailures,
                          lastError: p.lastError, generation: p.generation,
                          hooks: HookName.allCases.filter { p.has($0) }.map(\.luaName),
-                         timers: p.timers.count, memoryBytes: p.memoryUsed)
+                         timers: p.timers.count, memoryBytes: p.memoryUsed,
+                         breakerTrips: p.usage?.breakerTrips ?? 0, usage: p.usage?.hooks ?? [])
         }
         let live = Set(byKey.keys)
         for (key, f) in failedSources.sorted(by: { $0.key < $1.key }) where !live.contains(key) {
-            out.append(PluginStatus(name: f.error.plugin, path: f.path, priority: 0, state: .failed,
+            let used = usage[f.error.plugin]
+            out.append(PluginStatus(name: f.error.plugin, path: f.path, priority: 0, state: .failed, disabledBy: nil,
                                     consecutiveFailures: 0, totalFailures: 0, lastError: f.error,
-                                    generation: generations[key] ?? 0, hooks: [], timers: 0, memoryBytes: 0))
+                                    generation: generations[key] ?? 0, hooks: [], timers: 0, memoryBytes: 0,
+                                    breakerTrips: used?.breakerTrips ?? 0, usage: used?.hooks ?? []))
         }
         return out
     }
@@ -189,6 +201,7 @@ public final class PluginEngine {
     @discardableResult
     public func reload(name: String) -> ReloadReport {
         let key = byKey.values.first(where: { $0.name == name })?.key ?? name
+        disabledByAdmin.remove(key)
         let found = discover()
         var report = ReloadReport()
         if let src = found[key] {
@@ -201,6 +214,29 @@ public final class PluginEngine {
         }
         logReport(report)
         return report
+    }
+
+    /// Stops calling a plugin's hooks and timers until `enable(name:)`, across reloads. False when no
+    /// plugin of that name is loaded.
+    @discardableResult
+    public func disable(name: String) -> Bool {
+        guard let plugin = byKey.values.first(where: { $0.name == name }) else { return false }
+        disabledByAdmin.insert(plugin.key)
+        plugin.disabled = true
+        logger.notice("plugin disabled by an admin", metadata: ["plugin": "\(name)"])
+        return true
+    }
+
+    /// Calls a disabled plugin again (whoever disabled it) and resets its consecutive failures. False
+    /// when no plugin of that name is loaded.
+    @discardableResult
+    public func enable(name: String) -> Bool {
+        guard let plugin = byKey.values.first(where: { $0.name == name }) else { return false }
+        disabledByAdmin.remove(plugin.key)
+        plugin.disabled = false
+        plugin.consecutiveFailures = 0
+        logger.notice("plugin enabled", metadata: ["plugin": "\(name)"])
+        return true
     }
 
     /// Reloads every plugin (and picks up new and deleted files).
@@ -271,6 +307,7 @@ public final class PluginEngine {
             report.errors.append(e)
             return report
         }
+        plugin.usage = usage(of: plugin.name)
         // unique names
         let clash = byKey.values.first(where: { $0.name == plugin.name && $0.key != src.key })
         if let clash {
@@ -306,11 +343,21 @@ public final class PluginEngine {
         }
         failedSources[src.key] = nil
         fingerprints[src.key] = src.fingerprint
+        plugin.disabled = disabledByAdmin.contains(src.key)
+        plugin.usage?.loaded(ok: true)
         if old != nil { report.reloaded.append(plugin.name) } else { report.loaded.append(plugin.name) }
         return report
     }
 
+    private func usage(of name: String) -> PluginUsage {
+        if let known = usage[name] { return known }
+        let created = PluginUsage(plugin: name, factory: metrics)
+        usage[name] = created
+        return created
+    }
+
     private func recordFailure(_ src: Source, _ e: HookError) {
+        usage(of: e.plugin).loaded(ok: false)
         fingerprints[src.key] = src.fingerprint  // do not retry an unchanged broken file
         failedSources[src.key] = (src.path, e)
     }
@@ -363,6 +410,7 @@ public final class PluginEngine {
         logger.error("\(error)", metadata: ["plugin": "\(p.name)", "hook": "\(error.hook)"])
         if limits.breakerThreshold > 0 && p.consecutiveFailures >= limits.breakerThreshold && !p.disabled {
             p.disabled = true
+            p.usage?.breakerTripped()
             logger.error("plugin disabled after \(p.consecutiveFailures) consecutive failures; reload to re-enable",
                          metadata: ["plugin": "\(p.name)"])
         }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Logging
 import NIOCore
@@ -31,11 +32,13 @@ public actor PluginRuntime {
     ///   - clock: "now" for timers and state TTLs.
     ///   - botID: the bot's client id, visible to plugins as `ctx.bot`.
     ///   - reach: the conversations actions may aim at besides the current event's (nil: any).
+    ///   - metrics: where hook calls, failures, durations, breaker trips and loads are recorded.
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
-                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil) {
+                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance) {
         let engine = PluginEngine(directory: directory, store: store, config: config, limits: limits, clock: clock,
-                                  logger: logger, botID: botID, reach: reach)
+                                  logger: logger, botID: botID, reach: reach, metrics: metrics)
         self.reach = reach
         self.engine = engine
         self.directory = engine.directory
@@ -74,6 +77,10 @@ public actor PluginRuntime {
     @discardableResult public func reloadAll() -> ReloadReport { engine.reloadAll() }
     /// Unloads one plugin.
     @discardableResult public func unload(name: String) -> ReloadReport { engine.unload(name: name) }
+    /// Stops calling a plugin until `enable(name:)` (also across reloads); false if it is not loaded.
+    @discardableResult public func disable(name: String) -> Bool { engine.disable(name: name) }
+    /// Calls a disabled plugin again; false if it is not loaded.
+    @discardableResult public func enable(name: String) -> Bool { engine.enable(name: name) }
 
     /// Stops hot reload and unloads every plugin.
     @discardableResult public func shutdown() -> ReloadReport {

@@ -175,6 +175,34 @@ public final class HookStateStore: @unchecked Sendable {
         }
     }
 
+    /// One stored entry, as the admin API shows it.
+    public struct Entry: Sendable, Hashable {
+        public var key: String
+        public var value: JSONValue
+        /// Seconds since 1970 (the runtime clock), or nil for no expiry.
+        public var expiresAt: Double?
+    }
+
+    /// A plugin's live entries, sorted by key, at most `limit` (reads on GRDB's queue, not the caller's thread).
+    public func entries(plugin: String, now: Double, limit: Int = 1000) async throws -> [Entry] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT key, value, expires_at FROM plugin_state
+                WHERE plugin = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key LIMIT ?
+                """, arguments: [plugin, now, limit]).map { row in
+                Entry(key: row["key"], value: (try? JSONValue(jsonText: row["value"])) ?? .null, expiresAt: row["expires_at"])
+            }
+        }
+    }
+
+    /// Deletes one key of a plugin; false when there was none.
+    public func remove(plugin: String, key: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM plugin_state WHERE plugin = ? AND key = ?", arguments: [plugin, key])
+            return db.changesCount > 0
+        }
+    }
+
     /// Live keys starting with `prefix`, sorted.
     public func keys(plugin: String, prefix: String, now: Double) throws -> [String] {
         try pool.read { db in

@@ -353,10 +353,13 @@ public final class ManualClock: @unchecked Sendable {
 
 public struct PluginStatus: Sendable, Hashable {
     public enum State: String, Sendable, Hashable { case loaded, disabled, failed }
+    /// Who disabled a plugin: the circuit breaker (until reloaded) or an admin (until enabled).
+    public enum DisabledBy: String, Sendable, Hashable { case breaker, admin }
     public var name: String
     public var path: String
     public var priority: Int
     public var state: State
+    public var disabledBy: DisabledBy?
     /// Consecutive failures (reset by a successful call).
     public var consecutiveFailures: Int
     public var totalFailures: Int
@@ -366,4 +369,8 @@ public struct PluginStatus: Sendable, Hashable {
     public var hooks: [String]
     public var timers: Int
     public var memoryBytes: Int
+    /// Times the circuit breaker disabled the plugin.
+    public var breakerTrips: Int
+    /// Calls and time per hook, for hooks called at least once.
+    public var usage: [HookUsage]
 }

@@ -5,23 +5,54 @@ import IMCore
 import Logging
 import NIOCore
 import ServiceLifecycle
-
 import Synchronization
+import Telemetry
 
 /// The IM server: a WebSocket endpoint at `/ws` speaking the JSON command protocol, backed by SQLite.
 public final class IMServer: Sendable {
     public let configuration: ServerConfiguration
+    /// The metrics this server records (and serves at `/metrics`).
+    public let telemetry: Telemetry
     let service: IMService
     private let logger: Logger
     private let running = Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
     private let nextConnectionID = Atomic<UInt64>(1)
     let locals = LocalAttachments()
 
+    private let routes = Mutex<[@Sendable (Router<BasicRequestContext>) -> Void]>([])
+    private let readinessChecks = Mutex<[@Sendable () async -> String?]>([])
+
     /// Opens (and migrates) the database. The server does not listen until `start()` or `run()`.
-    public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "hookbot.server")) throws {
+    /// - Parameter telemetry: where the server records its metrics (a registry of its own by default).
+    public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "hookbot.server"),
+                telemetry: Telemetry = Telemetry()) throws {
         self.configuration = configuration
         self.logger = logger
-        service = try IMService(configuration: configuration, logger: logger)
+        self.telemetry = telemetry
+        service = try IMService(configuration: configuration, logger: logger, metrics: ServerMetrics(factory: telemetry.factory))
+    }
+
+    /// Adds HTTP routes to the server's port (the console, for example); call before `start()` or `run()`.
+    public func addRoutes(_ register: @escaping @Sendable (Router<BasicRequestContext>) -> Void) {
+        routes.withLock { $0.append(register) }
+    }
+
+    /// Adds a condition to `GET /ready`: the check returns nil when ready, else the reason it is not.
+    public func addReadinessCheck(_ check: @escaping @Sendable () async -> String?) {
+        readinessChecks.withLock { $0.append(check) }
+    }
+
+    /// Nil when the server can serve (its storage answers, and every added check passes), else why not.
+    public func notReadyReason() async -> String? {
+        do {
+            _ = try await service.db.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        } catch {
+            return "storage is not available: \(error)"
+        }
+        for check in readinessChecks.withLock({ $0 }) {
+            if let reason = await check() { return reason }
+        }
+        return nil
     }
 
     /// Transactions committed by the message pipeline, and the messages they stored.
@@ -90,6 +121,16 @@ public final class IMServer: Sendable {
     private func makeApplication(_ onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router()
         router.get("/health") { _, _ in "ok" }
+        router.get("/ready") { [self] _, _ -> Response in
+            let reason = await notReadyReason()
+            return HTTPJSON.response(reason == nil ? .ok : .serviceUnavailable,
+                                     ["ready": .bool(reason == nil), "reason": reason.map(JSONValue.string) ?? .null])
+        }
+        router.get("/metrics") { [telemetry] _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: Telemetry.contentType],
+                     body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition())))
+        }
+        for register in routes.withLock({ $0 }) { register(router) }
         var wsConfig = WebSocketServerConfiguration()
         wsConfig.maxFrameSize = configuration.maxFrameBytes
         wsConfig.autoPing = .enabled(timePeriod: .seconds(30))
@@ -129,6 +170,8 @@ public final class IMServer: Sendable {
             },
             allocateID: { [self] in allocateConnectionID() })
         let connection = transport.openFirst()
+        service.metrics.connectionOpened(format)
+        defer { service.metrics.connectionClosed(format) }
         logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
         await withTaskGroup(of: Void.self) { group in
             group.addTask {

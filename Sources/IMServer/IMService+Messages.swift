@@ -90,9 +90,12 @@ extension IMService {
         direct.fromPeerId = clientID
         direct.timestamp = Identifiers.nowMillis()
         let frame = SharedFrame(direct)
+        var delivered = 0
         for recipient in recipients where recipient.clientID != clientID {
             recipient.deliver(messageID: direct.id ?? "", frame)
+            delivered += 1
         }
+        metrics.messagesDelivered.increment(by: delivered)
         var ack = Command(cmd: .ack, i: serial)
         ack.uid = direct.id
         ack.t = direct.timestamp

@@ -54,6 +54,7 @@ extension IMService {
         opened.stTtl = configuration.sessionTokenTTL
         opened.t = Identifiers.nowMillis()
         connection.send(opened)
+        metrics.sessionOpened(connection.transport.format)
         for other in registry.add(connection, clientID: clientID, tag: tag) {
             var closed = Command(cmd: .session, op: .closed)
             closed.code = IMErrorCode.sessionConflict.rawValue
@@ -114,6 +115,7 @@ extension IMService {
                 sent.insert(record.id)
             }
         }
+        metrics.messagesDeliveredOffline.increment(by: sent.count)
         connection.markReady(alreadySent: sent)
     }
 
@@ -121,6 +123,7 @@ extension IMService {
     func connectionClosed(_ connection: Connection) {
         guard let identity = connection.identity else { return }
         registry.remove(connection, clientID: identity.clientID)
+        metrics.sessionClosed(connection.transport.format)
         rooms.leave(connection)
         interceptors.detach(connection)
         connection.setIdentity(nil)

@@ -15,23 +15,25 @@ final class IMService: Sendable {
     let tokens: SessionTokens
     let pipeline: MessagePipeline
     let storageCounters = StorageCounters()
+    let metrics: ServerMetrics
     let signatures: SignatureVerifier?
     let interceptors: InterceptorHub
     let interception: InterceptionStage
     private let interceptorLogins: [String: SignatureVerifier]
     let logger: Logger
 
-    init(configuration: ServerConfiguration, logger: Logger) throws {
+    init(configuration: ServerConfiguration, logger: Logger, metrics: ServerMetrics) throws {
         self.configuration = configuration
         self.logger = logger
+        self.metrics = metrics
         let db = try ServerDatabase.open(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
         self.db = db
         tokens = SessionTokens(db: db, ttl: TimeInterval(configuration.sessionTokenTTL))
         pipeline = MessagePipeline(db: db, registry: registry, receipts: receipts, rooms: rooms,
-                                   counters: storageCounters, logger: logger)
-        interceptors = InterceptorHub(configuration: configuration.interception, logger: logger)
+                                   counters: storageCounters, metrics: metrics, logger: logger)
+        interceptors = InterceptorHub(configuration: configuration.interception, metrics: metrics, logger: logger)
         interception = InterceptionStage(
-            hub: interceptors, pipeline: pipeline,
+            hub: interceptors, pipeline: pipeline, metrics: metrics,
             admission: ReviewAdmission(perSender: max(1, configuration.interception.reviewsPerSender),
                                        overall: max(1, configuration.interception.reviewsInFlight)))
         interceptorLogins = Dictionary(uniqueKeysWithValues: configuration.interception.interceptors.map { interceptor in
@@ -60,12 +62,15 @@ final class IMService: Sendable {
 
     /// Handles one decoded command. Every request (a command with `i`) gets exactly one reply.
     func handle(_ command: Command, on connection: Connection) async {
+        metrics.command(command.cmd, command.op)
         do {
             try await dispatch(command, on: connection)
         } catch let error as IMError {
+            metrics.command(command.cmd, command.op, code: error.code)
             connection.send(Self.errorReply(error, to: command))
         } catch {
             logger.error("command failed", metadata: ["cmd": "\(command.cmd.rawValue)", "error": "\(error)"])
+            metrics.command(command.cmd, command.op, code: IMErrorCode.internalError.rawValue)
             connection.send(Self.errorReply(IMError(.internalError), to: command))
         }
     }

@@ -1,7 +1,9 @@
 import ArgumentParser
 import BotHost
+import Console
 import Foundation
 import Logging
+import Telemetry
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,7 +20,8 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func run() async throws {
-        let logger = makeLogger(label: "hookbot", level: logLevel)
+        let logs = LogBuffer()
+        let logger = makeLogger(label: "hookbot", level: logLevel, alsoInto: logs)
         var configuration = FileManager.default.fileExists(atPath: config)
             ? try BotConfiguration.load(path: config) : BotConfiguration()
         if let clientId { configuration.clientID = clientId }
@@ -26,31 +29,50 @@ struct RunCommand: AsyncParsableCommand {
         if let port { configuration.serverPort = port }
         if let interceptorSecret { configuration.interceptorSecret = interceptorSecret }
 
+        let console = Console(configuration: configuration, logs: logs)
         let bot: BotHost
         let hub: EmbeddedHub?
+        let consoleServer: ConsoleServer?
+        let consoleURL: String?
         if let server {
-            bot = try BotHost.make(configuration: configuration, serverURL: server, logger: logger)
+            let telemetry = Telemetry()
+            bot = try BotHost.make(configuration: configuration, serverURL: server, logger: logger, metrics: telemetry.factory)
             try await bot.start()
             hub = nil
+            console.attach(.init(bot: bot, server: nil, lobbyID: nil))
+            let listener = try await ConsoleServer.start(
+                console: configuration.console.enabled ? console : nil, readiness: { await console.botNotReadyReason() },
+                telemetry: telemetry, host: configuration.console.host, port: configuration.console.port, logger: logger)
+            consoleServer = listener
+            consoleURL = configuration.console.enabled ? console.url(host: configuration.console.host, port: listener.port) : nil
             let pluginCount = await bot.runtime.plugins.count
             print("\(configuration.clientID) is connected to \(server) with \(pluginCount) plugin(s).")
+            print("Metrics: http://\(configuration.console.host):\(listener.port)/metrics")
         } else {
-            let embedded = try await EmbeddedHub.start(configuration: configuration, logger: logger)
+            let embedded = try await EmbeddedHub.start(configuration: configuration, logger: logger) { server in
+                if configuration.console.enabled { server.addRoutes { router in console.register(on: router) } }
+                server.addReadinessCheck { await console.botNotReadyReason() }
+            }
             bot = embedded.bot
             hub = embedded
+            consoleServer = nil
+            console.attach(.init(bot: bot, server: embedded.server, lobbyID: embedded.lobbyID))
+            consoleURL = configuration.console.enabled ? console.url(host: configuration.serverHost, port: embedded.port) : nil
             let pluginCount = await bot.runtime.plugins.count
             print("""
-                Hookbot is running: ws://127.0.0.1:\(embedded.port)/ws, bot \(configuration.clientID) with \
+                Hookbot is running: ws://\(configuration.serverHost):\(embedded.port)/ws, bot \(configuration.clientID) with \
                 \(pluginCount) plugin(s) from \(configuration.pluginsDirectory.path).
                 Talk to it in another terminal:
                   swift run hookbot chat --as Tom --conversation \(configuration.lobbyName) --port \(embedded.port)
                 Edit a file in \(configuration.pluginsDirectory.path)/ and it reloads by itself. Ctrl-C stops.
                 """)
         }
+        if let consoleURL { print("Console: \(consoleURL)") }
         fflush(nil)
         let admin = try configuration.adminSocketPath.map { try AdminSocket(path: $0, bot: bot, logger: logger) }
         await waitForTerminationSignal()
         logger.info("shutting down")
+        await consoleServer?.stop()
         if let hub { await hub.stop() } else { await bot.stop() }
         _ = admin
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BotHost
 import Foundation
 import IMServer
 import Logging
@@ -75,8 +76,15 @@ extension ServerCommand {
     }
 }
 
-func makeLogger(label: String, level: String) -> Logger {
-    var logger = Logger(label: label)
-    logger.logLevel = Logger.Level(rawValue: level) ?? .info
+/// A logger to standard error at `level`, and into `buffer` too when given (the console's live log).
+func makeLogger(label: String, level: String, alsoInto buffer: LogBuffer? = nil) -> Logger {
+    let parsed = Logger.Level(rawValue: level) ?? .info
+    var logger = Logger(label: label) { label in
+        var terminal = StreamLogHandler.standardError(label: label)
+        terminal.logLevel = parsed
+        guard let buffer else { return terminal }
+        return MultiplexLogHandler([terminal, LogBufferHandler(buffer: buffer, level: parsed)])
+    }
+    logger.logLevel = parsed
     return logger
 }

@@ -14,13 +14,15 @@ actor InterceptionStage {
 
     private let hub: InterceptorHub
     private let pipeline: MessagePipeline
+    private let metrics: ServerMetrics
     /// Bounds the reviews in flight; `IMService` enters before `submit`, the stage leaves once decided.
     nonisolated let admission: ReviewAdmission
     private var tails: [String: Tail] = [:]
     private var nextToken: UInt64 = 0
 
-    init(hub: InterceptorHub, pipeline: MessagePipeline, admission: ReviewAdmission) {
+    init(hub: InterceptorHub, pipeline: MessagePipeline, metrics: ServerMetrics, admission: ReviewAdmission) {
         self.hub = hub
+        self.metrics = metrics
         self.pipeline = pipeline
         self.admission = admission
     }
@@ -55,6 +57,7 @@ actor InterceptionStage {
             if let recipients { modified.recipients = recipients }
             pipeline.enqueue(modified)
         case .drop(let error, silent: false):
+            metrics.command(.direct, nil, code: error.code)
             message.sender.send(IMService.errorReply(error, to: Command(cmd: .direct, i: message.serial)))
         case .drop(_, silent: true):
             var ack = Command(cmd: .ack, i: message.serial)

@@ -54,9 +54,11 @@ final class InterceptorHub: Sendable {
     let configuration: InterceptionConfiguration
     private let state = Mutex(State())
     private let logger: Logger
+    private let metrics: ServerMetrics
 
-    init(configuration: InterceptionConfiguration, logger: Logger) {
+    init(configuration: InterceptionConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -131,6 +133,7 @@ final class InterceptorHub: Sendable {
 
     private func ask(_ clientID: String, _ request: Command) async -> Verdict {
         let deadline = configuration.deadlineMillis
+        metrics.interceptionRequests.increment()
         let answer: Answer = await withCheckedContinuation { continuation in
             let registered = state.withLock { state -> (String, Connection)? in
                 state.stats.requests += 1
@@ -152,6 +155,7 @@ final class InterceptorHub: Sendable {
                     state.stats.timeouts += 1
                     return pending
                 }
+                if expired != nil { self.metrics.interceptionTimeouts.increment() }
                 expired?.continuation.resume(returning: .timedOut)
             }
             state.withLock { $0.pending[id]?.timeout = timeout }
@@ -178,6 +182,7 @@ final class InterceptorHub: Sendable {
             case .modify: state.stats.modified += 1
             }
         }
+        metrics.interceptionVerdict(verdict)
         return verdict
     }
 
@@ -187,6 +192,15 @@ final class InterceptorHub: Sendable {
         case unavailable = "interceptor not connected"
         case invalid = "invalid verdict"
         case declined = "interceptor could not review in time"
+
+        var metricName: String {
+            switch self {
+            case .timeout: "timeout"
+            case .unavailable: "unavailable"
+            case .invalid: "invalid"
+            case .declined: "declined"
+            }
+        }
     }
 
     /// Applies the failure policy, counts it and logs it: every message the policy decides is visible.
@@ -197,6 +211,7 @@ final class InterceptorHub: Sendable {
             if cause == .declined { state.stats.declined += 1 }
             return state.stats.policyApplied
         }
+        metrics.policyDecision(cause: cause.metricName, policy: configuration.failurePolicy.rawValue)
         logger.warning("interception failure policy applied", metadata: [
             "policy": "\(configuration.failurePolicy.rawValue)", "cause": "\(cause.rawValue)", "interceptor": "\(clientID)",
             "kind": "\(request.kind ?? "")", "cid": "\(request.cid ?? "")", "from": "\(request.fromPeerId ?? request.initBy ?? "")",

@@ -20,6 +20,8 @@ struct OutgoingMessage: Sendable {
     var serial: Int?
     /// When an interceptor restricted the recipients: only these members receive it.
     var recipients: [String]? = nil
+    /// When the server received it (`ServerMetrics.now()`), for the delivery latency.
+    var received = ServerMetrics.now()
 }
 
 /// Stores messages with group commit and fans them out in commit order.
@@ -65,15 +67,17 @@ final class MessagePipeline: Sendable {
     private let rooms: ChatRooms
     private let logger: Logger
     private let counters: StorageCounters
+    private let metrics: ServerMetrics
     private let state = Mutex(State())
     private let thread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let writer: any EventLoop
     private let timestampCacheLimit = 10_000
 
     init(db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms,
-         counters: StorageCounters, logger: Logger) {
+         counters: StorageCounters, metrics: ServerMetrics, logger: Logger) {
         self.db = db
         self.counters = counters
+        self.metrics = metrics
         self.registry = registry
         self.receipts = receipts
         self.rooms = rooms
@@ -152,12 +156,15 @@ final class MessagePipeline: Sendable {
             }
             guard let (batch, moves, known) = next else { return }
             do {
+                let started = ServerMetrics.now()
                 let (outcomes, timestamps) = try db.write { db in
                     let result = try Self.commit(db, batch, knownTimestamps: known, rooms: rooms, now: Identifiers.nowMillis())
                     try MessageStore.advanceCursors(db, moves)
                     return result
                 }
                 counters.committed(messages: batch.count)
+                ServerMetrics.record(metrics.commitLatency, since: started)
+                metrics.commitBatchSize.record(batch.count)
                 state.withLock { state in
                     if state.lastTimestamps.count + timestamps.count > timestampCacheLimit { state.lastTimestamps.removeAll() }
                     state.lastTimestamps.merge(timestamps) { _, new in new }
@@ -242,15 +249,21 @@ final class MessagePipeline: Sendable {
             let recipients = room
                 ? rooms.connections(in: record.cid)
                 : members.flatMap { registry.connections(of: $0) }
+            var delivered = 0
             for connection in recipients where connection.clientID != record.from {
                 connection.deliver(messageID: record.id, frame)
+                delivered += 1
             }
+            metrics.messagesStored.increment()
+            metrics.messagesDelivered.increment(by: delivered)
+            ServerMetrics.record(metrics.deliveryLatency, since: message.received)
             ack.uid = record.id
             ack.t = record.t
         case .duplicate(let record):
             ack.uid = record.id
             ack.t = record.t
         case .failed(let error):
+            metrics.command(.direct, nil, code: error.code)
             ack = IMService.errorReply(error, to: Command(cmd: .direct, i: message.serial))
         }
         message.sender.send(ack)

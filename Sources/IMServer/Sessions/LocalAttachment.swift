@@ -21,6 +21,7 @@ final class LocalAttachments: Sendable {
             emit: { outbound in if case .command(let command) = outbound { receive(command) } },
             finish: { input.finish() }, review: review, allocateID: allocateID)
         let id = transport.openFirst().id
+        service.metrics.connectionOpened(.local)
         service.logger.info("connection accepted", metadata: ["conn": "\(id)", "remote": "in-process", "format": "local"])
         // The task is registered before it can finish, so `detach` below always finds it.
         attached.withLock { attached in
@@ -29,6 +30,7 @@ final class LocalAttachments: Sendable {
                     await service.handle(command, arrivingOn: transport)
                 }
                 service.transportClosed(transport)
+                service.metrics.connectionClosed(.local)
                 self.attached.withLock { _ = $0.removeValue(forKey: id) }
                 service.logger.info("connection closed", metadata: ["conn": "\(id)"])
                 closed()

@@ -1,0 +1,96 @@
+import CoreMetrics
+import Dispatch
+
+/// Calls, failures and time of one hook of one plugin (counted since the runtime started, across reloads).
+public struct HookUsage: Sendable, Hashable {
+    /// The hook's Lua name (`on_receive`, …), or `timer` for timer callbacks.
+    public var name: String
+    public var calls: Int
+    public var failures: Int
+    public var totalMillis: Double
+    public var maxMillis: Double
+}
+
+/// What one plugin's hooks cost, kept by the engine per plugin name so it survives reloads, and recorded
+/// as metrics (`hookbot_hook_calls_total`, `hookbot_hook_failures_total`, `hookbot_hook_duration_seconds`,
+/// labelled by plugin and hook). Used on the runtime's thread only.
+final class PluginUsage {
+    private struct Slot {
+        var calls = 0
+        var failures = 0
+        var nanos: UInt64 = 0
+        var maxNanos: UInt64 = 0
+    }
+
+    private struct Handles {
+        var calls: Counter
+        var failures: Counter
+        var duration: Timer
+    }
+
+    /// The slot of timer callbacks, after the hooks'.
+    static let timerSlot = HookName.allCases.count
+
+    let plugin: String
+    private let factory: any MetricsFactory
+    @exclusivity(unchecked) private var slots = [Slot](repeating: Slot(), count: HookName.allCases.count + 1)
+    /// Metric handles per slot, made at the slot's first call.
+    @exclusivity(unchecked) private var handles = [Handles?](repeating: nil, count: HookName.allCases.count + 1)
+    /// Times the circuit breaker disabled the plugin.
+    private(set) var breakerTrips = 0
+    private let trips: Counter
+    private let loads: (ok: Counter, failed: Counter)
+
+    init(plugin: String, factory: any MetricsFactory) {
+        self.plugin = plugin
+        self.factory = factory
+        trips = Counter(label: "hookbot_plugin_breaker_trips_total", dimensions: [("plugin", plugin)], factory: factory)
+        loads = (
+            Counter(label: "hookbot_plugin_loads_total", dimensions: [("plugin", plugin), ("result", "ok")], factory: factory),
+            Counter(label: "hookbot_plugin_loads_total", dimensions: [("plugin", plugin), ("result", "failed")], factory: factory)
+        )
+    }
+
+    /// Nanoseconds on a monotonic clock.
+    @inline(__always) static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Records one call of the hook in `slot` (`HookName.rawValue` or `timerSlot`) that started at `started`.
+    func record(slot index: Int, started: UInt64, failed: Bool) {
+        let nanos = Self.now() &- started
+        slots[index].calls += 1
+        slots[index].nanos &+= nanos
+        if nanos > slots[index].maxNanos { slots[index].maxNanos = nanos }
+        if failed { slots[index].failures += 1 }
+        if handles[index] == nil {
+            let dimensions = [("plugin", plugin), ("hook", Self.name(of: index))]
+            handles[index] = Handles(
+                calls: Counter(label: "hookbot_hook_calls_total", dimensions: dimensions, factory: factory),
+                failures: Counter(label: "hookbot_hook_failures_total", dimensions: dimensions, factory: factory),
+                duration: Timer(label: "hookbot_hook_duration_seconds", dimensions: dimensions, factory: factory))
+        }
+        handles[index]?.calls.increment()
+        if failed { handles[index]?.failures.increment() }
+        handles[index]?.duration.recordNanoseconds(Int64(clamping: nanos))
+    }
+
+    func breakerTripped() {
+        breakerTrips += 1
+        trips.increment()
+    }
+
+    func loaded(ok: Bool) { (ok ? loads.ok : loads.failed).increment() }
+
+    /// The hooks called at least once.
+    var hooks: [HookUsage] {
+        slots.indices.compactMap { index in
+            let slot = slots[index]
+            guard slot.calls > 0 else { return nil }
+            return HookUsage(name: Self.name(of: index), calls: slot.calls, failures: slot.failures,
+                             totalMillis: Double(slot.nanos) / 1e6, maxMillis: Double(slot.maxNanos) / 1e6)
+        }
+    }
+
+    private static func name(of slot: Int) -> String {
+        slot == timerSlot ? "timer" : HookName.allCases[slot].luaName
+    }
+}

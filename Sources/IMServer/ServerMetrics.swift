@@ -1,0 +1,117 @@
+import CoreMetrics
+import Dispatch
+import IMCore
+import Synchronization
+
+/// The server's metrics (see docs/CONSOLE.md, "Metrics"), recorded through swift-metrics into the
+/// factory the server was given. Handles are made once and kept: recording is an atomic add, or a
+/// lock-protected dictionary lookup for the counters labelled by command.
+final class ServerMetrics: Sendable {
+    private struct CommandKey: Hashable {
+        var cmd: CommandType
+        var op: OpType?
+        var code: Int?
+    }
+
+    private let factory: any MetricsFactory
+    private let connectionGauges: [WireFormat: Meter]
+    private let sessionGauges: [WireFormat: Meter]
+    private let commandCounters = Mutex<[CommandKey: Counter]>([:])
+    let messagesStored: Counter
+    let messagesDelivered: Counter
+    let messagesDeliveredOffline: Counter
+    let deliveryLatency: Timer
+    let commitLatency: Timer
+    let commitBatchSize: Recorder
+    let interceptionRequests: Counter
+    private let interceptionVerdicts: [String: Counter]
+    let interceptionTimeouts: Counter
+    private let policyDecisions = Mutex<[String: Counter]>([:])
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+        func byFormat(_ label: String) -> [WireFormat: Meter] {
+            Dictionary(uniqueKeysWithValues: WireFormat.allCases.map { format in
+                (format, Meter(label: label, dimensions: [("format", format.metricName)], factory: factory))
+            })
+        }
+        connectionGauges = byFormat("hookbot_connections")
+        sessionGauges = byFormat("hookbot_sessions")
+        messagesStored = Counter(label: "hookbot_messages_stored_total", factory: factory)
+        messagesDelivered = Counter(label: "hookbot_messages_delivered_total", factory: factory)
+        messagesDeliveredOffline = Counter(label: "hookbot_messages_offline_delivered_total", factory: factory)
+        deliveryLatency = Timer(label: "hookbot_delivery_latency_seconds", factory: factory)
+        commitLatency = Timer(label: "hookbot_commit_latency_seconds", factory: factory)
+        commitBatchSize = Recorder(label: "hookbot_commit_batch_messages", factory: factory)
+        interceptionRequests = Counter(label: "hookbot_interception_requests_total", factory: factory)
+        interceptionVerdicts = Dictionary(uniqueKeysWithValues: ["allow", "drop", "modify"].map { verdict in
+            (verdict, Counter(label: "hookbot_interception_verdicts_total", dimensions: [("verdict", verdict)], factory: factory))
+        })
+        interceptionTimeouts = Counter(label: "hookbot_interception_timeouts_total", factory: factory)
+    }
+
+    func connectionOpened(_ format: WireFormat) { connectionGauges[format]?.increment() }
+    func connectionClosed(_ format: WireFormat) { connectionGauges[format]?.decrement() }
+    func sessionOpened(_ format: WireFormat) { sessionGauges[format]?.increment() }
+    func sessionClosed(_ format: WireFormat) { sessionGauges[format]?.decrement() }
+
+    /// Counts one handled command (`code` nil) or one refused with an error code.
+    func command(_ cmd: CommandType, _ op: OpType?, code: Int? = nil) {
+        let key = CommandKey(cmd: cmd, op: op, code: code)
+        let counter = commandCounters.withLock { counters in
+            if let counter = counters[key] { return counter }
+            var dimensions = [("cmd", cmd.rawValue), ("op", op?.rawValue ?? "")]
+            if let code { dimensions.append(("code", String(code))) }
+            let counter = Counter(
+                label: code == nil ? "hookbot_commands_total" : "hookbot_command_errors_total", dimensions: dimensions,
+                factory: factory)
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    func interceptionVerdict(_ verdict: Verdict) {
+        let name = switch verdict {
+        case .allow: "allow"
+        case .drop: "drop"
+        case .modify: "modify"
+        }
+        interceptionVerdicts[name]?.increment()
+    }
+
+    /// A request the failure policy decided, by cause (`timeout`, `unavailable`, `invalid`, `declined`).
+    func policyDecision(cause: String, policy: String) {
+        let counter = policyDecisions.withLock { counters in
+            if let counter = counters[cause] { return counter }
+            let counter = Counter(
+                label: "hookbot_interception_policy_decisions_total", dimensions: [("cause", cause), ("policy", policy)],
+                factory: factory)
+            counters[cause] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// Nanoseconds on a monotonic clock, for latency measurements.
+    @inline(__always) static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Records the time since `start` (from `now()`).
+    @inline(__always) static func record(_ timer: Timer, since start: UInt64) {
+        timer.recordNanoseconds(Int64(clamping: now() &- start))
+    }
+}
+
+extension WireFormat: CaseIterable {
+    static let allCases: [WireFormat] = [.json, .protobuf, .protobufBase64, .local]
+
+    /// The value of the `format` label.
+    var metricName: String {
+        switch self {
+        case .json: "json"
+        case .protobuf: "protobuf"
+        case .protobufBase64: "protobuf_base64"
+        case .local: "in_process"
+        }
+    }
+}

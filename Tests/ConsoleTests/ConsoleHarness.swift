@@ -1,0 +1,153 @@
+import BotHost
+import Console
+import Foundation
+import HookRuntime
+import HookbotTestSupport
+import IMClient
+import IMServer
+import Logging
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `hookbot run` as the tests need it: an embedded server on a free loopback port with the bot, the
+/// console and its admin API, plugins from a temporary folder, and the log going into a `LogBuffer`.
+struct ConsoleHarness {
+    let hub: EmbeddedHub
+    let console: Console
+    let directory: URL
+    var port: Int { hub.port }
+    var base: String { "http://127.0.0.1:\(hub.port)" }
+
+    /// A moderation plugin blocking "scam" (4402 with a reason and appCode 17), and a greeter that answers `ping`,
+    /// counts greetings in its state and logs.
+    static let plugins = [
+        "moderation.lua": """
+            return {
+              name = "moderation", priority = 100,
+              moderation = function(msg, ctx)
+                if msg.text and msg.text:find("scam", 1, true) then
+                  return ctx.block("scam links are not allowed here", { code = 17 })
+                end
+              end,
+            }
+            """,
+        "greeter.lua": """
+            return {
+              name = "greeter",
+              on_receive = function(msg, ctx)
+                if msg.text == "ping" then
+                  ctx.state.incr("greeted/" .. msg.from)
+                  ctx.log("info", "greeting " .. msg.from)
+                  ctx.reply("pong, " .. msg.from .. "!")
+                end
+              end,
+            }
+            """,
+    ]
+
+    static func start(plugins: [String: String] = Self.plugins,
+                      configure: (inout BotConfiguration) -> Void = { _ in }) async throws -> ConsoleHarness {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-console-\(UUID().uuidString)")
+        let pluginsDirectory = directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: pluginsDirectory, withIntermediateDirectories: true)
+        for (name, source) in plugins {
+            try source.write(to: pluginsDirectory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+        var configuration = BotConfiguration()
+        configuration.pluginsDirectory = pluginsDirectory
+        configuration.statePath = directory.appendingPathComponent("state.sqlite").path
+        configuration.serverDatabase = directory.appendingPathComponent("hub.sqlite").path
+        configuration.serverPort = 0
+        configuration.adminSocketPath = nil
+        configuration.watchInterval = 0
+        configure(&configuration)
+        let logs = LogBuffer()
+        var logger = Logger(label: "console-test") { _ in LogBufferHandler(buffer: logs, level: .debug) }
+        logger.logLevel = .debug
+        let console = Console(configuration: configuration, logs: logs)
+        let hub = try await EmbeddedHub.start(configuration: configuration, logger: logger) { server in
+            server.addRoutes { router in console.register(on: router) }
+            server.addReadinessCheck { await console.botNotReadyReason() }
+        }
+        console.attach(.init(bot: hub.bot, server: hub.server, lobbyID: hub.lobbyID))
+        return ConsoleHarness(hub: hub, console: console, directory: directory)
+    }
+
+    func stop() async {
+        await hub.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A client of the embedded server that has joined the lobby, with its events recorded.
+    func lobbyMember(_ clientID: String) async throws -> (client: IMClient, lobby: IMConversation, events: EventLog) {
+        var options = IMClientOptions(port: port)
+        options.requestTimeout = .seconds(10)
+        let client = IMClient(clientId: clientID, options: options)
+        let events = EventLog(client)
+        try await client.open()
+        let lobby = client.conversation(hub.lobbyID)
+        try await lobby.join()
+        return (client, lobby, events)
+    }
+
+    // MARK: HTTP
+
+    struct HTTPAnswer {
+        var status: Int
+        var body: Data
+        var contentType: String?
+        var text: String { String(decoding: body, as: UTF8.self) }
+
+        func json() throws -> Any { try JSONSerialization.jsonObject(with: body) }
+        func object() throws -> [String: Any] {
+            guard let object = try json() as? [String: Any] else { throw Failure("not a JSON object: \(text)") }
+            return object
+        }
+        func array() throws -> [[String: Any]] {
+            guard let array = try json() as? [[String: Any]] else { throw Failure("not a JSON array: \(text)") }
+            return array
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// One HTTP request; `token` nil sends no Authorization header.
+    func http(_ method: String, _ path: String, token: String? = nil, body: Data? = nil) async throws -> HTTPAnswer {
+        var request = URLRequest(url: URL(string: base + path)!)
+        request.httpMethod = method
+        request.httpBody = body
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        return HTTPAnswer(status: http.statusCode, body: data, contentType: http.value(forHTTPHeaderField: "Content-Type"))
+    }
+
+    /// `http` with the admin token.
+    func admin(_ method: String, _ path: String, body: Data? = nil) async throws -> HTTPAnswer {
+        try await http(method, path, token: console.token, body: body)
+    }
+
+    /// The named plugin's entry in `GET /api/plugins`.
+    func plugin(_ name: String) async throws -> [String: Any] {
+        let plugins = try await admin("GET", "/api/plugins").array()
+        guard let plugin = plugins.first(where: { $0["name"] as? String == name }) else { throw Failure("no plugin \(name)") }
+        return plugin
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass.
+func eventually(_ what: String, seconds: Double = 10, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(25))
+    }
+    throw Timeout(waitingFor: what)
+}
