@@ -48,7 +48,17 @@ struct ConsoleHarness {
             """,
     ]
 
-    static func start(plugins: [String: String] = Self.plugins,
+    /// The repository's root (`hookbot.toml`, `plugins/`).
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The demo of `make run`: the repository's `hookbot.toml` and shipped plugins.
+    static func startDemo() async throws -> ConsoleHarness {
+        let configuration = try BotConfiguration.load(path: repository.appendingPathComponent("hookbot.toml").path)
+        return try await start(plugins: [:], base: configuration)
+    }
+
+    static func start(plugins: [String: String] = Self.plugins, base: BotConfiguration? = nil,
                       configure: (inout BotConfiguration) -> Void = { _ in }) async throws -> ConsoleHarness {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-console-\(UUID().uuidString)")
         let pluginsDirectory = directory.appendingPathComponent("plugins")
@@ -56,8 +66,8 @@ struct ConsoleHarness {
         for (name, source) in plugins {
             try source.write(to: pluginsDirectory.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
-        var configuration = BotConfiguration()
-        configuration.pluginsDirectory = pluginsDirectory
+        var configuration = base ?? BotConfiguration()
+        if base == nil { configuration.pluginsDirectory = pluginsDirectory }
         configuration.statePath = directory.appendingPathComponent("state.sqlite").path
         configuration.serverDatabase = directory.appendingPathComponent("hub.sqlite").path
         configuration.serverPort = 0

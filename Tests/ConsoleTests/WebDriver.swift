@@ -8,7 +8,8 @@ import FoundationNetworking
 /// A headless Chromium driven over WebDriver (W3C protocol) by `chromedriver` from Debian's
 /// `chromium-driver` package: started on a free loopback port by the test, stopped by `quit()`.
 /// Written here because the protocol needed is a dozen HTTP calls and no Swift WebDriver package is
-/// in the mirror.
+/// in the mirror. The HTTP is a minimal HTTP/1.1 exchange of its own: chromedriver writes headers
+/// without a space after the colon, which URLSession on Linux rejects ("Failed writing header").
 final class WebDriver: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -43,9 +44,16 @@ final class WebDriver: @unchecked Sendable {
         let base = "http://127.0.0.1:\(port)"
         do {
             let deadline = ContinuousClock.now + .seconds(20)
+            var last = ""
             while true {
-                if let status = try? await call(base, "GET", "/status"), (status["ready"] as? Bool) == true { break }
-                guard ContinuousClock.now < deadline else { throw Failure(description: "chromedriver did not start") }
+                do {
+                    let status = try await call(base, "GET", "/status")
+                    if (status["ready"] as? Bool) == true { break }
+                    last = "\(status)"
+                } catch {
+                    last = "\(error)"
+                }
+                guard ContinuousClock.now < deadline else { throw Failure(description: "chromedriver did not start: \(last)") }
                 try await Task.sleep(for: .milliseconds(50))
             }
             let capabilities: [String: Any] = ["capabilities": ["alwaysMatch": [
@@ -78,7 +86,9 @@ final class WebDriver: @unchecked Sendable {
     func quit() async {
         _ = try? await command("DELETE", "")
         process.terminate()
-        process.waitUntilExit()
+        // Polled rather than `waitUntilExit()`, which never returned when called from a task here.
+        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     func open(_ url: String) async throws { _ = try await command("POST", "/url", ["url": url]) }
@@ -150,23 +160,78 @@ final class WebDriver: @unchecked Sendable {
 
     /// One WebDriver request; returns the answer's JSON object, or throws the WebDriver error it carries.
     private static func call(_ base: String, _ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> [String: Any] {
-        var request = URLRequest(url: URL(string: base + path)!)
-        request.httpMethod = method
-        request.timeoutInterval = 60
-        if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let payload = try body.map { try JSONSerialization.data(withJSONObject: $0) }
+        let port = Int(base.split(separator: ":").last ?? "") ?? 0
+        let (status, data) = try await exchange(port: port, method: method, path: path, body: payload)
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         let value = object["value"]
-        if (response as? HTTPURLResponse)?.statusCode ?? 500 >= 400 {
+        if status >= 400 {
             let message = (value as? [String: Any])?["message"] as? String ?? String(decoding: data, as: UTF8.self)
             throw Failure(description: "WebDriver \(method) \(path): \(message)")
         }
         if path == "/session", let value = value as? [String: Any] { return value }
         if let value = value as? [String: Any], path == "/status" { return value }
         return ["value": value as Any]
+    }
+
+    /// One HTTP/1.1 request to 127.0.0.1 with `Connection: close`, on a thread of its own (the socket calls
+    /// block); returns the status and the body.
+    private static func exchange(port: Int, method: String, path: String, body: Data?) async throws -> (Int, Data) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try blockingExchange(port: port, method: method, path: path, body: body) })
+            }
+        }
+    }
+
+    private static func blockingExchange(port: Int, method: String, path: String, body: Data?) throws -> (Int, Data) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "no socket") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 120, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(description: "cannot connect to 127.0.0.1:\(port)") }
+        var request = Data("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n".utf8)
+        if let body { request.append(Data("Content-Type: application/json\r\nContent-Length: \(body.count)\r\n".utf8)) }
+        request.append(Data("\r\n".utf8))
+        if let body { request.append(body) }
+        var sent = 0
+        while sent < request.count {
+            let written = request.withUnsafeBytes { write(fd, $0.baseAddress! + sent, request.count - sent) }
+            guard written > 0 else { throw Failure(description: "write to chromedriver failed") }
+            sent += written
+        }
+        // Reads until the body announced by Content-Length is complete (chromedriver keeps connections
+        // open whatever the request says), or until the connection closes.
+        var response = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var expected: Int?
+        while expected.map({ response.count < $0 }) ?? true {
+            let count = read(fd, &buffer, buffer.count)
+            if count < 0 { throw Failure(description: "read from chromedriver failed (errno \(errno))") }
+            if count == 0 { break }
+            response.append(contentsOf: buffer[0..<count])
+            if expected == nil, let end = response.range(of: Data("\r\n\r\n".utf8)) {
+                let head = String(decoding: response[..<end.lowerBound], as: UTF8.self).lowercased()
+                if let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+                   let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) {
+                    expected = end.upperBound - response.startIndex + length
+                }
+            }
+        }
+        guard let end = response.range(of: Data("\r\n\r\n".utf8)) else { throw Failure(description: "no HTTP answer") }
+        let head = String(decoding: response[..<end.lowerBound], as: UTF8.self)
+        let statusLine = head.split(separator: "\r\n").first ?? ""
+        let parts = statusLine.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else { throw Failure(description: "bad status line \(statusLine)") }
+        return (status, Data(response[end.upperBound...]))
     }
 
     private static func freePort() throws -> Int {

@@ -1,0 +1,132 @@
+import BotHost
+import Foundation
+import HookbotTestSupport
+import IMClient
+import XCTest
+
+/// The console in a real headless Chromium (WebDriver), against the demo `make run` starts: the
+/// repository's `hookbot.toml` and shipped plugins on an embedded server.
+final class ConsoleBrowserTests: XCTestCase {
+    /// Where screenshots go (`HOOKBOT_SCREENSHOTS` to choose; the README's comes from here).
+    static var screenshots: URL {
+        if let chosen = ProcessInfo.processInfo.environment["HOOKBOT_SCREENSHOTS"] { return URL(fileURLWithPath: chosen) }
+        return ConsoleHarness.repository.appendingPathComponent(".build/console-screenshots")
+    }
+
+    func testChatBlockedMessageAndPluginReloadInTheBrowser() async throws {
+        guard WebDriver.isInstalled else {
+            // CI installs them (`make browser`, part of `make test`): there a missing browser is a failure.
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
+            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
+        }
+        let harness = try await ConsoleHarness.startDemo()
+        let browser = try await WebDriver.start(width: 1280, height: 800)
+        do {
+            try await exercise(browser, harness)
+        } catch {
+            try? save(await browser.screenshot(), as: "console-failure.png")
+            await browser.quit()
+            await harness.stop()
+            throw error
+        }
+        await browser.quit()
+        try await phone(harness)
+        await harness.stop()
+    }
+
+    private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
+        try await browser.open("\(harness.base)/#token=\(harness.console.token)")
+        try await browser.type("Tom", into: "#login-client-id")
+        try await browser.click("#login-button")
+        try await browser.waitUntil("Tom to be logged in", """
+            return document.querySelector('#current-user')?.textContent.includes('Tom') === true
+            """)
+        try await browser.waitUntil("the lobby to open", """
+            return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
+            """, [harness.hub.bot.configuration.lobbyName])
+
+        // ping → the shipped autoreply answers.
+        try await browser.type("ping", into: "#composer-text")
+        try await browser.click("#send-button")
+        try await browser.waitUntil("the bot's pong", """
+            return [...document.querySelectorAll('#messages .message')].some(m =>
+              m.dataset.from === arguments[0] && m.querySelector('.message-text')?.textContent.trim() === 'pong, Tom!')
+            """, [harness.hub.bot.configuration.clientID])
+
+        // A blocked word: the page shows the code and reason the sender got.
+        let blockedText = "this is a scam"
+        try await browser.type(blockedText, into: "#composer-text")
+        try await browser.click("#send-button")
+        try await browser.waitUntil("the blocked message", """
+            return document.querySelector('#messages .message.blocked .error-code')?.textContent.includes('4402') === true
+            """)
+        let shownReason = try await browser.text("#messages .message.blocked .error-reason")
+        let shownAppCode = try await browser.text("#messages .message.blocked .error-appcode")
+        // What an SDK client sending the same text is told: the page must show the same.
+        let (jerry, lobby, _) = try await harness.lobbyMember("Jerry")
+        do {
+            _ = try await lobby.send(.text(blockedText))
+            XCTFail("the blocked text was accepted from an SDK client")
+        } catch {
+            XCTAssertEqual(error.code, 4402)
+            let reason = error.detail ?? error.reason
+            XCTAssertFalse(reason.isEmpty)
+            XCTAssertTrue(shownReason.contains(reason), "page shows \(shownReason), the sender got \(reason)")
+            XCTAssertTrue(shownAppCode.contains(String(error.appCode ?? -1)), "page shows \(shownAppCode)")
+        }
+        await jerry.close()
+        try save(await browser.screenshot(), as: "console-chat.png")
+
+        // The plugins panel: reload autoreply and see its generation change.
+        try await browser.click("#tab-plugins")
+        let generationSelector = #"[data-plugin="autoreply"] .plugin-generation"#
+        _ = try await browser.element(generationSelector)
+        let before = try await harness.plugin("autoreply")["generation"] as? Int ?? -1
+        try await browser.waitUntil("the panel to show generation \(before)", """
+            return document.querySelector(arguments[0])?.textContent.trim() === String(arguments[1])
+            """, [generationSelector, before])
+        try await browser.click(#"[data-plugin="autoreply"] .plugin-reload"#)
+        try await browser.waitUntil("the panel to show generation \(before + 1)", """
+            return document.querySelector(arguments[0])?.textContent.trim() === String(arguments[1])
+            """, [generationSelector, before + 1])
+        let after = try await harness.plugin("autoreply")["generation"] as? Int
+        XCTAssertEqual(after, before + 1)
+        try save(await browser.screenshot(), as: "console-plugins.png")
+
+        // The log and interception panels render what the API returns.
+        try await browser.click("#tab-log")
+        try await browser.waitUntil("log entries", "return document.querySelectorAll('#log-entries .log-entry').length > 0")
+        try await browser.click("#tab-interception")
+        try await browser.waitUntil("the interception summary", """
+            return (document.querySelector('#interception-summary')?.textContent || '').trim().length > 0
+            """)
+
+        let severe = try await browser.consoleLog().filter { ($0["level"] as? String) == "SEVERE" }
+        XCTAssertEqual(severe.map { $0["message"] as? String ?? "" }, [], "errors in the browser console")
+    }
+
+    /// At phone width the chat fits the screen, in a browser of its own (the tab's login is per tab).
+    private func phone(_ harness: ConsoleHarness) async throws {
+        let browser = try await WebDriver.start(width: 390, height: 844)
+        do {
+            try await browser.open("\(harness.base)/")
+            try await browser.type("Jerry", into: "#login-client-id")
+            try await browser.click("#login-button")
+            try await browser.waitUntil("the chat at phone width", """
+                const panel = document.querySelector('#panel-chat');
+                return !!panel && !panel.hidden && document.documentElement.scrollWidth <= window.innerWidth
+                  && (document.querySelector('#conversation-title')?.textContent || '').length > 0
+                """)
+            try save(await browser.screenshot(), as: "console-phone.png")
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
+    private func save(_ png: Data, as name: String) throws {
+        try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
+        try png.write(to: Self.screenshots.appendingPathComponent(name))
+    }
+}
