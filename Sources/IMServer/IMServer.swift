@@ -17,6 +17,8 @@ public final class IMServer: Sendable {
     private let logger: Logger
     private let running = Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
     private let nextConnectionID = Atomic<UInt64>(1)
+    /// How to drop each open WebSocket connection at once (by connection id), for shutdown.
+    private let sockets = Mutex<[UInt64: @Sendable () -> Void]>([:])
     let locals = LocalAttachments()
 
     private let routes = Mutex<[@Sendable (Router<BasicRequestContext>) -> Void]>([])
@@ -96,9 +98,11 @@ public final class IMServer: Sendable {
     public func stop() async {
         guard let (group, task) = running.withLock({ state in defer { state = nil }; return state }) else { return }
         service.goAway()
+        let stragglers = Task { await closeStragglers() }
         await locals.closeAll()
         await group.triggerGracefulShutdown()
         _ = try? await task.value
+        stragglers.cancel()
         await service.pipeline.flush()
     }
 
@@ -113,7 +117,7 @@ public final class IMServer: Sendable {
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         let app = makeApplication(onListening)
         let group = ServiceGroup(configuration: .init(
-            services: [app, GoAwayOnShutdown(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: [app, GoAwayOnShutdown(server: self)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         await service.pipeline.flush()
     }
@@ -171,7 +175,11 @@ public final class IMServer: Sendable {
             allocateID: { [self] in allocateConnectionID() })
         let connection = transport.openFirst()
         service.metrics.connectionOpened(format)
-        defer { service.metrics.connectionClosed(format) }
+        sockets.withLock { $0[connection.id] = abort }
+        defer {
+            sockets.withLock { _ = $0.removeValue(forKey: connection.id) }
+            service.metrics.connectionClosed(format)
+        }
         logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -214,13 +222,30 @@ public final class IMServer: Sendable {
     }
 }
 
+extension IMServer {
+    /// Waits up to `shutdownGrace` for the WebSocket connections to close after `goaway`, then drops the rest.
+    fileprivate func closeStragglers() async {
+        let deadline = ContinuousClock.now + configuration.shutdownGrace
+        while ContinuousClock.now < deadline, !sockets.withLock({ $0.isEmpty }) {
+            do { try await Task.sleep(for: .milliseconds(20)) } catch { return }
+        }
+        let left = sockets.withLock { Array($0.values) }
+        guard !left.isEmpty else { return }
+        logger.notice("closing connections that did not close after goaway", metadata: ["count": "\(left.count)"])
+        for abort in left { abort() }
+    }
+
+    fileprivate func goAway() { service.goAway() }
+}
+
 /// Tells every client `goaway` when the server starts shutting down, so SDKs reconnect (elsewhere or later)
-/// instead of waiting for the socket to drop.
+/// instead of waiting for the socket to drop; connections still open after the grace period are dropped.
 private struct GoAwayOnShutdown: Service {
-    let service: IMService
+    let server: IMServer
 
     func run() async throws {
         try? await gracefulShutdown()
-        service.goAway()
+        server.goAway()
+        await server.closeStragglers()
     }
 }

@@ -40,6 +40,10 @@ public struct ServerConfiguration: Sendable {
     /// this long.
     public var signatureWindow: Int = 300
 
+    /// When the server stops, how long connections told `goaway` may take to close before they are closed
+    /// (a client that never answers the close handshake would otherwise hold the shutdown forever).
+    public var shutdownGrace: Duration = .seconds(5)
+
     /// Pre-delivery interception by bot hosts.
     public var interception = InterceptionConfiguration()
 

@@ -103,40 +103,9 @@ struct ConsoleHarness {
         return (client, lobby, events)
     }
 
-    // MARK: HTTP
-
-    struct HTTPAnswer {
-        var status: Int
-        var body: Data
-        var contentType: String?
-        var text: String { String(decoding: body, as: UTF8.self) }
-
-        func json() throws -> Any { try JSONSerialization.jsonObject(with: body) }
-        func object() throws -> [String: Any] {
-            guard let object = try json() as? [String: Any] else { throw Failure("not a JSON object: \(text)") }
-            return object
-        }
-        func array() throws -> [[String: Any]] {
-            guard let array = try json() as? [[String: Any]] else { throw Failure("not a JSON array: \(text)") }
-            return array
-        }
-    }
-
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
-
     /// One HTTP request; `token` nil sends no Authorization header.
     func http(_ method: String, _ path: String, token: String? = nil, body: Data? = nil) async throws -> HTTPAnswer {
-        var request = URLRequest(url: URL(string: base + path)!)
-        request.httpMethod = method
-        request.httpBody = body
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let http = response as! HTTPURLResponse
-        return HTTPAnswer(status: http.statusCode, body: data, contentType: http.value(forHTTPHeaderField: "Content-Type"))
+        try await HTTPAnswer.fetch(base + path, method: method, token: token, body: body)
     }
 
     /// `http` with the admin token.
@@ -147,9 +116,44 @@ struct ConsoleHarness {
     /// The named plugin's entry in `GET /api/plugins`.
     func plugin(_ name: String) async throws -> [String: Any] {
         let plugins = try await admin("GET", "/api/plugins").array()
-        guard let plugin = plugins.first(where: { $0["name"] as? String == name }) else { throw Failure("no plugin \(name)") }
+        guard let plugin = plugins.first(where: { $0["name"] as? String == name }) else { throw TestFailure("no plugin \(name)") }
         return plugin
     }
+}
+
+/// An HTTP answer, read as JSON when asked.
+struct HTTPAnswer {
+    var status: Int
+    var body: Data
+    var contentType: String?
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    func json() throws -> Any { try JSONSerialization.jsonObject(with: body) }
+    func object() throws -> [String: Any] {
+        guard let object = try json() as? [String: Any] else { throw TestFailure("not a JSON object: \(text)") }
+        return object
+    }
+    func array() throws -> [[String: Any]] {
+        guard let array = try json() as? [[String: Any]] else { throw TestFailure("not a JSON array: \(text)") }
+        return array
+    }
+
+    /// One HTTP request; `token` nil sends no Authorization header.
+    static func fetch(_ url: String, method: String = "GET", token: String? = nil, body: Data? = nil) async throws -> HTTPAnswer {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.httpBody = body
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        return HTTPAnswer(status: http.statusCode, body: data, contentType: http.value(forHTTPHeaderField: "Content-Type"))
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// Polls `condition` until it holds or `seconds` pass.

@@ -1,0 +1,80 @@
+import BotHost
+import Console
+import Foundation
+import HookbotTestSupport
+import IMClient
+import IMServer
+import Logging
+import Telemetry
+import XCTest
+
+/// `hookbot server` and `hookbot run --server` as two parts: the server exports its own metrics on its
+/// port; the bot serves the console, the admin API and the plugins' and bot's metrics on a port of its own.
+final class RemoteBotTests: XCTestCase {
+    func testServerAndRemoteBotEachExportTheirPart() async throws {
+        let server = try await ServerHarness.start { configuration in
+            configuration.interception.interceptors = [.init(clientID: "modbot", secret: "remote-secret")]
+        }
+        let plugins = server.directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
+        for (name, source) in ConsoleHarness.plugins {
+            try source.write(to: plugins.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+        var configuration = BotConfiguration()
+        configuration.pluginsDirectory = plugins
+        configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
+        configuration.interceptorSecret = "remote-secret"
+        configuration.adminSocketPath = nil
+        configuration.watchInterval = 0
+        let telemetry = Telemetry()
+        let bot = try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws",
+                                   metrics: telemetry.factory)
+        try await bot.start()
+        let console = Console(configuration: configuration, logs: LogBuffer())
+        console.attach(.init(bot: bot, server: nil, lobbyID: nil))
+        let listener = try await ConsoleServer.start(
+            console: console, readiness: { await console.botNotReadyReason() }, telemetry: telemetry,
+            host: "127.0.0.1", port: 0, logger: Logger(label: "remote-console-test"))
+        let base = "http://127.0.0.1:\(listener.port)"
+
+        // A blocked message from Tom, reviewed by the remote bot.
+        let tom = server.client("Tom")
+        try await tom.open()
+        let conversation = try await tom.createConversation(name: "remote", members: ["modbot"])
+        do {
+            _ = try await conversation.send(.text("a scam"))
+            XCTFail("the scam was accepted")
+        } catch {
+            XCTAssertEqual(error.code, 4402)
+        }
+
+        let botMetrics = try PrometheusText.parse(try await HTTPAnswer.fetch(base + "/metrics").text)
+        XCTAssertEqual(botMetrics[#"hookbot_hook_calls_total{hook="moderation",plugin="moderation"}"#], 1)
+        XCTAssertEqual(botMetrics[#"hookbot_plugin_loads_total{plugin="greeter",result="ok"}"#], 1)
+        XCTAssertNil(botMetrics["hookbot_messages_stored_total"], "server metrics belong to the server's port")
+
+        let serverMetrics = try PrometheusText.parse(try await HTTPAnswer.fetch("http://127.0.0.1:\(server.port)/metrics").text)
+        XCTAssertEqual(serverMetrics[#"hookbot_interception_verdicts_total{verdict="drop"}"#], 1)
+        XCTAssertEqual(serverMetrics[#"hookbot_sessions{format="json"}"#], 2, "the bot and Tom")
+        XCTAssertNil(serverMetrics[#"hookbot_hook_calls_total{hook="moderation",plugin="moderation"}"#])
+
+        let ready = try await HTTPAnswer.fetch(base + "/ready")
+        XCTAssertEqual(ready.status, 200)
+        let unauthorized = try await HTTPAnswer.fetch(base + "/api/plugins")
+        XCTAssertEqual(unauthorized.status, 401)
+        let plugins2 = try await HTTPAnswer.fetch(base + "/api/plugins", token: console.token).array()
+        XCTAssertEqual(Set(plugins2.compactMap { $0["name"] as? String }), ["greeter", "moderation"])
+        let interception = try await HTTPAnswer.fetch(base + "/api/interception", token: console.token).object()
+        XCTAssertEqual((interception["bot"] as? [String: Int])?["blocked"], 1)
+        XCTAssertNil(interception["requests"], "a remote bot does not know the server's counters")
+        let serverReady = try await HTTPAnswer.fetch("http://127.0.0.1:\(server.port)/ready")
+        XCTAssertEqual(serverReady.status, 200)
+
+        await tom.close()
+        await listener.stop()
+        await bot.stop()
+        let notReady = try? await HTTPAnswer.fetch(base + "/ready")
+        XCTAssertNil(notReady, "the console's listener stopped")
+        await server.stop()
+    }
+}
