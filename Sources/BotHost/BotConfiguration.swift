@@ -53,6 +53,8 @@ public struct BotConfiguration: Sendable {
     public var attachment = BotAttachment.inProcess
     /// The browser console and its admin API (`[console]`).
     public var console = ConsoleSettings()
+    /// The file this configuration was read from (to locate keys in errors found later), if any.
+    public var file: ConfigFile?
 
     public init() {}
 
@@ -85,7 +87,7 @@ public struct BotConfiguration: Sendable {
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
             throw ConfigurationError(message: "cannot read \(path): \(error.localizedDescription)")
         }
-        return try parse(text, relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent())
+        return try parse(text, relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent(), fileName: path)
     }
 
     /// A secret from the configuration file: `env:NAME` reads the environment variable `NAME` (so the file
@@ -104,12 +106,15 @@ public struct BotConfiguration: Sendable {
         path.hasPrefix("/") ? URL(fileURLWithPath: path) : base.appendingPathComponent(path)
     }
 
-    public static func parse(_ text: String, relativeTo base: URL = URL(fileURLWithPath: ".")) throws -> BotConfiguration {
-        let root = try TOMLParser.parse(text)
+    /// Parses TOML text; `fileName` is how errors name the file.
+    public static func parse(_ text: String, relativeTo base: URL = URL(fileURLWithPath: "."),
+                             fileName: String = "hookbot.toml") throws -> BotConfiguration {
+        let file = try ConfigFile(text: text, name: fileName)
         var config = BotConfiguration()
-        var reader = ConfigReader(root: root, path: "")
+        config.file = file
+        var reader = ConfigReader(root: file.root, path: "", file: file)
         if let bot = try reader.table("bot") {
-            var r = ConfigReader(root: bot, path: "bot")
+            var r = ConfigReader(root: bot, path: "bot", file: file)
             config.clientID = try r.string("client_id") ?? config.clientID
             config.tag = try r.string("tag") ?? config.tag
             config.acceptInvitations = try r.bool("accept_invitations") ?? config.acceptInvitations
@@ -126,7 +131,7 @@ public struct BotConfiguration: Sendable {
             try r.finish()
         }
         if let plugins = try reader.table("plugins") {
-            var r = ConfigReader(root: plugins, path: "plugins")
+            var r = ConfigReader(root: plugins, path: "plugins", file: file)
             config.pluginsDirectory = try r.string("directory").map { Self.resolve($0, against: base) } ?? config.pluginsDirectory
             config.watchInterval = try r.double("watch_interval_seconds") ?? config.watchInterval
             if let budget = try r.int("instruction_budget") { config.limits.instructionBudget = budget }
@@ -134,57 +139,57 @@ public struct BotConfiguration: Sendable {
             if let memory = try r.int("memory_mb") { config.limits.memoryBytes = memory * 1024 * 1024 }
             if let closed = try r.bool("moderation_fail_closed") { config.limits.moderationFailClosed = closed }
             if let share = try r.double("timer_share") {
-                guard share >= 0, share <= 1 else { throw ConfigurationError(message: "plugins.timer_share must be between 0 and 1") }
+                guard share >= 0, share <= 1 else { throw file.error("plugins.timer_share", "must be between 0 and 1") }
                 config.limits.timerShare = share
             }
             if let keys = try r.int("state_max_keys") {
-                guard keys >= 1 else { throw ConfigurationError(message: "plugins.state_max_keys must be at least 1") }
+                guard keys >= 1 else { throw file.error("plugins.state_max_keys", "must be at least 1") }
                 config.stateQuota.keys = keys
             }
             if let megabytes = try r.int("state_max_mb") {
-                guard megabytes >= 1 else { throw ConfigurationError(message: "plugins.state_max_mb must be at least 1") }
+                guard megabytes >= 1 else { throw file.error("plugins.state_max_mb", "must be at least 1") }
                 config.stateQuota.bytes = megabytes << 20
             }
             for (name, value) in r.remaining() {
-                guard value.objectValue != nil else { throw ConfigurationError(message: "plugins.\(name) must be a table") }
+                guard value.objectValue != nil else { throw file.error("plugins.\(name)", "must be a table") }
                 config.pluginConfig[name] = HookMapping.hook(value)
             }
         }
         if let translate = try reader.table("translate") {
             for (conversation, language) in translate {
                 guard let language = language.stringValue else {
-                    throw ConfigurationError(message: "translate.\(conversation) must be a language code")
+                    throw file.error("translate.\(conversation)", "must be a language code")
                 }
                 config.translateTo[conversation] = language
             }
         }
         if let server = try reader.table("server") {
-            var r = ConfigReader(root: server, path: "server")
+            var r = ConfigReader(root: server, path: "server", file: file)
             config.serverHost = try r.string("host") ?? config.serverHost
             config.serverPort = try r.int("port") ?? config.serverPort
             config.serverDatabase = try r.string("db").map { Self.resolve($0, against: base).path } ?? config.serverDatabase
             config.interceptionDeadlineMillis = try r.int("interception_deadline_ms") ?? config.interceptionDeadlineMillis
             if let policy = try r.string("interception_policy") {
                 guard ["open", "closed"].contains(policy) else {
-                    throw ConfigurationError(message: "server.interception_policy must be \"open\" or \"closed\"")
+                    throw file.error("server.interception_policy", "must be \"open\" or \"closed\"")
                 }
                 config.failClosed = policy == "closed"
             }
             config.lobbyName = try r.string("lobby") ?? config.lobbyName
             if let attachment = try r.string("bot_attachment") {
                 guard let value = BotAttachment(rawValue: attachment) else {
-                    throw ConfigurationError(message: "server.bot_attachment must be \"in-process\" or \"websocket\"")
+                    throw file.error("server.bot_attachment", "must be \"in-process\" or \"websocket\"")
                 }
                 config.attachment = value
             }
             try r.finish()
         }
         if let console = try reader.table("console") {
-            var r = ConfigReader(root: console, path: "console")
+            var r = ConfigReader(root: console, path: "console", file: file)
             config.console.enabled = try r.bool("enabled") ?? config.console.enabled
             if let token = try r.string("token").map(Self.expandingEnvironment) {
                 guard token.utf8.count >= 16 else {
-                    throw ConfigurationError(message: "console.token must be at least 16 characters")
+                    throw file.error("console.token", "must be at least 16 characters")
                 }
                 config.console.token = token
             }
@@ -218,22 +223,44 @@ public enum BotAttachment: String, Sendable, CaseIterable {
     case webSocket = "websocket"
 }
 
-/// A configuration file that could not be used.
+/// A configuration that could not be used: what is wrong, and where when it comes from a file
+/// (`hookbot.toml:12: plugins.autoreply.rulez: unknown key`).
 public struct ConfigurationError: Error, CustomStringConvertible {
     public var message: String
-    public var description: String { message }
+    public var file: String?
+    public var line: Int?
+    /// The key, as a dotted path (`bot.client_id`).
+    public var key: String?
+
+    public init(message: String, file: String? = nil, line: Int? = nil, key: String? = nil) {
+        self.message = message
+        self.file = file
+        self.line = line
+        self.key = key
+    }
+
+    public var description: String {
+        var prefix = ""
+        if let file { prefix = line.map { "\(file):\($0): " } ?? "\(file): " }
+        if let key { prefix += "\(key): " }
+        return prefix + message
+    }
 }
 
 /// Reads typed values out of a TOML table and reports keys nobody read.
 private struct ConfigReader {
     var root: [String: IMCore.JSONValue]
     var path: String
+    let file: ConfigFile
     var read: Set<String> = []
 
-    init(root: [String: IMCore.JSONValue], path: String) {
+    init(root: [String: IMCore.JSONValue], path: String, file: ConfigFile) {
         self.root = root
         self.path = path
+        self.file = file
     }
+
+    private func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     private mutating func value(_ key: String) -> IMCore.JSONValue? {
         read.insert(key)
@@ -241,7 +268,7 @@ private struct ConfigReader {
     }
 
     private func error(_ key: String, _ expected: String) -> ConfigurationError {
-        ConfigurationError(message: "\(path.isEmpty ? key : "\(path).\(key)") must be \(expected)")
+        file.error(keyPath(key), "must be \(expected)")
     }
 
     mutating func string(_ key: String) throws -> String? {
@@ -283,7 +310,8 @@ private struct ConfigReader {
     func finish() throws {
         let unknown = root.keys.filter { !read.contains($0) }.sorted()
         if let first = unknown.first {
-            throw ConfigurationError(message: "unknown setting '\(path.isEmpty ? first : "\(path).\(first)")'")
+            let known = read.sorted().joined(separator: ", ")
+            throw file.error(keyPath(first), path.isEmpty ? "unknown section (known: \(known))" : "unknown key (known: \(known))")
         }
     }
 }

@@ -108,7 +108,8 @@ public actor BotHost {
         pluginLogger[metadataKey: "component"] = "plugins"
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
                                     config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
-                                    botID: configuration.clientID, reach: ConversationReach(), metrics: metrics)
+                                    botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
+                                    configLocator: configuration.configLocator)
         let host = BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger,
                            metrics: metrics, reviewsInProcess: reviewsInProcess)
         reviewer.host.withLock { $0.host = host }
@@ -123,6 +124,12 @@ public actor BotHost {
     public func start() async throws {
         loadMutes()
         let report = await runtime.loadAll()
+        // A setting no plugin takes would be silently ignored: refuse to start instead.
+        let problems = configuration.problems(after: report, plugins: await runtime.plugins)
+        if !problems.isEmpty {
+            await runtime.shutdown()
+            throw ConfigurationProblems(errors: problems)
+        }
         await execute(report.actions)
         let events = client.events()
         if reviewsInProcess {

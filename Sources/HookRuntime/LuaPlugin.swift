@@ -52,12 +52,15 @@ final class PluginEnvironment: @unchecked Sendable {
     let botID: String?
     /// Where actions may be aimed besides the current event's conversation; nil: anywhere.
     let reach: ConversationReach?
+    /// Where a configuration key is set in the host's configuration file, for errors.
+    let configLocator: ConfigLocator?
 
     init(store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
-         reach: ConversationReach? = nil) {
+         reach: ConversationReach? = nil, configLocator: ConfigLocator? = nil) {
         self.store = store; self.clock = clock; self.logger = logger; self.limits = limits; self.directory = directory
         self.botID = botID
         self.reach = reach
+        self.configLocator = configLocator
     }
 }
 
@@ -249,6 +252,26 @@ final class LuaPlugin {
             }
         }
         lua_settop(L, t)
+        // schema: declared, or the types of the config defaults
+        let schema: ConfigSchema
+        if luaRawField(L, t, "schema") != LUA_TNIL {
+            do {
+                schema = try ConfigSchema.declared(try luaToJSON(L, -1, path: "schema"))
+            } catch {
+                throw HookError(plugin: name, hook: "load", reason: .invalidPlugin("\(error)"))
+            }
+            defaults = .object(schema.defaults.merging(defaults.objectValue ?? [:]) { _, configured in configured })
+        } else {
+            schema = ConfigSchema.inferred(from: defaults.objectValue ?? [:])
+        }
+        lua_settop(L, t)
+        let settings = hostConfig(name)
+        if let settings = settings?.objectValue, let (key, message) = schema.problem(with: settings) {
+            let path = "plugins.\(name).\(key)"
+            let location = env.configLocator?(path)
+            throw HookError(plugin: name, hook: "load", source: location?.file, line: location?.line,
+                            reason: .config(key: path, message: message))
+        }
         // hooks
         for hook in HookName.allCases {
             luaPush(L, hook.luaName)
@@ -264,7 +287,7 @@ final class LuaPlugin {
             lua_settop(L, t)
         }
         // ctx.plugin, ctx.config
-        let config = mergeConfig(defaults, hostConfig(name) ?? .null)
+        let config = mergeConfig(defaults, settings ?? .null)
         hb_getregistryref(L, ctxRef)
         luaSetField(L, "plugin", name)
         if let bot = env.botID { luaSetField(L, "bot", bot) }

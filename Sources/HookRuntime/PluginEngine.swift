@@ -61,7 +61,7 @@ public final class PluginEngine {
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
                 logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance) {
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil) {
         self.metrics = metrics
         self.directory = directory.standardizedFileURL
         self.store = store
@@ -70,7 +70,7 @@ public final class PluginEngine {
         self.logger = logger
         self.config = config
         self.env = PluginEnvironment(store: store, clock: clock, logger: logger, limits: limits, directory: self.directory,
-                                     botID: botID, reach: reach)
+                                     botID: botID, reach: reach, configLocator: configLocator)
     }
 
     /// Same, with a `Logger(label: "hookbot.plugins")` at `logLevel`.

@@ -33,12 +33,13 @@ public actor PluginRuntime {
     ///   - botID: the bot's client id, visible to plugins as `ctx.bot`.
     ///   - reach: the conversations actions may aim at besides the current event's (nil: any).
     ///   - metrics: where hook calls, failures, durations, breaker trips and loads are recorded.
+    ///   - configLocator: where `config` was read from, so that configuration errors name file and line.
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
                 logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance) {
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil) {
         let engine = PluginEngine(directory: directory, store: store, config: config, limits: limits, clock: clock,
-                                  logger: logger, botID: botID, reach: reach, metrics: metrics)
+                                  logger: logger, botID: botID, reach: reach, metrics: metrics, configLocator: configLocator)
         self.reach = reach
         self.engine = engine
         self.directory = engine.directory

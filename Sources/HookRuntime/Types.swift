@@ -212,6 +212,8 @@ public struct HookError: Error, Sendable, Hashable, CustomStringConvertible {
         case timerBudget
         case invalidResult(String)
         case io(String)
+        /// A setting in the host's configuration the plugin does not accept (`key` is its dotted path).
+        case config(key: String, message: String)
     }
 
     public var plugin: String
@@ -237,6 +239,7 @@ public struct HookError: Error, Sendable, Hashable, CustomStringConvertible {
         case .timerBudget: return "timers used more than their share of time; the rest of this second's timers were put off"
         case .invalidResult(let m): return "invalid result: \(m)"
         case .io(let m): return m
+        case .config(let key, let m): return "\(key): \(m)"
         }
     }
 

@@ -68,10 +68,23 @@ final class DocExampleTests: XCTestCase {
 
     func testEveryLuaBlockIsAMarkedExampleWithACheck() throws {
         let all = try Self.examples()
-        let checked: Set<String> = ["greeter", "moderation", "beforesend", "translate", "antiflood", "timers", "poll"]
+        let checked: Set<String> = ["greeter", "schema", "moderation", "beforesend", "translate", "antiflood", "timers", "poll"]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
-        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 9)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 10)
+    }
+
+    func testSchema() throws {
+        let (_, rt) = try setUp("schema", config: ["strikes": ["action": "mute", "limit": 2]])
+        XCTAssertEqual(sentTexts(rt.receive(msg("!strike")).actions), [])
+        XCTAssertEqual(sentTexts(rt.receive(msg("!strike")).actions), ["mute u1"])
+
+        let files = try XCTUnwrap(try Self.examples()["schema"])
+        let f = Fixture()
+        fixtures.append(f)
+        for (path, src) in files { f.write(path, src) }
+        let error = f.runtime(config: ["strikes": ["action": "ban"]]).loadAll().errors.first
+        XCTAssertEqual(error?.message, #"plugins.strikes.action: must be one of "warn", "mute", "kick", not "ban""#)
     }
 
     func testGreeter() throws {

@@ -2,7 +2,7 @@ import BotHost
 import IMCore
 import XCTest
 
-final class TOMLParserTests: XCTestCase {
+final class ConfigFileTests: XCTestCase {
     func testParsesTheConfigSubset() throws {
         let text = #"""
         # hookbot.toml
@@ -31,7 +31,7 @@ final class TOMLParserTests: XCTestCase {
         [[plugins.autoreply.rules]]
         match = "bye"
         """#
-        let config = try TOMLParser.parse(text)
+        let config = try ConfigFile(text: text).root
         XCTAssertEqual(config["client_id"], "modbot")
         XCTAssertEqual(config["port"], 8080)
         XCTAssertEqual(config["ratio"], 0.5)
@@ -44,16 +44,59 @@ final class TOMLParserTests: XCTestCase {
         XCTAssertEqual(plugins["autoreply"]?["rules"], [["match": "^hi", "reply": "hello {from}!"], ["match": "bye"]])
     }
 
-    func testErrorsNameTheLine() {
-        func failure(_ text: String) -> TOMLParser.ParseError? {
-            do { _ = try TOMLParser.parse(text); return nil } catch { return error }
+    func testSyntaxErrorsNameFileAndLine() {
+        func failure(_ text: String) -> ConfigurationError? {
+            do { _ = try ConfigFile(text: text, name: "bot.toml"); return nil } catch { return error }
         }
         XCTAssertEqual(failure("a = 1\nb = \"open")?.line, 2)
-        XCTAssertEqual(failure("a = 1\na = 2")?.message, "duplicate key 'a'")
+        XCTAssertEqual(failure("a = 1\na = 2")?.line, 2)
         XCTAssertEqual(failure("[x]\ny = nope")?.line, 2)
-        XCTAssertEqual(failure("a = [1, 2")?.message, "expected ',' or ']' in array")
-        XCTAssertEqual(failure("a = 1 2")?.message, "unexpected text after value")
+        XCTAssertEqual(failure("a = 1\n\nb = [1, 2")?.line, 3)
+        XCTAssertEqual(failure("a = 1 2")?.file, "bot.toml")
         XCTAssertNotNil(failure("a = 1\n[a]"))
+        XCTAssertTrue(failure("when = 1979-05-27")?.description.hasPrefix("bot.toml:1: when: dates") == true)
+    }
+
+    func testKeysAreLocated() throws {
+        let file = try ConfigFile(text: #"""
+            # comment
+            [bot]
+            client_id = "x"   # a = 1
+            rules = [
+              { exact = "ping" },
+            ]
+            text = """
+            fake = 1
+            """
+
+            [plugins."auto reply"]
+            cooldown = 3
+            nested.key = 1
+            [[plugins.list]]
+            item = 1
+            """#)
+        XCTAssertEqual(file.line(of: "bot"), 2)
+        XCTAssertEqual(file.line(of: "bot.client_id"), 3)
+        XCTAssertEqual(file.line(of: "bot.rules"), 4)
+        XCTAssertNil(file.line(of: "bot.exact"), "keys inside values are not keys")
+        XCTAssertNil(file.line(of: "fake"), "nor are lines of multi-line strings")
+        XCTAssertEqual(file.line(of: "plugins.auto reply"), 11)
+        XCTAssertEqual(file.line(of: "plugins.auto reply.cooldown"), 12)
+        XCTAssertEqual(file.line(of: "plugins.auto reply.nested.key"), 13)
+        XCTAssertEqual(file.line(of: "plugins.list.item"), 15)
+    }
+
+    func testUnknownKeysAndWrongTypesNameFileLineAndKey() {
+        func failure(_ text: String) -> String? {
+            do { _ = try BotConfiguration.parse(text, fileName: "conf/hookbot.toml"); return nil } catch { return "\(error)" }
+        }
+        XCTAssertEqual(failure("[bot]\nclient_id = \"a\"\nreply_limt = 3"),
+                       "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, client_id, global_reply_limit, interceptor_secret, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)")
+        XCTAssertEqual(failure("\n[sever]\nport = 1"),
+                       "conf/hookbot.toml:2: sever: unknown section (known: bot, console, plugins, server, translate)")
+        XCTAssertEqual(failure("[server]\nport = \"8080\""), "conf/hookbot.toml:2: server.port: must be an integer")
+        XCTAssertEqual(failure("[plugins]\nmoderation = 3"), "conf/hookbot.toml:2: plugins.moderation: must be a table")
+        XCTAssertEqual(failure("[console]\ntoken = \"short\""), "conf/hookbot.toml:2: console.token: must be at least 16 characters")
     }
 
     func testPathsAreRelativeToTheFileUnlessAbsolute() throws {

@@ -1,0 +1,177 @@
+import Foundation
+import IMCore
+import TOMLKit
+
+/// `hookbot.toml` read with TOMLKit into JSON values, with the line of every key so that errors found
+/// later (unknown keys, wrong types, a plugin's schema) name the file, the line and the key.
+///
+/// TOMLKit 0.6.0 reports positions only for syntax errors (`TOMLParseError.source`), not for the values
+/// it parsed (toml++ keeps a `source()` region per node, but TOMLKit does not bridge it), so the key lines
+/// come from `KeyLines`, a scan of the text for table headers and `key =` lines.
+public struct ConfigFile: Sendable {
+    /// The file's name as errors show it.
+    public let name: String
+    public let root: [String: JSONValue]
+    private let lines: KeyLines
+
+    /// Parses TOML text; syntax errors are `ConfigurationError`s with the line.
+    public init(text: String, name: String = "hookbot.toml") throws(ConfigurationError) {
+        self.name = name
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigurationError(message: error.description, file: name, line: error.source.begin.line)
+        } catch {
+            throw ConfigurationError(message: "\(error)", file: name)
+        }
+        lines = KeyLines(text)
+        root = try Self.convert(table, path: [], file: name, lines: lines)
+    }
+
+    /// The line where `keyPath` ("plugins.autoreply.rules") is set, or its table starts.
+    public func line(of keyPath: String) -> Int? { lines.line(of: keyPath) }
+
+    /// An error about a key, located in the file.
+    public func error(_ keyPath: String, _ message: String) -> ConfigurationError {
+        ConfigurationError(message: message, file: name, line: line(of: keyPath), key: keyPath)
+    }
+
+    private static func convert(_ table: TOMLTable, path: [String], file: String, lines: KeyLines)
+        throws(ConfigurationError) -> [String: JSONValue]
+    {
+        var out: [String: JSONValue] = [:]
+        for key in table.keys {
+            guard let value = table[key] else { continue }
+            out[key] = try convert(value.tomlValue, path: path + [key], file: file, lines: lines)
+        }
+        return out
+    }
+
+    private static func convert(_ value: TOMLValue, path: [String], file: String, lines: KeyLines)
+        throws(ConfigurationError) -> JSONValue
+    {
+        switch value.type {
+        case .table: return .object(try convert(value.table ?? TOMLTable(), path: path, file: file, lines: lines))
+        case .array:
+            var items: [JSONValue] = []
+            for item in value.array ?? TOMLArray() {
+                items.append(try convert(item.tomlValue, path: path, file: file, lines: lines))
+            }
+            return .array(items)
+        case .string: return .string(value.string ?? "")
+        case .int: return .int(Int64(value.int ?? 0))
+        case .double: return .double(value.double ?? 0)
+        case .bool: return .bool(value.bool ?? false)
+        case .date, .time, .dateTime:
+            let key = path.joined(separator: ".")
+            throw ConfigurationError(message: "dates and times are not supported; write a string", file: file,
+                                     line: lines.line(of: key), key: key)
+        }
+    }
+}
+
+/// Where each key of a TOML document is set: table headers (`[a.b]`, `[[a.b]]`) and `key = value` lines
+/// outside multi-line values. Dotted and quoted keys are understood; the first occurrence wins.
+struct KeyLines: Sendable {
+    private var lines: [String: Int] = [:]
+
+    init(_ text: String) {
+        var table: [String] = []
+        var depth = 0
+        var inMultilineString: String?
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let number = index + 1
+            var line = Substring(raw)
+            if let delimiter = inMultilineString {
+                if line.contains(delimiter) { inMultilineString = nil }
+                continue
+            }
+            line = line.drop(while: { $0 == " " || $0 == "\t" })
+            if depth == 0, line.hasPrefix("[") {
+                let header = line.hasPrefix("[[") ? line.dropFirst(2) : line.dropFirst()
+                guard let end = header.firstIndex(of: "]") else { continue }
+                table = Self.keyParts(header[..<end])
+                record(table, number)
+                continue
+            }
+            if depth == 0, let equals = Self.assignment(in: line) {
+                let key = table + Self.keyParts(line[..<equals])
+                record(key, number)
+                line = line[line.index(after: equals)...]
+            }
+            // Track brackets and multi-line strings of the value, so keys inside them are not taken as keys.
+            var quote: Character?
+            var rest = line[...]
+            while let character = rest.first {
+                if quote == nil, rest.hasPrefix("\"\"\"") || rest.hasPrefix("'''") {
+                    let delimiter = String(rest.prefix(3))
+                    let after = rest.dropFirst(3)
+                    if let close = after.range(of: delimiter) { rest = after[close.upperBound...]; continue }
+                    inMultilineString = delimiter
+                    break
+                }
+                rest = rest.dropFirst()
+                if let open = quote {
+                    if character == "\\", open == "\"" { rest = rest.dropFirst() } else if character == open { quote = nil }
+                    continue
+                }
+                switch character {
+                case "\"", "'": quote = character
+                case "[", "{": depth += 1
+                case "]", "}": depth = max(0, depth - 1)
+                case "#": rest = ""
+                default: break
+                }
+            }
+        }
+    }
+
+    func line(of keyPath: String) -> Int? { lines[keyPath] }
+
+    private mutating func record(_ parts: [String], _ line: Int) {
+        let key = parts.joined(separator: ".")
+        if lines[key] == nil { lines[key] = line }
+    }
+
+    /// The index of the `=` of a `key = value` line, outside quotes.
+    private static func assignment(in line: Substring) -> Substring.Index? {
+        var quote: Character?
+        var index = line.startIndex
+        while index < line.endIndex {
+            let character = line[index]
+            if let open = quote {
+                if character == open { quote = nil }
+            } else if character == "\"" || character == "'" {
+                quote = character
+            } else if character == "=" {
+                return index
+            } else if character == "#" {
+                return nil
+            }
+            index = line.index(after: index)
+        }
+        return nil
+    }
+
+    /// `a."b c".d` → ["a", "b c", "d"].
+    private static func keyParts(_ text: Substring) -> [String] {
+        var parts: [String] = []
+        var current = ""
+        var quote: Character?
+        for character in text {
+            if let open = quote {
+                if character == open { quote = nil } else { current.append(character) }
+            } else if character == "\"" || character == "'" {
+                quote = character
+            } else if character == "." {
+                parts.append(current.trimmingCharacters(in: .whitespaces))
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        parts.append(current.trimmingCharacters(in: .whitespaces))
+        return parts
+    }
+}
