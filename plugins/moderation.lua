@@ -1,6 +1,6 @@
 -- Moderation: banned words and patterns (with normalisation against simple
 -- evasions), link and mention limits, flood control, an escalation ladder
--- (warn -> mute -> kick) kept in state, /mod commands and an audit log.
+-- (warn -> mute -> kick) kept in state, the !mod command and an audit log.
 --
 -- `patterns` are Lua patterns (not regular expressions), matched against the
 -- lowercased text. Keep them simple: Lua matching runs in C and is not
@@ -129,13 +129,14 @@ local function escalate(msg, ctx, rule)
   return actions
 end
 
--- /mod commands (from text or cmd messages); `reply` answers the moderator.
+-- The mod command (`!mod …` declared with ctx.commands, or a `mod` cmd message); `reply` answers the
+-- moderator.
 local function mod_command(ctx, cid, from, args, reply)
-  if not is_moderator(from) then return reply("only moderators can use /mod") end
+  local mod = ctx.commands.prefix .. "mod"
   local sub, user = args.command, args.user
   local conv = ctx.state.conv(cid)
   if sub == "unban" then
-    if not user or user == "" then return reply("usage: /mod unban <user>") end
+    if not user or user == "" then return reply("usage: " .. mod .. " unban <user>") end
     local was_banned = conv.get("banned:" .. user)
     conv.delete("strikes:" .. user)
     conv.delete("muted:" .. user)
@@ -145,7 +146,7 @@ local function mod_command(ctx, cid, from, args, reply)
     audit(ctx, { cid = cid, user = user, action = "unban", by = from })
     return reply(user .. " is unbanned; strikes cleared")
   elseif sub == "strikes" then
-    if not user or user == "" then return reply("usage: /mod strikes <user>") end
+    if not user or user == "" then return reply("usage: " .. mod .. " strikes <user>") end
     return reply(user .. " has " .. (conv.get("strikes:" .. user) or 0) .. " strike(s)")
   elseif sub == "stats" then
     local parts = {}
@@ -164,7 +165,7 @@ local function mod_command(ctx, cid, from, args, reply)
     end
     return reply(table.concat(lines, "\n"))
   end
-  return reply("usage: /mod unban <user> | /mod strikes <user> | /mod stats | /mod audit [n]")
+  return reply(string.format("usage: %s unban <user> | %s strikes <user> | %s stats | %s audit [n]", mod, mod, mod, mod))
 end
 
 return {
@@ -180,7 +181,7 @@ return {
     ladder = { "warn", "mute", "kick" },    -- what the 1st, 2nd, 3rd... strike does
     mute_minutes = 10,
     strike_ttl = 86400,     -- strikes are forgotten after this many seconds (0: never)
-    moderators = {},        -- may use /mod and are not moderated
+    moderators = {},        -- hold the moderator role (!mod) and are not moderated
     exempt = { "modbot" },  -- never moderated (the bot's own client id belongs here)
     code = 4301,            -- application error code of blocked messages
     silent = false,         -- true: senders are not told their message was blocked
@@ -213,6 +214,15 @@ return {
     end
     moderators, exempt = set_of(c.moderators), set_of(c.exempt)
     if ctx.bot then exempt[ctx.bot] = true end
+    -- Configured moderators hold the role the command needs; more can be granted with ctx.roles or [roles].
+    for uid in pairs(moderators) do ctx.roles.grant(uid, "moderator") end
+    ctx.commands.add{
+      name = "mod", args = "[action] [target]", roles = { "moderator" },
+      description = "unban <user>, strikes <user>, stats, audit [n]",
+      run = function(args, msg, ctx)
+        mod_command(ctx, msg.cid, msg.from, { command = args.action, user = args.target }, ctx.reply)
+      end,
+    }
   end,
 
   moderation = function(msg, ctx)
@@ -227,16 +237,13 @@ return {
     return ctx.block(ctx.config.reasons[rule] or rule, { code = ctx.config.code, silent = ctx.config.silent, actions = actions })
   end,
 
-  on_receive = function(msg, ctx)
-    local text = msg.text
-    if not text or not (text == "/mod" or text:sub(1, 5) == "/mod ") then return end
-    local sub, user = text:match("^/mod%s+(%S+)%s*(%S*)")
-    mod_command(ctx, msg.cid, msg.from, { command = sub, user = user }, ctx.reply)
-  end,
-
   on_cmd = function(cmd, ctx)
     if cmd.action ~= "mod" then return end
-    mod_command(ctx, cmd.cid, cmd.from, cmd.ext, function(text) ctx.send(cmd.cid, text) end)
+    local send = function(text) ctx.send(cmd.cid, text) end
+    if not (is_moderator(cmd.from) or ctx.roles.has(cmd.from, "moderator")) then
+      return send(ctx.commands.prefix .. "mod is only for moderator")
+    end
+    mod_command(ctx, cmd.cid, cmd.from, cmd.ext, send)
   end,
 
   on_member_joined = function(ev, ctx)

@@ -55,6 +55,8 @@ public struct BotConfiguration: Sendable {
     public var console = ConsoleSettings()
     /// The file this configuration was read from (to locate keys in errors found later), if any.
     public var file: ConfigFile?
+    /// The prefix of chat commands (`[bot] command_prefix`) and the roles of `[roles]`.
+    public var commands = CommandSettings()
 
     public init() {}
 
@@ -128,6 +130,12 @@ public struct BotConfiguration: Sendable {
             config.appID = try r.string("app_id") ?? config.appID
             config.masterKey = try r.string("master_key").map(Self.expandingEnvironment) ?? config.masterKey
             config.adminSocketPath = try r.string("admin_socket") ?? config.adminSocketPath
+            if let prefix = try r.string("command_prefix") {
+                guard !prefix.isEmpty, prefix.count <= 4, !prefix.contains(where: \.isWhitespace) else {
+                    throw file.error("bot.command_prefix", "must be 1–4 characters without spaces")
+                }
+                config.commands.prefix = prefix
+            }
             try r.finish()
         }
         if let plugins = try reader.table("plugins") {
@@ -183,6 +191,14 @@ public struct BotConfiguration: Sendable {
                 config.attachment = value
             }
             try r.finish()
+        }
+        if let roles = try reader.table("roles") {
+            for (role, members) in roles.sorted(by: { $0.key < $1.key }) {
+                guard let list = members.arrayValue?.compactMap(\.stringValue), list.count == members.arrayValue?.count else {
+                    throw file.error("roles.\(role)", "must be a list of client ids")
+                }
+                config.commands.roles[role] = list
+            }
         }
         if let console = try reader.table("console") {
             var r = ConfigReader(root: console, path: "console", file: file)

@@ -109,7 +109,7 @@ public actor BotHost {
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
                                     config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
                                     botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
-                                    configLocator: configuration.configLocator)
+                                    configLocator: configuration.configLocator, commands: configuration.commands)
         let host = BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger,
                            metrics: metrics, reviewsInProcess: reviewsInProcess)
         reviewer.host.withLock { $0.host = host }

@@ -214,6 +214,69 @@ let cbTimerCancel: hb_swift_fn = { L in
     return 1
 }
 
+// MARK: commands and roles
+
+let cbCommandAdd: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    let spec: JSONValue
+    do { spec = try luaToJSON(L, 1, path: "command") } catch { return fail(L, "ctx.commands.add: \(error)") }
+    guard let name = spec["name"]?.stringValue, !name.isEmpty, name.count <= 32,
+          name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+        return fail(L, "ctx.commands.add: name must be 1–32 letters, digits, _ or -")
+    }
+    let signature = spec["args"]?.stringValue ?? ""
+    let arguments: [CommandSpec.Argument]
+    do { arguments = try CommandSpec.arguments(signature) } catch { return fail(L, "ctx.commands.add: \(error)") }
+    var roles: [String] = []
+    switch spec["roles"] {
+    case nil: break
+    case .string(let role)?: roles = [role]
+    case .array(let list)?:
+        for role in list {
+            guard let text = role.stringValue else { return fail(L, "ctx.commands.add: roles must be strings") }
+            roles.append(text)
+        }
+    default: return fail(L, "ctx.commands.add: roles must be a role or a list of roles")
+    }
+    let cooldown = spec["cooldown"]?.doubleValue ?? 0
+    guard cooldown.isFinite, cooldown >= 0, cooldown < 1e7 else { return fail(L, "ctx.commands.add: cooldown must be seconds >= 0") }
+    let command = CommandSpec(name: name, arguments: arguments, signature: signature, roles: roles, cooldown: cooldown,
+                              description: spec["description"]?.stringValue, plugin: p.name)
+    if let problem = p.env.commands.register(command, owner: p.instanceID) { return fail(L, "ctx.commands.add: \(problem)") }
+    luaPush(L, name)
+    return 1
+}
+
+/// Host state where granted roles live ("role:<role>:<user>" of the host's own plugin name).
+let hostStatePlugin = "hookbot.host"
+
+func hasRole(_ env: PluginEnvironment, user: String, role: String) -> Bool {
+    if env.commandSettings.roles[role]?.contains(user) == true { return true }
+    return (try? env.store.get(plugin: hostStatePlugin, key: "role:\(role):\(user)", now: env.clock.now())) != nil
+}
+
+let cbRoles: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let op = argString(L, 1), let user = argString(L, 2), !user.isEmpty, let role = argString(L, 3), !role.isEmpty else {
+        return fail(L, "ctx.roles: expects (user, role)")
+    }
+    let key = "role:\(role):\(user)"
+    do {
+        switch op {
+        case "has": lua_pushboolean(L, hasRole(p.env, user: user, role: role) ? 1 : 0)
+        case "grant":
+            try p.env.store.set(plugin: hostStatePlugin, key: key, value: .bool(true), now: p.env.clock.now())
+            lua_pushboolean(L, 1)
+        default:
+            try p.env.store.delete(plugin: hostStatePlugin, key: key)
+            lua_pushboolean(L, 1)
+        }
+    } catch {
+        return fail(L, "ctx.roles.\(op): \(error)")
+    }
+    return 1
+}
+
 // MARK: types
 
 let cbTypesRegister: hb_swift_fn = { L in

@@ -45,6 +45,7 @@ final class PluginEnvironment: @unchecked Sendable {
     let store: HookStateStore
     let clock: HookClock
     let registry = TypeRegistry()
+    let commands = CommandRegistry()
     let logger: Logger
     let limits: HookLimits
     let directory: URL
@@ -54,13 +55,15 @@ final class PluginEnvironment: @unchecked Sendable {
     let reach: ConversationReach?
     /// Where a configuration key is set in the host's configuration file, for errors.
     let configLocator: ConfigLocator?
+    let commandSettings: CommandSettings
 
     init(store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
-         reach: ConversationReach? = nil, configLocator: ConfigLocator? = nil) {
+         reach: ConversationReach? = nil, configLocator: ConfigLocator? = nil, commandSettings: CommandSettings = .init()) {
         self.store = store; self.clock = clock; self.logger = logger; self.limits = limits; self.directory = directory
         self.botID = botID
         self.reach = reach
         self.configLocator = configLocator
+        self.commandSettings = commandSettings
     }
 }
 
@@ -95,6 +98,7 @@ final class LuaPlugin {
     var hookLines = [Int](repeating: 0, count: HookName.allCases.count)
     private var ctxRef: Int32 = LUA_NOREF
     private var fireTimerRef: Int32 = LUA_NOREF
+    private var runCommandRef: Int32 = LUA_NOREF
 
     // per call
     var pending: [HookAction] = []
@@ -179,8 +183,9 @@ final class LuaPlugin {
         }
         pushHBTable(L)
         lua_rawgeti(L, hb_lua_registryindex(), Int64(LUA_RIDX_GLOBALS))
-        status = hb_limited_pcall(L, 2, 3, env.limits.loadDeadline, 0)
+        status = hb_limited_pcall(L, 2, 4, env.limits.loadDeadline, 0)
         guard status == LUA_OK else { throw loadError(status, hook: "load") }
+        runCommandRef = hb_ref(L)
         fireTimerRef = hb_ref(L)
         ctxRef = hb_ref(L)
         let envRef = hb_ref(L)
@@ -293,6 +298,9 @@ final class LuaPlugin {
         if let bot = env.botID { luaSetField(L, "bot", bot) }
         if !luaPush(L, json: config) { lua_createtable(L, 0, 0) }
         luaSetFieldTop(L, "config")
+        // ctx.commands.prefix
+        luaPush(L, "commands")
+        if lua_rawget(L, -2) == LUA_TTABLE { luaSetField(L, "prefix", env.commandSettings.prefix) }
         lua_settop(L, 0)
     }
 
@@ -314,6 +322,8 @@ final class LuaPlugin {
         set("timer_add", cbTimerAdd)
         set("timer_cancel", cbTimerCancel)
         set("types_register", cbTypesRegister)
+        set("command_add", cbCommandAdd)
+        set("roles", cbRoles)
         set("types_validate", cbTypesValidate)
         set("types_name", cbTypesName)
         set("types_number", cbTypesNumber)
@@ -357,6 +367,23 @@ final class LuaPlugin {
         usage?.record(slot: PluginUsage.timerSlot, started: started, failed: status != LUA_OK)
         if status == LUA_OK { return nil }
         let e = makeError(status: status, hook: "timer", fallbackLine: nil)
+        lua_settop(L, 0)
+        return e
+    }
+
+    /// Runs the `run` function of one of the plugin's commands with the parsed arguments and the message.
+    func runCommand(_ name: String, arguments: [String: JSONValue], message: HookMessage, typeName: String?) -> HookError? {
+        guard let L else { return HookError(plugin: self.name, hook: "command", reason: .runtime("plugin is closed")) }
+        lua_settop(L, 0)
+        hb_getregistryref(L, runCommandRef)
+        luaPush(L, name)
+        if !luaPush(L, json: .object(arguments)) { lua_createtable(L, 0, 0) }
+        luaPush(L, message: message, typeName: typeName)
+        let started = PluginUsage.now()
+        let status = hb_limited_pcall(L, 3, 0, env.limits.deadline, Int64(env.limits.instructionBudget))
+        usage?.record(slot: PluginUsage.commandSlot, started: started, failed: status != LUA_OK)
+        if status == LUA_OK { return nil }
+        let e = makeError(status: status, hook: "command \(name)", fallbackLine: nil)
         lua_settop(L, 0)
         return e
     }

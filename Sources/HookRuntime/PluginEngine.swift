@@ -61,7 +61,8 @@ public final class PluginEngine {
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
                 logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil) {
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
+                commands: CommandSettings = .init()) {
         self.metrics = metrics
         self.directory = directory.standardizedFileURL
         self.store = store
@@ -70,7 +71,7 @@ public final class PluginEngine {
         self.logger = logger
         self.config = config
         self.env = PluginEnvironment(store: store, clock: clock, logger: logger, limits: limits, directory: self.directory,
-                                     botID: botID, reach: reach, configLocator: configLocator)
+                                     botID: botID, reach: reach, configLocator: configLocator, commandSettings: commands)
     }
 
     /// Same, with a `Logger(label: "hookbot.plugins")` at `logLevel`.
@@ -322,8 +323,10 @@ public final class PluginEngine {
         if plugin.has(.onLoad) {
             // The new version's registrations replace the running version's; a failed load puts them back.
             let registered = env.registry.snapshot()
+            let commands = env.commands.snapshot()
             if let e = plugin.invoke(.onLoad, timeout: limits.loadDeadline, { _ in 0 }) {
                 env.registry.restore(registered)
+                env.commands.restore(commands)
                 plugin.close()
                 recordFailure(src, e)
                 report.errors.append(e)
@@ -372,6 +375,7 @@ public final class PluginEngine {
             actions = old.takeActions()
         }
         env.registry.removeAll(owner: old.instanceID)
+        env.commands.removeAll(owner: old.instanceID)
         old.close()
         return actions
     }
@@ -579,7 +583,8 @@ public final class PluginEngine {
 
     /// `on_receive(msg, ctx)` on every plugin.
     public func receive(_ message: HookMessage) -> HookResult {
-        return runAll(.onReceive, cid: message.cid, messageID: message.id, pushMessage(message))
+        if let handled = runCommand(message) { return handled }
+        return answeringUnknownCommand(message, runAll(.onReceive, cid: message.cid, messageID: message.id, pushMessage(message)))
     }
 
     /// The incoming pipeline: moderation, then (unless blocked) `on_receive`
@@ -596,7 +601,7 @@ public final class PluginEngine {
         var actions = mod.actions
         var errors = mod.errors
         if let d = delivered {
-            let r = runAll(.onReceive, cid: d.cid, messageID: d.id, pushMessage(d))
+            let r = runCommand(d) ?? answeringUnknownCommand(d, runAll(.onReceive, cid: d.cid, messageID: d.id, pushMessage(d)))
             actions += r.actions
             errors += r.errors
         }
@@ -812,4 +817,92 @@ public final class PluginEngine {
     }
 
     private static func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+}
+
+// MARK: - commands
+
+extension PluginEngine {
+    /// The command a message invokes: its name, and the text after it.
+    private func invocation(_ message: HookMessage) -> (name: String, rest: Substring)? {
+        let prefix = env.commandSettings.prefix
+        guard !prefix.isEmpty, let text = message.text, text.hasPrefix(prefix) else { return nil }
+        let body = text.dropFirst(prefix.count)
+        let end = body.firstIndex(where: \.isWhitespace) ?? body.endIndex
+        let name = String(body[..<end])
+        return name.isEmpty ? nil : (name, body[end...])
+    }
+
+    /// A reply from the host about a command (usage, permission, cooldown, help), as the command's plugin.
+    private func hostReply(_ text: String, to message: HookMessage, plugin: String) -> HookResult {
+        let reply = HookMessage(cid: message.cid, type: HookMessageType.text, text: text)
+        return HookResult(actions: [HookAction(plugin: plugin, kind: .send(cid: message.cid, message: reply, replyTo: message.id))])
+    }
+
+    /// Runs the command a message invokes instead of `on_receive`: checks the roles, the cooldown and the
+    /// arguments (answering the sender when one fails), then calls the command's `run`. Nil when the
+    /// message invokes no declared command.
+    func runCommand(_ message: HookMessage) -> HookResult? {
+        guard let (name, rest) = invocation(message) else { return nil }
+        let prefix = env.commandSettings.prefix
+        if name == "help", !env.commands.isEmpty { return help(rest, message) }
+        guard let (spec, owner) = env.commands.command(name),
+              let plugin = ordered.first(where: { $0.instanceID == owner }) else { return nil }
+        if plugin.disabled {
+            return hostReply("\(prefix)\(name) is not available now (its plugin is disabled)", to: message, plugin: spec.plugin)
+        }
+        if !spec.roles.isEmpty, !spec.roles.contains(where: { hasRole(env, user: message.from, role: $0) }) {
+            return hostReply("\(prefix)\(name) is only for \(spec.roles.joined(separator: " or "))", to: message, plugin: spec.plugin)
+        }
+        let arguments: [String: JSONValue]
+        switch spec.parse(rest) {
+        case .failure(let error):
+            return hostReply("\(prefix)\(name): \(error) — usage: \(spec.usage(prefix: prefix))", to: message, plugin: spec.plugin)
+        case .success(let parsed): arguments = parsed
+        }
+        if let left = env.commands.cooldownLeft(spec, user: message.from, now: clock.now()) {
+            return hostReply("\(prefix)\(name): wait \(Int(left.rounded(.up))) s", to: message, plugin: spec.plugin)
+        }
+        begin(plugin, cid: message.cid, messageID: message.id)
+        let error = plugin.runCommand(name, arguments: arguments, message: message, typeName: env.registry.name(of: message.type))
+        if let L = plugin.L { lua_settop(L, 0) }
+        var result = HookResult()
+        account(plugin, error, into: &result.errors)
+        result.actions = plugin.takeActions()
+        return result
+    }
+
+    /// `on_receive`'s result, or, when nothing answered a message that looks like an unknown command
+    /// while commands are declared, a reply saying so.
+    func answeringUnknownCommand(_ message: HookMessage, _ result: HookResult) -> HookResult {
+        guard result.actions.isEmpty, !env.commands.isEmpty, let (name, _) = invocation(message),
+              env.commands.command(name) == nil else { return result }
+        let prefix = env.commandSettings.prefix
+        var answered = hostReply("unknown command \(prefix)\(name); \(prefix)help lists the commands", to: message, plugin: "hookbot")
+        answered.errors = result.errors
+        return answered
+    }
+
+    /// `!help` (every command) and `!help <command>` (one).
+    private func help(_ rest: Substring, _ message: HookMessage) -> HookResult {
+        let prefix = env.commandSettings.prefix
+        let asked = rest.trimmingCharacters(in: .whitespaces)
+        func line(_ spec: CommandSpec) -> String {
+            var text = spec.usage(prefix: prefix)
+            if let description = spec.description { text += " — \(description)" }
+            if !spec.roles.isEmpty { text += " (\(spec.roles.joined(separator: " or ")))" }
+            return text
+        }
+        guard !asked.isEmpty else {
+            let lines = env.commands.all.map(line)
+            return hostReply((["Commands:"] + lines + ["\(prefix)help <command> for one of them."]).joined(separator: "\n"),
+                             to: message, plugin: "hookbot")
+        }
+        let name = asked.hasPrefix(prefix) ? String(asked.dropFirst(prefix.count)) : asked
+        guard let (spec, _) = env.commands.command(name) else {
+            return hostReply("unknown command \(prefix)\(name); \(prefix)help lists the commands", to: message, plugin: "hookbot")
+        }
+        var text = line(spec)
+        if spec.cooldown > 0 { text += "; once every \(spec.cooldown.formatted()) s per member" }
+        return hostReply(text, to: message, plugin: spec.plugin)
+    }
 }

@@ -34,12 +34,15 @@ public actor PluginRuntime {
     ///   - reach: the conversations actions may aim at besides the current event's (nil: any).
     ///   - metrics: where hook calls, failures, durations, breaker trips and loads are recorded.
     ///   - configLocator: where `config` was read from, so that configuration errors name file and line.
+    ///   - commands: the command prefix and the roles of the host's configuration.
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
                 logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil) {
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
+                commands: CommandSettings = .init()) {
         let engine = PluginEngine(directory: directory, store: store, config: config, limits: limits, clock: clock,
-                                  logger: logger, botID: botID, reach: reach, metrics: metrics, configLocator: configLocator)
+                                  logger: logger, botID: botID, reach: reach, metrics: metrics, configLocator: configLocator,
+                                  commands: commands)
         self.reach = reach
         self.engine = engine
         self.directory = engine.directory

@@ -28,14 +28,15 @@ final class PluginUsage {
         var duration: Timer
     }
 
-    /// The slot of timer callbacks, after the hooks'.
+    /// The slots of timer callbacks and of commands, after the hooks'.
     static let timerSlot = HookName.allCases.count
+    static let commandSlot = HookName.allCases.count + 1
 
     let plugin: String
     private let factory: any MetricsFactory
-    @exclusivity(unchecked) private var slots = [Slot](repeating: Slot(), count: HookName.allCases.count + 1)
+    @exclusivity(unchecked) private var slots = [Slot](repeating: Slot(), count: HookName.allCases.count + 2)
     /// Metric handles per slot, made at the slot's first call.
-    @exclusivity(unchecked) private var handles = [Handles?](repeating: nil, count: HookName.allCases.count + 1)
+    @exclusivity(unchecked) private var handles = [Handles?](repeating: nil, count: HookName.allCases.count + 2)
     /// Times the circuit breaker disabled the plugin.
     private(set) var breakerTrips = 0
     private let trips: Counter
@@ -91,6 +92,10 @@ final class PluginUsage {
     }
 
     private static func name(of slot: Int) -> String {
-        slot == timerSlot ? "timer" : HookName.allCases[slot].luaName
+        switch slot {
+        case timerSlot: "timer"
+        case commandSlot: "command"
+        default: HookName.allCases[slot].luaName
+        }
     }
 }

@@ -278,6 +278,28 @@ local function fire_timer(id, once)
   if fn then return fn(ctx) end
 end
 
+-- commands: declarations checked and kept by the runtime, functions here
+local command_fns = {}
+ctx.commands = {
+  add = function(spec)
+    if type(spec) ~= "table" then fail("ctx.commands.add: expects a table {name = ..., run = function(args, msg, ctx) ... end}") end
+    if type(spec.run) ~= "function" then fail("ctx.commands.add: run must be a function(args, msg, ctx)") end
+    local name = hb.command_add({ name = spec.name, args = spec.args, roles = spec.roles,
+                                  cooldown = spec.cooldown, description = spec.description })
+    command_fns[name] = spec.run
+    return name
+  end,
+}
+local function run_command(name, args, msg)
+  local fn = command_fns[name]
+  if fn then return fn(args, msg, ctx) end
+end
+ctx.roles = {
+  has = function(user, role) return hb.roles("has", user, role) end,
+  grant = function(user, role) return hb.roles("grant", user, role) end,
+  revoke = function(user, role) return hb.roles("revoke", user, role) end,
+}
+
 -- state: scoped views over one key space per plugin
 local function checkkey(k)
   local t = type(k)
@@ -334,5 +356,5 @@ types.build = function(t, attrs, extra)
 end
 ctx.types = types
 
-return env, ctx, fire_timer
+return env, ctx, fire_timer, run_command
 """#

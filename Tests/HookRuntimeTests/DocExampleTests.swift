@@ -68,10 +68,29 @@ final class DocExampleTests: XCTestCase {
 
     func testEveryLuaBlockIsAMarkedExampleWithACheck() throws {
         let all = try Self.examples()
-        let checked: Set<String> = ["greeter", "schema", "moderation", "beforesend", "translate", "antiflood", "timers", "poll"]
+        let checked: Set<String> = ["greeter", "schema", "commands", "moderation", "beforesend", "translate", "antiflood",
+                                    "timers", "poll"]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
-        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 10)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 11)
+    }
+
+    func testCommands() throws {
+        let files = try XCTUnwrap(try Self.examples()["commands"])
+        let f = Fixture()
+        fixtures.append(f)
+        for (path, src) in files { f.write(path, src) }
+        let rt = PluginEngine(directory: f.plugins, store: f.store, limits: testLimits, clock: f.clock.clock,
+                              commands: CommandSettings(roles: ["gm": ["alice"]]))
+        XCTAssertEqual(rt.loadAll().errors, [])
+        XCTAssertEqual(sentTexts(rt.receive(msg("!rig Tom 6", from: "Tom")).actions), ["!rig is only for gm"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("!rig @Tom x", from: "alice")).actions),
+                       ["!rig: value must be a whole number, not 'x' — usage: !rig <user:user> <value:integer>"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("!rig @Tom 6", from: "alice")).actions), ["done"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("!roll", from: "Tom")).actions), ["Tom rolls 6"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("!roll", from: "Tom")).actions), ["!roll: wait 10 s"])
+        let help = sentTexts(rt.receive(msg("!help")).actions).first ?? ""
+        XCTAssertTrue(help.contains("!rig <user:user> <value:integer> — fix someone's next rolls (gm)"), help)
     }
 
     func testSchema() throws {

@@ -184,27 +184,27 @@ return {
       },
     },
     {
-      name = "/mod stats and /mod strikes as text from a moderator",
+      name = "!mod stats and !mod strikes from a moderator",
       steps = {
         { message = "scam" },
         { message = "https://1 https://2 https://3 https://4" },
-        { message = { text = "/mod stats", from = "Mod" }, expect = { replies = {
+        { message = { text = "!mod stats", from = "Mod" }, expect = { replies = {
           "moderation in c1: 2 blocked (flood 0, links 1, mentions 0, pattern 0, word 1); 1 warned, 1 muted, 0 kicked" } } },
-        { message = { text = "/mod strikes Tom", from = "Mod" }, expect = { replies = { "Tom has 2 strike(s)" } } },
-        { message = { text = "/mod audit 1", from = "Mod" }, expect = { replies = { "c1 Tom mute (links)" } } },
-        { message = { text = "/mod", from = "Mod" }, expect = { replies = { { match = "^usage: /mod unban" } } } },
+        { message = { text = "!mod strikes Tom", from = "Mod" }, expect = { replies = { "Tom has 2 strike(s)" } } },
+        { message = { text = "!mod audit 1", from = "Mod" }, expect = { replies = { "c1 Tom mute (links)" } } },
+        { message = { text = "!mod", from = "Mod" }, expect = { replies = { { match = "^usage: !mod unban" } } } },
       },
     },
     {
-      name = "/mod from someone who is not a moderator is refused",
+      name = "!mod from someone who is not a moderator is refused",
       steps = {
-        { message = "/mod stats", expect = { verdict = "allow", replies = { "only moderators can use /mod" } } },
+        { message = "!mod stats", expect = { verdict = "allow", replies = { "!mod is only for moderator" } } },
         { cmd = { action = "mod", from = "Tom", ext = { command = "unban", user = "Tom" } },
-          expect = { replies = { "only moderators can use /mod" }, actions = {} } },
+          expect = { replies = { "!mod is only for moderator" }, actions = {} } },
       },
     },
     {
-      name = "/mod unban over a cmd message clears strikes, unmutes and re-adds a kicked user",
+      name = "the mod cmd message unban clears strikes, unmutes and re-adds a kicked user",
       steps = {
         { message = "scam" }, { message = "scam" }, { advance = 601 }, { message = "scam" },
         { cmd = { action = "mod", from = "Mod", cid = "c1", ext = { command = "unban", user = "Tom" } },
@@ -218,15 +218,15 @@ return {
       },
     },
     {
-      name = "/mod unban as text, and usage errors",
+      name = "!mod unban, and usage errors",
       steps = {
         { message = "scam" }, { message = "scam" },
         { message = "hi", expect = { verdict = "muted" } },
-        { message = { text = "/mod unban Tom", from = "Mod" },
+        { message = { text = "!mod unban Tom", from = "Mod" },
           expect = { replies = { "Tom is unbanned; strikes cleared" }, actions = { { kind = "mute", seconds = 0 } } } },
         { message = "hi", expect = { verdict = "allow" } },
-        { message = { text = "/mod unban", from = "Mod" }, expect = { replies = { "usage: /mod unban <user>" } } },
-        { message = { text = "/mod audit", from = "Mod" }, expect = { replies = { { match = "unban$" } } } },
+        { message = { text = "!mod unban", from = "Mod" }, expect = { replies = { "usage: !mod unban <user>" } } },
+        { message = { text = "!mod audit", from = "Mod" }, expect = { replies = { { match = "unban$" } } } },
       },
     },
     {
