@@ -57,6 +57,10 @@ public struct BotConfiguration: Sendable {
     public var file: ConfigFile?
     /// The prefix of chat commands (`[bot] command_prefix`) and the roles of `[roles]`.
     public var commands = CommandSettings()
+    /// Plugin name → the secret its webhook (`POST /hooks/<plugin>/…`) requires (`[webhooks]`).
+    public var webhookSecrets: [String: String] = [:]
+    /// Largest webhook body accepted, in bytes (larger: 413).
+    public var webhookMaxBytes = 1 << 20
 
     public init() {}
 
@@ -191,6 +195,14 @@ public struct BotConfiguration: Sendable {
                 config.attachment = value
             }
             try r.finish()
+        }
+        if let webhooks = try reader.table("webhooks") {
+            for (plugin, secret) in webhooks.sorted(by: { $0.key < $1.key }) {
+                guard let text = secret.stringValue else { throw file.error("webhooks.\(plugin)", "must be a secret (a string)") }
+                let expanded = try Self.expandingEnvironment(text)
+                guard expanded.utf8.count >= 16 else { throw file.error("webhooks.\(plugin)", "must be at least 16 characters") }
+                config.webhookSecrets[plugin] = expanded
+            }
         }
         if let roles = try reader.table("roles") {
             for (role, members) in roles.sorted(by: { $0.key < $1.key }) {

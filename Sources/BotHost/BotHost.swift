@@ -213,6 +213,14 @@ public actor BotHost {
         return report
     }
 
+    /// Runs a plugin's webhook (`on_http`) and executes the actions it asked for; nil when the plugin has
+    /// no `on_http` (or is not loaded or disabled).
+    public func webhook(plugin: String, _ request: HookHTTPRequest) async -> HookHTTPResponse? {
+        guard let (response, result) = await runtime.http(plugin: plugin, request) else { return nil }
+        await finish(result, hook: "on_http")
+        return response
+    }
+
     /// Reloads one plugin (re-enabling it if it was disabled) and executes what its `on_load` returned.
     public func reload(plugin name: String) async -> ReloadReport {
         let report = await runtime.reload(name: name)

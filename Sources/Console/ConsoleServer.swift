@@ -6,7 +6,7 @@ import ServiceLifecycle
 import Telemetry
 
 /// The console's own HTTP listener, for a bot whose IM server runs elsewhere (`hookbot run --server`):
-/// the page, the admin API, `/metrics`, `/health` and `/ready` on `[console] host` and `port`.
+/// the page, the admin API, webhooks, `/metrics`, `/health` and `/ready` on `[console] host` and `port`.
 public final class ConsoleServer: Sendable {
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
@@ -20,8 +20,8 @@ public final class ConsoleServer: Sendable {
     }
 
     /// Starts listening (port 0: a free one) and returns once bound.
-    public static func start(console: Console?, readiness: @escaping @Sendable () async -> String?, telemetry: Telemetry,
-                             host: String, port: Int, logger: Logger) async throws -> ConsoleServer {
+    public static func start(console: Console?, webhooks: Webhooks? = nil, readiness: @escaping @Sendable () async -> String?,
+                             telemetry: Telemetry, host: String, port: Int, logger: Logger) async throws -> ConsoleServer {
         let router = Router()
         router.get("/health") { _, _ in "ok" }
         router.get("/ready") { _, _ -> Response in
@@ -34,6 +34,7 @@ public final class ConsoleServer: Sendable {
                      body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition())))
         }
         console?.register(on: router)
+        webhooks?.register(on: router)
         let (ports, bound) = AsyncStream<Int>.makeStream()
         let app = Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "hookbot-console"),

@@ -6,7 +6,7 @@ import Logging
 enum HookName: Int, CaseIterable {
     case onLoad, onUnload, beforeSend, moderation, translate, onReceive, onCmd, onTransient
     case onMemberJoined, onMemberLeft, onInvited, onKicked, onConversationUpdated, onRecall
-    case membership
+    case membership, onHttp
 
     var luaName: String {
         switch self {
@@ -25,6 +25,7 @@ enum HookName: Int, CaseIterable {
         case .onConversationUpdated: return "on_conversation_updated"
         case .onRecall: return "on_recall"
         case .membership: return "membership"
+        case .onHttp: return "on_http"
         }
     }
 

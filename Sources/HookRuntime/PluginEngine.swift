@@ -906,3 +906,77 @@ extension PluginEngine {
         return hostReply(text, to: message, plugin: spec.plugin)
     }
 }
+
+// MARK: - webhooks
+
+extension PluginEngine {
+    /// `on_http(req, ctx)` of one plugin, for a request to its webhook. Nil when there is no such enabled
+    /// plugin with `on_http`. A failing hook answers 500; the actions it asked for before failing stand.
+    public func http(plugin name: String, _ request: HookHTTPRequest) -> (response: HookHTTPResponse, result: HookResult)? {
+        guard let plugin = ordered.first(where: { $0.name == name }), !plugin.disabled, plugin.has(.onHttp) else { return nil }
+        var fields: [String: JSONValue] = [
+            "method": .string(request.method), "path": .string(request.path), "body": .string(request.body),
+            "query": .object(request.query.mapValues(JSONValue.string)),
+            "headers": .object(request.headers.mapValues(JSONValue.string)),
+        ]
+        if let json = try? JSONValue(jsonText: request.body) { fields["json"] = json }
+        begin(plugin, cid: nil, messageID: nil)
+        var result = HookResult()
+        var response = HookHTTPResponse(status: 204)
+        let error = plugin.invoke(.onHttp) { L in
+            if !luaPush(L, json: .object(fields)) { lua_createtable(L, 0, 0) }
+            return 1
+        }
+        if error == nil, let L = plugin.L {
+            switch Self.httpResponse(L) {
+            case .success(let answer): response = answer
+            case .failure(let problem):
+                response = HookHTTPResponse(status: 500, body: "on_http returned \(problem)")
+                logger.error("on_http returned \(problem)", metadata: ["plugin": "\(name)"])
+            }
+        }
+        if let L = plugin.L { lua_settop(L, 0) }
+        account(plugin, error, into: &result.errors)
+        if let error { response = HookHTTPResponse(status: 500, body: "the plugin failed: \(error.message)") }
+        result.actions = plugin.takeActions()
+        return (response, result)
+    }
+
+    /// The value `on_http` left on the stack, as a response.
+    private static func httpResponse(_ L: LuaRef) -> Result<HookHTTPResponse, HTTPResponseProblem> {
+        switch lua_type(L, -1) {
+        case LUA_TNIL, LUA_TNONE: return .success(HookHTTPResponse(status: 204))
+        case LUA_TSTRING: return .success(HookHTTPResponse(status: 200, body: luaString(L, -1) ?? ""))
+        case LUA_TTABLE:
+            guard let value = try? luaToJSON(L, -1, path: "response"), case .object(let fields) = value else {
+                return .failure(HTTPResponseProblem("a table that is not {status, body, headers}"))
+            }
+            var response = HookHTTPResponse(status: 200)
+            if let status = fields["status"] {
+                guard let code = status.intValue, (200...599).contains(code) else {
+                    return .failure(HTTPResponseProblem("a status that is not a number from 200 to 599"))
+                }
+                response.status = code
+            }
+            switch fields["body"] {
+            case nil, .null?: break
+            case .string(let text)?: response.body = text
+            case let body?:
+                response.body = body.jsonText
+                response.headers["content-type"] = "application/json"
+            }
+            for (key, value) in fields["headers"]?.objectValue ?? [:] {
+                guard let text = value.stringValue else { return .failure(HTTPResponseProblem("a header that is not a string")) }
+                response.headers[key.lowercased()] = text
+            }
+            return .success(response)
+        default:
+            return .failure(HTTPResponseProblem("a \(luaTypeName(L, -1)), not a table, a string or nil"))
+        }
+    }
+}
+
+struct HTTPResponseProblem: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

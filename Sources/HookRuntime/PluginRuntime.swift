@@ -208,6 +208,10 @@ public actor PluginRuntime {
     public func transient(_ message: HookMessage) -> HookResult { engine.transient(message) }
     /// Conversation events.
     public func handle(_ event: HookEvent) -> HookResult { engine.handle(event) }
+    /// `on_http` of one plugin (its webhook); nil when it has none.
+    public func http(plugin: String, _ request: HookHTTPRequest) -> (response: HookHTTPResponse, result: HookResult)? {
+        engine.http(plugin: plugin, request)
+    }
 
     // MARK: Timers
 

@@ -197,6 +197,42 @@ public struct HookAction: Sendable, Hashable {
     public init(plugin: String, kind: Kind) { self.plugin = plugin; self.kind = kind }
 }
 
+// MARK: - Webhooks
+
+/// An HTTP request to a plugin's webhook (`POST /hooks/<plugin>/<path>`), as `on_http(req, ctx)` sees it.
+public struct HookHTTPRequest: Sendable, Hashable {
+    public var method: String
+    /// The path after `/hooks/<plugin>` (`/` at least).
+    public var path: String
+    public var query: [String: String]
+    /// Header names in lowercase.
+    public var headers: [String: String]
+    public var body: String
+
+    public init(method: String = "POST", path: String = "/", query: [String: String] = [:], headers: [String: String] = [:],
+                body: String = "") {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// What `on_http` answered: `{status = n, body = s or table, headers = {...}}`, a string (200 with that
+/// body), or nothing (204). A table body is sent as JSON.
+public struct HookHTTPResponse: Sendable, Hashable {
+    public var status: Int
+    public var headers: [String: String]
+    public var body: String
+
+    public init(status: Int = 200, headers: [String: String] = [:], body: String = "") {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
 // MARK: - Errors
 
 /// A failure of a plugin: compile error, hook error, limit exceeded.

@@ -30,6 +30,7 @@ struct RunCommand: AsyncParsableCommand {
         if let interceptorSecret { configuration.interceptorSecret = interceptorSecret }
 
         let console = Console(configuration: configuration, logs: logs)
+        let webhooks = Webhooks(configuration: configuration)
         let bot: BotHost
         let hub: EmbeddedHub?
         let consoleServer: ConsoleServer?
@@ -40,8 +41,10 @@ struct RunCommand: AsyncParsableCommand {
             try await bot.start()
             hub = nil
             console.attach(.init(bot: bot, server: nil, lobbyID: nil))
+            webhooks.attach(bot)
             let listener = try await ConsoleServer.start(
-                console: configuration.console.enabled ? console : nil, readiness: { await console.botNotReadyReason() },
+                console: configuration.console.enabled ? console : nil, webhooks: webhooks,
+                readiness: { await console.botNotReadyReason() },
                 telemetry: telemetry, host: configuration.console.host, port: configuration.console.port, logger: logger)
             consoleServer = listener
             consoleURL = configuration.console.enabled ? console.url(host: configuration.console.host, port: listener.port) : nil
@@ -51,12 +54,14 @@ struct RunCommand: AsyncParsableCommand {
         } else {
             let embedded = try await EmbeddedHub.start(configuration: configuration, logger: logger) { server in
                 if configuration.console.enabled { server.addRoutes { router in console.register(on: router) } }
+                server.addRoutes { router in webhooks.register(on: router) }
                 server.addReadinessCheck { await console.botNotReadyReason() }
             }
             bot = embedded.bot
             hub = embedded
             consoleServer = nil
             console.attach(.init(bot: bot, server: embedded.server, lobbyID: embedded.lobbyID))
+            webhooks.attach(bot)
             consoleURL = configuration.console.enabled ? console.url(host: configuration.serverHost, port: embedded.port) : nil
             let pluginCount = await bot.runtime.plugins.count
             print("""

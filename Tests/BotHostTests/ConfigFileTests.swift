@@ -93,7 +93,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(failure("[bot]\nclient_id = \"a\"\nreply_limt = 3"),
                        "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, client_id, command_prefix, global_reply_limit, interceptor_secret, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)")
         XCTAssertEqual(failure("\n[sever]\nport = 1"),
-                       "conf/hookbot.toml:2: sever: unknown section (known: bot, console, plugins, roles, server, translate)")
+                       "conf/hookbot.toml:2: sever: unknown section (known: bot, console, plugins, roles, server, translate, webhooks)")
         XCTAssertEqual(failure("[server]\nport = \"8080\""), "conf/hookbot.toml:2: server.port: must be an integer")
         XCTAssertEqual(failure("[plugins]\nmoderation = 3"), "conf/hookbot.toml:2: plugins.moderation: must be a table")
         XCTAssertEqual(failure("[console]\ntoken = \"short\""), "conf/hookbot.toml:2: console.token: must be at least 16 characters")

@@ -78,11 +78,14 @@ struct ConsoleHarness {
         var logger = Logger(label: "console-test") { _ in LogBufferHandler(buffer: logs, level: .debug) }
         logger.logLevel = .debug
         let console = Console(configuration: configuration, logs: logs)
+        let webhooks = Webhooks(configuration: configuration)
         let hub = try await EmbeddedHub.start(configuration: configuration, logger: logger) { server in
             server.addRoutes { router in console.register(on: router) }
+            server.addRoutes { router in webhooks.register(on: router) }
             server.addReadinessCheck { await console.botNotReadyReason() }
         }
         console.attach(.init(bot: hub.bot, server: hub.server, lobbyID: hub.lobbyID))
+        webhooks.attach(hub.bot)
         return ConsoleHarness(hub: hub, console: console, directory: directory)
     }
 

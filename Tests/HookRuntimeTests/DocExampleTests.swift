@@ -68,11 +68,23 @@ final class DocExampleTests: XCTestCase {
 
     func testEveryLuaBlockIsAMarkedExampleWithACheck() throws {
         let all = try Self.examples()
-        let checked: Set<String> = ["greeter", "schema", "commands", "moderation", "beforesend", "translate", "antiflood",
-                                    "timers", "poll"]
+        let checked: Set<String> = ["greeter", "schema", "commands", "webhooks", "moderation", "beforesend", "translate",
+                                    "antiflood", "timers", "poll"]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
-        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 11)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 12)
+    }
+
+    func testWebhook() throws {
+        let (_, rt) = try setUp("webhooks")
+        let posted = try XCTUnwrap(rt.http(plugin: "ci", HookHTTPRequest(body: #"{"cid": "c9", "result": "passed", "commit": "abc"}"#)))
+        XCTAssertEqual(posted.response.status, 202)
+        XCTAssertEqual(posted.response.body, #"{"posted":true}"#)
+        XCTAssertEqual(sentTexts(posted.result.actions), ["CI passed for abc"])
+        let bad = try XCTUnwrap(rt.http(plugin: "ci", HookHTTPRequest(body: "not json")))
+        XCTAssertEqual(bad.response.status, 400)
+        XCTAssertEqual(bad.result.actions, [])
+        XCTAssertNil(rt.http(plugin: "nobody", HookHTTPRequest()))
     }
 
     func testCommands() throws {
