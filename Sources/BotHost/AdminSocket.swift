@@ -91,7 +91,7 @@ public final class AdminSocket: @unchecked Sendable {
         case "plugins":
             return json(await bot.runtime.plugins.map(AdminPlugin.init))
         case "stats":
-            return json(AdminStats(await bot.statistics))
+            return json(await bot.statistics)
         default:
             return json(["error": "unknown request; use reload, plugins or stats"])
         }
@@ -157,23 +157,5 @@ struct AdminPlugin: Encodable {
         consecutiveFailures = status.consecutiveFailures
         totalFailures = status.totalFailures
         lastError = status.lastError?.description
-    }
-}
-
-struct AdminStats: Encodable {
-    var messages, blocked, commands, transients, events, sent, dropped, rateLimited, verdicts, undecided, actionErrors: Int
-
-    init(_ stats: BotStats) {
-        messages = stats.messages
-        blocked = stats.blocked
-        commands = stats.commands
-        transients = stats.transients
-        events = stats.events
-        sent = stats.sent
-        dropped = stats.dropped
-        rateLimited = stats.rateLimited
-        verdicts = stats.verdicts
-        undecided = stats.undecided
-        actionErrors = stats.actionErrors
     }
 }

@@ -7,7 +7,7 @@ import Logging
 import Synchronization
 
 /// Counters of a running bot host.
-public struct BotStats: Sendable, Equatable {
+public struct BotStats: Sendable, Equatable, Encodable {
     public var messages = 0
     public var blocked = 0
     public var commands = 0

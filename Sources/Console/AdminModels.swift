@@ -146,24 +146,6 @@ struct InterceptionView: Encodable {
     var bot: Bot
 }
 
-struct StatsView: Encodable {
-    var messages, blocked, commands, transients, events, sent, dropped, rateLimited, verdicts, undecided, actionErrors: Int
-
-    init(_ stats: BotStats) {
-        messages = stats.messages
-        blocked = stats.blocked
-        commands = stats.commands
-        transients = stats.transients
-        events = stats.events
-        sent = stats.sent
-        dropped = stats.dropped
-        rateLimited = stats.rateLimited
-        verdicts = stats.verdicts
-        undecided = stats.undecided
-        actionErrors = stats.actionErrors
-    }
-}
-
 struct InfoView: Encodable {
     var bot: String?
     var lobby: String?

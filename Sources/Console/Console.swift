@@ -128,7 +128,7 @@ public final class Console: Sendable {
             await admin(request) { target in await interception(target) }
         }
         router.get("/api/stats") { [self] request, _ in
-            await admin(request) { target in HTTPJSON.response(.ok, StatsView(await target.bot.statistics)) }
+            await admin(request) { target in HTTPJSON.response(.ok, await target.bot.statistics) }
         }
         router.post("/api/sign") { [self] request, _ in
             await admin(request) { _ in await sign(request) }

@@ -358,35 +358,37 @@ final class LuaPlugin {
     }
 
     func fireTimer(id: Int, once: Bool) -> HookError? {
-        guard let L else { return HookError(plugin: name, hook: "timer", reason: .runtime("plugin is closed")) }
+        callPrelude(fireTimerRef, hook: "timer", slot: PluginUsage.timerSlot) { L in
+            lua_pushinteger(L, Int64(id))
+            lua_pushboolean(L, once ? 1 : 0)
+            return 2
+        }
+    }
+
+    /// Calls one of the prelude's dispatch functions (timers, commands) with the arguments `push` pushes,
+    /// within the plugin's limits, counting the call in `slot` of its usage.
+    private func callPrelude(_ ref: Int32, hook: String, slot: Int, _ push: (LuaRef) -> Int32) -> HookError? {
+        guard let L else { return HookError(plugin: name, hook: hook, reason: .runtime("plugin is closed")) }
         lua_settop(L, 0)
-        hb_getregistryref(L, fireTimerRef)
-        lua_pushinteger(L, Int64(id))
-        lua_pushboolean(L, once ? 1 : 0)
+        hb_getregistryref(L, ref)
+        let count = push(L)
         let started = PluginUsage.now()
-        let status = hb_limited_pcall(L, 2, 0, env.limits.deadline, Int64(env.limits.instructionBudget))
-        usage?.record(slot: PluginUsage.timerSlot, started: started, failed: status != LUA_OK)
+        let status = hb_limited_pcall(L, count, 0, env.limits.deadline, Int64(env.limits.instructionBudget))
+        usage?.record(slot: slot, started: started, failed: status != LUA_OK)
         if status == LUA_OK { return nil }
-        let e = makeError(status: status, hook: "timer", fallbackLine: nil)
+        let e = makeError(status: status, hook: hook, fallbackLine: nil)
         lua_settop(L, 0)
         return e
     }
 
     /// Runs the `run` function of one of the plugin's commands with the parsed arguments and the message.
     func runCommand(_ name: String, arguments: [String: JSONValue], message: HookMessage, typeName: String?) -> HookError? {
-        guard let L else { return HookError(plugin: self.name, hook: "command", reason: .runtime("plugin is closed")) }
-        lua_settop(L, 0)
-        hb_getregistryref(L, runCommandRef)
-        luaPush(L, name)
-        if !luaPush(L, json: .object(arguments)) { lua_createtable(L, 0, 0) }
-        luaPush(L, message: message, typeName: typeName)
-        let started = PluginUsage.now()
-        let status = hb_limited_pcall(L, 3, 0, env.limits.deadline, Int64(env.limits.instructionBudget))
-        usage?.record(slot: PluginUsage.commandSlot, started: started, failed: status != LUA_OK)
-        if status == LUA_OK { return nil }
-        let e = makeError(status: status, hook: "command \(name)", fallbackLine: nil)
-        lua_settop(L, 0)
-        return e
+        callPrelude(runCommandRef, hook: "command \(name)", slot: PluginUsage.commandSlot) { L in
+            luaPush(L, name)
+            if !luaPush(L, json: .object(arguments)) { lua_createtable(L, 0, 0) }
+            luaPush(L, message: message, typeName: typeName)
+            return 3
+        }
     }
 
     func makeError(status: Int32, hook: String, fallbackLine: Int?) -> HookError {
