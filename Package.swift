@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -89,6 +90,7 @@ let package = Package(
                 "IMCore", "IMClient", "HookRuntime", "IMServer",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -127,7 +129,11 @@ let package = Package(
             dependencies: ["BotHost", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport"]),
         .testTarget(
             name: "ConsoleTests",
-            dependencies: ["Console", "BotHost", "IMServer", "IMCore", "IMClient", "HookRuntime", "Telemetry", "HookbotTestSupport"]),
+            dependencies: [
+                "Console", "BotHost", "IMServer", "IMCore", "IMClient", "HookRuntime", "Telemetry", "HookbotTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore", "HookbotTestSupport"]),
         .executableTarget(
             name: "tom-and-jerry-example", dependencies: ["IMClient", "IMServer", "IMCore"], path: "examples/TomAndJerry",

@@ -61,6 +61,8 @@ public struct BotConfiguration: Sendable {
     public var webhookSecrets: [String: String] = [:]
     /// Largest webhook body accepted, in bytes (larger: 413).
     public var webhookMaxBytes = 1 << 20
+    /// What each plugin may reach with `ctx.http` (`[http.<plugin>]`); unlisted plugins reach nothing.
+    public var httpPolicies: [String: HTTPPolicy] = [:]
 
     public init() {}
 
@@ -196,6 +198,33 @@ public struct BotConfiguration: Sendable {
             }
             try r.finish()
         }
+        if let http = try reader.table("http") {
+            for (plugin, table) in http.sorted(by: { $0.key < $1.key }) {
+                guard let settings = table.objectValue else { throw file.error("http.\(plugin)", "must be a table") }
+                var r = ConfigReader(root: settings, path: "http.\(plugin)", file: file)
+                var policy = HTTPPolicy()
+                if let hosts = try r.value("hosts") {
+                    guard let list = hosts.arrayValue?.compactMap(\.stringValue), list.count == hosts.arrayValue?.count else {
+                        throw file.error("http.\(plugin).hosts", "must be a list of hosts (\"api.example.org\" or \"host:port\")")
+                    }
+                    policy.hosts = Set(list.map { $0.lowercased() })
+                }
+                if let timeout = try r.int("timeout_ms") {
+                    guard timeout > 0 else { throw file.error("http.\(plugin).timeout_ms", "must be positive") }
+                    policy.timeoutCap = Double(timeout) / 1000
+                }
+                if let kilobytes = try r.int("max_kb") {
+                    guard kilobytes > 0 else { throw file.error("http.\(plugin).max_kb", "must be positive") }
+                    policy.maxBytes = kilobytes << 10
+                }
+                if let concurrency = try r.int("concurrency") {
+                    guard concurrency > 0 else { throw file.error("http.\(plugin).concurrency", "must be positive") }
+                    policy.concurrency = concurrency
+                }
+                try r.finish()
+                config.httpPolicies[plugin] = policy
+            }
+        }
         if let webhooks = try reader.table("webhooks") {
             for (plugin, secret) in webhooks.sorted(by: { $0.key < $1.key }) {
                 guard let text = secret.stringValue else { throw file.error("webhooks.\(plugin)", "must be a secret (a string)") }
@@ -290,7 +319,7 @@ private struct ConfigReader {
 
     private func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
-    private mutating func value(_ key: String) -> IMCore.JSONValue? {
+    mutating func value(_ key: String) -> IMCore.JSONValue? {
         read.insert(key)
         return root[key]
     }

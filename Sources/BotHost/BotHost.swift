@@ -109,7 +109,8 @@ public actor BotHost {
         let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
                                     config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
                                     botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
-                                    configLocator: configuration.configLocator, commands: configuration.commands)
+                                    configLocator: configuration.configLocator, commands: configuration.commands,
+                                    http: AsyncHTTPTransport(), httpPolicies: configuration.httpPolicies)
         let host = BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger,
                            metrics: metrics, reviewsInProcess: reviewsInProcess)
         reviewer.host.withLock { $0.host = host }
@@ -131,6 +132,7 @@ public actor BotHost {
             throw ConfigurationProblems(errors: problems)
         }
         await execute(report.actions)
+        await runtime.onAsyncResults { [weak self] result in await self?.finish(result, hook: "http") }
         let events = client.events()
         if reviewsInProcess {
             // Interception requests are direct calls that never enter the event stream: route in order.

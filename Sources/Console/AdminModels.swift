@@ -40,6 +40,8 @@ struct PluginView: Encodable {
     var consecutiveFailures: Int
     var totalFailures: Int
     var breakerTrips: Int
+    /// `ctx.http` calls: started, failed, refused by the policy, in flight.
+    var http: [String: Int]
     var lastError: ErrorView?
     /// Every hook the plugin defines, with its usage (zero when never called).
     var hooks: [HookView]
@@ -56,6 +58,8 @@ struct PluginView: Encodable {
         consecutiveFailures = status.consecutiveFailures
         totalFailures = status.totalFailures
         breakerTrips = status.breakerTrips
+        http = ["started": status.http.started, "failed": status.http.failed, "refused": status.http.refused,
+                "inFlight": status.http.inFlight]
         lastError = status.lastError.map(ErrorView.init)
         let used = Dictionary(status.usage.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let names = status.hooks + status.usage.map(\.name).filter { !status.hooks.contains($0) }

@@ -247,6 +247,33 @@ let cbCommandAdd: hb_swift_fn = { L in
     return 1
 }
 
+/// `ctx.http.request(opts)`: checks the call against the plugin's policy and starts it; the call's id, or
+/// nil and why it was refused (a value the plugin sees, not an error).
+let cbHTTPStart: hb_swift_fn = { L in
+    guard let L, let p = pluginOf(L) else { return 0 }
+    func refuse(_ reason: String) -> Int32 {
+        p.usage?.httpRefused()
+        lua_pushnil(L)
+        luaPush(L, "ctx.http: \(reason)")
+        return 2
+    }
+    guard let options = try? luaToJSON(L, 1, path: "request") else { return refuse("expects a table {url = ..., method = ...}") }
+    p.env.nextHTTPID += 1
+    switch (p.env.httpPolicies[p.name] ?? HTTPPolicy()).check(options, plugin: p.name, id: p.env.nextHTTPID,
+                                                               inFlight: p.usage?.http.inFlight ?? 0) {
+    case .failure(let problem): return refuse(problem.description)
+    case .success(var call):
+        guard let start = p.env.startHTTP else { return refuse("this host makes no HTTP calls") }
+        call.instanceID = p.instanceID
+        call.cid = p.currentCid
+        call.messageID = p.currentMessageID
+        p.usage?.httpStarted()
+        start(call)
+        lua_pushinteger(L, Int64(call.id))
+        return 1
+    }
+}
+
 /// Host state where granted roles live ("role:<role>:<user>" of the host's own plugin name).
 let hostStatePlugin = "hookbot.host"
 

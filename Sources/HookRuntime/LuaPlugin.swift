@@ -57,9 +57,15 @@ final class PluginEnvironment: @unchecked Sendable {
     /// Where a configuration key is set in the host's configuration file, for errors.
     let configLocator: ConfigLocator?
     let commandSettings: CommandSettings
+    /// What each plugin may reach over HTTP, and how calls are started (set by `PluginRuntime`; nil: none).
+    let httpPolicies: [String: HTTPPolicy]
+    var startHTTP: (@Sendable (HookHTTPCall) -> Void)?
+    var nextHTTPID = 0
 
     init(store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
-         reach: ConversationReach? = nil, configLocator: ConfigLocator? = nil, commandSettings: CommandSettings = .init()) {
+         reach: ConversationReach? = nil, configLocator: ConfigLocator? = nil, commandSettings: CommandSettings = .init(),
+         httpPolicies: [String: HTTPPolicy] = [:]) {
+        self.httpPolicies = httpPolicies
         self.store = store; self.clock = clock; self.logger = logger; self.limits = limits; self.directory = directory
         self.botID = botID
         self.reach = reach
@@ -100,6 +106,7 @@ final class LuaPlugin {
     private var ctxRef: Int32 = LUA_NOREF
     private var fireTimerRef: Int32 = LUA_NOREF
     private var runCommandRef: Int32 = LUA_NOREF
+    private var httpDoneRef: Int32 = LUA_NOREF
 
     // per call
     var pending: [HookAction] = []
@@ -184,8 +191,9 @@ final class LuaPlugin {
         }
         pushHBTable(L)
         lua_rawgeti(L, hb_lua_registryindex(), Int64(LUA_RIDX_GLOBALS))
-        status = hb_limited_pcall(L, 2, 4, env.limits.loadDeadline, 0)
+        status = hb_limited_pcall(L, 2, 5, env.limits.loadDeadline, 0)
         guard status == LUA_OK else { throw loadError(status, hook: "load") }
+        httpDoneRef = hb_ref(L)
         runCommandRef = hb_ref(L)
         fireTimerRef = hb_ref(L)
         ctxRef = hb_ref(L)
@@ -325,6 +333,7 @@ final class LuaPlugin {
         set("types_register", cbTypesRegister)
         set("command_add", cbCommandAdd)
         set("roles", cbRoles)
+        set("http_start", cbHTTPStart)
         set("types_validate", cbTypesValidate)
         set("types_name", cbTypesName)
         set("types_number", cbTypesNumber)
@@ -361,6 +370,15 @@ final class LuaPlugin {
         callPrelude(fireTimerRef, hook: "timer", slot: PluginUsage.timerSlot) { L in
             lua_pushinteger(L, Int64(id))
             lua_pushboolean(L, once ? 1 : 0)
+            return 2
+        }
+    }
+
+    /// Runs the callback of an HTTP call with its outcome (`{ok, status, headers, body, json, error}`).
+    func httpDone(_ id: Int, _ outcome: JSONValue) -> HookError? {
+        callPrelude(httpDoneRef, hook: "http callback", slot: PluginUsage.httpSlot) { L in
+            lua_pushinteger(L, Int64(id))
+            if !luaPush(L, json: outcome) { lua_createtable(L, 0, 0) }
             return 2
         }
     }

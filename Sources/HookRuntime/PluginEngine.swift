@@ -62,7 +62,7 @@ public final class PluginEngine {
                 limits: HookLimits = .default, clock: HookClock = .system,
                 logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
                 metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
-                commands: CommandSettings = .init()) {
+                commands: CommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]) {
         self.metrics = metrics
         self.directory = directory.standardizedFileURL
         self.store = store
@@ -71,7 +71,8 @@ public final class PluginEngine {
         self.logger = logger
         self.config = config
         self.env = PluginEnvironment(store: store, clock: clock, logger: logger, limits: limits, directory: self.directory,
-                                     botID: botID, reach: reach, configLocator: configLocator, commandSettings: commands)
+                                     botID: botID, reach: reach, configLocator: configLocator, commandSettings: commands,
+                                     httpPolicies: httpPolicies)
     }
 
     /// Same, with a `Logger(label: "hookbot.plugins")` at `logLevel`.
@@ -93,7 +94,7 @@ public final class PluginEngine {
                          lastError: p.lastError, generation: p.generation,
                          hooks: HookName.allCases.filter { p.has($0) }.map(\.luaName),
                          timers: p.timers.count, memoryBytes: p.memoryUsed,
-                         breakerTrips: p.usage?.breakerTrips ?? 0, usage: p.usage?.hooks ?? [])
+                         breakerTrips: p.usage?.breakerTrips ?? 0, usage: p.usage?.hooks ?? [], http: p.usage?.http ?? .init())
         }
         let live = Set(byKey.keys)
         for (key, f) in failedSources.sorted(by: { $0.key < $1.key }) where !live.contains(key) {
@@ -979,4 +980,25 @@ extension PluginEngine {
 struct HTTPResponseProblem: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+// MARK: - HTTP calls
+
+extension PluginEngine {
+    /// How plugins' HTTP calls are started (`ctx.http`); without it they are refused.
+    public func setHTTPStarter(_ start: (@Sendable (HookHTTPCall) -> Void)?) { env.startHTTP = start }
+
+    /// Runs the callback of a finished HTTP call, with the ctx of the event that started it. A call whose
+    /// plugin was reloaded, unloaded or disabled meanwhile has no callback to run.
+    public func completeHTTP(_ call: HookHTTPCall, _ outcome: HookHTTPOutcome) -> HookResult {
+        usage[call.plugin]?.httpFinished(failed: outcome.error != nil)
+        guard let plugin = ordered.first(where: { $0.instanceID == call.instanceID }), !plugin.disabled else { return HookResult() }
+        begin(plugin, cid: call.cid, messageID: call.messageID)
+        let error = plugin.httpDone(call.id, outcome.lua)
+        if let L = plugin.L { lua_settop(L, 0) }
+        var result = HookResult()
+        account(plugin, error, into: &result.errors)
+        result.actions = plugin.takeActions()
+        return result
+    }
 }

@@ -35,14 +35,16 @@ public actor PluginRuntime {
     ///   - metrics: where hook calls, failures, durations, breaker trips and loads are recorded.
     ///   - configLocator: where `config` was read from, so that configuration errors name file and line.
     ///   - commands: the command prefix and the roles of the host's configuration.
+    ///   - http: performs the plugins' `ctx.http` calls (nil: they are refused); `httpPolicies` per plugin.
     public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
                 limits: HookLimits = .default, clock: HookClock = .system,
                 logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
                 metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
-                commands: CommandSettings = .init()) {
+                commands: CommandSettings = .init(), http: (any HookHTTPTransport)? = nil,
+                httpPolicies: [String: HTTPPolicy] = [:]) {
         let engine = PluginEngine(directory: directory, store: store, config: config, limits: limits, clock: clock,
                                   logger: logger, botID: botID, reach: reach, metrics: metrics, configLocator: configLocator,
-                                  commands: commands)
+                                  commands: commands, httpPolicies: httpPolicies)
         self.reach = reach
         self.engine = engine
         self.directory = engine.directory
@@ -51,6 +53,25 @@ public actor PluginRuntime {
         self.clock = clock
         thread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         loop = thread.next()
+        if let http {
+            // A call runs off the Lua thread; its callback comes back to it as one more call.
+            engine.setHTTPStarter { [weak self] call in
+                Task {
+                    let outcome = await http.perform(call)
+                    await self?.finishHTTP(call, outcome)
+                }
+            }
+        }
+    }
+
+    private var asyncResults: (@Sendable (HookResult) async -> Void)?
+
+    /// Where the results of callbacks that run later (HTTP calls) go: the host executes their actions.
+    public func onAsyncResults(_ handler: @escaping @Sendable (HookResult) async -> Void) { asyncResults = handler }
+
+    private func finishHTTP(_ call: HookHTTPCall, _ outcome: HookHTTPOutcome) async {
+        let result = engine.completeHTTP(call, outcome)
+        if !result.actions.isEmpty || !result.errors.isEmpty { await asyncResults?(result) }
     }
 
     deinit {

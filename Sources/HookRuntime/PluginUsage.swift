@@ -31,12 +31,13 @@ final class PluginUsage {
     /// The slots of timer callbacks and of commands, after the hooks'.
     static let timerSlot = HookName.allCases.count
     static let commandSlot = HookName.allCases.count + 1
+    static let httpSlot = HookName.allCases.count + 2
 
     let plugin: String
     private let factory: any MetricsFactory
-    @exclusivity(unchecked) private var slots = [Slot](repeating: Slot(), count: HookName.allCases.count + 2)
+    @exclusivity(unchecked) private var slots = [Slot](repeating: Slot(), count: HookName.allCases.count + 3)
     /// Metric handles per slot, made at the slot's first call.
-    @exclusivity(unchecked) private var handles = [Handles?](repeating: nil, count: HookName.allCases.count + 2)
+    @exclusivity(unchecked) private var handles = [Handles?](repeating: nil, count: HookName.allCases.count + 3)
     /// Times the circuit breaker disabled the plugin.
     private(set) var breakerTrips = 0
     private let trips: Counter
@@ -81,6 +82,15 @@ final class PluginUsage {
 
     func loaded(ok: Bool) { (ok ? loads.ok : loads.failed).increment() }
 
+    /// The plugin's HTTP calls.
+    private(set) var http = HTTPUsage()
+    func httpStarted() { http.started += 1; http.inFlight += 1 }
+    func httpRefused() { http.refused += 1 }
+    func httpFinished(failed: Bool) {
+        http.inFlight = max(0, http.inFlight - 1)
+        if failed { http.failed += 1 }
+    }
+
     /// The hooks called at least once.
     var hooks: [HookUsage] {
         slots.indices.compactMap { index in
@@ -95,6 +105,7 @@ final class PluginUsage {
         switch slot {
         case timerSlot: "timer"
         case commandSlot: "command"
+        case httpSlot: "http_callback"
         default: HookName.allCases[slot].luaName
         }
     }

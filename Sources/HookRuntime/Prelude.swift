@@ -294,6 +294,26 @@ local function run_command(name, args, msg)
   local fn = command_fns[name]
   if fn then return fn(args, msg, ctx) end
 end
+-- HTTP: calls made by the runtime, callbacks here (run later, with the ctx of the event that started them)
+local http_fns = {}
+local function http_request(opts, fn)
+  if type(fn) ~= "function" then fail("ctx.http: a callback function(res, ctx) is expected") end
+  local id, err = hb.http_start(opts)
+  if not id then return nil, err end
+  http_fns[id] = fn
+  return id
+end
+ctx.http = {
+  request = http_request,
+  get = function(url, fn) return http_request({ method = "GET", url = url }, fn) end,
+  post = function(url, body, fn) return http_request({ method = "POST", url = url, body = body }, fn) end,
+  json = function(method, url, value, fn) return http_request({ method = method, url = url, json = value }, fn) end,
+}
+local function http_done(id, res)
+  local fn = http_fns[id]
+  http_fns[id] = nil
+  if fn then return fn(res, ctx) end
+end
 ctx.roles = {
   has = function(user, role) return hb.roles("has", user, role) end,
   grant = function(user, role) return hb.roles("grant", user, role) end,
@@ -356,5 +376,5 @@ types.build = function(t, attrs, extra)
 end
 ctx.types = types
 
-return env, ctx, fire_timer, run_command
+return env, ctx, fire_timer, run_command, http_done
 """#

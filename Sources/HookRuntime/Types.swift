@@ -412,4 +412,6 @@ public struct PluginStatus: Sendable, Hashable {
     public var breakerTrips: Int
     /// Calls and time per hook, for hooks called at least once.
     public var usage: [HookUsage]
+    /// The plugin's HTTP calls (`ctx.http`).
+    public var http: HTTPUsage = .init()
 }

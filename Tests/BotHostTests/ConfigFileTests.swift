@@ -1,4 +1,5 @@
 import BotHost
+import HookRuntime
 import IMCore
 import XCTest
 
@@ -93,10 +94,18 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(failure("[bot]\nclient_id = \"a\"\nreply_limt = 3"),
                        "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, client_id, command_prefix, global_reply_limit, interceptor_secret, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)")
         XCTAssertEqual(failure("\n[sever]\nport = 1"),
-                       "conf/hookbot.toml:2: sever: unknown section (known: bot, console, plugins, roles, server, translate, webhooks)")
+                       "conf/hookbot.toml:2: sever: unknown section (known: bot, console, http, plugins, roles, server, translate, webhooks)")
         XCTAssertEqual(failure("[server]\nport = \"8080\""), "conf/hookbot.toml:2: server.port: must be an integer")
         XCTAssertEqual(failure("[plugins]\nmoderation = 3"), "conf/hookbot.toml:2: plugins.moderation: must be a table")
         XCTAssertEqual(failure("[console]\ntoken = \"short\""), "conf/hookbot.toml:2: console.token: must be at least 16 characters")
+        XCTAssertEqual(failure("[http.fetch]\nhosts = \"api.example.org\""),
+                       #"conf/hookbot.toml:2: http.fetch.hosts: must be a list of hosts ("api.example.org" or "host:port")"#)
+        XCTAssertEqual(failure("[http.fetch]\nhosts = []\ntimeout = 3"),
+                       "conf/hookbot.toml:3: http.fetch.timeout: unknown key (known: concurrency, hosts, max_kb, timeout_ms)")
+        XCTAssertEqual(failure("[webhooks]\nci = \"short\""), "conf/hookbot.toml:2: webhooks.ci: must be at least 16 characters")
+        let http = try? BotConfiguration.parse("[http.fetch]\nhosts = [\"API.example.org\", \"127.0.0.1:8080\"]\nmax_kb = 2")
+        XCTAssertEqual(http?.httpPolicies["fetch"]?.hosts, ["api.example.org", "127.0.0.1:8080"])
+        XCTAssertEqual(http?.httpPolicies["fetch"]?.maxBytes, 2048)
     }
 
     func testPathsAreRelativeToTheFileUnlessAbsolute() throws {

@@ -68,11 +68,20 @@ final class DocExampleTests: XCTestCase {
 
     func testEveryLuaBlockIsAMarkedExampleWithACheck() throws {
         let all = try Self.examples()
-        let checked: Set<String> = ["greeter", "schema", "commands", "webhooks", "moderation", "beforesend", "translate",
-                                    "antiflood", "timers", "poll"]
+        let checked: Set<String> = ["greeter", "schema", "commands", "webhooks", "http", "moderation", "beforesend",
+                                    "translate", "antiflood", "timers", "poll"]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
-        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 12)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 13)
+    }
+
+    /// Without `[http.weather]` hosts the call is refused at once, as a value (the call itself is tested
+    /// against a real server in ConsoleTests/HTTPCallTests).
+    func testHTTPRefusedByTheAllowList() throws {
+        let (_, rt) = try setUp("http")
+        let replies = sentTexts(rt.receive(msg("!weather Paris")).actions)
+        XCTAssertEqual(replies, ["ctx.http: weather.example.org is not in this plugin's allowed hosts ([http.weather] hosts)"])
+        XCTAssertEqual(rt.plugins.first?.http.refused, 1)
     }
 
     func testWebhook() throws {

@@ -1,0 +1,97 @@
+import BotHost
+import Foundation
+import HookRuntime
+import HookbotTestSupport
+import Hummingbird
+import IMClient
+import Logging
+import ServiceLifecycle
+import XCTest
+
+/// `ctx.http` against a real HTTP server on loopback, through the running bot: a request succeeds, times
+/// out, is refused by the allow-list, hits the size cap or cannot connect — while other messages keep
+/// flowing through the bot during a slow request.
+final class HTTPCallTests: XCTestCase {
+    static let fetch = """
+        return { name = "fetch", config = { base = "" },
+          on_receive = function(msg, ctx)
+            local target = msg.text and msg.text:match("^fetch (%S+)")
+            if not target then return end
+            local url = target:find("^http") and target or (ctx.config.base .. target)
+            local id, err = ctx.http.request({ url = url, timeout = 1 }, function(res, ctx)
+              if res.ok then ctx.reply("got " .. res.status .. " " .. (res.json and res.json.hello or res.body))
+              else ctx.reply("failed " .. tostring(res.status) .. ": " .. res.error) end
+            end)
+            if not id then ctx.reply("refused: " .. err) end
+          end }
+        """
+
+    func testRequestsTimeoutsAllowListAndSizeCap() async throws {
+        let (web, webPort) = try await Self.startWebServer()
+        let harness = try await ConsoleHarness.start(plugins: ConsoleHarness.plugins.merging(["fetch.lua": Self.fetch]) { _, new in new }) {
+            $0.pluginConfig["fetch"] = ["base": .string("http://127.0.0.1:\(webPort)")]
+            $0.httpPolicies["fetch"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)", "127.0.0.1:1"], timeoutCap: 5,
+                                                  maxBytes: 64 << 10, concurrency: 2)
+        }
+        let (tom, lobby, events) = try await harness.lobbyMember("Tom")
+        func reply(_ what: String) async throws -> String {
+            try await events.next(what) { event in
+                guard let message = event.receivedMessage, message.from == harness.hub.bot.configuration.clientID else { return nil }
+                return message.content.text
+            }
+        }
+
+        _ = try await lobby.send(.text("fetch /ok"))
+        let ok = try await reply("the /ok answer")
+        XCTAssertEqual(ok, "got 200 world")
+
+        // While a slow request is out, the bot answers other messages.
+        _ = try await lobby.send(.text("fetch /slow"))
+        _ = try await lobby.send(.text("ping"))
+        let first = try await reply("pong")
+        XCTAssertEqual(first, "pong, Tom!")
+        let slow = try await reply("the timeout")
+        XCTAssertTrue(slow.hasPrefix("failed nil: timeout"), slow)
+
+        _ = try await lobby.send(.text("fetch https://example.org/"))
+        let refused = try await reply("the refusal")
+        XCTAssertEqual(refused, "refused: ctx.http: example.org is not in this plugin's allowed hosts ([http.fetch] hosts)")
+
+        _ = try await lobby.send(.text("fetch /big"))
+        let big = try await reply("the size cap")
+        XCTAssertEqual(big, "failed 200: too large: the response is over 65536 bytes")
+
+        _ = try await lobby.send(.text("fetch http://127.0.0.1:1/nothing"))
+        let unreachable = try await reply("the connection failure")
+        XCTAssertTrue(unreachable.hasPrefix("failed nil: failed:"), unreachable)
+
+        let plugin = try await harness.plugin("fetch")
+        XCTAssertEqual(plugin["http"] as? [String: Int], ["started": 4, "failed": 3, "refused": 1, "inFlight": 0])
+        await tom.close()
+        await harness.stop()
+        await web.triggerGracefulShutdown()
+    }
+
+    /// A local HTTP server: /ok (JSON), /slow (3 s), /big (256 KiB).
+    static func startWebServer() async throws -> (ServiceGroup, Int) {
+        let router = Router()
+        router.get("/ok") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: #"{"hello":"world"}"#)))
+        }
+        router.get("/slow") { _, _ -> String in
+            try await Task.sleep(for: .seconds(3))
+            return "late"
+        }
+        router.get("/big") { _, _ in String(repeating: "x", count: 256 << 10) }
+        let (ports, bound) = AsyncStream<Int>.makeStream()
+        var logger = Logger(label: "http-call-test")
+        logger.logLevel = .critical
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                              onServerRunning: { channel in bound.yield(channel.localAddress?.port ?? 0); bound.finish() },
+                              logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        Task { try await group.run() }
+        for await port in ports { return (group, port) }
+        throw Timeout(waitingFor: "the web server")
+    }
+}
