@@ -2,7 +2,10 @@
 -- (lib/phrasebook.lua), as a provider for the host's translate step, plus
 -- `/translate <lang>` to auto-translate a conversation, `/translate off`, and
 -- `/translate <lang> <text>` for one text. Results are cached per message id
--- and language in state.
+-- and language in state. With `api_url` set (a LibreTranslate-compatible
+-- service, reachable per [http.translate] in hookbot.toml), auto-translation
+-- asks the service and answers when it replies; the phrase table is the
+-- fallback when the service fails.
 
 local book = require("phrasebook")
 local text_util = require("text")
@@ -96,6 +99,32 @@ local function cached(ctx, id, text, lang)
   return t
 end
 
+-- Auto-translation through a LibreTranslate-compatible API (POST {q, source, target, format, api_key} ->
+-- {translatedText}); the reply comes when the service answers, from the phrase table if it fails.
+local function translate_remotely(ctx, msg, text, lang)
+  local key = "cache:" .. msg.id .. ":" .. lang
+  local hit = ctx.state.get(key)
+  local function answer(t)
+    if t then ctx.reply(render(ctx.config.format, { from = msg.from, to = lang, text = t })) end
+  end
+  if hit then return answer(hit) end
+  local request = { q = text, source = "auto", target = lang, format = "text" }
+  if ctx.config.api_key then request.api_key = ctx.config.api_key end
+  local id, err = ctx.http.json("POST", ctx.config.api_url, request, function(res, ctx)
+    local t = res.ok and res.json and type(res.json.translatedText) == "string" and res.json.translatedText or nil
+    if not t then
+      ctx.log("warning", "translation service failed (" .. (res.error or ("HTTP " .. tostring(res.status))) .. "); using the phrase table")
+      t = translate(text, nil, lang)
+    end
+    if t and msg.id ~= "" then ctx.state.set(key, t, ctx.config.cache_ttl) end
+    answer(t)
+  end)
+  if not id then
+    ctx.log("warning", "translation service not called: " .. err)
+    answer(cached(ctx, msg.id, text, lang))
+  end
+end
+
 -- /translate commands; returns the reply text.
 local function command(ctx, cid, args)
   local conv = ctx.state.conv(cid)
@@ -126,6 +155,8 @@ return {
     format = "{from} ({to}): {text}",
     reply_host_translations = true, -- answer messages the host translated (translate_to in hookbot.toml)
     phrases = {},                -- more { english, chinese } pairs
+    api_url = false,             -- e.g. "https://libretranslate.example.org/translate" (also list its host in [http.translate])
+    api_key = false,
   },
 
   on_load = function(ctx)
@@ -159,6 +190,7 @@ return {
     local lang = ctx.state.conv(msg.cid).get("auto")
     if lang == nil then lang = ctx.config.auto[msg.cid] end
     if not lang or detect(text) == lang then return end
+    if ctx.config.api_url then return translate_remotely(ctx, msg, text, lang) end
     local t = cached(ctx, msg.id, text, lang)
     if t then ctx.reply(render(ctx.config.format, { from = msg.from, to = lang, text = t })) end
   end,

@@ -64,7 +64,9 @@ struct ConsoleHarness {
         let pluginsDirectory = directory.appendingPathComponent("plugins")
         try FileManager.default.createDirectory(at: pluginsDirectory, withIntermediateDirectories: true)
         for (name, source) in plugins {
-            try source.write(to: pluginsDirectory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            let file = pluginsDirectory.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try source.write(to: file, atomically: true, encoding: .utf8)
         }
         var configuration = base ?? BotConfiguration()
         if base == nil { configuration.pluginsDirectory = pluginsDirectory }

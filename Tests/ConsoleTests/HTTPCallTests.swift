@@ -72,7 +72,42 @@ final class HTTPCallTests: XCTestCase {
         await web.triggerGracefulShutdown()
     }
 
-    /// A local HTTP server: /ok (JSON), /slow (3 s), /big (256 KiB).
+    /// The shipped translate plugin with a LibreTranslate-compatible service: auto-translation answers
+    /// with the service's text, and with the phrase table when the service fails.
+    func testTranslatePluginUsesTheServiceAndFallsBackToThePhraseTable() async throws {
+        let (web, webPort) = try await Self.startWebServer()
+        let shipped = ConsoleHarness.repository.appendingPathComponent("plugins")
+        var sources: [String: String] = ConsoleHarness.plugins
+        for file in ["translate.lua", "lib/phrasebook.lua", "lib/text.lua"] {
+            sources[file] = try String(contentsOf: shipped.appendingPathComponent(file), encoding: .utf8)
+        }
+        let harness = try await ConsoleHarness.start(plugins: sources) {
+            $0.pluginConfig["translate"] = ["api_url": .string("http://127.0.0.1:\(webPort)/translate"), "api_key": "k-123"]
+            $0.httpPolicies["translate"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)"])
+        }
+        let (tom, lobby, events) = try await harness.lobbyMember("Tom")
+        func reply(_ what: String) async throws -> String {
+            try await events.next(what) { event in
+                guard let message = event.receivedMessage, message.from == harness.hub.bot.configuration.clientID else { return nil }
+                return message.content.text
+            }
+        }
+        _ = try await lobby.send(.text("/translate zh"))
+        let on = try await reply("auto-translation on")
+        XCTAssertEqual(on, "auto-translation to zh is on")
+        _ = try await lobby.send(.text("good morning"))
+        let remote = try await reply("the service's translation")
+        XCTAssertEqual(remote, "Tom (zh): [zh k-123] good morning")
+        _ = try await lobby.send(.text("hello"))
+        let fallback = try await reply("the phrase table's translation")
+        XCTAssertEqual(fallback, "Tom (zh): 你好")
+        await tom.close()
+        await harness.stop()
+        await web.triggerGracefulShutdown()
+    }
+
+    /// A local HTTP server: /ok (JSON), /slow (3 s), /big (256 KiB), and POST /translate answering as
+    /// LibreTranslate does (500 for the text "hello").
     static func startWebServer() async throws -> (ServiceGroup, Int) {
         let router = Router()
         router.get("/ok") { _, _ -> Response in
@@ -83,6 +118,16 @@ final class HTTPCallTests: XCTestCase {
             return "late"
         }
         router.get("/big") { _, _ in String(repeating: "x", count: 256 << 10) }
+        router.post("/translate") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            let fields = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
+            let q = fields["q"] as? String ?? ""
+            guard q != "hello" else { return Response(status: .internalServerError) }
+            let answer = try JSONSerialization.data(withJSONObject: [
+                "translatedText": "[\(fields["target"] as? String ?? "?") \(fields["api_key"] as? String ?? "")] \(q)",
+            ])
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: answer)))
+        }
         let (ports, bound) = AsyncStream<Int>.makeStream()
         var logger = Logger(label: "http-call-test")
         logger.logLevel = .critical
