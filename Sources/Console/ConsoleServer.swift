@@ -23,16 +23,7 @@ public final class ConsoleServer: Sendable {
     public static func start(console: Console?, webhooks: Webhooks? = nil, readiness: @escaping @Sendable () async -> String?,
                              telemetry: Telemetry, host: String, port: Int, logger: Logger) async throws -> ConsoleServer {
         let router = Router()
-        router.get("/health") { _, _ in "ok" }
-        router.get("/ready") { _, _ -> Response in
-            let reason = await readiness()
-            return HTTPJSON.response(reason == nil ? .ok : .serviceUnavailable,
-                                     ReadinessView(ready: reason == nil, reason: reason))
-        }
-        router.get("/metrics") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: Telemetry.contentType],
-                     body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition())))
-        }
+        Probes.register(on: router, telemetry: telemetry, notReady: readiness)
         console?.register(on: router)
         webhooks?.register(on: router)
         let (ports, bound) = AsyncStream<Int>.makeStream()
@@ -59,9 +50,4 @@ public final class ConsoleServer: Sendable {
 struct ConsoleServerError: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
-}
-
-struct ReadinessView: Encodable {
-    var ready: Bool
-    var reason: String?
 }

@@ -124,16 +124,7 @@ public final class IMServer: Sendable {
 
     private func makeApplication(_ onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router()
-        router.get("/health") { _, _ in "ok" }
-        router.get("/ready") { [self] _, _ -> Response in
-            let reason = await notReadyReason()
-            return HTTPJSON.response(reason == nil ? .ok : .serviceUnavailable,
-                                     ["ready": .bool(reason == nil), "reason": reason.map(JSONValue.string) ?? .null])
-        }
-        router.get("/metrics") { [telemetry] _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: Telemetry.contentType],
-                     body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition())))
-        }
+        Probes.register(on: router, telemetry: telemetry) { [self] in await notReadyReason() }
         for register in routes.withLock({ $0 }) { register(router) }
         var wsConfig = WebSocketServerConfiguration()
         wsConfig.maxFrameSize = configuration.maxFrameBytes

@@ -53,12 +53,7 @@ struct BotHarness {
             try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws", logger: logger)
         }
         try await bot.start()
-        // The server registers an interceptor just after telling it `opened`: wait for that, or a message
-        // sent at once may find no interceptor yet and fall to the failure policy.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while interceptor, !server.server.isInterceptorAttached(clientID), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        if interceptor { try await waitUntilInterceptorAttached(server.server, clientID) }
         return bot
     }
 }

@@ -32,12 +32,7 @@ final class InterceptionTests: XCTestCase {
         }
         let reply = try await client.request(Self.signedInterceptorOpen())
         XCTAssertEqual(reply.op, .opened)
-        // `opened` goes out just before the server registers the session (and the interceptor): wait for
-        // that, or a message sent at once may find no interceptor yet (seen on a loaded CI machine).
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !server.server.isInterceptorAttached("modbot"), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await waitUntilInterceptorAttached(server.server, "modbot")
         XCTAssertTrue(server.server.isInterceptorAttached("modbot"))
         let loop = Task {
             while !Task.isCancelled, let request = try? await client.next(timeout: .seconds(30), where: { $0.cmd == .hook }) {

@@ -70,6 +70,16 @@ public final class ServerHarness: Sendable {
     }
 }
 
+/// Waits (up to 10 s) until `server` has registered the interceptor `clientID`. The server answers `opened`
+/// just before it registers the session, so a message sent at once may find no interceptor yet and fall to
+/// the failure policy (seen on a loaded CI machine).
+public func waitUntilInterceptorAttached(_ server: IMServer, _ clientID: String) async throws {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !server.isInterceptorAttached(clientID), ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
 public struct Timeout: Error, CustomStringConvertible {
     public init(waitingFor: String) { self.waitingFor = waitingFor }
 
