@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "BotHost",
             dependencies: [
-                "IMCore", "IMClient", "HookRuntime", "IMServer",
+                "IMCore", "IMClient", "HookRuntime", "BotRouting", "IMServer",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -116,9 +116,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The routing core a running bot and `hookbot test` share: no transport, no server.
+        .target(
+            name: "BotRouting",
+            dependencies: ["HookRuntime", .product(name: "Logging", package: "swift-log")]
+        ),
         .target(
             name: "PluginTester",
-            dependencies: ["HookRuntime", "CLua", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["HookRuntime", "BotRouting", "CLua", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),

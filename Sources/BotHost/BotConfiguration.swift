@@ -1,3 +1,4 @@
+import BotRouting
 import Foundation
 import HookRuntime
 import IMCore
@@ -77,6 +78,13 @@ public struct BotConfiguration: Sendable {
         let deadline = interceptionDeadlineMillis
         let margin = max(20, deadline / 5)
         return .milliseconds(max(deadline - margin, 1))
+    }
+
+    /// What the routing core needs of these settings.
+    public var routing: RoutingSettings {
+        RoutingSettings(botID: clientID, intercepting: interceptorSecret != nil, maxHops: maxHops, replyLimit: replyLimit,
+                        globalReplyLimit: globalReplyLimit, replyWindow: replyWindow, sendsPerEvent: sendsPerEvent,
+                        translateTo: translateTo)
     }
 
     /// Checks settings that only make sense together; throws a `ConfigurationError` naming the setting.

@@ -1,3 +1,4 @@
+import BotRouting
 import CoreMetrics
 import Foundation
 import HookRuntime
@@ -6,40 +7,18 @@ import IMCore
 import Logging
 import Synchronization
 
-/// Counters of a running bot host.
-public struct BotStats: Sendable, Equatable, Encodable {
-    public var messages = 0
-    public var blocked = 0
-    public var commands = 0
-    public var transients = 0
-    public var events = 0
-    public var sent = 0
-    public var dropped = 0
-    public var rateLimited = 0
-    public var verdicts = 0
-    /// Interception requests answered with `none` because the review could not finish in time.
-    public var undecided = 0
-    public var actionErrors = 0
-}
-
-/// The bot host: logs in as a client id, routes everything that arrives to the plugins, executes the
-/// actions they return through the SDK, and answers the server's interception requests.
-///
-/// Routing: typed and common messages → moderation → translation (when a target language is configured
-/// for the conversation or requested in `attrs.translate`) → `on_receive`; cmd messages → `on_cmd`;
-/// transient messages → `on_transient`; membership events, conversation updates and recalls → their hooks.
-/// When the bot is the server's interceptor, moderation already ran before delivery, so delivered
-/// messages go straight to translation and `on_receive`.
+/// The bot host: logs in as a client id, hands everything that arrives to its routing core (`Router`,
+/// shared with `hookbot test`), carries out the actions through the SDK, and answers the server's
+/// interception requests.
 public actor BotHost {
     public nonisolated let configuration: BotConfiguration
     public nonisolated let client: IMClient
     public nonisolated let runtime: PluginRuntime
+    /// What the bot does with what arrives (moderation, translation, hooks, loop guard, rate limits, mutes).
+    public nonisolated let router: Router
     let logger: Logger
-    var loopGuard: LoopGuard
-    /// Counters; a mutex rather than actor state so interception answers never wait for the actor.
-    nonisolated let counters = Mutex(BotStats())
-    /// Active mutes ("mute:<cid>:<user>" → until, seconds since 1970); see `mute(_:in:for:reason:)`.
-    nonisolated let mutes = Mutex<[String: Double]>([:])
+    /// Counters; not actor state, so interception answers never wait for the actor.
+    nonisolated let counters = BotCounters()
     /// How long one interception review may run: the server's deadline less a safety margin.
     nonisolated let reviewBudget: Duration
     nonisolated let metrics: BotMetrics
@@ -68,8 +47,18 @@ public actor BotHost {
         self.runtime = runtime
         self.logger = logger
         reviewBudget = configuration.reviewBudget
-        loopGuard = LoopGuard(limit: configuration.replyLimit, globalLimit: configuration.globalReplyLimit,
-                              window: configuration.replyWindow, maxHops: configuration.maxHops)
+        let counters = counters
+        let botMetrics = self.metrics
+        let report: @Sendable (RoutingNote) -> Void = { note in
+            counters.count(note)
+            if case .actionFailed(let what, let cid, let plugin, let error) = note {
+                botMetrics.failed(what)
+                logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin)",
+                                                           "error": "\(error)"])
+            }
+        }
+        router = Router(settings: configuration.routing, plugins: runtime,
+                        outlet: ClientOutlet(client: client, metrics: botMetrics, report: report), logger: logger, note: report)
     }
 
     /// A bot host for the server at `serverURL` (a WebSocket) with the client and runtime its configuration
@@ -118,12 +107,12 @@ public actor BotHost {
     }
 
     /// The live counters.
-    public var statistics: BotStats { counters.withLock { $0 } }
+    public var statistics: BotStats { counters.snapshot }
 
     /// Loads the plugins, logs in (forced, so a restarted bot takes over its tag), and starts routing,
     /// hot reload and timers.
     public func start() async throws {
-        loadMutes()
+        router.mutes.load()
         let report = await runtime.loadAll()
         // A setting no plugin takes would be silently ignored: refuse to start instead.
         let problems = configuration.problems(after: report, plugins: await runtime.plugins)
@@ -131,8 +120,9 @@ public actor BotHost {
             await runtime.shutdown()
             throw ConfigurationProblems(errors: problems)
         }
-        await execute(report.actions)
-        await runtime.onAsyncResults { [weak self] result in await self?.finish(result, hook: "http") }
+        await router.finish(HookResult(actions: report.actions))
+        let router = router
+        await runtime.onAsyncResults { result in await router.finish(result) }
         let events = client.events()
         if reviewsInProcess {
             // Interception requests are direct calls that never enter the event stream: route in order.
@@ -171,9 +161,7 @@ public actor BotHost {
                 await self?.afterReload(report)
             }
         }
-        timerTask = runtime.startTimerDriver { [weak self] result in
-            await self?.finish(result, hook: "timer")
-        }
+        timerTask = runtime.startTimerDriver { result in await router.finish(result) }
         let pluginCount = await runtime.plugins.count
         logger.info("bot running", metadata: ["client": "\(configuration.clientID)", "plugins": "\(pluginCount)"])
     }
@@ -219,7 +207,7 @@ public actor BotHost {
     /// no `on_http` (or is not loaded or disabled).
     public func webhook(plugin: String, _ request: HookHTTPRequest) async -> HookHTTPResponse? {
         guard let (response, result) = await runtime.http(plugin: plugin, request) else { return nil }
-        await finish(result, hook: "on_http")
+        await router.finish(result)
         return response
     }
 
@@ -231,7 +219,7 @@ public actor BotHost {
     }
 
     private func afterReload(_ report: ReloadReport) async {
-        await execute(report.actions)
+        await router.finish(HookResult(actions: report.actions))
     }
 
     /// Answers an interception request that came over the WebSocket.
@@ -253,30 +241,34 @@ public actor BotHost {
         logger.debug("event", metadata: ["event": "\(event)"])
         switch event {
         case .message(let message):
-            await receive(message)
+            let incoming = HookMapping.hookMessage(message)
+            if message.isTransient { await router.transient(incoming) } else { await router.message(incoming) }
         case .cmd(let cmd):
-            guard cmd.from != configuration.clientID else { return }
-            count { $0.commands += 1 }
-            await finish(await runtime.command(HookMapping.hookCommand(cmd)), hook: "on_cmd")
+            await router.command(HookMapping.hookCommand(cmd))
         case .recalled(let message):
-            await dispatch(.recalled(cid: message.conversationId, messageID: message.id, by: message.from, timestamp: message.timestamp))
+            await router.event(.recalled(cid: message.conversationId, messageID: message.id, by: message.from,
+                                         timestamp: message.timestamp))
         case .membersJoined(let cid, let members, let by):
             if members.contains(configuration.clientID) { runtime.reach?.insert(cid) }
-            await dispatch(.membersJoined(cid: cid, members: members, by: by))
+            await router.event(.membersJoined(cid: cid, members: members, by: by))
         case .membersLeft(let cid, let members, let by):
             if members.contains(configuration.clientID) { runtime.reach?.remove(cid) }
-            await dispatch(.membersLeft(cid: cid, members: members, by: by))
+            await router.event(.membersLeft(cid: cid, members: members, by: by))
         case .invited(let cid, let by):
             if configuration.acceptInvitations { runtime.reach?.insert(cid) }
-            await dispatch(.invited(cid: cid, by: by))
-            if !configuration.acceptInvitations { await run("quit", cid) { try await self.client.conversation(cid).quit() } }
+            await router.event(.invited(cid: cid, by: by))
+            if !configuration.acceptInvitations {
+                do { _ = try await client.conversation(cid).quit() } catch {
+                    logger.warning("could not leave a conversation", metadata: ["cid": "\(cid)", "error": "\(error)"])
+                }
+            }
         case .joined(let cid, _):
             runtime.reach?.insert(cid)
         case .kicked(let cid, let by):
             runtime.reach?.remove(cid)
-            await dispatch(.kicked(cid: cid, by: by))
+            await router.event(.kicked(cid: cid, by: by))
         case .conversationUpdated(let cid, let patch, let by, _):
-            await dispatch(.conversationUpdated(cid: cid, attrs: HookMapping.hook(patch), by: by))
+            await router.event(.conversationUpdated(cid: cid, attrs: HookMapping.hook(patch), by: by))
         case .kickedOffline(let error):
             logger.error("logged out by the server", metadata: ["error": "\(error)"])
         case .paused(let error):
@@ -289,82 +281,8 @@ public actor BotHost {
         }
     }
 
-    private func dispatch(_ event: HookEvent) async {
-        count { $0.events += 1 }
-        await finish(await runtime.handle(event), hook: "event")
-    }
-
-    private func receive(_ message: IMMessage) async {
-        guard message.from != configuration.clientID else { return }
-        let incoming = HookMapping.hookMessage(message)
-        if message.isTransient {
-            count { $0.transients += 1 }
-            return await finish(await runtime.transient(incoming), hook: "on_transient")
-        }
-        count { $0.messages += 1 }
-        let hops = incoming.attrs[LoopGuard.hopKey]?.intValue ?? 0
-        guard loopGuard.mayAnswer(hops: hops) else {
-            logger.debug("not answering: hop limit", metadata: ["cid": "\(message.conversationId)", "hops": "\(hops)"])
-            return
-        }
-        let language = targetLanguage(for: incoming)
-        if configuration.interceptorSecret == nil, language == nil {
-            // Moderation and on_receive as one unit, so a reload cannot fall between them.
-            let outcome = await runtime.incoming(incoming)
-            if case .block = outcome.moderation.verdict { count { $0.blocked += 1 } }
-            return await finish(HookResult(actions: outcome.actions, errors: outcome.errors), hook: "incoming", replyingTo: hops)
-        }
-        var delivered = incoming
-        if configuration.interceptorSecret == nil {
-            let moderation = await runtime.moderate(incoming)
-            await finish(HookResult(actions: moderation.actions, errors: moderation.errors), hook: "moderation")
-            switch moderation.verdict {
-            case .block:
-                count { $0.blocked += 1 }
-                return
-            case .replace(let text):
-                delivered.text = text
-            case .allow:
-                break
-            }
-        }
-        if let language, let text = delivered.text {
-            let translation = await runtime.translate(text: text, from: nil, to: language, messageID: delivered.id)
-            await finish(HookResult(actions: translation.actions, errors: translation.errors), hook: "translate")
-            if let translated = translation.text {
-                delivered.attrs["translation"] = .object(["to": .string(language), "text": .string(translated)])
-            }
-        }
-        let (result, screenings) = await runtime.receiveAndScreen(delivered, as: configuration.clientID)
-        await finish(result, hook: "on_receive", replyingTo: hops, screenings: screenings)
-    }
-
-    private func targetLanguage(for message: HookMessage) -> String? {
-        if let requested = message.attrs["translate"]?.stringValue { return requested }
-        return configuration.translateTo[message.cid]
-    }
-
-    /// Logs hook errors with the plugin's name and line, and executes the actions.
-    func finish(_ result: HookResult, hook: String, replyingTo hops: Int = 0,
-                screenings: [Int: PluginRuntime.Screening] = [:]) async {
-        // The plugin runtime has logged each error already (with plugin, hook, script and line).
-        await execute(result.actions, hops: hops + 1, screenings: screenings)
-    }
-
-    func run(_ what: String, _ cid: String, plugin: String? = nil, _ body: () async throws -> Void) async {
-        metrics.executed(what)
-        do { try await body() } catch { actionFailed(what, cid, plugin: plugin, error) }
-    }
-
     /// Updates the counters.
     nonisolated func count(_ update: (inout BotStats) -> Void) {
-        counters.withLock { update(&$0) }
-    }
-
-    /// Counts a failed action and logs it with the plugin that asked for it.
-    nonisolated func actionFailed(_ what: String, _ cid: String, plugin: String?, _ error: any Error) {
-        count { $0.actionErrors += 1 }
-        metrics.failed(what)
-        logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin ?? "host")", "error": "\(error)"])
+        counters.update(update)
     }
 }

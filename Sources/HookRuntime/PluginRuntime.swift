@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// The plugins of a running bot, on a thread of their own.
 ///
@@ -55,16 +56,27 @@ public actor PluginRuntime {
         loop = thread.next()
         if let http {
             // A call runs off the Lua thread; its callback comes back to it as one more call.
+            let inFlight = httpInFlight
             engine.setHTTPStarter { [weak self] call in
+                inFlight.count.withLock { $0 += 1 }
                 Task {
                     let outcome = await http.perform(call)
                     await self?.finishHTTP(call, outcome)
+                    inFlight.count.withLock { $0 -= 1 }
                 }
             }
         }
     }
 
     private var asyncResults: (@Sendable (HookResult) async -> Void)?
+    /// HTTP calls started and not yet finished (their callbacks and results included).
+    private nonisolated let httpInFlight = InFlightCount()
+
+    /// Waits until every HTTP call started so far has finished, its callback has run and its result has
+    /// been handed to `onAsyncResults` (what `hookbot test` does after each step).
+    public nonisolated func waitForHTTPCalls() async {
+        while httpInFlight.count.withLock({ $0 }) > 0 { try? await Task.sleep(for: .milliseconds(1)) }
+    }
 
     /// Where the results of callbacks that run later (HTTP calls) go: the host executes their actions.
     public func onAsyncResults(_ handler: @escaping @Sendable (HookResult) async -> Void) { asyncResults = handler }
@@ -263,4 +275,9 @@ public actor PluginRuntime {
             }
         }
     }
+}
+
+/// A count shared by the call starter and the tasks that finish calls.
+private final class InFlightCount: Sendable {
+    let count = Mutex(0)
 }

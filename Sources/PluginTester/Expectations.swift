@@ -4,15 +4,15 @@ import HookRuntime
 /// Compares a step's expectations with what happened and explains the differences.
 ///
 /// * scalar keys (`verdict`, `reason`, `code`, `silent`, `text`, `translation`, `ignored`) must be equal;
-/// * list keys (`replies`, `transients`, `commands`, `actions`, `dropped`, `logs`, `errors`) must have
-///   as many items as expected, each matching in order. A string item matches a reply's `text` (a log or
-///   error line by substring); a table item matches when its fields do (`match` = Lua pattern on `text`,
+/// * list keys (`replies`, `transients`, `commands`, `actions`, `dropped`, `logs`, `errors`, `http`) must
+///   have as many items as expected, each matching in order. A string item matches a reply's `text` (a
+///   log or error line by substring, an HTTP call by its `url`); a table item matches when its fields do (`match` = Lua pattern on `text`,
 ///   `contains` = substring of `text`); fields not mentioned are not checked;
 /// * `state` maps keys of the first plugin's state to values, `state_of` does the same per plugin,
 ///   `absent` lists keys that must not exist.
 struct Expectations {
     static let scalarKeys = ["verdict", "reason", "code", "silent", "text", "translation", "ignored"]
-    static let listKeys = ["replies", "transients", "commands", "actions", "dropped", "logs", "errors"]
+    static let listKeys = ["replies", "transients", "commands", "actions", "dropped", "logs", "errors", "http"]
     static let keys = scalarKeys + listKeys + ["state", "state_of", "absent"]
 
     let lua: ScenarioLua
@@ -66,7 +66,7 @@ struct Expectations {
     /// A diff of the expected and actual lists, or nil when they match. Matched items are aligned by
     /// a longest common subsequence so that one missing or extra item shows as one line.
     private func listDiff(key: String, want: [JSONValue], got: [JSONValue]) -> String? {
-        let textKey = ["logs", "errors"].contains(key) ? nil : "text"
+        let textKey = ["logs", "errors"].contains(key) ? nil : key == "http" ? "url" : "text"
         let substring = textKey == nil
         func ok(_ w: JSONValue, _ g: JSONValue) -> Bool { itemMatches(w, g, textKey: textKey, substring: substring) }
         if want.count == got.count && zip(want, got).allSatisfy({ ok($0, $1) }) { return nil }

@@ -1,3 +1,4 @@
+import BotRouting
 import Foundation
 import HookRuntime
 import Logging
@@ -70,7 +71,7 @@ public final class PluginTestRunner {
     }
 
     /// Runs every case of every scenario under `paths` and prints `PASS`/`FAIL` lines and the summary.
-    public func run(paths: [String], pluginsDirectory: String? = nil) -> Summary {
+    public func run(paths: [String], pluginsDirectory: String? = nil) async -> Summary {
         var summary = Summary()
         let files: [(file: URL, plugins: URL)]
         do { files = try Self.discover(paths, pluginsDirectory: pluginsDirectory) } catch {
@@ -81,13 +82,13 @@ public final class PluginTestRunner {
             return summary
         }
         if files.isEmpty { output("no *.test.lua files under \(paths.joined(separator: ", "))") }
-        for entry in files { summary.results += runFile(entry.file, pluginsDirectory: entry.plugins) }
+        for entry in files { summary.results += await runFile(entry.file, pluginsDirectory: entry.plugins) }
         output(summary.line)
         return summary
     }
 
     /// Runs one scenario file.
-    public func runFile(_ file: URL, pluginsDirectory: URL) -> [CaseResult] {
+    public func runFile(_ file: URL, pluginsDirectory: URL) async -> [CaseResult] {
         let name = file.lastPathComponent
         let base = String(name.dropLast(".test.lua".count))
         let lua: ScenarioLua
@@ -106,7 +107,7 @@ public final class PluginTestRunner {
             if let filter, !title.localizedCaseInsensitiveContains(filter) { continue }
             let start = Date()
             var details: [String]
-            do { details = try run(testCase, of: scenario, lua: lua) } catch { details = ["\(error)"] }
+            do { details = try await run(testCase, of: scenario, lua: lua) } catch { details = ["\(error)"] }
             let result = CaseResult(file: file.path, name: title, passed: details.isEmpty, details: details,
                                     seconds: Date().timeIntervalSince(start))
             results.append(result)
@@ -118,28 +119,65 @@ public final class PluginTestRunner {
 
     // MARK: one case
 
-    private func run(_ testCase: Scenario.TestCase, of scenario: Scenario, lua: ScenarioLua) throws -> [String] {
+    private func run(_ testCase: Scenario.TestCase, of scenario: Scenario, lua: ScenarioLua) async throws -> [String] {
         let fm = FileManager.default
         let sandbox = fm.temporaryDirectory.appendingPathComponent("hookbot-test-\(UUID().uuidString)")
-        let pluginsDir = sandbox.appendingPathComponent("plugins")
-        try fm.createDirectory(at: pluginsDir, withIntermediateDirectories: true)
         defer { try? fm.removeItem(at: sandbox) }
-        try copyPlugins(scenario.plugins, from: scenario.pluginsDirectory, to: pluginsDir)
-
-        let store = try HookStateStore(path: sandbox.appendingPathComponent("state.sqlite").path)
         let clock = ManualClock()
+        let recorder = StepRecorder()
         var logger = Logger(label: "hookbot.test")
         logger.logLevel = logLevel
         var limits = HookLimits.default
         limits.deadline = scenario.deadline
-        let runtime = PluginEngine(directory: pluginsDir, store: store, config: testCase.config, limits: limits,
-                                    clock: clock.clock, logger: logger, botID: scenario.bot)
-        let host = SimulatedHost(runtime: runtime, clock: clock, scenario: scenario, testCase: testCase)
+        let transport = RecordedHTTP(recordings: testCase.http, recorder: recorder)
+        // The hosts of the recorded calls are every plugin's allow-list; other hosts are refused as in a bot.
+        let policy = HTTPPolicy(hosts: Set(testCase.http.keys.compactMap(RecordedHTTP.host)))
+        var bots: [SimulatedBot] = []
+        var mainStore: HookStateStore?
+        for (index, member) in ([Scenario.Bot(id: scenario.bot, plugins: scenario.plugins, config: testCase.config)]
+            + scenario.bots).enumerated() {
+            let home = sandbox.appendingPathComponent(member.id)
+            let pluginsDir = home.appendingPathComponent("plugins")
+            try fm.createDirectory(at: pluginsDir, withIntermediateDirectories: true)
+            try copyPlugins(member.plugins, from: scenario.pluginsDirectory, to: pluginsDir)
+            let store = try HookStateStore(path: home.appendingPathComponent("state.sqlite").path)
+            if index == 0 { mainStore = store }
+            let runtime = PluginRuntime(directory: pluginsDir, store: store, config: member.config, limits: limits,
+                                        clock: clock.clock, logger: logger, botID: member.id, http: transport,
+                                        httpPolicies: Dictionary(uniqueKeysWithValues: member.plugins.map { ($0, policy) }))
+            let settings = RoutingSettings(botID: member.id, intercepting: index == 0 && testCase.mode == .interceptor,
+                                           maxHops: scenario.maxHops, replyLimit: scenario.replyLimit,
+                                           replyWindow: scenario.replyWindow,
+                                           translateTo: index == 0 ? testCase.translateTo : [:])
+            bots.append(SimulatedBot(id: member.id, runtime: runtime, settings: settings, recorder: recorder, main: index == 0,
+                                      logger: logger))
+        }
+        guard let store = mainStore else { return [] }
+        let host = SimulatedHost(bots: bots, recorder: recorder, clock: clock, scenario: scenario)
+        do {
+            let details = try await run(testCase, on: host, store: store, lua: lua)
+            await host.shutdown()
+            return details
+        } catch {
+            await host.shutdown()
+            throw error
+        }
+    }
+
+    /// Loads the plugins of every bot, then runs the steps; the differences, or nothing when all matched.
+    private func run(_ testCase: Scenario.TestCase, on host: SimulatedHost, store: HookStateStore,
+                     lua: ScenarioLua) async throws -> [String] {
+        let scenario = host.scenario
+        let clock = host.clock
         var loadErrors: [HookError] = []
-        let loaded = host.record {
-            let report = runtime.loadAll()
-            loadErrors = report.errors
-            host.finish(HookResult(actions: report.actions), hops: 1)
+        let loaded = await host.record {
+            for bot in host.bots {
+                let router = bot.router
+                await bot.runtime.onAsyncResults { result in await router.finish(result) }
+                let report = await bot.runtime.loadAll()
+                loadErrors += report.errors
+                await bot.router.finish(HookResult(actions: report.actions))
+            }
         }
         if !loadErrors.isEmpty { return loadErrors.map { "load failed: \($0)" } }
         let mainPlugin = scenario.plugins.first ?? ""
@@ -151,7 +189,7 @@ public final class PluginTestRunner {
         let loadFailures = expectations.check(testCase.expectLoad, actual: loaded.json, state: state, mainPlugin: mainPlugin)
         if !loadFailures.isEmpty { return ["load:"] + loadFailures.map { "  " + $0 } }
         for step in testCase.steps {
-            let outcome = try host.record { try perform(step.event, on: host) }
+            let outcome = try await host.record { try await perform(step.event, on: host) }
             if verbose { output("  step \(step.number): " + Render.lua(.object(outcome.summary))) }
             let failures = expectations.check(step.expect, actual: outcome.json, state: state, mainPlugin: mainPlugin)
             if !failures.isEmpty {
@@ -180,46 +218,46 @@ public final class PluginTestRunner {
 
     // MARK: events
 
-    private func perform(_ event: Scenario.Step.Event, on host: SimulatedHost) throws {
+    private func perform(_ event: Scenario.Step.Event, on host: SimulatedHost) async throws {
         switch event {
-        case .message(let v): host.message(try message(v, host: host))
+        case .message(let v): await host.message(try await message(v, host: host))
         case .transient(let v):
-            var m = try message(v, host: host)
+            var m = try await message(v, host: host)
             m.transient = true
-            host.transient(m)
+            await host.transient(m)
         case .cmd(let v):
             let o = try object(v, "cmd")
-            host.command(HookCommand(action: o["action"]?.stringValue ?? "", ext: o["ext"].flatMap(Scenario.objectOrEmpty) ?? [:],
+            await host.command(HookCommand(action: o["action"]?.stringValue ?? "", ext: o["ext"].flatMap(Scenario.objectOrEmpty) ?? [:],
                                      cid: o["cid"]?.stringValue ?? "c1", from: o["from"]?.stringValue ?? "Tom"))
         case .join(let v):
             let o = try object(v, "join")
-            host.event(.membersJoined(cid: o["cid"]?.stringValue ?? "c1", members: members(o), by: o["by"]?.stringValue))
+            await host.event(.membersJoined(cid: o["cid"]?.stringValue ?? "c1", members: members(o), by: o["by"]?.stringValue))
         case .leave(let v):
             let o = try object(v, "leave")
-            host.event(.membersLeft(cid: o["cid"]?.stringValue ?? "c1", members: members(o), by: o["by"]?.stringValue))
+            await host.event(.membersLeft(cid: o["cid"]?.stringValue ?? "c1", members: members(o), by: o["by"]?.stringValue))
         case .invited(let v):
             let o = try object(v, "invited")
-            host.event(.invited(cid: o["cid"]?.stringValue ?? "c1", by: o["by"]?.stringValue))
+            await host.event(.invited(cid: o["cid"]?.stringValue ?? "c1", by: o["by"]?.stringValue))
         case .kicked(let v):
             let o = try object(v, "kicked")
-            host.event(.kicked(cid: o["cid"]?.stringValue ?? "c1", by: o["by"]?.stringValue))
+            await host.event(.kicked(cid: o["cid"]?.stringValue ?? "c1", by: o["by"]?.stringValue))
         case .update(let v):
             let o = try object(v, "update")
-            host.event(.conversationUpdated(cid: o["cid"]?.stringValue ?? "c1", attrs: o["attrs"].flatMap(Scenario.objectOrEmpty) ?? [:],
+            await host.event(.conversationUpdated(cid: o["cid"]?.stringValue ?? "c1", attrs: o["attrs"].flatMap(Scenario.objectOrEmpty) ?? [:],
                                             by: o["by"]?.stringValue))
         case .recall(let v):
             let o = try object(v, "recall")
-            host.event(.recalled(cid: o["cid"]?.stringValue ?? "c1", messageID: o["id"]?.stringValue ?? "",
+            await host.event(.recalled(cid: o["cid"]?.stringValue ?? "c1", messageID: o["id"]?.stringValue ?? "",
                                  by: o["by"]?.stringValue, timestamp: Int64(host.clock.now * 1000)))
-        case .advance(let seconds): host.advance(seconds)
+        case .advance(let seconds): await host.advance(seconds)
         case .translate(let v):
             let o = try object(v, "translate")
-            host.translate(text: o["text"]?.stringValue ?? "", from: o["from"]?.stringValue,
+            await host.translate(text: o["text"]?.stringValue ?? "", from: o["from"]?.stringValue,
                            to: o["to"]?.stringValue ?? "en", messageID: o["id"]?.stringValue)
-        case .reload: host.reload()
+        case .reload: await host.reload()
         case .setState(let plugin, let values):
             for (k, v) in values.sorted(by: { $0.key < $1.key }) {
-                try host.runtime.store.set(plugin: plugin ?? host.scenario.plugins.first ?? "", key: k, value: v, now: host.clock.now)
+                try host.main.runtime.store.set(plugin: plugin ?? host.scenario.plugins.first ?? "", key: k, value: v, now: host.clock.now)
             }
         case .none: break
         }
@@ -227,7 +265,7 @@ public final class PluginTestRunner {
 
     /// A message step: a string is a text from Tom in c1; a table has the message fields, with `type`
     /// a number or a registered type name.
-    private func message(_ v: JSONValue, host: SimulatedHost) throws -> HookMessage {
+    private func message(_ v: JSONValue, host: SimulatedHost) async throws -> HookMessage {
         if case .string(let text) = v {
             return HookMessage(id: host.newMessageID(), cid: "c1", from: "Tom", text: text, timestamp: Int64(host.clock.now * 1000))
         }
@@ -237,7 +275,8 @@ public final class PluginTestRunner {
         switch o["type"] {
         case .int(let n)?: type = n
         case .string(let name)?:
-            if let n = HookMessageType.builtinNames.first(where: { $0.value == name })?.key ?? host.runtime.messageTypes.first(where: { $0.name == name })?.number {
+            let registered = await host.main.runtime.messageTypes
+            if let n = HookMessageType.builtinNames.first(where: { $0.value == name })?.key ?? registered.first(where: { $0.name == name })?.number {
                 type = n
             } else {
                 throw ScenarioError("unknown message type '\(name)' (not built in and not registered by a loaded plugin)")

@@ -23,7 +23,17 @@ public struct Scenario: Sendable {
     public var replyWindow: Double
     public var maxHops: Int
     public var deadline: Double
+    /// More bots in the same conversations (`bots = { { id, plugins, config }, ... }`); they are ordinary
+    /// members (never interceptors), and what any bot sends reaches all the others.
+    public var bots: [Bot]
     public var cases: [TestCase]
+
+    /// A bot of the scenario: its client id, the plugins it loads and their config.
+    public struct Bot: Sendable {
+        public var id: String
+        public var plugins: [String]
+        public var config: [String: JSONValue]
+    }
 
     public struct TestCase: Sendable {
         public var name: String
@@ -33,6 +43,8 @@ public struct Scenario: Sendable {
         /// Expectations on what loading the plugins did (`on_load` actions, logs, errors).
         public var expectLoad: [String: JSONValue]
         public var steps: [Step]
+        /// Recorded HTTP responses by `"METHOD url"` (the file's, with the case's merged over them).
+        public var http: [String: HookHTTPOutcome]
     }
 
     public struct Step: Sendable {
@@ -60,7 +72,7 @@ public struct Scenario: Sendable {
     init(data: JSONValue, path: String, pluginsDirectory: URL, defaultPlugin: String) throws {
         guard case .object(let root) = data else { throw ScenarioError("a scenario file must return a table") }
         try Self.checkKeys(root, allowed: ["plugins", "bot", "mode", "config", "translate_to", "reply_limit",
-                                           "reply_window", "max_hops", "deadline_ms", "cases"], at: "scenario")
+                                           "reply_window", "max_hops", "deadline_ms", "bots", "http", "cases"], at: "scenario")
         self.path = path
         self.pluginsDirectory = pluginsDirectory
         switch root["plugins"] {
@@ -80,13 +92,16 @@ public struct Scenario: Sendable {
         replyWindow = try root["reply_window"].map { try Self.number($0, "reply_window") } ?? 10
         maxHops = try root["max_hops"].map { try Self.int($0, "max_hops") } ?? 3
         deadline = try root["deadline_ms"].map { try Self.number($0, "deadline_ms") / 1000 } ?? 1
+        bots = try Self.bots(root["bots"], main: bot)
+        let http = try Self.recordings(root["http"], at: "http")
         guard case .array(let list)? = root["cases"], !list.isEmpty else {
             throw ScenarioError("scenario needs a non-empty list `cases`")
         }
         var cases: [TestCase] = []
         for (i, item) in list.enumerated() {
             guard case .object(let c) = item else { throw ScenarioError("cases[\(i + 1)] must be a table") }
-            try Self.checkKeys(c, allowed: ["name", "config", "translate_to", "mode", "expect_load", "steps"], at: "cases[\(i + 1)]")
+            try Self.checkKeys(c, allowed: ["name", "config", "translate_to", "mode", "expect_load", "steps", "http"],
+                                at: "cases[\(i + 1)]")
             let name = try c["name"].map { try Self.string($0, "cases[\(i + 1)].name") } ?? "case \(i + 1)"
             let own = try Self.config(c["config"], main: main)
             var steps: [Step] = []
@@ -104,7 +119,8 @@ public struct Scenario: Sendable {
             } ?? [:]
             cases.append(TestCase(name: name, config: Self.merge(config, own),
                                   translateTo: translateTo.merging(try Self.languages(c["translate_to"])) { $1 },
-                                  mode: caseMode, expectLoad: expectLoad, steps: steps))
+                                  mode: caseMode, expectLoad: expectLoad, steps: steps,
+                                  http: http.merging(try Self.recordings(c["http"], at: "\(name): http")) { $1 }))
         }
         self.cases = cases
     }
@@ -145,6 +161,55 @@ public struct Scenario: Sendable {
         default: event = .none
         }
         return Step(number: number, event: event, expect: expect)
+    }
+
+    private static func bots(_ value: JSONValue?, main: String) throws -> [Bot] {
+        guard let value else { return [] }
+        guard let list = value.arrayValue ?? (objectOrEmpty(value)?.isEmpty == true ? [] : nil) else {
+            throw ScenarioError("bots must be a list of { id = ..., plugins = ..., config = ... }")
+        }
+        var seen: Set<String> = [main]
+        return try list.enumerated().map { index, item in
+            let at = "bots[\(index + 1)]"
+            guard let o = objectOrEmpty(item) else { throw ScenarioError("\(at) must be a table") }
+            try checkKeys(o, allowed: ["id", "plugins", "config"], at: at)
+            guard let id = o["id"]?.stringValue, !id.isEmpty else { throw ScenarioError("\(at).id must be a client id") }
+            guard seen.insert(id).inserted else { throw ScenarioError("\(at).id '\(id)' is already a bot of this scenario") }
+            let plugins: [String]
+            switch o["plugins"] {
+            case .string(let name)?: plugins = [name]
+            case .array(let names)?: plugins = try names.map { try string($0, "\(at).plugins[]") }
+            default: throw ScenarioError("\(at).plugins must be a name or a list of names")
+            }
+            guard let first = plugins.first else { throw ScenarioError("\(at).plugins is empty") }
+            return Bot(id: id, plugins: plugins, config: try config(o["config"], main: first))
+        }
+    }
+
+    /// `http = { ["GET https://…"] = { status = 200, body = "…" or a table (sent as JSON), headers = {…} },
+    /// ["POST https://…"] = { error = "timeout: …" } }`.
+    private static func recordings(_ value: JSONValue?, at where_: String) throws -> [String: HookHTTPOutcome] {
+        guard let value else { return [:] }
+        guard let o = objectOrEmpty(value) else { throw ScenarioError("\(where_) must map \"METHOD url\" to a response") }
+        var out: [String: HookHTTPOutcome] = [:]
+        for (key, response) in o {
+            let parts = key.split(separator: " ", maxSplits: 1).map(String.init)
+            guard parts.count == 2, parts[0] == parts[0].uppercased(), URL(string: parts[1])?.host != nil else {
+                throw ScenarioError("\(where_): '\(key)' must be \"METHOD url\", as in \"GET https://api.example.org/x\"")
+            }
+            guard let r = objectOrEmpty(response) else { throw ScenarioError("\(where_)[\(key)] must be a table") }
+            try checkKeys(r, allowed: ["status", "body", "headers", "error"], at: "\(where_)[\(key)]")
+            let body: String = switch r["body"] {
+            case nil: ""
+            case .string(let text)?: text
+            case let table?: table.jsonText
+            }
+            let headers = try (r["headers"].flatMap(objectOrEmpty) ?? [:]).mapValues { try string($0, "\(where_)[\(key)].headers") }
+            let error = try r["error"].map { try string($0, "\(where_)[\(key)].error") }
+            let status = try r["status"].map { try int($0, "\(where_)[\(key)].status") } ?? (error == nil ? 200 : nil)
+            out[key] = HookHTTPOutcome(status: status, headers: headers, body: body, error: error)
+        }
+        return out
     }
 
     /// `config` is either the main plugin's table, or `{ [plugin] = table, ... }` when every key names

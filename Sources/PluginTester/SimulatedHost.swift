@@ -1,31 +1,36 @@
+import BotRouting
 import Foundation
 import HookRuntime
+import Logging
+import Synchronization
 
-/// Everything one step made the bot do, as data for expectations.
-struct StepOutcome {
+/// Everything one step made the bots do, as data for expectations.
+struct StepOutcome: Sendable {
     var verdict: String?
     var reason: String?
     var code: Int?
     var silent: Bool?
     /// The text `on_receive` saw (after a replace verdict or a `before_send` change).
     var text: String?
-    /// The message passed moderation but the bot did not answer it (loop guard hop limit).
+    /// The message was not answered (the bot's own, or at the hop limit).
     var ignored = false
     var translation: String?
     var replies: [JSONValue] = []
     var transients: [JSONValue] = []
     var commands: [JSONValue] = []
     var actions: [JSONValue] = []
-    /// The bot's own messages stopped by `before_send`, moderation or the reply rate limit.
+    /// The bots' own messages stopped by `before_send`, moderation or the rate limits.
     var dropped: [JSONValue] = []
     var logs: [JSONValue] = []
     var errors: [JSONValue] = []
+    /// HTTP calls the plugins made, answered from the scenario's recordings.
+    var http: [JSONValue] = []
 
     var json: [String: JSONValue] {
         var o: [String: JSONValue] = [
             "replies": .array(replies), "transients": .array(transients), "commands": .array(commands),
             "actions": .array(actions), "dropped": .array(dropped), "logs": .array(logs), "errors": .array(errors),
-            "ignored": .bool(ignored),
+            "http": .array(http), "ignored": .bool(ignored),
         ]
         if let verdict { o["verdict"] = .string(verdict) }
         if let reason { o["reason"] = .string(reason) }
@@ -42,44 +47,50 @@ struct StepOutcome {
     }
 }
 
-/// Mirrors `BotHost` routing in process, on a `PluginEngine` with a manual clock: moderation and
-/// `before_send` (interceptor mode) → translation → `on_receive`; cmd → `on_cmd`; transient →
-/// `on_transient`; events → their hooks. Actions are recorded instead of sent; a kick or add is
-/// followed by the members-left / members-joined event the server would send, and mutes are enforced
-/// in interceptor mode.
+/// What a scenario's bots do, step by step: each bot is a `PluginRuntime` behind the same routing core
+/// (`Router`) a running bot uses, with a manual clock; its actions are recorded instead of sent. Messages
+/// a bot sends reach the scenario's other bots (so replies can bounce between bots until the hop limit
+/// stops them), a kick or add is followed by the event the server would send, and in interceptor mode
+/// the first bot reviews every message before it is delivered.
 final class SimulatedHost {
-    let runtime: PluginEngine
+    let bots: [SimulatedBot]
     let clock: ManualClock
     let scenario: Scenario
-    let translateTo: [String: String]
-    let mode: Scenario.Mode
-    private var mutedUntil: [String: Double] = [:]
-    private var sentTimes: [String: [Double]] = [:]
+    private let recorder: StepRecorder
     private var nextID = 0
-    private var out = StepOutcome()
-    private var pendingEvents: [HookEvent] = []
 
-    static let hopKey = "hookbot.hop"
+    var main: SimulatedBot { bots[0] }
 
-    init(runtime: PluginEngine, clock: ManualClock, scenario: Scenario, testCase: Scenario.TestCase) {
-        self.runtime = runtime
+    init(bots: [SimulatedBot], recorder: StepRecorder, clock: ManualClock, scenario: Scenario) {
+        self.bots = bots
+        self.recorder = recorder
         self.clock = clock
         self.scenario = scenario
-        translateTo = testCase.translateTo
-        mode = testCase.mode
     }
 
-    /// Runs `body` and returns what it made the bot do, including follow-up membership events.
-    func record(_ body: () throws -> Void) rethrows -> StepOutcome {
-        out = StepOutcome()
-        try body()
-        var guardCount = 0
-        while !pendingEvents.isEmpty && guardCount < 100 {
-            let event = pendingEvents.removeFirst()
-            finish(runtime.handle(event), hops: 1)
-            guardCount += 1
+    /// Runs `body`, then everything it set off (deliveries to other bots, membership events, HTTP
+    /// callbacks), and returns what the bots did.
+    func record(_ body: () async throws -> Void) async rethrows -> StepOutcome {
+        recorder.begin()
+        try await body()
+        recorder.closeStep()
+        await settle()
+        return recorder.outcome
+    }
+
+    private func settle() async {
+        // Bots answering each other stop at the hop limit; the bound only guards against a runaway.
+        for _ in 0..<1000 {
+            for bot in bots { await bot.runtime.waitForHTTPCalls() }
+            guard let next = recorder.nextPending() else { return }
+            switch next {
+            case .event(let event):
+                for bot in bots { await bot.router.event(event) }
+            case .message(let message, let sender):
+                await deliver(message, except: sender)
+            }
         }
-        return out
+        recorder.error("more than 1000 follow-ups in one step; stopped")
     }
 
     func newMessageID() -> String {
@@ -87,193 +98,243 @@ final class SimulatedHost {
         return "m\(nextID)"
     }
 
-    // MARK: Routing
+    // MARK: Steps
 
-    func message(_ m: HookMessage) {
-        guard m.from != scenario.bot else { out.verdict = "ignored"; out.ignored = true; return }
-        let hops = m.attrs[Self.hopKey]?.intValue ?? 0
-        var delivered = m
-        if mode == .interceptor {
-            if let until = mutedUntil[muteKey(m.cid, m.from)], until > clock.now {
-                out.verdict = "muted"
-                out.reason = "muted until \(Int(until))"
-                return
-            }
-            let moderation = runtime.moderate(m)
-            finish(HookResult(actions: moderation.actions, errors: moderation.errors), hops: 1)
-            if !apply(moderation, to: &delivered) { return }
-            let screened = runtime.beforeSend(delivered)
-            finish(HookResult(actions: screened.actions, errors: screened.errors), hops: 1)
-            guard let approved = screened.message else {
-                out.verdict = "drop"
-                out.reason = screened.dropReason ?? "dropped by \(screened.droppedBy ?? "before_send")"
-                return
-            }
-            if approved != delivered && out.verdict == "allow" { out.verdict = "modify" }
-            delivered = approved
-            guard hops < scenario.maxHops else { out.ignored = true; return }
-        } else {
-            guard hops < scenario.maxHops else { out.verdict = "ignored"; out.ignored = true; return }
-            let moderation = runtime.moderate(m)
-            finish(HookResult(actions: moderation.actions, errors: moderation.errors), hops: 1)
-            if !apply(moderation, to: &delivered) { return }
-        }
-        out.text = delivered.text
-        if let language = delivered.attrs["translate"]?.stringValue ?? translateTo[delivered.cid], let text = delivered.text {
-            let t = runtime.translate(text: text, from: nil, to: language, messageID: delivered.id)
-            finish(HookResult(actions: t.actions, errors: t.errors), hops: 1)
-            if let translated = t.text {
-                out.translation = translated
-                delivered.attrs["translation"] = .object(["to": .string(language), "text": .string(translated)])
-            }
-        }
-        finish(runtime.receive(delivered), hops: hops + 1)
+    /// A message from a user (or a bot) in a conversation every bot of the scenario is in.
+    func message(_ message: HookMessage) async {
+        await deliver(message, except: nil)
     }
 
-    /// Records the verdict; false when the message was blocked.
-    private func apply(_ moderation: ModerationOutcome, to message: inout HookMessage) -> Bool {
-        switch moderation.verdict {
-        case .allow:
-            out.verdict = "allow"
-            return true
-        case .replace(let text):
-            out.verdict = "replace"
-            message.text = text
-            return true
-        case .block(let reason, let code, let silent):
-            out.verdict = "block"
-            out.reason = reason
-            out.code = code
-            out.silent = silent
-            return false
+    /// Reviews the message when the first bot intercepts, then routes it to every bot but its sender.
+    private func deliver(_ message: HookMessage, except sender: String?) async {
+        var delivered = message
+        if main.router.settings.intercepting, message.from != main.id {
+            let review = await main.router.review(message)
+            await main.router.finish(review.followUp)
+            switch review.decision {
+            case .allow: break
+            case .modify(let approved): delivered = approved
+            case .drop, .undecided: return
+            }
+        }
+        for bot in bots where bot.id != sender {
+            await bot.router.message(delivered)
         }
     }
 
-    func transient(_ m: HookMessage) {
-        guard m.from != scenario.bot else { return }
-        finish(runtime.transient(m), hops: 1)
+    func transient(_ message: HookMessage) async {
+        for bot in bots { await bot.router.transient(message) }
     }
 
-    func command(_ c: HookCommand) {
-        guard c.from != scenario.bot else { return }
-        finish(runtime.command(c), hops: 1)
+    func command(_ command: HookCommand) async {
+        for bot in bots { await bot.router.command(command) }
     }
 
-    func event(_ e: HookEvent) { finish(runtime.handle(e), hops: 1) }
+    func event(_ event: HookEvent) async {
+        for bot in bots { await bot.router.event(event) }
+    }
 
-    func advance(_ seconds: Double) {
+    func advance(_ seconds: Double) async {
         clock.advance(by: seconds)
-        finish(runtime.fireDueTimers(now: clock.now), hops: 1)
+        for bot in bots { await bot.router.finish(await bot.runtime.fireDueTimers(now: clock.now)) }
     }
 
-    func translate(text: String, from: String?, to: String, messageID: String?) {
-        let t = runtime.translate(text: text, from: from, to: to, messageID: messageID)
-        out.translation = t.text
-        finish(HookResult(actions: t.actions, errors: t.errors), hops: 1)
+    func translate(text: String, from: String?, to: String, messageID: String?) async {
+        recorder.translated(await main.router.translate(text: text, from: from, to: to, messageID: messageID))
     }
 
-    func reload() {
-        let report = runtime.reloadAll()
-        for e in report.errors { out.errors.append(.string(e.description)) }
-        finish(HookResult(actions: report.actions), hops: 1)
-    }
-
-    // MARK: Actions
-
-    func finish(_ result: HookResult, hops: Int) {
-        for e in result.errors { out.errors.append(.string(e.description)) }
-        for action in result.actions { execute(action, hops: hops) }
-    }
-
-    private func execute(_ action: HookAction, hops: Int) {
-        let plugin = JSONValue.string(action.plugin)
-        switch action.kind {
-        case .send(let cid, let message, let replyTo):
-            send(message, to: cid, hops: hops, plugin: action.plugin, transient: false, replyTo: replyTo)
-        case .sendTransient(let cid, let message):
-            send(message, to: cid, hops: hops, plugin: action.plugin, transient: true, replyTo: nil)
-        case .sendCommand(let cid, let command):
-            guard allowSend(in: cid, what: .object(["cid": .string(cid), "action": .string(command.action)]), plugin: action.plugin) else { return }
-            out.commands.append(.object(["cid": .string(cid), "action": .string(command.action), "ext": .object(command.ext), "plugin": plugin]))
-        case .recall(let cid, let id):
-            out.actions.append(.object(["kind": "recall", "cid": .string(cid), "id": .string(id), "plugin": plugin]))
-        case .kick(let cid, let user, let reason):
-            out.actions.append(Self.object(["kind": "kick", "cid": .string(cid), "user": .string(user), "plugin": plugin],
-                                           optional: ["reason": reason.map(JSONValue.string)]))
-            pendingEvents.append(.membersLeft(cid: cid, members: [user], by: scenario.bot))
-        case .add(let cid, let user):
-            out.actions.append(.object(["kind": "add", "cid": .string(cid), "user": .string(user), "plugin": plugin]))
-            pendingEvents.append(.membersJoined(cid: cid, members: [user], by: scenario.bot))
-        case .mute(let cid, let user, let seconds, let reason):
-            let duration = seconds ?? 600
-            mutedUntil[muteKey(cid, user)] = clock.now + Double(duration)
-            out.actions.append(Self.object(["kind": "mute", "cid": .string(cid), "user": .string(user),
-                                            "seconds": .int(duration), "plugin": plugin],
-                                           optional: ["reason": reason.map(JSONValue.string)]))
-        case .warn(let cid, let user, let reason):
-            out.actions.append(Self.object(["kind": "warn", "cid": .string(cid), "user": .string(user), "plugin": plugin],
-                                           optional: ["reason": reason.map(JSONValue.string)]))
-            let text = "@\(user) " + (reason ?? "please follow the conversation rules")
-            send(HookMessage(cid: cid, type: HookMessageType.text, text: text), to: cid, hops: hops, plugin: action.plugin,
-                 transient: false, replyTo: nil, mentions: [user])
-        case .updateAttribute(let cid, let key, let value):
-            out.actions.append(.object(["kind": "update_attr", "cid": .string(cid), "key": .string(key), "value": value, "plugin": plugin]))
-        case .log(let level, let message):
-            out.logs.append(.string("\(level.rawValue): \(message)"))
+    func reload() async {
+        for bot in bots {
+            let report = await bot.runtime.reloadAll()
+            recorder.errors(report.errors)
+            await bot.router.finish(HookResult(actions: report.actions))
         }
     }
 
-    private func send(_ message: HookMessage, to cid: String, hops: Int, plugin: String, transient: Bool,
-                      replyTo: String?, mentions: [String] = []) {
-        var outgoing = message
-        outgoing.cid = cid
-        outgoing.from = scenario.bot
-        let screened = runtime.beforeSend(outgoing)
-        finish(HookResult(actions: screened.actions, errors: screened.errors), hops: hops + 1)
-        guard var approved = screened.message else {
-            out.dropped.append(Self.object(["text": .string(outgoing.text ?? ""), "by": .string(screened.droppedBy ?? "")],
-                                           optional: ["reason": screened.dropReason.map(JSONValue.string)]))
-            return
+    func shutdown() async {
+        for bot in bots { await bot.runtime.shutdown() }
+    }
+}
+
+/// One bot of a scenario: its plugins and its routing core.
+struct SimulatedBot: Sendable {
+    let id: String
+    let runtime: PluginRuntime
+    let router: Router
+
+    /// - Parameter main: the scenario's first bot, whose verdicts and deliveries a step's expectations read.
+    init(id: String, runtime: PluginRuntime, settings: RoutingSettings, recorder: StepRecorder, main: Bool, logger: Logger) {
+        self.id = id
+        self.runtime = runtime
+        router = Router(settings: settings, plugins: runtime,
+                        outlet: RecordingOutlet(bot: id, runtime: runtime, recorder: recorder), logger: logger) { note in
+            recorder.note(note, main: main)
         }
-        let moderation = runtime.moderate(approved)
-        switch moderation.verdict {
-        case .block(let reason, _, _):
-            out.dropped.append(Self.object(["text": .string(approved.text ?? ""), "by": .string(moderation.decidedBy ?? "")],
-                                           optional: ["reason": reason.map(JSONValue.string)]))
-            return
-        case .replace(let text): approved.text = text
-        case .allow: break
+    }
+}
+
+/// Records a bot's actions for the step, and queues what the server would make of them: its messages
+/// for the other bots, and membership events after kicks and adds.
+struct RecordingOutlet: BotOutlet {
+    let bot: String
+    let runtime: PluginRuntime
+    let recorder: StepRecorder
+
+    func send(_ message: HookMessage, transient: Bool, mentions: [String], replyTo: String?, plugin: String) async throws {
+        var o: [String: JSONValue] = ["cid": .string(message.cid), "plugin": .string(plugin), "from": .string(bot)]
+        if let text = message.text { o["text"] = .string(text) }
+        if message.type != HookMessageType.text {
+            o["type"] = await runtime.typeName(of: message.type).map(JSONValue.string) ?? .int(message.type)
         }
-        guard allowSend(in: cid, what: .string(approved.text ?? ""), plugin: plugin) else { return }
-        var o: [String: JSONValue] = ["cid": .string(cid), "plugin": .string(plugin)]
-        if let text = approved.text { o["text"] = .string(text) }
-        if approved.type != HookMessageType.text {
-            o["type"] = runtime.typeName(of: approved.type).map(JSONValue.string) ?? .int(approved.type)
-        }
-        if !approved.attrs.isEmpty { o["attrs"] = .object(approved.attrs) }
+        var attrs = message.attrs
+        o["hops"] = attrs.removeValue(forKey: LoopGuard.hopKey) ?? .int(0)
+        if !attrs.isEmpty { o["attrs"] = .object(attrs) }
         if let replyTo, !replyTo.isEmpty { o["reply_to"] = .string(replyTo) }
         if !mentions.isEmpty { o["mentions"] = .array(mentions.map(JSONValue.string)) }
-        if transient { out.transients.append(.object(o)) } else { out.replies.append(.object(o)) }
-    }
-
-    private func allowSend(in cid: String, what: JSONValue, plugin: String) -> Bool {
-        let now = clock.now
-        var times = sentTimes[cid, default: []].filter { now - $0 < scenario.replyWindow }
-        guard times.count < scenario.replyLimit else {
-            sentTimes[cid] = times
-            out.dropped.append(.object(["text": what, "by": "rate limit"]))
-            return false
+        recorder.sent(.object(o), transient: transient)
+        if !transient {
+            var delivered = message
+            delivered.id = "\(bot)-\(recorder.nextMessageNumber(of: bot))"
+            recorder.queue(.message(delivered, from: bot))
         }
-        times.append(now)
-        sentTimes[cid] = times
-        return true
     }
 
-    private func muteKey(_ cid: String, _ user: String) -> String { cid + "\u{0}" + user }
+    func perform(_ action: HookAction) async throws {
+        let plugin = JSONValue.string(action.plugin)
+        func record(_ fields: [String: JSONValue], reason: String? = nil) {
+            var o = fields
+            o["plugin"] = plugin
+            if let reason { o["reason"] = .string(reason) }
+            recorder.action(.object(o))
+        }
+        switch action.kind {
+        case .sendCommand(let cid, let command):
+            recorder.command(.object(["cid": .string(cid), "action": .string(command.action), "ext": .object(command.ext),
+                                      "plugin": plugin]))
+        case .recall(let cid, let id):
+            record(["kind": "recall", "cid": .string(cid), "id": .string(id)])
+        case .kick(let cid, let user, let reason):
+            record(["kind": "kick", "cid": .string(cid), "user": .string(user)], reason: reason)
+            recorder.queue(.event(.membersLeft(cid: cid, members: [user], by: bot)))
+        case .add(let cid, let user):
+            record(["kind": "add", "cid": .string(cid), "user": .string(user)])
+            recorder.queue(.event(.membersJoined(cid: cid, members: [user], by: bot)))
+        case .mute(let cid, let user, let seconds, let reason):
+            record(["kind": "mute", "cid": .string(cid), "user": .string(user), "seconds": .int(seconds ?? 600)], reason: reason)
+        case .warn(let cid, let user, let reason):
+            record(["kind": "warn", "cid": .string(cid), "user": .string(user)], reason: reason)
+        case .updateAttribute(let cid, let key, let value):
+            record(["kind": "update_attr", "cid": .string(cid), "key": .string(key), "value": value])
+        case .log(let level, let message):
+            recorder.log("\(level.rawValue): \(message)")
+        case .send, .sendTransient:
+            break
+        }
+    }
+}
 
-    static func object(_ base: [String: JSONValue], optional: [String: JSONValue?]) -> JSONValue {
-        var o = base
-        for (k, v) in optional { if let v { o[k] = v } }
-        return .object(o)
+/// The outcome of the step being run, filled in from every bot's routing notes and outlet, and the
+/// follow-ups still to run.
+final class StepRecorder: Sendable {
+    enum FollowUp: Sendable {
+        case message(HookMessage, from: String)
+        case event(HookEvent)
+    }
+
+    private struct State {
+        var outcome = StepOutcome()
+        /// Per bot, how many messages it has sent in the case (for their ids: `modbot-1`, …).
+        var sentBy: [String: Int] = [:]
+        var pending: [FollowUp] = []
+        /// While the step's own event is routed; what follows is not the step's verdict.
+        var open = false
+    }
+
+    private let state = Mutex(State())
+
+    var outcome: StepOutcome { state.withLock { $0.outcome } }
+
+    func begin() {
+        state.withLock { state in
+            state.outcome = StepOutcome()
+            state.pending = []
+            state.open = true
+        }
+    }
+
+    func nextMessageNumber(of bot: String) -> Int {
+        state.withLock { state in
+            state.sentBy[bot, default: 0] += 1
+            return state.sentBy[bot]!
+        }
+    }
+    func closeStep() { state.withLock { $0.open = false } }
+
+    func queue(_ followUp: FollowUp) { state.withLock { $0.pending.append(followUp) } }
+
+    func nextPending() -> FollowUp? {
+        state.withLock { $0.pending.isEmpty ? nil : $0.pending.removeFirst() }
+    }
+
+    func sent(_ message: JSONValue, transient: Bool) {
+        state.withLock { if transient { $0.outcome.transients.append(message) } else { $0.outcome.replies.append(message) } }
+    }
+
+    func command(_ command: JSONValue) { state.withLock { $0.outcome.commands.append(command) } }
+    func action(_ action: JSONValue) { state.withLock { $0.outcome.actions.append(action) } }
+    func log(_ line: String) { state.withLock { $0.outcome.logs.append(.string(line)) } }
+    func error(_ line: String) { state.withLock { $0.outcome.errors.append(.string(line)) } }
+    func errors(_ errors: [HookError]) { for e in errors { error(e.description) } }
+    func http(_ call: JSONValue) { state.withLock { $0.outcome.http.append(call) } }
+    func translated(_ text: String?) { state.withLock { $0.outcome.translation = text } }
+
+    /// Records a routing note; verdicts and deliveries count only for the main bot during the step itself.
+    func note(_ note: RoutingNote, main: Bool) {
+        state.withLock { state in
+            switch note {
+            case .hookErrors(let errors):
+                state.outcome.errors += errors.map { .string($0.description) }
+            case .actionFailed(let action, let cid, let plugin, let error):
+                state.outcome.errors.append(.string("\(plugin): \(action) in \(cid) failed: \(error)"))
+            case .notSent(_, let text, let by, let reason, _):
+                var o: [String: JSONValue] = ["text": .string(text), "by": .string(by)]
+                if let reason { o["reason"] = .string(reason) }
+                state.outcome.dropped.append(.object(o))
+            default:
+                guard main, state.open else { return }
+                Self.record(note, into: &state.outcome)
+            }
+        }
+    }
+
+    private static func record(_ note: RoutingNote, into out: inout StepOutcome) {
+        switch note {
+        case .verdict(let verdict):
+            switch verdict {
+            case .allow: out.verdict = "allow"
+            case .replace: out.verdict = "replace"
+            case .modify: out.verdict = "modify"
+            case .block(let reason, let code, let silent, _):
+                out.verdict = "block"
+                out.reason = reason
+                out.code = code
+                out.silent = silent
+            case .drop(let reason, let by):
+                out.verdict = "drop"
+                out.reason = reason ?? "dropped by \(by ?? "before_send")"
+            case .muted(let until):
+                out.verdict = "muted"
+                out.reason = "muted until \(Int(until))"
+            }
+        case .ignored:
+            out.ignored = true
+            if out.verdict == nil { out.verdict = "ignored" }
+        case .delivered(let message):
+            out.text = message.text
+        case .translated(let text):
+            out.translation = text
+        default:
+            break
+        }
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import PluginTester
 
-struct TestCommand: ParsableCommand {
+struct TestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "test",
         abstract: "Run plugin scenario files (*.test.lua) in process, without a server.",
@@ -20,13 +20,13 @@ struct TestCommand: ParsableCommand {
     @Flag(help: "Print what every step did.") var verbose = false
     @Option(help: "Log level of the plugins' logger.") var logLevel = "critical"
 
-    func run() throws {
+    func run() async throws {
         let runner = PluginTestRunner(filter: filter, verbose: verbose,
                                       logLevel: Logger.Level(rawValue: logLevel) ?? .critical) { line in
             print(line)
             fflush(nil)
         }
-        let summary = runner.run(paths: paths, pluginsDirectory: pluginsDir)
+        let summary = await runner.run(paths: paths, pluginsDirectory: pluginsDir)
         if summary.failed > 0 || summary.results.isEmpty { throw ExitCode.failure }
     }
 }

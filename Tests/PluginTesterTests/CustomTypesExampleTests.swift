@@ -4,9 +4,9 @@ import XCTest
 
 /// The custom-types example: its plugins' scenarios pass, and the program runs end to end.
 final class CustomTypesExampleTests: XCTestCase {
-    func testExamplePluginScenariosPass() {
+    func testExamplePluginScenariosPass() async {
         var lines: [String] = []
-        let summary = PluginTestRunner { lines.append($0) }
+        let summary = await PluginTestRunner { lines.append($0) }
             .run(paths: [packageRoot.appendingPathComponent("examples/CustomTypes/plugins").path])
         XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
         XCTAssertGreaterThanOrEqual(summary.passed, 8)

@@ -29,15 +29,15 @@ final class RunnerTests: XCTestCase {
         try text.write(to: dir.appendingPathComponent(path), atomically: true, encoding: .utf8)
     }
 
-    private func run(_ scenario: String) throws -> (PluginTestRunner.Summary, [String]) {
+    private func run(_ scenario: String) async throws -> (PluginTestRunner.Summary, [String]) {
         try write("tests/echo.test.lua", scenario)
         var lines: [String] = []
-        let summary = PluginTestRunner { lines.append($0) }.run(paths: [dir.path])
+        let summary = await PluginTestRunner { lines.append($0) }.run(paths: [dir.path])
         return (summary, lines)
     }
 
-    func testPassingAndFailingCasesAreCountedWithADiff() throws {
-        let (summary, lines) = try run("""
+    func testPassingAndFailingCasesAreCountedWithADiff() async throws {
+        let (summary, lines) = try await run("""
             return { cases = {
               { name = "good", steps = { { message = "hi", expect = { replies = { "echo: hi" }, state = { seen = 1 } } } } },
               { name = "bad", steps = {
@@ -57,8 +57,8 @@ final class RunnerTests: XCTestCase {
         XCTAssertEqual(lines.last, "1 passed, 1 failed")
     }
 
-    func testHookErrorsFailUnlessExpected() throws {
-        let (summary, lines) = try run("""
+    func testHookErrorsFailUnlessExpected() async throws {
+        let (summary, lines) = try await run("""
             return { cases = {
               { name = "unexpected", steps = { { message = "boom" } } },
               { name = "expected", steps = { { message = "boom", expect = { errors = { "exploded" } } } } },
@@ -69,8 +69,8 @@ final class RunnerTests: XCTestCase {
         XCTAssertTrue(lines.joined(separator: "\n").contains("+ \"plugin echo on_receive at echo.lua:5: "), lines.joined(separator: "\n"))
     }
 
-    func testConfigStateAndTimeChecks() throws {
-        let (summary, lines) = try run("""
+    func testConfigStateAndTimeChecks() async throws {
+        let (summary, lines) = try await run("""
             return { config = { prefix = "> " }, cases = {
               { name = "file config", steps = { { message = "a", expect = { replies = { "> a" } } } } },
               { name = "case config", config = { prefix = "# " }, steps = {
@@ -86,7 +86,7 @@ final class RunnerTests: XCTestCase {
         XCTAssertEqual(summary.passed, 3)
     }
 
-    func testTimersEventsAndReload() throws {
+    func testTimersEventsAndReload() async throws {
         try write("ticker.lua", """
             return {
               on_load = function(ctx) ctx.every(60, function(ctx) ctx.send("ops", "tick " .. ctx.state.incr("ticks")) end) end,
@@ -108,27 +108,84 @@ final class RunnerTests: XCTestCase {
             } } } }
             """)
         var lines: [String] = []
-        let summary = PluginTestRunner { lines.append($0) }.run(paths: [dir.appendingPathComponent("tests/ticker.test.lua").path])
+        let summary = await PluginTestRunner { lines.append($0) }.run(paths: [dir.appendingPathComponent("tests/ticker.test.lua").path])
         XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
         XCTAssertEqual(summary.passed, 1)
     }
 
-    func testBrokenScenarioFilesAreFailures() throws {
-        var (summary, lines) = try run("return { cases = { { steps = { { mesage = 'typo' } } } } }")
+    func testBrokenScenarioFilesAreFailures() async throws {
+        var (summary, lines) = try await run("return { cases = { { steps = { { mesage = 'typo' } } } } }")
         XCTAssertEqual(summary.failed, 1)
         XCTAssertTrue(lines.joined().contains("unknown field 'mesage'"), lines.joined(separator: "\n"))
-        (summary, lines) = try run("return { cases = {")
+        (summary, lines) = try await run("return { cases = {")
         XCTAssertEqual(summary.failed, 1)
         XCTAssertTrue(lines[0].hasPrefix("FAIL echo.test.lua:"), lines.joined(separator: "\n"))
-        (summary, lines) = try run("return { plugins = { 'missing' }, cases = { { steps = {} } } }")
+        (summary, lines) = try await run("return { plugins = { 'missing' }, cases = { { steps = {} } } }")
         XCTAssertEqual(summary.failed, 1)
         XCTAssertTrue(lines.joined().contains("no plugin missing"), lines.joined(separator: "\n"))
     }
 
-    func testFilterSelectsCases() throws {
+    /// Two bots echoing each other run through the same routing core as a running bot: the hop marker
+    /// stops them, and lowering `max_hops` stops them sooner.
+    func testBotsAnswerEachOtherUntilTheHopLimit() async throws {
+        try write("parrot.lua", """
+            return { on_receive = function(msg, ctx) if msg.from == "modbot" then ctx.reply("parrot: " .. msg.text) end end }
+            """)
+        let (summary, lines) = try await run("""
+            return { max_hops = 4, bots = { { id = "parrot", plugins = "parrot" } },
+              cases = {
+                { name = "four hops", steps = { { message = "hi", expect = { replies = {
+                  { text = "echo: hi", from = "modbot", hops = 1 },
+                  { text = "parrot: echo: hi", from = "parrot", hops = 2, reply_to = "modbot-1" },
+                  { text = "echo: parrot: echo: hi", from = "modbot", hops = 3 },
+                  { text = "parrot: echo: parrot: echo: hi", from = "parrot", hops = 4 },
+                } } } } },
+              } }
+            """)
+        XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
+        let (bad, badLines) = try await run("return { bots = { { id = 'modbot', plugins = 'echo' } }, cases = { { steps = {} } } }")
+        XCTAssertEqual(bad.failed, 1)
+        XCTAssertTrue(badLines.joined().contains("bots[1].id 'modbot' is already a bot of this scenario"), badLines.joined(separator: "\n"))
+    }
+
+    /// Recorded HTTP responses answer `ctx.http`; an unrecorded URL fails as a value the plugin sees, and a
+    /// body over the plugin's cap fails as too large.
+    func testRecordedHTTPResponses() async throws {
+        try write("fetch.lua", """
+            return {
+              on_receive = function(msg, ctx)
+                local id, err = ctx.http.get(msg.text, function(res, ctx)
+                  ctx.reply(res.ok and ("got " .. res.json.answer) or ("failed: " .. res.error))
+                end)
+                if not id then ctx.reply("refused: " .. err) end
+              end,
+            }
+            """)
+        try write("tests/fetch.test.lua", """
+            return {
+              http = { ["GET https://api.example.org/a"] = { body = { answer = 42 } },
+                       ["GET https://api.example.org/big"] = { body = string.rep("x", 2 * 1024 * 1024) } },
+              cases = { { name = "calls", steps = {
+                { message = "https://api.example.org/a",
+                  expect = { replies = { "got 42" }, http = { { url = "https://api.example.org/a", status = 200 } } } },
+                { message = "https://api.example.org/b",
+                  expect = { replies = { { match = "^failed: failed: no response recorded for GET" } } } },
+                { message = "https://api.example.org/big", expect = { replies = { { match = "^failed: too large" } } } },
+                { message = "https://other.example.org/a",
+                  expect = { replies = { { contains = "not in this plugin's allowed hosts" } }, http = {} } },
+              } } },
+            }
+            """)
+        var lines: [String] = []
+        let summary = await PluginTestRunner { lines.append($0) }.run(paths: [dir.appendingPathComponent("tests/fetch.test.lua").path])
+        XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
+        XCTAssertEqual(summary.passed, 1)
+    }
+
+    func testFilterSelectsCases() async throws {
         try write("tests/echo.test.lua", "return { cases = { { name = 'one', steps = {} }, { name = 'two', steps = {} } } }")
         var lines: [String] = []
-        let summary = PluginTestRunner(filter: "two") { lines.append($0) }.run(paths: [dir.path])
+        let summary = await PluginTestRunner(filter: "two") { lines.append($0) }.run(paths: [dir.path])
         XCTAssertEqual(summary.results.map(\.name), ["echo: two"])
     }
 

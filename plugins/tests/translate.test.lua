@@ -119,5 +119,40 @@ return {
         { message = { type = "image", text = "cat", file = { url = "https://x/cat.png" } }, expect = { replies = {} } },
       },
     },
+    {
+      -- ctx.http answered from recordings: the service's reply is what the bot says, and the body the
+      -- plugin posted is checked; a failing service falls back to the phrase table.
+      name = "with api_url, auto-translation asks the service and falls back to the phrases",
+      config = { auto = { c1 = "zh" }, api_url = "https://translate.example.org/translate", api_key = "k1" },
+      http = {
+        ["POST https://translate.example.org/translate"] = { status = 200, body = { translatedText = "服务说你好" } },
+      },
+      steps = {
+        { message = { text = "hello there", from = "Jerry" },
+          expect = { replies = { "Jerry (zh): 服务说你好" },
+                     http = { { method = "POST", url = "https://translate.example.org/translate",
+                                json = { q = "hello there", target = "zh", api_key = "k1" }, status = 200 } } } },
+      },
+    },
+    {
+      name = "a service that times out leaves the phrase table's answer",
+      config = { auto = { c1 = "zh" }, api_url = "https://translate.example.org/translate" },
+      http = { ["POST https://translate.example.org/translate"] = { error = "timeout: no answer within 10 s" } },
+      steps = {
+        { message = { text = "thank you", from = "Jerry" },
+          expect = { replies = { "Jerry (zh): 谢谢" }, logs = { "translation service failed (timeout" },
+                     http = { { error = "timeout: no answer within 10 s" } } } },
+      },
+    },
+    {
+      name = "a host that is not recorded is not in the allow-list",
+      config = { auto = { c1 = "zh" }, api_url = "https://elsewhere.example.org/translate" },
+      http = { ["POST https://translate.example.org/translate"] = { status = 200, body = { translatedText = "x" } } },
+      steps = {
+        { message = { text = "thank you", from = "Jerry" },
+          expect = { replies = { "Jerry (zh): 谢谢" }, http = {},
+                     logs = { "not in this plugin's allowed hosts" } } },
+      },
+    },
   },
 }

@@ -6,9 +6,9 @@ import Foundation
 ///
 /// Each conversation keeps only the send times still inside the window (at most `limit` of them), so a
 /// check costs O(1) amortised, and conversations that went quiet are forgotten.
-struct LoopGuard {
+public struct LoopGuard: Sendable {
     /// The attribute key carrying how many bot replies led to a message.
-    static let hopKey = "hookbot.hop"
+    public static let hopKey = "hookbot.hop"
 
     let limit: Int
     /// Most messages in all conversations together per window.
@@ -58,7 +58,7 @@ struct LoopGuard {
 }
 
 /// Send times in increasing order, oldest first; dropping from the front is O(1) amortised.
-private struct SendTimes {
+private struct SendTimes: Sendable {
     private var times: [Double] = []
     private var head = 0
 

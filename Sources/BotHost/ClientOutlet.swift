@@ -1,0 +1,53 @@
+import BotRouting
+import Foundation
+import HookRuntime
+import IMClient
+import IMCore
+
+/// Carries a bot's actions out through its IM client, counting each in the bot's metrics.
+struct ClientOutlet: BotOutlet {
+    let client: IMClient
+    let metrics: BotMetrics
+    /// Where failures that surface later (a refused ack) are reported.
+    let report: @Sendable (RoutingNote) -> Void
+
+    func send(_ message: HookMessage, transient: Bool, mentions: [String], replyTo: String?, plugin: String) async throws {
+        let what = transient ? "send_transient" : "send"
+        metrics.executed(what)
+        let content = IMMessageContent.typed(HookMapping.typedMessage(message))
+        let options = IMSendOptions(transient: transient, mentionPids: mentions.isEmpty ? nil : mentions)
+        // Submitted in order; the ack is awaited off the event path so replies can be pipelined.
+        let pending = try await client.conversation(message.cid).submit(content, options: options)
+        let report = report
+        let cid = message.cid
+        pending.onFailure { error in
+            report(.actionFailed(action: what, cid: cid, plugin: plugin, error: "\(error)"))
+        }
+    }
+
+    func perform(_ action: HookAction) async throws {
+        switch action.kind {
+        case .sendCommand(let cid, let command):
+            metrics.executed("send_cmd")
+            _ = try await client.conversation(cid).sendCmd(action: command.action, ext: HookMapping.im(command.ext))
+        case .recall(let cid, let messageID):
+            metrics.executed("recall")
+            _ = try await client.conversation(cid).recall(messageId: messageID, timestamp: 0)
+        case .kick(let cid, let user, _):
+            metrics.executed("kick")
+            _ = try await client.conversation(cid).remove(members: [user])
+        case .add(let cid, let user):
+            metrics.executed("add")
+            _ = try await client.conversation(cid).add(members: [user])
+        case .updateAttribute(let cid, let key, let value):
+            metrics.executed("update_attr")
+            _ = try await client.conversation(cid).update(patch: ["attr.\(key)": HookMapping.im(value)])
+        case .mute:
+            // Recorded by the routing core; the server learns of it through the bot's reviews.
+            metrics.executed("mute")
+        case .send, .sendTransient, .warn, .log:
+            // Sends reach `send(_:…)`; a warning is a send; log lines were written by the plugin runtime.
+            break
+        }
+    }
+}
