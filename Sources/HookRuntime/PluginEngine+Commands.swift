@@ -1,0 +1,87 @@
+import CLua
+import Foundation
+
+/// Chat commands (`ctx.commands.add`): dispatch, argument checks, roles, cooldowns, `!help`.
+extension PluginEngine {
+    /// The command a message invokes: its name, and the text after it.
+    private func invocation(_ message: HookMessage) -> (name: String, rest: Substring)? {
+        let prefix = env.commandSettings.prefix
+        guard !prefix.isEmpty, let text = message.text, text.hasPrefix(prefix) else { return nil }
+        let body = text.dropFirst(prefix.count)
+        let end = body.firstIndex(where: \.isWhitespace) ?? body.endIndex
+        let name = String(body[..<end])
+        return name.isEmpty ? nil : (name, body[end...])
+    }
+
+    /// A reply from the host about a command (usage, permission, cooldown, help), as the command's plugin.
+    private func hostReply(_ text: String, to message: HookMessage, plugin: String) -> HookResult {
+        let reply = HookMessage(cid: message.cid, type: HookMessageType.text, text: text)
+        return HookResult(actions: [HookAction(plugin: plugin, kind: .send(cid: message.cid, message: reply, replyTo: message.id))])
+    }
+
+    /// Runs the command a message invokes instead of `on_receive`: checks the roles, the cooldown and the
+    /// arguments (answering the sender when one fails), then calls the command's `run`. Nil when the
+    /// message invokes no declared command.
+    func runCommand(_ message: HookMessage) -> HookResult? {
+        guard let (name, rest) = invocation(message) else { return nil }
+        let prefix = env.commandSettings.prefix
+        if name == "help", !env.commands.isEmpty { return help(rest, message) }
+        guard let (spec, owner) = env.commands.command(name),
+              let plugin = ordered.first(where: { $0.instanceID == owner }) else { return nil }
+        if plugin.disabled {
+            return hostReply("\(prefix)\(name) is not available now (its plugin is disabled)", to: message, plugin: spec.plugin)
+        }
+        if !spec.roles.isEmpty, !spec.roles.contains(where: { hasRole(env, user: message.from, role: $0) }) {
+            return hostReply("\(prefix)\(name) is only for \(spec.roles.joined(separator: " or "))", to: message, plugin: spec.plugin)
+        }
+        let arguments: [String: JSONValue]
+        switch spec.parse(rest) {
+        case .failure(let error):
+            return hostReply("\(prefix)\(name): \(error) — usage: \(spec.usage(prefix: prefix))", to: message, plugin: spec.plugin)
+        case .success(let parsed): arguments = parsed
+        }
+        if let left = env.commands.cooldownLeft(spec, user: message.from, now: clock.now()) {
+            return hostReply("\(prefix)\(name): wait \(Int(left.rounded(.up))) s", to: message, plugin: spec.plugin)
+        }
+        let typeName = env.registry.name(of: message.type)
+        return call(plugin, cid: message.cid, messageID: message.id) { plugin in
+            plugin.runCommand(name, arguments: arguments, message: message, typeName: typeName)
+        }
+    }
+
+    /// `on_receive`'s result, or, when nothing answered a message that looks like an unknown command
+    /// while commands are declared, a reply saying so.
+    func answeringUnknownCommand(_ message: HookMessage, _ result: HookResult) -> HookResult {
+        guard result.actions.isEmpty, !env.commands.isEmpty, let (name, _) = invocation(message),
+              env.commands.command(name) == nil else { return result }
+        let prefix = env.commandSettings.prefix
+        var answered = hostReply("unknown command \(prefix)\(name); \(prefix)help lists the commands", to: message, plugin: "hookbot")
+        answered.errors = result.errors
+        return answered
+    }
+
+    /// `!help` (every command) and `!help <command>` (one).
+    private func help(_ rest: Substring, _ message: HookMessage) -> HookResult {
+        let prefix = env.commandSettings.prefix
+        let asked = rest.trimmingCharacters(in: .whitespaces)
+        func line(_ spec: CommandSpec) -> String {
+            var text = spec.usage(prefix: prefix)
+            if let description = spec.description { text += " — \(description)" }
+            if !spec.roles.isEmpty { text += " (\(spec.roles.joined(separator: " or ")))" }
+            return text
+        }
+        guard !asked.isEmpty else {
+            let lines = env.commands.all.map(line)
+            return hostReply((["Commands:"] + lines + ["\(prefix)help <command> for one of them."]).joined(separator: "\n"),
+                             to: message, plugin: "hookbot")
+        }
+        let name = asked.hasPrefix(prefix) ? String(asked.dropFirst(prefix.count)) : asked
+        guard let (spec, _) = env.commands.command(name) else {
+            return hostReply("unknown command \(prefix)\(name); \(prefix)help lists the commands", to: message, plugin: "hookbot")
+        }
+        var text = line(spec)
+        if spec.cooldown > 0 { text += "; once every \(spec.cooldown.formatted()) s per member" }
+        return hostReply(text, to: message, plugin: spec.plugin)
+    }
+}
+

@@ -1,0 +1,66 @@
+import CLua
+import Foundation
+import Logging
+
+/// Timers (`ctx.after`, `ctx.every`): fired by the host's timer driver, within each plugin's share.
+extension PluginEngine {
+    /// The earliest due time of any timer (in clock seconds), if any.
+    public var nextTimerDue: Double? {
+        return ordered.filter { !$0.disabled }.flatMap { $0.timers.values.map(\.due) }.min()
+    }
+
+    /// Number of live timers over all plugins.
+    public var timerCount: Int {
+        return ordered.reduce(0) { $0 + $1.timers.count }
+    }
+
+    /// Fires every timer due at `now` (default: the clock's now), earliest
+    /// first. A repeating timer fires at most once per call and is then
+    /// rescheduled one interval after its due time (or after `now` if it fell
+    /// further behind).
+    public func fireDueTimers(now: Double? = nil) -> HookResult {
+        let t = now ?? clock.now()
+        var due: [(plugin: LuaPlugin, order: Int, timer: PluginTimer)] = []
+        for (i, p) in ordered.enumerated() where !p.disabled {
+            for timer in p.timers.values where timer.due <= t { due.append((p, i, timer)) }
+        }
+        due.sort { a, b in
+            if a.timer.due != b.timer.due { return a.timer.due < b.timer.due }
+            if a.order != b.order { return a.order < b.order }
+            return a.timer.id < b.timer.id
+        }
+        var result = HookResult()
+        for (p, _, timer) in due {
+            guard !p.disabled, p.L != nil, let current = p.timers[timer.id] else { continue }
+            if limits.timerShare > 0 {
+                let now = Self.monotonicSeconds()
+                if now - p.timerWindow.start >= 1 { p.timerWindow = (now, 0, false) }
+                if p.timerWindow.spent >= limits.timerShare {
+                    // Out of its share this second: the timer waits for the next window.
+                    p.timers[timer.id]?.due = t + (1 - (now - p.timerWindow.start))
+                    if !p.timerWindow.overrun {
+                        p.timerWindow.overrun = true
+                        account(p, HookError(plugin: p.name, hook: "timer", reason: .timerBudget), into: &result.errors)
+                    }
+                    continue
+                }
+            }
+            let once = current.interval == nil
+            if let iv = current.interval {
+                var next = current.due + iv
+                if next <= t { next = t + iv }
+                p.timers[timer.id]?.due = next
+            } else {
+                p.timers[timer.id] = nil
+            }
+            let started = Self.monotonicSeconds()
+            let fired = call(p, cid: nil, messageID: nil) { plugin in plugin.fireTimer(id: timer.id, once: once) }
+            p.timerWindow.spent += Self.monotonicSeconds() - started
+            result.errors += fired.errors
+            result.actions += fired.actions
+        }
+        return result
+    }
+
+    private static func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+}
