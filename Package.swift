@@ -123,7 +123,7 @@ let package = Package(
         ),
         .target(
             name: "PluginTester",
-            dependencies: ["HookRuntime", "BotRouting", "CLua", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["HookRuntime", "BotRouting", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),

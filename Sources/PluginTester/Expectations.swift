@@ -15,7 +15,7 @@ struct Expectations {
     static let listKeys = ["replies", "transients", "commands", "actions", "dropped", "logs", "errors", "http"]
     static let keys = scalarKeys + listKeys + ["state", "state_of", "absent"]
 
-    let lua: ScenarioLua
+    let lua: LuaDataSandbox
 
     /// Failure explanations (empty when everything matched). Hook errors fail a step unless `errors` is expected.
     func check(_ expect: [String: JSONValue], actual: [String: JSONValue],
@@ -24,7 +24,7 @@ struct Expectations {
         for key in Self.scalarKeys where expect[key] != nil {
             let want = expect[key]!
             let got = actual[key] ?? .null
-            if want == ScenarioLua.absent ? got != .null : !Self.equal(want, got) {
+            if want == Scenario.absent ? got != .null : !Self.equal(want, got) {
                 failures.append("\(key): expected \(Render.lua(want)), got \(Render.lua(got))")
             }
         }
@@ -50,7 +50,7 @@ struct Expectations {
         }
         for (plugin, key, want) in stateChecks {
             let got = state(plugin, key)
-            if want == ScenarioLua.absent {
+            if want == Scenario.absent {
                 if let got { failures.append("state \(plugin ?? mainPlugin).\(key): expected nil, got \(Render.lua(got))") }
             } else if got == nil || !Self.matches(want, got!) {
                 failures.append("state \(plugin ?? mainPlugin).\(key): expected \(Render.lua(want)), got \(got.map(Render.lua) ?? "nil")")
@@ -144,7 +144,7 @@ enum Render {
     static func lua(_ v: JSONValue) -> String {
         switch v {
         case .null: return "nil"
-        case ScenarioLua.absent: return "nil"
+        case Scenario.absent: return "nil"
         case .bool(let b): return b ? "true" : "false"
         case .int(let i): return String(i)
         case .double(let d): return d.rounded() == d && abs(d) < 1e15 ? String(Int(d)) : String(d)

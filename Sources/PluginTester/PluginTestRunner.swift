@@ -91,11 +91,11 @@ public final class PluginTestRunner {
     public func runFile(_ file: URL, pluginsDirectory: URL) async -> [CaseResult] {
         let name = file.lastPathComponent
         let base = String(name.dropLast(".test.lua".count))
-        let lua: ScenarioLua
+        let lua: LuaDataSandbox
         let scenario: Scenario
         do {
-            lua = try ScenarioLua()
-            scenario = try Scenario(data: try lua.evaluate(file: file.path), path: file.path,
+            lua = try LuaDataSandbox(globals: ["NIL": Scenario.absentMarker])
+            scenario = try Scenario(data: try lua.evaluate(file: file.path, as: "scenario"), path: file.path,
                                     pluginsDirectory: pluginsDirectory, defaultPlugin: base)
         } catch {
             output("FAIL \(name): \(error)")
@@ -119,7 +119,7 @@ public final class PluginTestRunner {
 
     // MARK: one case
 
-    private func run(_ testCase: Scenario.TestCase, of scenario: Scenario, lua: ScenarioLua) async throws -> [String] {
+    private func run(_ testCase: Scenario.TestCase, of scenario: Scenario, lua: LuaDataSandbox) async throws -> [String] {
         let fm = FileManager.default
         let sandbox = fm.temporaryDirectory.appendingPathComponent("hookbot-test-\(UUID().uuidString)")
         defer { try? fm.removeItem(at: sandbox) }
@@ -166,7 +166,7 @@ public final class PluginTestRunner {
 
     /// Loads the plugins of every bot, then runs the steps; the differences, or nothing when all matched.
     private func run(_ testCase: Scenario.TestCase, on host: SimulatedHost, store: HookStateStore,
-                     lua: ScenarioLua) async throws -> [String] {
+                     lua: LuaDataSandbox) async throws -> [String] {
         let scenario = host.scenario
         let clock = host.clock
         var loadErrors: [HookError] = []

@@ -65,6 +65,11 @@ public struct Scenario: Sendable {
         public var expect: [String: JSONValue]
     }
 
+    /// What the scenario global `NIL` holds: it stands for "absent" in expectations (a Lua `nil` field
+    /// would simply be missing).
+    static let absentMarker = "\u{0}nil"
+    static let absent = JSONValue.string(absentMarker)
+
     static let eventKeys = ["message", "transient", "cmd", "join", "leave", "invited", "kicked", "update", "recall",
                             "advance", "translate", "reload", "set_state"]
 
@@ -262,4 +267,10 @@ public struct Scenario: Sendable {
         guard let d = v.doubleValue else { throw ScenarioError("\(what) must be a number") }
         return d
     }
+}
+
+/// A scenario file that cannot be used.
+public struct ScenarioError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
 }
