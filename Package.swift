@@ -111,10 +111,16 @@ let package = Package(
         .executableTarget(
             name: "hookbot",
             dependencies: [
-                "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost", "PluginTester", "Console", "Telemetry",
+                "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost", "PluginTester", "Console", "Telemetry", "Benchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The benchmark workloads of `hookbot bench` (hook dispatch, ping-pong, moderation, fan-out, RSS):
+        // only the command-line tool links them.
+        .target(
+            name: "Benchmarks",
+            dependencies: ["BotHost", "HookRuntime", "IMClient", "IMCore", "IMServer", .product(name: "Logging", package: "swift-log")]
         ),
         // The routing core a running bot and `hookbot test` share: no transport, no server.
         .target(

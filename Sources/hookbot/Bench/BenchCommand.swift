@@ -1,11 +1,6 @@
 import ArgumentParser
-import BotHost
+import Benchmarks
 import Foundation
-import HookRuntime
-import IMClient
-import IMCore
-import IMServer
-import Logging
 
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,17 +14,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "After the JSON, print a short summary table.") var summary = false
 
     func run() async throws {
-        let scale = quick ? 0.1 : 1.0
-        let selected = Set((only ?? "w1a,w1b,w2,w3,rss,hooks").split(separator: ",").map(String.init))
-        let bench = try Bench(scale: scale, relaxedSync: relaxedSync, remoteBot: remoteBot)
-        var report = BenchReport(machine: BenchReport.Machine(), bot: remoteBot ? "remote process (WebSocket)" : "in process",
-                                 synchronous: relaxedSync ? "NORMAL" : "FULL")
-        if selected.contains("hooks") { report.hooks = try HookBenchmark.run(iterations: quick ? 20_000 : 200_000) }
-        if selected.contains("w1a") { report.w1a = try await bench.pingPong(messages: Int(2000 * scale), warmup: 200, inFlight: 1) }
-        if selected.contains("w1b") { report.w1b = try await bench.pingPong(messages: Int(10_000 * scale), warmup: 200, inFlight: 50) }
-        if selected.contains("w2") { report.w2 = try await bench.moderation(messages: Int(2000 * scale)) }
-        if selected.contains("w3") { report.w3 = try await bench.groupFanOut(messages: Int(2000 * scale), members: 50) }
-        if selected.contains("rss") { report.rssMB = try await bench.idleConnectionsRSS(connections: 1000) }
+        let workloads = Set((only ?? "w1a,w1b,w2,w3,rss,hooks").split(separator: ",").map(String.init))
+        let report = try await BenchReport.run(workloads, quick: quick, relaxedSync: relaxedSync, remoteBot: remoteBot)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         print(String(decoding: try encoder.encode(report), as: UTF8.self))
@@ -37,106 +23,3 @@ struct BenchCommand: AsyncParsableCommand {
     }
 }
 
-/// The benchmark's JSON output.
-struct BenchReport: Encodable {
-    struct Machine: Encodable {
-        var cores = ProcessInfo.processInfo.activeProcessorCount
-        var memoryGB = Double(ProcessInfo.processInfo.physicalMemory) / 1e9
-    }
-
-    var machine: Machine
-    /// How the bot was attached, and the SQLite synchronous level.
-    var bot: String
-    var synchronous: String
-    var hooks: HookBenchmark.Result?
-    var w1a: PingPongResult?
-    var w1b: PingPongResult?
-    var w2: ModerationResult?
-    var w3: FanOutResult?
-    var rssMB: Double?
-
-    enum CodingKeys: String, CodingKey {
-        case machine, bot, synchronous, hooks, w1a, w1b, w2, w3
-        case rssMB = "rss_mb"
-    }
-}
-
-struct PingPongResult: Encodable {
-    var messages: Int
-    var inFlight: Int
-    var repliesPerSecond: Double
-    var latencyMs: LatencyStats
-    var efficiency: Efficiency
-}
-
-struct ModerationResult: Encodable {
-    var messages: Int
-    var blocked: Int
-    var delivered: Int
-    var leaked: Int
-    var withPluginMs: LatencyStats
-    var withoutPluginMs: LatencyStats
-    var overheadP50Ms: Double
-    var overheadP99Ms: Double
-    var efficiency: Efficiency
-    /// The same messages sent all at once (no waiting between sends).
-    var burst: BurstResult
-}
-
-struct BurstResult: Encodable {
-    var messages: Int
-    var forbidden: Int
-    var refused: Int
-    var delivered: Int
-    var leaked: Int
-    /// Messages the server's failure policy decided (the interceptor did not answer in time).
-    var policyDecisions: Int
-    var peakReviewsInFlight: Int
-    var messagesPerSecond: Double
-}
-
-struct FanOutResult: Encodable {
-    var messages: Int
-    var members: Int
-    var deliveries: Int
-    var deliveriesPerSecond: Double
-    var latencyMs: LatencyStats
-    var efficiency: Efficiency
-}
-
-extension BenchReport {
-    /// One line per workload: throughput, latency, CPU and transactions per 1,000 stored messages.
-    var summaryTable: String {
-        func number(_ value: Double?, _ digits: Int = 0) -> String {
-            guard let value else { return "-" }
-            return String(format: "%.\(digits)f", value)
-        }
-        var rows: [[String]] = [["workload", "rate", "p50 ms", "p99 ms", "cpu s/1k", "bot cpu s/1k", "tx/1k"]]
-        func add(_ name: String, _ rate: String, _ latency: LatencyStats, _ efficiency: Efficiency) {
-            rows.append([name, rate, number(latency.p50, 3), number(latency.p99, 3),
-                         number(efficiency.cpuSecondsPer1000Messages, 3), number(efficiency.botCPUSecondsPer1000Messages, 3),
-                         number(efficiency.transactionsPer1000Messages, 1)])
-        }
-        if let w1a { add("w1a ping-pong x1", "\(number(w1a.repliesPerSecond))/s", w1a.latencyMs, w1a.efficiency) }
-        if let w1b { add("w1b ping-pong x\(w1b.inFlight)", "\(number(w1b.repliesPerSecond))/s", w1b.latencyMs, w1b.efficiency) }
-        if let w2 {
-            add("w2 moderated A->B", "leaked \(w2.leaked), +\(number(w2.overheadP50Ms, 3)) ms", w2.withPluginMs, w2.efficiency)
-            rows.append(["w2 burst x\(w2.burst.messages)",
-                         "leaked \(w2.burst.leaked), policy \(w2.burst.policyDecisions), \(number(w2.burst.messagesPerSecond))/s",
-                         "-", "-", "-", "-", "-"])
-        }
-        if let w3 { add("w3 fan-out x\(w3.members)", "\(number(w3.deliveriesPerSecond))/s", w3.latencyMs, w3.efficiency) }
-        var lines = ["", "bot: \(bot), synchronous=\(synchronous)"]
-        if rows.count > 1 {
-            let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-            for row in rows {
-                lines.append(zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
-            }
-        }
-        if let rssMB { lines.append("rss with 1,000 idle connections: \(number(rssMB, 1)) MB") }
-        if let hooks {
-            lines.append("hooks: \(number(hooks.trivialCallsPerSecond)) trivial calls/s, \(number(hooks.pipelineEventsPerSecond)) pipeline events/s")
-        }
-        return lines.joined(separator: "\n")
-    }
-}

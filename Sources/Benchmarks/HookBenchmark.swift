@@ -1,7 +1,8 @@
 import Foundation
+import HookRuntime
 import Logging
 
-/// Measures hook dispatch speed (used by `hookbench` and `hookbot bench`).
+/// Measures hook dispatch speed (the `hooks` workload of `hookbot bench`).
 public enum HookBenchmark {
     public struct Result: Codable, Sendable {
         /// Trivial `on_receive` hook calls per second (one plugin, one thread).
