@@ -73,10 +73,12 @@ let package = Package(
             pkgConfig: "lua5.4",
             providers: [.apt(["liblua5.4-dev"])]
         ),
+        // The sandbox's limits in C (allocator, instruction and deadline hook, Swift function trampoline).
+        .target(name: "LuaSandbox", dependencies: ["CLua"]),
         .target(
             name: "HookRuntime",
             dependencies: [
-                "CLua",
+                "CLua", "LuaSandbox",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -211,7 +211,7 @@ public struct BotConfiguration: Sendable {
                 guard let settings = table.objectValue else { throw file.error("http.\(plugin)", "must be a table") }
                 var r = ConfigReader(root: settings, path: "http.\(plugin)", file: file)
                 var policy = HTTPPolicy()
-                if let hosts = try r.value("hosts") {
+                if let hosts = r.value("hosts") {
                     guard let list = hosts.arrayValue?.compactMap(\.stringValue), list.count == hosts.arrayValue?.count else {
                         throw file.error("http.\(plugin).hosts", "must be a list of hosts (\"api.example.org\" or \"host:port\")")
                     }

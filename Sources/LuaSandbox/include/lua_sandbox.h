@@ -1,0 +1,63 @@
+#ifndef HOOKBOT_LUA_SANDBOX_H
+#define HOOKBOT_LUA_SANDBOX_H
+
+#include <lua.h>
+#include <stddef.h>
+
+/* ---------------------------------------------------------------------------
+   Sandboxed states with limits (HookRuntime).
+
+   Every plugin state carries an hb_limits record (pointer in the state's extra
+   space, also the allocator's userdata):
+   - memory: a custom lua_Alloc counts the bytes of the state and refuses (NULL)
+     any growth beyond `mem_cap` while `unlimited` is 0, so Lua raises "not
+     enough memory" inside the plugin's call. `unlimited` is 1 whenever Swift
+     code runs (building arguments, inside Swift callbacks) so that an API call
+     made from Swift can never raise a memory error across Swift frames.
+   - instructions / wall clock: a count hook adds the executed instructions and
+     checks a monotonic deadline. Once tripped it re-arms itself with a count of
+     1, so `pcall` inside the plugin cannot swallow the abort for long.
+   - errors from Swift callbacks: Swift never calls lua_error. A Swift function
+     returns a negative count with the message on top of the stack and the C
+     trampoline below raises it after the Swift frame has returned.
+   ------------------------------------------------------------------------- */
+
+enum { HB_TRIP_NONE = 0, HB_TRIP_INSTRUCTIONS = 1, HB_TRIP_DEADLINE = 2, HB_TRIP_MEMORY = 3 };
+
+typedef struct hb_limits {
+    size_t mem_used;
+    size_t mem_cap;
+    size_t mem_peak;
+    int unlimited;
+    int tripped;
+    long long instr_used;
+    long long instr_budget;     /* <= 0: no budget */
+    int count_step;
+    double deadline;            /* monotonic seconds; <= 0: none */
+    void *owner;                /* Swift object (unretained) */
+} hb_limits;
+
+/* A Swift function callable from Lua: returns its result count, or a negative
+   count with the error message on top of the stack. */
+typedef int (*hb_swift_fn)(lua_State *L);
+
+/* Creates a state with the counting allocator. Returns NULL on failure. */
+lua_State *hb_newstate(hb_limits *lim);
+
+/* The limits record of a state made by hb_newstate. */
+hb_limits *hb_limits_of(lua_State *L);
+
+/* Arms the limits for one protected call and performs it. */
+int hb_limited_pcall(lua_State *L, int nargs, int nresults, double seconds, long long budget);
+
+/* Pushes a Lua function that calls the Swift function `f`. */
+void hb_push_swift_function(lua_State *L, hb_swift_fn f);
+
+/* Pushes a closure over `f` with the `nup` values on top of the stack as
+   upvalues 2..nup+1 (upvalue 1 is the Swift function). */
+void hb_push_swift_closure(lua_State *L, hb_swift_fn f, int nup);
+
+/* Opens the libraries plugins may use (the sandbox removes what they may not). */
+void hb_open_safe_libs(lua_State *L);
+
+#endif

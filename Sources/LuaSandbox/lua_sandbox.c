@@ -1,0 +1,154 @@
+/* The sandbox's limits, in C because they run inside Lua's own calls: the
+   counting allocator, the instruction and deadline hook, and the trampoline
+   through which Swift functions raise Lua errors without a longjmp crossing
+   Swift frames. See lua_sandbox.h. */
+
+#include "lua_sandbox.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdlib.h>
+#include <time.h>
+
+static void hb_count_hook(lua_State *L, lua_Debug *ar);
+
+static double hb_monotonic(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *hb_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    hb_limits *lim = (hb_limits *)ud;
+    size_t old = ptr ? osize : 0;
+    if (nsize == 0) {
+        free(ptr);
+        lim->mem_used -= old;
+        return NULL;
+    }
+    if (nsize > old && !lim->unlimited && lim->mem_cap > 0 &&
+        lim->mem_used - old + nsize > lim->mem_cap) {
+        lim->tripped = HB_TRIP_MEMORY;
+        return NULL;
+    }
+    void *p = realloc(ptr, nsize);
+    if (p == NULL) return NULL;
+    lim->mem_used = lim->mem_used - old + nsize;
+    if (lim->mem_used > lim->mem_peak) lim->mem_peak = lim->mem_used;
+    return p;
+}
+
+hb_limits *hb_limits_of(lua_State *L) {
+    return *(hb_limits **)lua_getextraspace(L);
+}
+
+static void hb_count_hook(lua_State *L, lua_Debug *ar) {
+    hb_limits *lim = hb_limits_of(L);
+    int step = lua_gethookcount(L);
+    lim->instr_used += step;
+    if (lim->tripped == HB_TRIP_NONE) {
+        if (lim->instr_budget > 0 && lim->instr_used > lim->instr_budget) {
+            lim->tripped = HB_TRIP_INSTRUCTIONS;
+        } else if (lim->deadline > 0 && hb_monotonic() > lim->deadline) {
+            lim->tripped = HB_TRIP_DEADLINE;
+        } else {
+            if (step != lim->count_step)
+                lua_sethook(L, hb_count_hook, LUA_MASKCOUNT, lim->count_step);
+            return;
+        }
+    }
+    /* tripped: fire on every instruction from now on, then raise */
+    lua_sethook(L, hb_count_hook, LUA_MASKCOUNT, 1);
+    const char *what = lim->tripped == HB_TRIP_INSTRUCTIONS ? "instruction budget exceeded"
+                     : lim->tripped == HB_TRIP_DEADLINE ? "deadline exceeded"
+                     : "memory limit exceeded";
+    int saved = lim->unlimited;
+    lim->unlimited = 1; /* the message itself must be allocatable */
+    lua_Debug d;
+    if (lua_getstack(L, 0, &d) && lua_getinfo(L, "Sl", &d) && d.currentline > 0) {
+        lua_pushfstring(L, "%s:%d: %s", d.short_src, d.currentline, what);
+    } else {
+        lua_pushstring(L, what);
+    }
+    lim->unlimited = saved;
+    lua_error(L);
+    (void)ar;
+}
+
+lua_State *hb_newstate(hb_limits *lim) {
+    lim->unlimited = 1;
+    lua_State *L = lua_newstate(hb_alloc, lim);
+    if (L == NULL) return NULL;
+    *(hb_limits **)lua_getextraspace(L) = lim;
+    return L;
+}
+
+int hb_limited_pcall(lua_State *L, int nargs, int nresults, double seconds, long long budget) {
+    hb_limits *lim = hb_limits_of(L);
+    lim->instr_used = 0;
+    lim->instr_budget = budget;
+    lim->deadline = seconds > 0 ? hb_monotonic() + seconds : 0;
+    int wasTripped = lim->tripped;
+    lim->tripped = HB_TRIP_NONE;
+    if (wasTripped || lua_gethook(L) == NULL || lua_gethookcount(L) != lim->count_step)
+        lua_sethook(L, hb_count_hook, LUA_MASKCOUNT, lim->count_step);
+    lim->unlimited = 0;
+    int status = lua_pcall(L, nargs, nresults, 0);
+    lim->unlimited = 1;
+    /* Time spent inside one C library call (e.g. pattern matching) is not seen
+       by the count hook: a call that returns late still counts as a deadline
+       failure, its results are discarded. */
+    if (status == LUA_OK && lim->deadline > 0 && hb_monotonic() > lim->deadline) {
+        lim->tripped = HB_TRIP_DEADLINE;
+        lua_pushstring(L, "deadline exceeded (inside a library call)");
+        status = LUA_ERRRUN;
+    }
+    /* outside a call any stray Lua code (finalizers) is aborted at once */
+    lim->deadline = 1e-9;
+    return status;
+}
+
+static int hb_trampoline(lua_State *L) {
+    hb_swift_fn f = (hb_swift_fn)lua_touserdata(L, lua_upvalueindex(1));
+    hb_limits *lim = hb_limits_of(L);
+    int saved = lim->unlimited;
+    lim->unlimited = 1;
+    int n = f(L);
+    /* What the Swift function allocated was not refused (no memory error may cross Swift frames), but it
+       counts: a state over its cap once the call returns (after a full collection) fails here, and keeps
+       failing until the plugin's call ends. */
+    if (n >= 0 && !saved && lim->mem_cap > 0 && lim->mem_used > lim->mem_cap) {
+        lua_gc(L, LUA_GCCOLLECT);
+        if (lim->mem_used > lim->mem_cap) {
+            lua_settop(L, lua_gettop(L) - n);
+            lim->tripped = HB_TRIP_MEMORY;
+            lua_sethook(L, hb_count_hook, LUA_MASKCOUNT, 1);
+            lua_pushstring(L, "memory limit exceeded (by a value the host returned)");
+            n = -1;
+        }
+    }
+    lim->unlimited = saved;
+    if (n < 0) return lua_error(L);
+    return n;
+}
+
+void hb_push_swift_function(lua_State *L, hb_swift_fn f) {
+    lua_pushlightuserdata(L, (void *)f);
+    lua_pushcclosure(L, hb_trampoline, 1);
+}
+
+void hb_push_swift_closure(lua_State *L, hb_swift_fn f, int nup) {
+    lua_pushlightuserdata(L, (void *)f);
+    lua_insert(L, -(nup + 1));
+    lua_pushcclosure(L, hb_trampoline, nup + 1);
+}
+
+void hb_open_safe_libs(lua_State *L) {
+    luaL_requiref(L, LUA_GNAME, luaopen_base, 1); lua_pop(L, 1);
+    luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1); lua_pop(L, 1);
+    luaL_requiref(L, LUA_TABLIBNAME, luaopen_table, 1); lua_pop(L, 1);
+    luaL_requiref(L, LUA_MATHLIBNAME, luaopen_math, 1); lua_pop(L, 1);
+    luaL_requiref(L, LUA_UTF8LIBNAME, luaopen_utf8, 1); lua_pop(L, 1);
+    luaL_requiref(L, LUA_COLIBNAME, luaopen_coroutine, 1); lua_pop(L, 1);
+    luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 1); lua_pop(L, 1);
+}
