@@ -31,6 +31,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "IMCore"),
+        // What clients sign and servers check (LeanCloud's signature texts, HMAC-SHA1): one place for both.
+        .target(name: "IMSignatures", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Prometheus metrics: one registry per server process, reached through swift-metrics factories.
         .target(
             name: "Telemetry",
@@ -48,7 +50,7 @@ let package = Package(
         .target(
             name: "IMServer",
             dependencies: [
-                "IMCore", "IMProto", "Telemetry",
+                "IMCore", "IMProto", "IMSignatures", "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -63,7 +65,7 @@ let package = Package(
         .target(
             name: "IMClient",
             dependencies: [
-                "IMCore",
+                "IMCore", "IMSignatures",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -89,7 +91,7 @@ let package = Package(
         .target(
             name: "BotHost",
             dependencies: [
-                "IMCore", "IMClient", "HookRuntime", "BotRouting", "IMServer",
+                "IMCore", "IMClient", "HookRuntime", "BotRouting",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -100,7 +102,7 @@ let package = Package(
         .target(
             name: "Console",
             dependencies: [
-                "BotHost", "HookRuntime", "IMServer", "IMCore", "Telemetry",
+                "BotHost", "HookRuntime", "IMServer", "IMCore", "IMSignatures", "Telemetry",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -113,16 +115,23 @@ let package = Package(
         .executableTarget(
             name: "hookbot",
             dependencies: [
-                "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost", "PluginTester", "Console", "Telemetry", "Benchmarks",
+                "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost", "BotHub", "PluginTester", "Console", "Telemetry", "Benchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // A server and its bot in one process (`hookbot run` without `--server`): the only bot module that
+        // links the server.
+        .target(
+            name: "BotHub",
+            dependencies: ["BotHost", "IMClient", "IMCore", "IMServer", .product(name: "Logging", package: "swift-log")]
         ),
         // The benchmark workloads of `hookbot bench` (hook dispatch, ping-pong, moderation, fan-out, RSS):
         // only the command-line tool links them.
         .target(
             name: "Benchmarks",
-            dependencies: ["BotHost", "HookRuntime", "IMClient", "IMCore", "IMServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BotHost", "BotHub", "HookRuntime", "IMClient", "IMCore", "IMServer",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         // The routing core a running bot and `hookbot test` share: no transport, no server.
         .target(
@@ -136,14 +145,14 @@ let package = Package(
         .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
         .testTarget(name: "HookRuntimeTests", dependencies: ["HookRuntime"]),
-        .target(name: "HookbotTestSupport", dependencies: ["IMClient", "IMServer", "IMCore"], path: "Tests/Support"),
+        .target(name: "HookbotTestSupport", dependencies: ["IMClient", "IMServer", "IMCore", "IMSignatures"], path: "Tests/Support"),
         .testTarget(
             name: "BotHostTests",
-            dependencies: ["BotHost", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport"]),
+            dependencies: ["BotHost", "BotHub", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport"]),
         .testTarget(
             name: "ConsoleTests",
             dependencies: [
-                "Console", "BotHost", "IMServer", "IMCore", "IMClient", "HookRuntime", "Telemetry", "HookbotTestSupport",
+                "Console", "BotHost", "BotHub", "IMServer", "IMCore", "IMClient", "HookRuntime", "Telemetry", "HookbotTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -154,7 +163,7 @@ let package = Package(
         .executableTarget(
             name: "custom-types-example",
             dependencies: [
-                "IMClient", "IMCore", "BotHost", "HookRuntime",
+                "IMClient", "IMCore", "BotHost", "BotHub", "HookRuntime",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "examples/CustomTypes",
@@ -163,7 +172,7 @@ let package = Package(
         .testTarget(
             name: "ProtobufTests",
             dependencies: [
-                "IMCore", "IMProto", "IMServer", "HookbotTestSupport",
+                "IMCore", "IMProto", "IMServer", "IMSignatures", "HookbotTestSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -174,7 +183,7 @@ let package = Package(
         .testTarget(
             name: "IMServerTests",
             dependencies: [
-                "IMCore", "IMServer", "HookbotTestSupport",
+                "IMCore", "IMServer", "IMSignatures", "HookbotTestSupport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

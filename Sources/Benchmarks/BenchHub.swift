@@ -1,4 +1,5 @@
 import BotHost
+import BotHub
 import Foundation
 import IMServer
 import Logging

@@ -3,7 +3,6 @@ import BotRouting
 import HookRuntime
 import IMClient
 import IMCore
-import IMServer
 import Synchronization
 
 /// Answering the server's interception requests: the routing core's review decides before delivery.
@@ -66,19 +65,8 @@ struct SecretSignatureProvider: IMSignatureProvider {
     var masterKey: String?
 
     func signature(clientId: String, action: IMSignatureAction) async throws -> IMSignature {
-        let timestamp = Int64(Date().timeIntervalSince1970)
-        let nonce = UUID().uuidString
-        let signed: SignedAction
-        switch action {
-        case .open: signed = .login(clientID: clientId)
-        case .startConversation(let members): signed = .start(clientID: clientId, members: members)
-        case .join(let cid): signed = .member(clientID: clientId, conversationID: cid, members: [clientId], action: "join")
-        case .invite(let cid, let members): signed = .member(clientID: clientId, conversationID: cid, members: members, action: "invite")
-        case .kick(let cid, let members): signed = .member(clientID: clientId, conversationID: cid, members: members, action: "kick")
-        }
         let key = if case .open = action { secret } else { masterKey ?? secret }
-        let signature = Signer(appID: appID, masterKey: key).sign(signed, timestamp: timestamp, nonce: nonce)
-        return IMSignature(timestamp: timestamp, nonce: nonce, signature: signature)
+        return Signer(appID: appID, masterKey: key).signature(for: action, clientID: clientId)
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import HookRuntime
 import Hummingbird
 import IMCore
+import IMSignatures
 import IMServer
 import Logging
 import Synchronization
@@ -245,23 +246,21 @@ public final class Console: Sendable {
             return HTTPJSON.error(.badRequest, "clientId: \(invalid.reason)")
         }
         let members = body.members ?? []
-        let action: SignedAction
+        let action: IMSignatureAction
         switch body.action {
-        case "open": action = .login(clientID: body.clientId)
-        case "start": action = .start(clientID: body.clientId, members: members)
+        case "open": action = .open
+        case "start": action = .startConversation(members: members)
         case "join", "invite", "kick":
             guard let cid = body.conversationId, !cid.isEmpty else {
                 return HTTPJSON.error(.badRequest, "\(body.action) needs conversationId")
             }
-            action = .member(clientID: body.clientId, conversationID: cid,
-                             members: body.action == "join" ? [body.clientId] : members, action: body.action)
+            action = body.action == "join" ? .join(conversationId: cid)
+                : body.action == "invite" ? .invite(conversationId: cid, members: members) : .kick(conversationId: cid, members: members)
         default:
             return HTTPJSON.error(.badRequest, "action must be open, start, join, invite or kick")
         }
-        let timestamp = Int64(Date().timeIntervalSince1970)
-        let nonce = Self.randomToken()
-        let signature = Signer(appID: appID, masterKey: masterKey).sign(action, timestamp: timestamp, nonce: nonce)
-        return HTTPJSON.response(.ok, SignView(signature: signature, timestamp: timestamp, nonce: nonce))
+        let signed = Signer(appID: appID, masterKey: masterKey).signature(for: action, clientID: body.clientId)
+        return HTTPJSON.response(.ok, SignView(signature: signed.signature, timestamp: signed.timestamp, nonce: signed.nonce))
     }
 
     /// 128 random bits, base-36 (26 characters).

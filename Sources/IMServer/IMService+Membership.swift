@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IMCore
+import IMSignatures
 
 /// Joining, inviting, quitting and kicking, with their events; chat-room presence.
 extension IMService {
@@ -10,7 +11,7 @@ extension IMService {
         let now = Identifiers.nowMillis()
         let selfJoin = requested == [clientID]
         try await signatures?.verify(
-            .member(clientID: clientID, conversationID: cid, members: requested, action: selfJoin ? "join" : "invite"),
+            selfJoin ? .join(conversationId: cid) : .invite(conversationId: cid, members: requested), by: clientID,
             command: command, failure: .conversationSignatureFailed)
         // Interceptors review only changes the server would make: authorize first (and again in the write).
         _ = try await db.read { db in try Self.authorizeAdding(db, cid: cid, actor: clientID, selfJoin: selfJoin) }
@@ -50,7 +51,7 @@ extension IMService {
         let requested = command.op == .quit ? [clientID] : try validatedMembers(command.m, field: "m")
         if requested != [clientID] {
             try await signatures?.verify(
-                .member(clientID: clientID, conversationID: cid, members: requested, action: "kick"),
+                .kick(conversationId: cid, members: requested), by: clientID,
                 command: command, failure: .conversationSignatureFailed)
         }
         _ = try await db.read { db in try Self.authorizeRemoving(db, cid: cid, actor: clientID, requested: requested) }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IMCore
+import IMSignatures
 import NIOWebSocket
 
 /// Login, single-device tags, logout and offline backlog.
@@ -24,7 +25,7 @@ extension IMService {
                     throw IMError(.sessionTokenExpired, "session token is unknown or expired; log in with a signature")
                 }
             } else {
-                try await signatures.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)
+                try await signatures.verify(.open, by: clientID, command: command, failure: .signatureFailed)
             }
         }
         let tag = command.tag.flatMap { $0.isEmpty ? nil : $0 }

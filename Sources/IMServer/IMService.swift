@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IMCore
+import IMSignatures
 import NIOWebSocket
 import Logging
 
@@ -156,9 +157,9 @@ final class IMService: Sendable {
     /// Interceptor ids must log in with a signature made with their secret (or the master key).
     func authenticateInterceptor(_ command: Command, clientID: String) async throws {
         guard let verifier = interceptorLogins[clientID] else { return }
-        if let signatures, (try? await signatures.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)) != nil {
+        if let signatures, (try? await signatures.verify(.open, by: clientID, command: command, failure: .signatureFailed)) != nil {
             return
         }
-        try await verifier.verify(.login(clientID: clientID), command: command, failure: .signatureFailed)
+        try await verifier.verify(.open, by: clientID, command: command, failure: .signatureFailed)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BotHost
+import BotHub
 import Console
 import Foundation
 import Logging

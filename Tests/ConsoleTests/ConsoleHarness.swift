@@ -1,4 +1,5 @@
 import BotHost
+import BotHub
 import Console
 import Foundation
 import HookRuntime

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMSignatures
 import HookbotTestSupport
 import IMServer
 import Synchronization
@@ -53,7 +54,7 @@ final class InterceptionTests: XCTestCase {
         open.peerId = "modbot"
         open.t = t
         open.n = UUID().uuidString
-        open.s = Signer(appID: "hookbot", masterKey: secret).sign(.login(clientID: "modbot"), timestamp: t, nonce: open.n ?? "")
+        open.s = Signer(appID: "hookbot", masterKey: secret).sign(.open, clientID: "modbot", timestamp: t, nonce: open.n ?? "")
         return open
     }
 

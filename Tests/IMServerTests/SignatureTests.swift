@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMSignatures
 import IMServer
 import XCTest
 
@@ -13,7 +14,7 @@ final class SignatureTests: XCTestCase {
         open.peerId = clientID
         open.t = t
         open.n = nonce
-        open.s = (signer ?? self.signer).sign(.login(clientID: clientID), timestamp: t, nonce: nonce)
+        open.s = (signer ?? self.signer).sign(.open, clientID: clientID, timestamp: t, nonce: nonce)
         return open
     }
 
@@ -112,7 +113,7 @@ final class SignatureTests: XCTestCase {
         let t = Int64(Date().timeIntervalSince1970)
         start.t = t
         start.n = "n-start"
-        start.s = signer.sign(.start(clientID: "Tom", members: ["Bob", "Jerry"]), timestamp: t, nonce: "n-start")
+        start.s = signer.sign(.startConversation(members: ["Bob", "Jerry"]), clientID: "Tom", timestamp: t, nonce: "n-start")
         let started = try await tom.request(start)
         XCTAssertEqual(started.op, .started)
         let cid = try required(started.cid)
@@ -122,11 +123,11 @@ final class SignatureTests: XCTestCase {
         kick.m = ["Bob"]
         kick.t = t
         kick.n = "n-kick"
-        kick.s = signer.sign(.member(clientID: "Tom", conversationID: cid, members: ["Bob"], action: "invite"), timestamp: t, nonce: "n-kick")
+        kick.s = signer.sign(.invite(conversationId: cid, members: ["Bob"]), clientID: "Tom", timestamp: t, nonce: "n-kick")
         let observed9 = try await tom.request(kick).code
         XCTAssertEqual(observed9, 4302, "signed for another action")
         kick.n = "n-kick-2"
-        kick.s = signer.sign(.member(clientID: "Tom", conversationID: cid, members: ["Bob"], action: "kick"), timestamp: t, nonce: "n-kick-2")
+        kick.s = signer.sign(.kick(conversationId: cid, members: ["Bob"]), clientID: "Tom", timestamp: t, nonce: "n-kick-2")
         let observed10 = try await tom.request(kick).op
         XCTAssertEqual(observed10, .removed)
     }

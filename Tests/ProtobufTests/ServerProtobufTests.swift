@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMSignatures
 import IMProto
 import IMServer
 import XCTest
@@ -80,7 +81,7 @@ final class ServerProtobufTests: XCTestCase {
             open.peerId = "Tom"
             open.t = Int64(Date().timeIntervalSince1970)
             open.n = UUID().uuidString
-            open.s = signer.sign(.login(clientID: "Tom"), timestamp: open.t!, nonce: open.n!)
+            open.s = signer.sign(.open, clientID: "Tom", timestamp: open.t!, nonce: open.n!)
             let opened = try await first.request(open)
             XCTAssertEqual(opened.op, .opened, "\(mode)")
             let token = try XCTUnwrap(opened.st)

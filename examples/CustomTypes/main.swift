@@ -1,6 +1,7 @@
 // Custom message types end to end: an embedded server with the bot as its interceptor, plugins from
 // examples/CustomTypes/plugins (poll, link cards) and plugins/typing.lua, and two SDK clients.
 import BotHost
+import BotHub
 import Foundation
 import HookRuntime
 import IMClient

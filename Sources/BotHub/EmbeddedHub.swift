@@ -1,3 +1,4 @@
+import BotHost
 import Foundation
 import IMClient
 import IMCore
