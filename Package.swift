@@ -80,7 +80,7 @@ let package = Package(
         .target(
             name: "HookRuntime",
             dependencies: [
-                "CLua", "LuaSandbox",
+                "CLua", "LuaSandbox", "IMCore",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

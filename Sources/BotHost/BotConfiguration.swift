@@ -14,7 +14,7 @@ public struct BotConfiguration: Sendable {
     /// SQLite file of plugin state and the translation cache.
     public var statePath = "hookbot-state.sqlite"
     /// Per-plugin configuration (plugin name → table), visible to plugins as `ctx.config`.
-    public var pluginConfig: [String: HookRuntime.JSONValue] = [:]
+    public var pluginConfig: [String: JSONValue] = [:]
     /// Target language per conversation id (or name); messages there are translated before `on_receive`.
     public var translateTo: [String: String] = [:]
     /// At most this many bot messages per conversation per `replyWindow` seconds (loop guard).
@@ -174,7 +174,7 @@ public struct BotConfiguration: Sendable {
             }
             for (name, value) in r.remaining() {
                 guard value.objectValue != nil else { throw file.error("plugins.\(name)", "must be a table") }
-                config.pluginConfig[name] = HookMapping.hook(value)
+                config.pluginConfig[name] = value
             }
         }
         if let translate = try reader.table("translate") {
@@ -314,12 +314,12 @@ public struct ConfigurationError: Error, CustomStringConvertible {
 
 /// Reads typed values out of a TOML table and reports keys nobody read.
 private struct ConfigReader {
-    var root: [String: IMCore.JSONValue]
+    var root: [String: JSONValue]
     var path: String
     let file: ConfigFile
     var read: Set<String> = []
 
-    init(root: [String: IMCore.JSONValue], path: String, file: ConfigFile) {
+    init(root: [String: JSONValue], path: String, file: ConfigFile) {
         self.root = root
         self.path = path
         self.file = file
@@ -327,7 +327,7 @@ private struct ConfigReader {
 
     private func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
-    mutating func value(_ key: String) -> IMCore.JSONValue? {
+    mutating func value(_ key: String) -> JSONValue? {
         read.insert(key)
         return root[key]
     }
@@ -360,13 +360,13 @@ private struct ConfigReader {
         return b
     }
 
-    mutating func table(_ key: String) throws -> [String: IMCore.JSONValue]? {
+    mutating func table(_ key: String) throws -> [String: JSONValue]? {
         guard let v = value(key) else { return nil }
         guard let o = v.objectValue else { throw error(key, "a table") }
         return o
     }
 
-    mutating func remaining() -> [(String, IMCore.JSONValue)] {
+    mutating func remaining() -> [(String, JSONValue)] {
         let rest = root.filter { !read.contains($0.key) }.sorted { $0.key < $1.key }
         read.formUnion(rest.map(\.0))
         return rest

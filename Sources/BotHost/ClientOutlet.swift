@@ -29,7 +29,7 @@ struct ClientOutlet: BotOutlet {
         switch action.kind {
         case .sendCommand(let cid, let command):
             metrics.executed("send_cmd")
-            _ = try await client.conversation(cid).sendCmd(action: command.action, ext: HookMapping.im(command.ext))
+            _ = try await client.conversation(cid).sendCmd(action: command.action, ext: command.ext)
         case .recall(let cid, let messageID):
             metrics.executed("recall")
             _ = try await client.conversation(cid).recall(messageId: messageID, timestamp: 0)
@@ -41,7 +41,7 @@ struct ClientOutlet: BotOutlet {
             _ = try await client.conversation(cid).add(members: [user])
         case .updateAttribute(let cid, let key, let value):
             metrics.executed("update_attr")
-            _ = try await client.conversation(cid).update(patch: ["attr.\(key)": HookMapping.im(value)])
+            _ = try await client.conversation(cid).update(patch: ["attr.\(key)": value])
         case .mute:
             // Recorded by the routing core; the server learns of it through the bot's reviews.
             metrics.executed("mute")

@@ -60,7 +60,7 @@ public struct ConfigFile: Sendable {
             }
             return .array(items)
         case .string: return .string(value.string ?? "")
-        case .int: return .int(Int64(value.int ?? 0))
+        case .int: return .int(value.int ?? 0)
         case .double: return .double(value.double ?? 0)
         case .bool: return .bool(value.bool ?? false)
         case .date, .time, .dateTime:

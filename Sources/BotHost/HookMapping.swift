@@ -3,40 +3,8 @@ import HookRuntime
 import IMClient
 import IMCore
 
-/// Converts between the SDK's values and the hook runtime's.
+/// Converts between the SDK's messages and the hook runtime's.
 enum HookMapping {
-    static func hook(_ value: IMCore.JSONValue) -> HookRuntime.JSONValue {
-        switch value {
-        case .null: .null
-        case .bool(let b): .bool(b)
-        case .int(let i): .int(Int(i))
-        case .double(let d): .double(d)
-        case .string(let s): .string(s)
-        case .array(let a): .array(a.map(hook))
-        case .object(let o): .object(o.mapValues(hook))
-        }
-    }
-
-    static func im(_ value: HookRuntime.JSONValue) -> IMCore.JSONValue {
-        switch value {
-        case .null: .null
-        case .bool(let b): .bool(b)
-        case .int(let i): .int(Int64(i))
-        case .double(let d): .double(d)
-        case .string(let s): .string(s)
-        case .array(let a): .array(a.map(im))
-        case .object(let o): .object(o.mapValues(im))
-        }
-    }
-
-    static func hook(_ object: [String: IMCore.JSONValue]?) -> [String: HookRuntime.JSONValue] {
-        (object ?? [:]).mapValues(hook)
-    }
-
-    static func im(_ object: [String: HookRuntime.JSONValue]) -> [String: IMCore.JSONValue] {
-        object.mapValues(im)
-    }
-
     /// A message body (typed JSON or plain text) as the table plugins see. Fields of custom types are
     /// merged into `attrs` under `fields`.
     static func hookMessage(id: String, cid: String, from: String, body: String, timestamp: Int64,
@@ -45,8 +13,8 @@ enum HookMapping {
             return HookMessage(id: id, cid: cid, from: from, type: MessageType.text.rawValue, text: body,
                                timestamp: timestamp, transient: transient)
         }
-        var attrs = hook(typed.attributes)
-        if !typed.fields.isEmpty { attrs["fields"] = .object(hook(typed.fields)) }
+        var attrs = typed.attributes ?? [:]
+        if !typed.fields.isEmpty { attrs["fields"] = .object(typed.fields) }
         return HookMessage(
             id: id, cid: cid, from: from, type: typed.type, text: typed.text, attrs: attrs,
             file: typed.file.map { HookFile(url: $0.url, name: $0.name, format: $0.format, size: $0.size.map { Int($0) },
@@ -62,7 +30,7 @@ enum HookMapping {
 
     /// The typed JSON body of a plugin's message (custom-type fields come back out of `attrs.fields`).
     static func typedMessage(_ message: HookMessage) -> TypedMessage {
-        var attrs = im(message.attrs)
+        var attrs = message.attrs
         let fields = attrs.removeValue(forKey: "fields")?.objectValue ?? [:]
         return TypedMessage(
             type: message.type, text: message.text, attributes: attrs.isEmpty ? nil : attrs,
@@ -75,6 +43,6 @@ enum HookMapping {
     }
 
     static func hookCommand(_ cmd: IMCmdMessage) -> HookCommand {
-        HookCommand(action: cmd.action, ext: hook(cmd.ext), cid: cmd.conversationId, from: cmd.from)
+        HookCommand(action: cmd.action, ext: cmd.ext ?? [:], cid: cmd.conversationId, from: cmd.from)
     }
 }

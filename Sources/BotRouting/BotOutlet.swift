@@ -1,4 +1,5 @@
 import HookRuntime
+import IMCore
 
 /// Where a bot's actions leave the routing core: the IM client of a running bot, or the recorder of
 /// `hookbot test`. The core has already applied every rule (reach, screening of the bot's own messages,

@@ -2,6 +2,7 @@ import Foundation
 import HookRuntime
 import Logging
 import Synchronization
+import IMCore
 
 /// The routing core of a bot, with no transport: what a running bot (`BotHost`) and `hookbot test` do
 /// with what arrives, and with the actions their plugins return.

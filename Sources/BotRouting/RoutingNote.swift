@@ -1,4 +1,5 @@
 import HookRuntime
+import IMCore
 
 /// What the routing core did, as it happens: a running bot counts and logs these, `hookbot test`
 /// records them for a scenario's expectations.

@@ -1,6 +1,7 @@
 import BotHost
 import Foundation
 import HookRuntime
+import IMCore
 import IMServer
 
 /// The JSON shapes of the admin API (docs/CONSOLE.md, "Admin API").
@@ -88,7 +89,7 @@ struct ReloadView: Encodable {
 struct StateView: Encodable {
     struct EntryView: Encodable {
         var key: String
-        var value: HookRuntime.JSONValue
+        var value: JSONValue
         var expiresAt: Double?
     }
 

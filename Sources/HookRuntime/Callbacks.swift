@@ -2,6 +2,7 @@ import CLua
 import LuaSandbox
 import Foundation
 import Logging
+import IMCore
 
 // Swift functions called from Lua through the C trampoline (shim.h).
 // Rules: never call lua_error; on failure push a message and return -1 (the

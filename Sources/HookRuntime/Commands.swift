@@ -1,4 +1,5 @@
 import Foundation
+import IMCore
 
 /// Settings of chat commands: the prefix and the roles given in the host's configuration.
 public struct CommandSettings: Sendable, Hashable {

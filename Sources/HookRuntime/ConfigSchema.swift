@@ -1,3 +1,5 @@
+import IMCore
+
 /// Where a key of the host's configuration (a dotted path like `plugins.autoreply.rules`) is set: the
 /// file and, when known, the line.
 public typealias ConfigLocator = @Sendable (_ keyPath: String) -> (file: String, line: Int?)?
@@ -107,7 +109,7 @@ extension ConfigSchema.Field {
     /// What is wrong with `value` for this field, or nil.
     func problem(with value: JSONValue) -> String? {
         if let values, !values.contains(value) {
-            return "must be one of \(values.map(\.jsonText).joined(separator: ", ")), not \(value.jsonText)"
+            return "must be one of \(values.map { $0.jsonString() }.joined(separator: ", ")), not \(value.jsonString())"
         }
         if kinds.contains(.any) || kinds.contains(where: { $0.matches(value) }) { return nil }
         let named = ConfigSchema.Kind.allCases.filter { kinds.contains($0) && $0 != .boolean }.map(\.phrase)

@@ -1,4 +1,5 @@
 import Foundation
+import IMCore
 
 /// What a plugin may reach over HTTP (`[http.<plugin>]` in `hookbot.toml`): nothing unless listed.
 public struct HTTPPolicy: Sendable, Hashable {
@@ -56,7 +57,7 @@ public struct HookHTTPOutcome: Sendable, Hashable {
         if let status { fields["status"] = .int(status) }
         fields["headers"] = .object(headers.mapValues(JSONValue.string))
         fields["body"] = .string(body)
-        if let json = try? JSONValue(jsonText: body) { fields["json"] = json }
+        if let json = try? JSONValue(parsing: body) { fields["json"] = json }
         if let error { fields["error"] = .string(error) }
         return .object(fields)
     }
@@ -101,7 +102,7 @@ extension HTTPPolicy {
         }
         var body = fields["body"]?.stringValue
         if let json = fields["json"] {
-            body = json.jsonText
+            body = json.jsonString()
             headers["Content-Type"] = headers["Content-Type"] ?? "application/json"
         }
         let timeout = min(fields["timeout"]?.doubleValue ?? timeoutCap, timeoutCap)

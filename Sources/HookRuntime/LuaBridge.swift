@@ -1,4 +1,5 @@
 import CLua
+import IMCore
 
 /// Stack helpers. All table reads are raw (no metamethods), so nothing here
 /// can run plugin code or raise a Lua error while Swift frames are live

@@ -1,5 +1,6 @@
 import CLua
 import Foundation
+import IMCore
 
 /// Evaluates Lua files that return data (`hookbot test`'s scenario files) in a small sandbox (base,
 /// string, table, math, utf8; no io, os, package or debug) and turns the returned table into data, so

@@ -3,6 +3,7 @@ import LuaSandbox
 import Foundation
 import Synchronization
 import Logging
+import IMCore
 
 enum HookName: Int, CaseIterable {
     case onLoad, onUnload, beforeSend, moderation, translate, onReceive, onCmd, onTransient

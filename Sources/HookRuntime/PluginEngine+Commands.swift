@@ -1,5 +1,6 @@
 import CLua
 import Foundation
+import IMCore
 
 /// Chat commands (`ctx.commands.add`): dispatch, argument checks, roles, cooldowns, `!help`.
 extension PluginEngine {

@@ -1,6 +1,7 @@
 import CLua
 import Foundation
 import Logging
+import IMCore
 
 /// What a chain of hook calls produced: the value that ended it (if any), the plugin that gave it, and
 /// the actions and errors of every plugin called.

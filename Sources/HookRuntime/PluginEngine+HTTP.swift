@@ -1,6 +1,7 @@
 import CLua
 import Foundation
 import Logging
+import IMCore
 
 /// HTTP in and out: webhooks (`on_http`) and the callbacks of `ctx.http` calls.
 extension PluginEngine {
@@ -13,7 +14,7 @@ extension PluginEngine {
             "query": .object(request.query.mapValues(JSONValue.string)),
             "headers": .object(request.headers.mapValues(JSONValue.string)),
         ]
-        if let json = try? JSONValue(jsonText: request.body) { fields["json"] = json }
+        if let json = try? JSONValue(parsing: request.body) { fields["json"] = json }
         var response = HookHTTPResponse(status: 204)
         let result = call(plugin, cid: nil, messageID: nil) { plugin in
             if let error = plugin.invoke(.onHttp, pushJSON(.object(fields))) {
@@ -52,7 +53,7 @@ extension PluginEngine {
             case nil, .null?: break
             case .string(let text)?: response.body = text
             case let body?:
-                response.body = body.jsonText
+                response.body = body.jsonString()
                 response.headers["content-type"] = "application/json"
             }
             for (key, value) in fields["headers"]?.objectValue ?? [:] {

@@ -1,6 +1,7 @@
 import CLua
 import Foundation
 import Logging
+import IMCore
 
 /// The hook chains: moderation, membership review, `before_send`, translation, and the hooks every
 /// plugin runs (`on_receive`, `on_cmd`, `on_transient`, conversation events).

@@ -1,6 +1,7 @@
 import CLua
 import Foundation
 import Logging
+import IMCore
 
 /// Loading, reloading and unloading plugins: a new version is compiled and `on_load`ed before it
 /// replaces the running one.

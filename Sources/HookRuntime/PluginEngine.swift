@@ -2,6 +2,7 @@ import CLua
 import CoreMetrics
 import Foundation
 import Logging
+import IMCore
 
 /// What a load / reload / directory sync did.
 public struct ReloadReport: Sendable, Hashable {

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import Synchronization
+import IMCore
 
 /// The plugins of a running bot, on a thread of their own.
 ///

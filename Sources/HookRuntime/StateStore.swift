@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IMCore
 
 /// Persistent plugin state and translation cache in one SQLite file (WAL).
 /// Every write is committed before the call returns. Thread-safe.
@@ -117,13 +118,13 @@ public final class HookStateStore: @unchecked Sendable {
                 """, arguments: [plugin, key, now])
         }
         guard let text else { return nil }
-        return try JSONValue(jsonText: text)
+        return try JSONValue(parsing: text)
     }
 
     /// Sets `key`; `ttl` in seconds (nil = no expiry). Setting `.null` deletes.
     public func set(plugin: String, key: String, value: JSONValue, ttl: Double? = nil, now: Double) throws {
         if value == .null { try delete(plugin: plugin, key: key); return }
-        let text = value.jsonText
+        let text = value.jsonString()
         let expires: Double? = ttl.map { now + $0 }
         try pool.write { db in
             try withinQuota(db, plugin: plugin) {
@@ -145,7 +146,7 @@ public final class HookStateStore: @unchecked Sendable {
             var current: JSONValue = .int(0)
             var expires: Double? = nil
             if let row {
-                current = try JSONValue(jsonText: row["value"])
+                current = try JSONValue(parsing: row["value"])
                 expires = row["expires_at"]
             }
             if let ttl { expires = now + ttl }
@@ -163,7 +164,7 @@ public final class HookStateStore: @unchecked Sendable {
                 try db.execute(sql: """
                     INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
-                    """, arguments: [plugin, key, result.jsonText, expires])
+                    """, arguments: [plugin, key, result.jsonString(), expires])
             }
             return result
         }
@@ -190,7 +191,7 @@ public final class HookStateStore: @unchecked Sendable {
                 SELECT key, value, expires_at FROM plugin_state
                 WHERE plugin = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key LIMIT ?
                 """, arguments: [plugin, now, limit]).map { row in
-                Entry(key: row["key"], value: (try? JSONValue(jsonText: row["value"])) ?? .null, expiresAt: row["expires_at"])
+                Entry(key: row["key"], value: (try? JSONValue(parsing: row["value"])) ?? .null, expiresAt: row["expires_at"])
             }
         }
     }

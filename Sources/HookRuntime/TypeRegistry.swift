@@ -1,4 +1,5 @@
 import Foundation
+import IMCore
 
 /// A custom message type registered by a plugin: a positive type number, a
 /// name and a schema for the fields kept in the message's `attrs`.

@@ -26,7 +26,7 @@ extension IMCustomMessage where Self: Codable {
         guard var object = value.objectValue else {
             throw IMError(.invalidArgument, "\(Self.self) must encode to a JSON object")
         }
-        object["_lctype"] = .int(Int64(Self.messageType))
+        object["_lctype"] = .int(Self.messageType)
         guard let typed = TypedMessage.decode(JSONValue.object(object).jsonString()) else {
             throw IMError(.invalidArgument, "\(Self.self) did not encode to a typed message")
         }

@@ -1,8 +1,11 @@
-/// A JSON value: attributes, query conditions and cmd-message extensions travel as this type.
+/// A JSON value: attributes, query conditions and cmd-message extensions travel as this type, and so do
+/// plugin config, state values and message attributes in the hook runtime.
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
-    case int(Int64)
+    /// Integers (64-bit: this package targets 64-bit platforms) are kept apart from doubles, so that Lua
+    /// integers and JSON integer literals round-trip as integers.
+    case int(Int)
     case double(Double)
     case string(String)
     case array([JSONValue])
@@ -12,7 +15,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null }
         else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let i = try? c.decode(Int64.self) { self = .int(i) }
+        else if let i = try? c.decode(Int.self) { self = .int(i) }
         else if let d = try? c.decode(Double.self) { self = .double(d) }
         else if let s = try? c.decode(String.self) { self = .string(s) }
         else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
@@ -45,10 +48,10 @@ public enum JSONValue: Sendable, Hashable, Codable {
         default: nil
         }
     }
-    public var intValue: Int64? {
+    public var intValue: Int? {
         switch self {
         case .int(let i): i
-        case .double(let d) where d.rounded() == d && abs(d) < 9.0e15: Int64(d)
+        case .double(let d) where d.rounded() == d && abs(d) < 9.0e15: Int(d)
         default: nil
         }
     }
@@ -80,6 +83,12 @@ public enum JSONValue: Sendable, Hashable, Codable {
         return text.withUTF8 { try? JSONReader.parse($0) }
     }
 
+    /// Parses JSON text like `parse(_:)`, throwing an error that says what is wrong and where.
+    public init(parsing text: String) throws {
+        var text = text
+        self = try text.withUTF8 { bytes throws(JSONSyntaxError) in try JSONReader.parse(bytes) }
+    }
+
     /// Parses JSON text given as UTF-8 bytes, like `parse(_:)`.
     public static func parse<Bytes: Collection<UInt8>>(bytes: Bytes) -> JSONValue? {
         if let value = bytes.withContiguousStorageIfAvailable({ try? JSONReader.parse($0) }) { return value }
@@ -91,7 +100,7 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
     public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(floatLiteral value: Double) { self = .double(value) }
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }

@@ -100,8 +100,8 @@ public struct TypedMessage: Sendable, Equatable {
             let meta = file["metaData"]?.objectValue ?? [:]
             message.file = FileInfo(
                 url: url, objId: file["objId"]?.stringValue, name: meta["name"]?.stringValue,
-                format: meta["format"]?.stringValue, size: meta["size"]?.intValue,
-                width: meta["width"]?.intValue.map { Int($0) }, height: meta["height"]?.intValue.map { Int($0) },
+                format: meta["format"]?.stringValue, size: meta["size"]?.intValue.map { Int64($0) },
+                width: meta["width"]?.intValue, height: meta["height"]?.intValue,
                 duration: meta["duration"]?.doubleValue)
         }
         if let loc = object.removeValue(forKey: "_lcloc")?.objectValue,
@@ -117,16 +117,16 @@ public struct TypedMessage: Sendable, Equatable {
 
     public var jsonValue: JSONValue {
         var object = fields
-        object["_lctype"] = .int(Int64(type))
+        object["_lctype"] = .int(type)
         if let text { object["_lctext"] = .string(text) }
         if let attributes { object["_lcattrs"] = .object(attributes) }
         if let file {
             var meta: [String: JSONValue] = [:]
             if let v = file.name { meta["name"] = .string(v) }
             if let v = file.format { meta["format"] = .string(v) }
-            if let v = file.size { meta["size"] = .int(v) }
-            if let v = file.width { meta["width"] = .int(Int64(v)) }
-            if let v = file.height { meta["height"] = .int(Int64(v)) }
+            if let v = file.size { meta["size"] = .int(Int(v)) }
+            if let v = file.width { meta["width"] = .int(v) }
+            if let v = file.height { meta["height"] = .int(v) }
             if let v = file.duration { meta["duration"] = .double(v) }
             var f: [String: JSONValue] = ["url": .string(file.url)]
             if let objId = file.objId { f["objId"] = .string(objId) }

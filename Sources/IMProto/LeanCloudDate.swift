@@ -59,7 +59,7 @@ enum LeanCloudDate {
     /// Milliseconds of a JSON date: a number, an ISO string or a `__type: Date` object.
     static func millis(_ value: JSONValue) -> Int64? {
         switch value {
-        case .int(let number): number
+        case .int(let number): Int64(number)
         case .double(let number) where number.rounded() == number: Int64(exactly: number)
         case .string(let text): millis(text)
         case .object(let object): object["iso"]?.stringValue.flatMap(millis)
@@ -127,7 +127,7 @@ enum ConversationJSON {
         if let v = info.lm { object["lm"] = LeanCloudDate.object(v) }
         if let v = info.createdAt { object["createdAt"] = .string(LeanCloudDate.iso(v)) }
         if let v = info.updatedAt { object["updatedAt"] = .string(LeanCloudDate.iso(v)) }
-        if let v = info.ttl { object["ttl"] = .int(Int64(v)) }
+        if let v = info.ttl { object["ttl"] = .int(Int(v)) }
         return .object(object)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HookRuntime
+import IMCore
 
 /// Compares a step's expectations with what happened and explains the differences.
 ///

@@ -2,6 +2,7 @@ import BotRouting
 import Foundation
 import HookRuntime
 import Logging
+import IMCore
 
 /// Runs plugin scenario files (`*.test.lua`) in process: each case gets a fresh copy of the plugins it
 /// names, a fresh state store and a manual clock, and its steps go through a simulated bot host.

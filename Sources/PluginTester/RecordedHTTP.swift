@@ -1,5 +1,6 @@
 import Foundation
 import HookRuntime
+import IMCore
 
 /// Answers a scenario's plugins' `ctx.http` calls from the responses the scenario recorded, and lists
 /// every call in the step's outcome (`http`: method, url, plugin, body and `json` when it parses, status
@@ -26,7 +27,7 @@ struct RecordedHTTP: HookHTTPTransport {
                                           "plugin": .string(call.plugin)]
         if let body = call.body {
             entry["body"] = .string(body)
-            if let json = try? JSONValue(jsonText: body) { entry["json"] = json }
+            if let json = try? JSONValue(parsing: body) { entry["json"] = json }
         }
         if let status = outcome.status { entry["status"] = .int(status) }
         if let error = outcome.error { entry["error"] = .string(error) }

@@ -1,5 +1,6 @@
 import Foundation
 import HookRuntime
+import IMCore
 
 /// A parsed `*.test.lua` file: which plugins to load, how the simulated host behaves, and the cases.
 public struct Scenario: Sendable {
@@ -207,7 +208,7 @@ public struct Scenario: Sendable {
             let body: String = switch r["body"] {
             case nil: ""
             case .string(let text)?: text
-            case let table?: table.jsonText
+            case let table?: table.jsonString()
             }
             let headers = try (r["headers"].flatMap(objectOrEmpty) ?? [:]).mapValues { try string($0, "\(where_)[\(key)].headers") }
             let error = try r["error"].map { try string($0, "\(where_)[\(key)].error") }

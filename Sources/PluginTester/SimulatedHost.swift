@@ -3,6 +3,7 @@ import Foundation
 import HookRuntime
 import Logging
 import Synchronization
+import IMCore
 
 /// Everything one step made the bots do, as data for expectations.
 struct StepOutcome: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import IMCore
 @testable import HookRuntime
 
 /// A plugin's settings are checked against its schema (declared, or the types of its `config` defaults).

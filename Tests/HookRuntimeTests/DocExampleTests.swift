@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import IMCore
 @testable import HookRuntime
 
 /// Runs every Lua example of docs/PLUGINS.md. Each ```lua block must be

@@ -1,16 +1,17 @@
 import Foundation
 import XCTest
+import IMCore
 @testable import HookRuntime
 
 final class MiscTests: XCTestCase {
     func testJSONRoundTrip() throws {
         let v: JSONValue = ["s": "quote \" back \\ nl \n tab \t ctl \u{01} é 😀", "i": 42, "neg": -7, "d": 1.5,
                             "whole": .double(3), "b": false, "n": .null, "a": [1, "two", [3.25]], "o": ["k": [:]]]
-        let back = try JSONValue(jsonText: v.jsonText)
+        let back = try JSONValue(parsing: v.jsonString())
         XCTAssertEqual(back, v)
-        XCTAssertEqual(try JSONValue(jsonText: #"{"x": "\u00e9\ud83d\ude00"}"#), ["x": "é😀"])
-        XCTAssertThrowsError(try JSONValue(jsonText: "{"))
-        XCTAssertThrowsError(try JSONValue(jsonText: "[1,]x"))
+        XCTAssertEqual(try JSONValue(parsing: #"{"x": "\u00e9\ud83d\ude00"}"#), ["x": "é😀"])
+        XCTAssertThrowsError(try JSONValue(parsing: "{"))
+        XCTAssertThrowsError(try JSONValue(parsing: "[1,]x"))
         // Codable
         let data = try JSONEncoder().encode(v)
         XCTAssertEqual(try JSONDecoder().decode(JSONValue.self, from: data)["a"], [1, "two", [3.25]])

@@ -1,4 +1,5 @@
 import XCTest
+import IMCore
 @testable import HookRuntime
 
 final class PipelineTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import XCTest
+import IMCore
 @testable import HookRuntime
 
 /// A temporary plugins directory plus a state file and a manual clock.

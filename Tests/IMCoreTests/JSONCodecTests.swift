@@ -640,7 +640,7 @@ final class JSONCodecTests: XCTestCase {
         switch rng.next() % (depth < 3 ? 8 : 6) {
         case 0: .null
         case 1: .bool(randomBool(&rng))
-        case 2: .int(randomInt64(&rng))
+        case 2: .int(Int(randomInt64(&rng)))
         case 3: .double(randomDouble(&rng))
         case 4, 5: .string(randomString(&rng))
         case 6: .array((0..<Int.random(in: 0..<4, using: &rng)).map { _ in randomValue(&rng, depth: depth + 1) })

@@ -4,7 +4,7 @@
 // project does Codable-free JSON over bytes, so the frames are scanned and written here directly.
 
 /// A frame that is not JSON, or JSON beyond the reader's limits.
-struct JSONSyntaxError: Error, Sendable, Equatable {
+struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
     enum Kind: Sendable, Equatable {
         /// Not RFC 8259 JSON (or not valid UTF-8).
         case syntax
@@ -16,6 +16,8 @@ struct JSONSyntaxError: Error, Sendable, Equatable {
     /// Byte offset where the problem was found.
     var offset: Int
     var message: String
+
+    var description: String { "\(message) at byte \(offset)" }
 }
 
 /// A number token as scanned: its bytes, and its value when it is an integer literal that fits Int64.
@@ -580,7 +582,7 @@ struct JSONReader {
             return .null
         case .minus, 0x30...0x39:
             let token = try scanNumber()
-            if let integer = token.integer { return .int(integer) }
+            if let integer = token.integer { return .int(Int(integer)) }
             guard let value = doubleValue(token) else {
                 sawUnrepresentableNumber = true
                 return .null

@@ -15,6 +15,6 @@ public enum HTTPJSON {
 
     /// An error answer: `{"code": <status>, "reason": …}`.
     public static func error(_ status: HTTPResponse.Status, _ reason: String) -> Response {
-        response(status, ["code": JSONValue.int(Int64(status.code)), "reason": .string(reason)])
+        response(status, ["code": JSONValue.int(status.code), "reason": .string(reason)])
     }
 }
