@@ -1,63 +1,81 @@
 import Foundation
 import HookRuntime
 import Logging
+import NIOCore
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A Unix socket on which `hookbot reload` and `hookbot plugins` reach a running bot: one line in
-/// (`reload`, `plugins` or `stats`), one JSON document out.
-public final class AdminSocket: @unchecked Sendable {
+/// (`reload`, `plugins` or `stats`), one JSON document out. Served by SwiftNIO on its shared event loops.
+public final class AdminSocket: Sendable {
     private let path: String
-    private let descriptor: Int32
-    private let logger: Logger
+    private let server: Task<Void, Never>
 
-    /// Binds the socket (replacing a stale one) and serves requests on a background thread.
-    public init(path: String, bot: BotHost, logger: Logger) throws {
+    /// Binds the socket (replacing a stale one) and serves requests until the socket is deinitialized.
+    public init(path: String, bot: BotHost, logger: Logger) async throws {
         self.path = path
-        self.logger = logger
-        unlink(path)
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw ConfigurationError(message: "cannot create the admin socket") }
-        var address = Self.address(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(descriptor, 8) == 0 else {
-            close(descriptor)
-            throw ConfigurationError(message: "cannot listen on \(path): \(String(cString: strerror(errno)))")
-        }
-        let fd = descriptor
-        Thread.detachNewThread {
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 { return }
-                let request = Self.readLine(client)
-                let semaphore = DispatchSemaphore(value: 0)
-                let reply = Box()
-                Task {
-                    reply.text = await Self.answer(request, bot: bot)
-                    semaphore.signal()
+        let listener: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        do {
+            listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
                 }
-                semaphore.wait()
-                Self.writeAll(client, reply.text + "\n")
-                close(client)
+        } catch {
+            throw ConfigurationError(message: "cannot listen on \(path): \(error)")
+        }
+        server = Task {
+            await withDiscardingTaskGroup { group in
+                do {
+                    try await listener.executeThenClose { connections in
+                        for try await connection in connections {
+                            group.addTask { await Self.serve(connection, bot: bot, logger: logger) }
+                        }
+                    }
+                } catch {
+                    logger.debug("admin socket closed", metadata: ["error": "\(error)"])
+                }
             }
         }
     }
 
-    deinit {
-        shutdown(descriptor, Int32(SHUT_RDWR))
-        close(descriptor)
+    /// Stops serving and removes the socket file.
+    public func close() async {
+        server.cancel()
+        await server.value
         unlink(path)
+    }
+
+    deinit {
+        server.cancel()
+    }
+
+    /// Reads one request line (at most 1 KiB) and writes the answer.
+    private static func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, bot: BotHost, logger: Logger) async {
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var line = ByteBuffer()
+                for try await chunk in inbound {
+                    line.writeImmutableBuffer(chunk)
+                    if line.readableBytesView.contains(10) || line.readableBytes >= 1024 { break }
+                }
+                let request = String(buffer: line).split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
+                try await outbound.write(ByteBuffer(string: await answer(request, bot: bot) + "\n"))
+            }
+        } catch {
+            logger.debug("admin request failed", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Sends one request to a running bot and returns its answer.
     public static func request(_ line: String, path: String) throws -> String {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ConfigurationError(message: "cannot create a socket") }
-        defer { close(fd) }
+        defer { Glibc.close(fd) }
         var address = address(path)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
@@ -75,8 +93,6 @@ public final class AdminSocket: @unchecked Sendable {
         }
         return String(decoding: data, as: UTF8.self)
     }
-
-    private final class Box: @unchecked Sendable { var text = "" }
 
     private static func answer(_ request: String, bot: BotHost) async -> String {
         let encoder = JSONEncoder()
@@ -105,13 +121,6 @@ public final class AdminSocket: @unchecked Sendable {
             for (index, byte) in bytes.enumerated() { raw[index] = byte }
         }
         return address
-    }
-
-    private static func readLine(_ fd: Int32) -> String {
-        var bytes: [UInt8] = []
-        var byte: UInt8 = 0
-        while bytes.count < 1024, read(fd, &byte, 1) == 1, byte != 10 { bytes.append(byte) }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func writeAll(_ fd: Int32, _ text: String) {

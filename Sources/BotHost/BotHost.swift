@@ -268,7 +268,7 @@ public actor BotHost {
             runtime.reach?.remove(cid)
             await router.event(.kicked(cid: cid, by: by))
         case .conversationUpdated(let cid, let patch, let by, _):
-            await router.event(.conversationUpdated(cid: cid, attrs: patch ?? [:], by: by))
+            await router.event(.conversationUpdated(cid: cid, attrs: patch, by: by))
         case .kickedOffline(let error):
             logger.error("logged out by the server", metadata: ["error": "\(error)"])
         case .paused(let error):

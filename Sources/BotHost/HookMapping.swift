@@ -43,6 +43,6 @@ enum HookMapping {
     }
 
     static func hookCommand(_ cmd: IMCmdMessage) -> HookCommand {
-        HookCommand(action: cmd.action, ext: cmd.ext ?? [:], cid: cmd.conversationId, from: cmd.from)
+        HookCommand(action: cmd.action, ext: cmd.ext, cid: cmd.conversationId, from: cmd.from)
     }
 }

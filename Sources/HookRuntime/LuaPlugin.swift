@@ -43,8 +43,8 @@ enum HookName: Int, CaseIterable {
     }
 }
 
-/// What every plugin instance of one runtime shares.
-final class PluginEnvironment: @unchecked Sendable {
+/// What every plugin instance of one runtime shares. Used on the runtime's Lua thread only.
+final class PluginEnvironment {
     let store: HookStateStore
     let clock: HookClock
     let registry = TypeRegistry()

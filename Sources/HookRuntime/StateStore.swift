@@ -7,7 +7,7 @@ import IMCore
 ///
 /// Each plugin's state is bounded by `quota` (keys and bytes of keys plus values, expired entries
 /// included until purged): a write that would grow a plugin past it fails and changes nothing.
-public final class HookStateStore: @unchecked Sendable {
+public final class HookStateStore: Sendable {
     /// How much state one plugin may keep.
     public struct Quota: Sendable, Equatable {
         public var keys: Int

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import IMCore
 
 /// A custom message type registered by a plugin: a positive type number, a
@@ -46,54 +47,39 @@ public struct CustomMessageType: Sendable, Hashable {
 /// Registry of custom message types, shared by all plugins of a runtime.
 /// Registrations are owned by the plugin instance that made them and removed
 /// when it unloads (a reloaded version re-registers in `on_load`).
-final class TypeRegistry: @unchecked Sendable {
-    private let lock = NSLock()
-    private var byNumber: [Int: (type: CustomMessageType, owner: Int)] = [:]
+final class TypeRegistry: Sendable {
+    typealias Registrations = [Int: (type: CustomMessageType, owner: Int)]
+    private let byNumber = Mutex<Registrations>([:])
 
     func register(_ t: CustomMessageType, owner: Int) -> String? {
-        lock.lock(); defer { lock.unlock() }
         if t.number <= 0 { return "custom message types must be positive numbers" }
         if HookMessageType.builtinNames.values.contains(t.name) { return "type name '\(t.name)' is reserved" }
-        if let existing = byNumber[t.number], existing.type.plugin != t.plugin {
-            return "type \(t.number) is already registered by plugin \(existing.type.plugin)"
+        return byNumber.withLock { byNumber in
+            if let existing = byNumber[t.number], existing.type.plugin != t.plugin {
+                return "type \(t.number) is already registered by plugin \(existing.type.plugin)"
+            }
+            if let other = byNumber.values.first(where: { $0.type.name == t.name && $0.type.number != t.number }) {
+                return "type name '\(t.name)' is already registered as type \(other.type.number)"
+            }
+            byNumber[t.number] = (t, owner)
+            return nil
         }
-        if let other = byNumber.values.first(where: { $0.type.name == t.name && $0.type.number != t.number }) {
-            return "type name '\(t.name)' is already registered as type \(other.type.number)"
-        }
-        byNumber[t.number] = (t, owner)
-        return nil
     }
 
     /// Every registration, to put back with `restore` when a new plugin version fails to load.
-    func snapshot() -> [Int: (type: CustomMessageType, owner: Int)] {
-        lock.lock(); defer { lock.unlock() }
-        return byNumber
-    }
+    func snapshot() -> Registrations { byNumber.withLock { $0 } }
 
-    func restore(_ saved: [Int: (type: CustomMessageType, owner: Int)]) {
-        lock.lock(); defer { lock.unlock() }
-        byNumber = saved
-    }
+    func restore(_ saved: Registrations) { byNumber.withLock { $0 = saved } }
 
-    func removeAll(owner: Int) {
-        lock.lock(); defer { lock.unlock() }
-        byNumber = byNumber.filter { $0.value.owner != owner }
-    }
+    func removeAll(owner: Int) { byNumber.withLock { $0 = $0.filter { $0.value.owner != owner } } }
 
-    func type(number: Int) -> CustomMessageType? {
-        lock.lock(); defer { lock.unlock() }
-        return byNumber[number]?.type
-    }
+    func type(number: Int) -> CustomMessageType? { byNumber.withLock { $0[number]?.type } }
 
     func type(named name: String) -> CustomMessageType? {
-        lock.lock(); defer { lock.unlock() }
-        return byNumber.values.first(where: { $0.type.name == name })?.type
+        byNumber.withLock { $0.values.first(where: { $0.type.name == name })?.type }
     }
 
-    var all: [CustomMessageType] {
-        lock.lock(); defer { lock.unlock() }
-        return byNumber.values.map(\.type).sorted { $0.number < $1.number }
-    }
+    var all: [CustomMessageType] { byNumber.withLock { $0.values.map(\.type).sorted { $0.number < $1.number } } }
 
     func name(of number: Int) -> String? {
         if let n = HookMessageType.builtinNames[number] { return n }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import IMCore
 
@@ -381,13 +382,12 @@ public struct HookClock: Sendable {
 }
 
 /// A clock that only moves when told to (tests, plugin test runner).
-public final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Double
-    public init(_ start: Double = 1_700_000_000) { current = start }
-    public var now: Double { lock.lock(); defer { lock.unlock() }; return current }
-    public func advance(by seconds: Double) { lock.lock(); current += seconds; lock.unlock() }
-    public func set(_ t: Double) { lock.lock(); current = t; lock.unlock() }
+public final class ManualClock: Sendable {
+    private let current: Mutex<Double>
+    public init(_ start: Double = 1_700_000_000) { current = Mutex(start) }
+    public var now: Double { current.withLock { $0 } }
+    public func advance(by seconds: Double) { current.withLock { $0 += seconds } }
+    public func set(_ t: Double) { current.withLock { $0 = t } }
     public var clock: HookClock { HookClock { [self] in self.now } }
 }
 

@@ -75,12 +75,13 @@ struct RunCommand: AsyncParsableCommand {
         }
         if let consoleURL { print("Console: \(consoleURL)") }
         fflush(nil)
-        let admin = try configuration.adminSocketPath.map { try AdminSocket(path: $0, bot: bot, logger: logger) }
+        let admin: AdminSocket? =
+            if let path = configuration.adminSocketPath { try await AdminSocket(path: path, bot: bot, logger: logger) } else { nil }
         await waitForTerminationSignal()
         logger.info("shutting down")
         await consoleServer?.stop()
+        await admin?.close()
         if let hub { await hub.stop() } else { await bot.stop() }
-        _ = admin
     }
 }
 
