@@ -1,3 +1,4 @@
+import HookbotTestSupport
 import IMCore
 import XCTest
 
@@ -5,7 +6,7 @@ import XCTest
 /// changing a chat room takes being in it, and receipts come only from members.
 final class AccessTests: XCTestCase {
     func testOutsidersNeitherSeeNorChangeNorForgeReceipts() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")

@@ -1,10 +1,11 @@
 import Foundation
+import HookbotTestSupport
 import IMCore
 import XCTest
 
 final class DurabilityTests: XCTestCase {
     func testConversationsHistoryAndBacklogSurviveRestart() async throws {
-        let first = try await TestServer.start()
+        let first = try await ServerHarness.start()
         let tom = try await first.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"], name: "persisted")
         var uids: [String] = []

@@ -1,9 +1,10 @@
+import HookbotTestSupport
 import IMCore
 import XCTest
 
 final class HistoryAndErrorTests: XCTestCase {
     func testHistoryPagesNewestFirstInAscendingOrder() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -36,7 +37,7 @@ final class HistoryAndErrorTests: XCTestCase {
     }
 
     func testLargeHistoryPagesStayWithinOneFrame() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -60,7 +61,7 @@ final class HistoryAndErrorTests: XCTestCase {
     }
 
     func testHistoryIsForMembersOnly() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let mallory = try await server.login("Mallory")
@@ -74,7 +75,7 @@ final class HistoryAndErrorTests: XCTestCase {
     }
 
     func testBadInputGetsErrorsAndTheConnectionStaysUsable() async throws {
-        let server = try await TestServer.start { $0.maxMessageBytes = 1024 }
+        let server = try await ServerHarness.start { $0.maxMessageBytes = 1024 }
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])

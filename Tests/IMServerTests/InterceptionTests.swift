@@ -12,8 +12,8 @@ final class InterceptionTests: XCTestCase {
     /// How the interceptor reaches the server; every scenario runs over both.
     enum Attachment { case webSocket, inProcess }
 
-    private func server(policy: InterceptionFailurePolicy = .failOpen, deadline: Int = 200) async throws -> TestServer {
-        try await TestServer.start { configuration in
+    private func server(policy: InterceptionFailurePolicy = .failOpen, deadline: Int = 200) async throws -> ServerHarness {
+        try await ServerHarness.start { configuration in
             configuration.interception.interceptors = [.init(clientID: "modbot", secret: Self.secret)]
             configuration.interception.failurePolicy = policy
             configuration.interception.deadlineMillis = deadline
@@ -25,7 +25,7 @@ final class InterceptionTests: XCTestCase {
 
     /// Logs in as the interceptor (over a WebSocket, or attached in process) and answers every hook
     /// request with `decide`.
-    private func interceptor(_ server: TestServer, _ attachment: Attachment,
+    private func interceptor(_ server: ServerHarness, _ attachment: Attachment,
                              decide: @escaping @Sendable (Command) -> Command?) async throws -> (TestClient, Task<Void, Never>) {
         let client = switch attachment {
         case .webSocket: try await TestClient.connect(port: server.port)

@@ -1,3 +1,4 @@
+import HookbotTestSupport
 import IMCore
 import XCTest
 
@@ -11,7 +12,7 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testRecallWithinTheWindowPatchesHistoryAndNotifiesMembers() async throws {
-        let server = try await TestServer.start { $0.recallWindow = 3 }
+        let server = try await ServerHarness.start { $0.recallWindow = 3 }
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -48,7 +49,7 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testUnreadCountsAcrossLogoutAndLoginAndReadReceipts() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -94,7 +95,7 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testCmdMessagesReachOnlineMembersOnlyAndAreNeverStored() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -130,7 +131,7 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testPriorityIsStoredAndDelivered() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")

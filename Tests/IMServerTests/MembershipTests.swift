@@ -1,9 +1,10 @@
+import HookbotTestSupport
 import IMCore
 import XCTest
 
 final class MembershipTests: XCTestCase {
     func testJoinInviteKickQuitProduceTheirEvents() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -80,7 +81,7 @@ final class MembershipTests: XCTestCase {
     }
 
     func testOnlyMembersMayAddOrRemoveOthers() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let mallory = try await server.login("Mallory")
@@ -105,7 +106,7 @@ final class MembershipTests: XCTestCase {
     }
 
     func testConcurrentUniqueStartsYieldOneConversation() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         var clients: [TestClient] = []
         for k in 0..<4 { clients.append(try await server.login("u\(k)")) }
@@ -123,7 +124,7 @@ final class MembershipTests: XCTestCase {
     }
 
     func testChatRoomsKeepNoMembersAndOneRoomPerConnection() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -184,7 +185,7 @@ final class MembershipTests: XCTestCase {
     }
 
     func testUpdateNameAndAttributesPartiallyAndMute() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")

@@ -1,9 +1,10 @@
+import HookbotTestSupport
 import IMCore
 import XCTest
 
 final class MessagingTests: XCTestCase {
     func testOneToOneDeliveryAckAndReceipt() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -34,7 +35,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testGroupFanOutReachesEveryMemberAndEveryConnection() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let others = ["Jerry", "Bob", "Harry", "William"]
@@ -61,7 +62,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testTransientMessagesAreNeverStoredNorDeliveredOffline() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -82,7 +83,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testOfflineMessagesArriveOnceInOrder() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -111,7 +112,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testUnacknowledgedMessagesAreDeliveredAgainAfterReconnect() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -128,7 +129,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testDedupeTokenMakesResendsIdempotent() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -145,7 +146,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testConcurrentSendersGetUniqueIdsAndMonotonicTimestamps() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let names = (0..<5).map { "user\($0)" }
         var clients: [TestClient] = []
@@ -177,7 +178,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testUniqueConversationIsReused() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -189,7 +190,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testAcksOfUnstoredMessagesDoNotSkipStoredOnes() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])

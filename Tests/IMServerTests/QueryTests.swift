@@ -1,3 +1,4 @@
+import HookbotTestSupport
 import IMCore
 import XCTest
 
@@ -10,8 +11,8 @@ final class QueryTests: XCTestCase {
         ("delta", ["Harry", "Bob"], ["level": 4]),
     ]
 
-    private func seeded() async throws -> (TestServer, TestClient, [String: String]) {
-        let server = try await TestServer.start()
+    private func seeded() async throws -> (ServerHarness, TestClient, [String: String]) {
+        let server = try await ServerHarness.start()
         let tom = try await server.login("Tom")
         var ids: [String: String] = [:]
         for item in Self.seed {
@@ -147,7 +148,7 @@ final class QueryTests: XCTestCase {
     }
 
     func testUnindexedQueriesAreBoundedByTheScanLimit() async throws {
-        let server = try await TestServer.start { $0.queryScanLimit = 3 }
+        let server = try await ServerHarness.start { $0.queryScanLimit = 3 }
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         for k in 0..<5 { _ = try await tom.startConversation(members: ["m\(k)"], name: "c\(k)") }

@@ -1,9 +1,10 @@
+import HookbotTestSupport
 import IMCore
 import XCTest
 
 final class SessionTests: XCTestCase {
     func testOpenReturnsTokenAndRejectsInvalidClientIDs() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let client = try await TestClient.connect(port: server.port)
 
@@ -25,7 +26,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testConversationNamesAndAttributesAreCappedAtCreationAndUpdate() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let longName = String(repeating: "n", count: 1025)
@@ -48,7 +49,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testOneDevicePerTagWhenForcedLoginsRace() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let clients = try await withThrowingTaskGroup(of: TestClient.self) { group in
             for k in 0..<40 {
@@ -68,7 +69,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testCommandsBeforeLoginAreRefused() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let client = try await TestClient.connect(port: server.port)
         var logs = Command(cmd: .logs)
@@ -82,7 +83,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testSameTagKicksOlderDeviceAndNonForcedReopenFails() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let phoneA = try await server.login("Tom", tag: "Mobile", deviceID: "device-A")
         let desktop = try await server.login("Tom", tag: "Desktop", deviceID: "device-D")
@@ -119,7 +120,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testClientsAreToldToGoAwayWhenTheServerStops() async throws {
-        let server = try await TestServer.start()
+        let server = try await ServerHarness.start()
         let tom = try await server.login("Tom")
         await server.stop()
         let goaway = try await tom.next { $0.cmd == .goaway }
@@ -127,10 +128,10 @@ final class SessionTests: XCTestCase {
     }
 
     func testStartingOnAPortInUseFailsInsteadOfHanging() async throws {
-        let first = try await TestServer.start()
+        let first = try await ServerHarness.start()
         defer { Task { await first.stop() } }
         do {
-            let second = try await TestServer.start { $0.port = first.port }
+            let second = try await ServerHarness.start { $0.port = first.port }
             await second.stop()
             XCTFail("a second server cannot listen on the same port")
         } catch {

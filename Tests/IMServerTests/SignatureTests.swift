@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import IMCore
 import IMSignatures
 import IMServer
@@ -19,7 +20,7 @@ final class SignatureTests: XCTestCase {
     }
 
     func testLoginNeedsAFreshUnusedSignatureOrASessionToken() async throws {
-        let server = try await TestServer.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let server = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "master-secret" }
         defer { Task { await server.stop() } }
         let client = try await TestClient.connect(port: server.port)
         var unsigned = Command(cmd: .session, op: .open)
@@ -66,14 +67,14 @@ final class SignatureTests: XCTestCase {
 
     func testACapturedLoginCannotBeReplayedAfterARestart() async throws {
         let configure: (inout ServerConfiguration) -> Void = { $0.appID = "app"; $0.masterKey = "master-secret" }
-        let server = try await TestServer.start(configure: configure)
+        let server = try await ServerHarness.start(configure: configure)
         let captured = signedOpen("Tom")
         let client = try await TestClient.connect(port: server.port)
         let opened = try await client.request(captured)
         XCTAssertEqual(opened.op, .opened)
         await client.close()
         await server.stop()
-        let restarted = try await TestServer.start(directory: server.directory, configure: configure)
+        let restarted = try await ServerHarness.start(directory: server.directory, configure: configure)
         defer { Task { await restarted.stop() } }
         let attacker = try await TestClient.connect(port: restarted.port)
         let replayed = try await attacker.request(captured)
@@ -84,7 +85,7 @@ final class SignatureTests: XCTestCase {
     }
 
     func testClosingASessionRevokesItsToken() async throws {
-        let server = try await TestServer.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let server = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "master-secret" }
         defer { Task { await server.stop() } }
         let tom = try await TestClient.connect(port: server.port)
         let token = try required(try await tom.request(signedOpen("Tom")).st)
@@ -100,7 +101,7 @@ final class SignatureTests: XCTestCase {
     }
 
     func testConversationActionsNeedSignatures() async throws {
-        let server = try await TestServer.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let server = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "master-secret" }
         defer { Task { await server.stop() } }
         let tom = try await TestClient.connect(port: server.port)
         let observed7 = try await tom.request(signedOpen("Tom")).op
@@ -133,13 +134,13 @@ final class SignatureTests: XCTestCase {
     }
 
     func testSessionTokensSurviveARestart() async throws {
-        let first = try await TestServer.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let first = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "master-secret" }
         let client = try await TestClient.connect(port: first.port)
         let token = try required(try await client.request(signedOpen("Tom")).st)
         await client.close()
         await first.stop()
 
-        let second = try await TestServer.start(directory: first.directory) { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let second = try await ServerHarness.start(directory: first.directory) { $0.appID = "app"; $0.masterKey = "master-secret" }
         defer { Task { await second.stop() } }
         let again = try await TestClient.connect(port: second.port)
         var resume = Command(cmd: .session, op: .open)

@@ -8,7 +8,7 @@ final class SlowReaderTests: XCTestCase {
     private let body = String(repeating: "z", count: 60_000)
 
     func testAClientThatNeverReadsItsPushesIsDisconnected() async throws {
-        let server = try await TestServer.start {
+        let server = try await ServerHarness.start {
             $0.pauseReadingAboveQueuedBytes = 512 << 10
             $0.closeAboveQueuedBytes = 2 << 20
         }
@@ -31,7 +31,7 @@ final class SlowReaderTests: XCTestCase {
     }
 
     func testAClientThatDoesNotReadItsRepliesIsNotReadFromUntilItDoes() async throws {
-        let server = try await TestServer.start {
+        let server = try await ServerHarness.start {
             $0.pauseReadingAboveQueuedBytes = 512 << 10
             $0.closeAboveQueuedBytes = 256 << 20
         }

@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import IMCore
 import IMProto
 import XCTest
@@ -17,7 +18,7 @@ final class SDKConformanceTests: XCTestCase {
 
     func testSeveralClientsShareOneConnection() async throws {
         for mode in [WireClient.Mode.binary, .base64] {
-            let server = try await ProtoTestServer.start()
+            let server = try await ServerHarness.start()
             // The app's first client logs in; while alone it omits peerId on its commands.
             let shared = try await WireClient.login("Tom", port: server.port, mode: mode)
             let tomChat = try await shared.startConversation(members: ["Alice"])
@@ -106,7 +107,7 @@ final class SDKConformanceTests: XCTestCase {
     }
 
     func testJSONConnectionsCarrySeveralSessionsToo() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         let shared = try await WireClient.login("Tom", port: server.port, mode: .json)
         let alice = try await WireClient.login("Alice", port: server.port, mode: .json)
         let cid = try await alice.startConversation(members: ["Tom", "Jerry"])
@@ -148,7 +149,7 @@ final class SDKConformanceTests: XCTestCase {
 
     func testAddAndRemoveReplyWithAllowedAndFailedPids() async throws {
         for mode in [WireClient.Mode.binary, .json] {
-            let server = try await ProtoTestServer.start()
+            let server = try await ServerHarness.start()
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             let cid = try await tom.startConversation(members: ["Jerry"])
             var add = Command(cmd: .conv, op: .add)
@@ -174,7 +175,7 @@ final class SDKConformanceTests: XCTestCase {
     }
 
     func testAddReplyAsTheSDKDecodesIt() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let cid = try await tom.startConversation(members: ["Jerry"])
         var add = LCProtoGenericCommand()
@@ -198,7 +199,7 @@ final class SDKConformanceTests: XCTestCase {
     }
 
     func testMentionsSurviveOfflineDeliveryAndHistory() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let cid = try await tom.startConversation(members: ["Jerry", "Alice"])
         var direct = LCProtoGenericCommand()
@@ -248,7 +249,7 @@ final class SDKConformanceTests: XCTestCase {
     }
 
     func testTemporaryConversations() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         // As the SDK's createTemporaryConversation sends it (unique defaults to true).
@@ -321,7 +322,7 @@ final class SDKConformanceTests: XCTestCase {
     }
 
     func testCustomAttributesAreTopLevelFieldsForSDKs() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         let sdk = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let json = try await WireClient.login("Jerry", port: server.port, mode: .json)
         // createConversation({ members, name, topic }) puts name and topic side by side.
@@ -376,7 +377,7 @@ final class SDKConformanceTests: XCTestCase {
         await server.stop()
     }
     func testOnlineStatusReceiptTimestampsAndUnsupportedOperations() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         // IMClient.ping(clientIds): session query with sessionPeerIds.

@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import IMCore
 import IMSignatures
 import IMProto
@@ -11,7 +12,7 @@ final class ServerProtobufTests: XCTestCase {
     static let modes: [WireClient.Mode] = [.binary, .base64]
 
     func testSubprotocolNegotiation() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         func answered(_ offer: String?) throws -> String? {
             let head = try server.upgradeResponse(offering: offer)
             XCTAssertTrue(head.hasPrefix("HTTP/1.1 101"), head)
@@ -41,7 +42,7 @@ final class ServerProtobufTests: XCTestCase {
     }
 
     func testLoginAndSessionReply() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         for mode in Self.modes {
             let client = try await WireClient.connect(port: server.port, mode: mode)
             // A session open as LeanCloud's JS SDK builds it.
@@ -73,7 +74,7 @@ final class ServerProtobufTests: XCTestCase {
     }
 
     func testSessionTokenReuseWithSignatures() async throws {
-        let server = try await ProtoTestServer.start { $0.appID = "app"; $0.masterKey = "secret" }
+        let server = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "secret" }
         let signer = Signer(appID: "app", masterKey: "secret")
         for mode in Self.modes {
             let first = try await WireClient.connect(port: server.port, mode: mode)
@@ -109,7 +110,7 @@ final class ServerProtobufTests: XCTestCase {
 
     func testConversationsMessagesReceiptsHistoryQueryRecall() async throws {
         for mode in Self.modes {
-            let server = try await ProtoTestServer.start()
+            let server = try await ServerHarness.start()
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             let jerry = try await WireClient.login("Jerry", port: server.port, mode: mode)
 
@@ -252,7 +253,7 @@ final class ServerProtobufTests: XCTestCase {
 
     func testVersion3LoginGetsUnreadNoticesInsteadOfOfflineMessages() async throws {
         for mode in Self.modes {
-            let server = try await ProtoTestServer.start()
+            let server = try await ServerHarness.start()
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             let cid = try await tom.startConversation(members: ["Jerry"])
             let one = try await tom.sendText("one", to: cid, receipt: true)
@@ -288,7 +289,7 @@ final class ServerProtobufTests: XCTestCase {
     }
 
     func testVersion1LoginPushesOfflineMessagesAndRangeAcksMoveTheCursor() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         let v1 = WireClient.Mode.protobuf("lc.protobuf2.1")
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -340,7 +341,7 @@ final class ServerProtobufTests: XCTestCase {
     }
 
     func testJSONAndProtobufClientsInOneConversation() async throws {
-        let server = try await ProtoTestServer.start()
+        let server = try await ServerHarness.start()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .binary)
         let spike = try await WireClient.login("Spike", port: server.port, mode: .base64)
@@ -378,7 +379,7 @@ final class ServerProtobufTests: XCTestCase {
     }
 
     func testMalformedAndOversizedFramesKeepTheConnection() async throws {
-        let server = try await ProtoTestServer.start { $0.maxMessageBytes = 1000 }
+        let server = try await ServerHarness.start { $0.maxMessageBytes = 1000 }
         for mode in Self.modes {
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             // Garbage in the connection's own framing.

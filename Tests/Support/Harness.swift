@@ -6,7 +6,8 @@ import Logging
 import Synchronization
 import XCTest
 
-/// Shared by the test targets. A real server on a loopback port with its own SQLite file in a temporary directory.
+/// The one test server of every test target (the way Hummingbird ships HummingbirdTesting): a real server on a
+/// loopback port with its own SQLite file in a temporary directory.
 public final class ServerHarness: Sendable {
     public let directory: URL
     public let server: IMServer
@@ -35,10 +36,14 @@ public final class ServerHarness: Sendable {
         return ServerHarness(directory: directory, server: server, port: bound)
     }
 
+    /// The server's SQLite file.
+    public var databasePath: String { directory.appendingPathComponent("hookbot.sqlite").path }
+
     public func stop() async { await server.stop() }
 
-    /// Starts a new server on the same port and database file (after `stop()`).
+    /// Stops this server (if it still runs) and starts a new one on the same port and database file.
     public func restarted() async throws -> ServerHarness {
+        await stop()
         var lastError: (any Error)?
         for _ in 0..<50 {
             do { return try await ServerHarness.start(directory: directory, port: port) } catch {

@@ -1,45 +1,12 @@
 import Foundation
+import HookbotTestSupport
 import IMCore
 import IMServer
 import Logging
 import XCTest
 
-/// A real server on an ephemeral loopback port with its own SQLite file in a temporary directory.
-final class TestServer: Sendable {
-    let directory: URL
-    let server: IMServer
-    let port: Int
-
-    var databasePath: String { directory.appendingPathComponent("hookbot.sqlite").path }
-
-    private init(directory: URL, server: IMServer, port: Int) {
-        self.directory = directory
-        self.server = server
-        self.port = port
-    }
-
-    static func start(directory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
-        let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.databasePath = directory.appendingPathComponent("hookbot.sqlite").path
-        configure(&configuration)
-        var logger = Logger(label: "test-server")
-        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
-        let server = try IMServer(configuration: configuration, logger: logger)
-        let port = try await server.start()
-        return TestServer(directory: directory, server: server, port: port)
-    }
-
-    func stop() async { await server.stop() }
-
-    /// Stops this server and starts a new one on the same database file.
-    func restarted() async throws -> TestServer {
-        await stop()
-        return try await TestServer.start(directory: directory)
-    }
-
+extension ServerHarness {
+    /// A raw JSON-protocol client logged in as `clientID`.
     func login(_ clientID: String, tag: String? = nil, deviceID: String? = nil) async throws -> TestClient {
         try await TestClient.login(clientID, port: port, tag: tag, deviceID: deviceID)
     }

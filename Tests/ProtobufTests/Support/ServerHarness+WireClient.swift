@@ -5,31 +5,7 @@ import IMServer
 import Logging
 import XCTest
 
-/// A real server on an ephemeral loopback port with its own SQLite file.
-final class ProtoTestServer: Sendable {
-    let server: IMServer
-    let port: Int
-
-    private init(server: IMServer, port: Int) {
-        self.server = server
-        self.port = port
-    }
-
-    static func start(configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> ProtoTestServer {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-proto-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.databasePath = directory.appendingPathComponent("hookbot.sqlite").path
-        configure(&configuration)
-        var logger = Logger(label: "proto-test-server")
-        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
-        let server = try IMServer(configuration: configuration, logger: logger)
-        return ProtoTestServer(server: server, port: try await server.start())
-    }
-
-    func stop() async { await server.stop() }
-
+extension ServerHarness {
     /// Sends a WebSocket upgrade request over a plain socket and returns the response head.
     func upgradeResponse(offering subprotocols: String?) throws -> String {
         try RawWebSocket(port: port, offering: subprotocols).handshake
