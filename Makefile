@@ -5,7 +5,7 @@ APT_PACKAGES := liblua5.4-dev libsqlite3-dev pkg-config
 BROWSER_PACKAGES := chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps browser apt-install build test run bench clean
+.PHONY: deps browser apt-install build test lint format run bench clean
 
 ## Install the system packages the build needs (Debian/Ubuntu), only when missing.
 deps:
@@ -25,12 +25,20 @@ apt-install:
 build: deps
 	$(SWIFT) build
 
-## Build everything and run the whole test suite (the console's browser test included).
-test: deps browser
+## Build everything and run the whole test suite (the console's browser test included); the format check first.
+test: deps browser lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
 	$(SWIFT) run --skip-build custom-types-example
 	$(SWIFT) run --skip-build hookbot test plugins/ examples/CustomTypes/plugins/
+
+## Check the formatting (.swift-format) without changing anything; `make format` fixes it.
+FORMATTED := Sources Tests examples Package.swift
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
+
+format:
+	$(SWIFT) format format --in-place --recursive --parallel $(FORMATTED)
 
 ## Start the embedded IM server and the bot with the shipped plugins (ws://127.0.0.1:8080/ws).
 run: build

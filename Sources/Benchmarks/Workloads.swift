@@ -308,7 +308,7 @@ struct Bench {
         for await _ in done { break }
         let elapsed = (clock.now - started).milliseconds / 1000
         let efficiency = meter.finish()
-        listeners.forEach { $0.cancel() }
+        for listener in listeners { listener.cancel() }
         for receiver in receivers { await receiver.close() }
         await sender.close()
         let deliveries = messages * members

@@ -35,7 +35,8 @@ extension PluginEngine {
             let limit = timeout(until: until)
             var value: Value?
             var failed = false
-            let result = call(plugin, cid: cid, messageID: messageID, cutByBudget: { isBudgetCut($0, timeout: limit) }) { plugin in
+            let cutByBudget = { (error: HookError) in self.isBudgetCut(error, timeout: limit) }
+            let result = call(plugin, cid: cid, messageID: messageID, cutByBudget: cutByBudget) { plugin in
                 if let error = plugin.invoke(hook, timeout: limit, push) {
                     failed = true
                     return error

@@ -131,21 +131,21 @@ public struct Scenario: Sendable {
         self.cases = cases
     }
 
-    private static func step(_ value: JSONValue, number: Int, at where_: String) throws -> Step {
-        guard case .object(let o) = value else { throw ScenarioError("\(where_): a step must be a table") }
-        try checkKeys(o, allowed: eventKeys + ["expect", "expect_state"], at: where_)
+    private static func step(_ value: JSONValue, number: Int, at location: String) throws -> Step {
+        guard case .object(let o) = value else { throw ScenarioError("\(location): a step must be a table") }
+        try checkKeys(o, allowed: eventKeys + ["expect", "expect_state"], at: location)
         let present = eventKeys.filter { o[$0] != nil }
-        guard present.count <= 1 else { throw ScenarioError("\(where_): one event per step, got \(present.joined(separator: ", "))") }
+        guard present.count <= 1 else { throw ScenarioError("\(location): one event per step, got \(present.joined(separator: ", "))") }
         var expect: [String: JSONValue] = [:]
         if let e = o["expect"] {
-            guard let obj = objectOrEmpty(e) else { throw ScenarioError("\(where_): expect must be a table") }
+            guard let obj = objectOrEmpty(e) else { throw ScenarioError("\(location): expect must be a table") }
             expect = obj
         }
         if let s = o["expect_state"] {
-            guard objectOrEmpty(s) != nil else { throw ScenarioError("\(where_): expect_state must be a table") }
+            guard objectOrEmpty(s) != nil else { throw ScenarioError("\(location): expect_state must be a table") }
             expect["state"] = s
         }
-        try checkKeys(expect, allowed: Expectations.keys, at: "\(where_) expect")
+        try checkKeys(expect, allowed: Expectations.keys, at: "\(location) expect")
         let event: Step.Event
         switch present.first {
         case "message"?: event = .message(o["message"]!)
@@ -157,11 +157,11 @@ public struct Scenario: Sendable {
         case "kicked"?: event = .kicked(o["kicked"]!)
         case "update"?: event = .update(o["update"]!)
         case "recall"?: event = .recall(o["recall"]!)
-        case "advance"?: event = .advance(try Self.number(o["advance"]!, "\(where_): advance"))
+        case "advance"?: event = .advance(try Self.number(o["advance"]!, "\(location): advance"))
         case "translate"?: event = .translate(o["translate"]!)
         case "reload"?: event = .reload
         case "set_state"?:
-            guard case .object(var values)? = o["set_state"] else { throw ScenarioError("\(where_): set_state must be a table") }
+            guard case .object(var values)? = o["set_state"] else { throw ScenarioError("\(location): set_state must be a table") }
             let plugin = values.removeValue(forKey: "plugin")?.stringValue
             event = .setState(plugin: plugin, values: values)
         default: event = .none
@@ -194,25 +194,25 @@ public struct Scenario: Sendable {
 
     /// `http = { ["GET https://…"] = { status = 200, body = "…" or a table (sent as JSON), headers = {…} },
     /// ["POST https://…"] = { error = "timeout: …" } }`.
-    private static func recordings(_ value: JSONValue?, at where_: String) throws -> [String: HookHTTPOutcome] {
+    private static func recordings(_ value: JSONValue?, at location: String) throws -> [String: HookHTTPOutcome] {
         guard let value else { return [:] }
-        guard let o = objectOrEmpty(value) else { throw ScenarioError("\(where_) must map \"METHOD url\" to a response") }
+        guard let o = objectOrEmpty(value) else { throw ScenarioError("\(location) must map \"METHOD url\" to a response") }
         var out: [String: HookHTTPOutcome] = [:]
         for (key, response) in o {
             let parts = key.split(separator: " ", maxSplits: 1).map(String.init)
             guard parts.count == 2, parts[0] == parts[0].uppercased(), URL(string: parts[1])?.host != nil else {
-                throw ScenarioError("\(where_): '\(key)' must be \"METHOD url\", as in \"GET https://api.example.org/x\"")
+                throw ScenarioError("\(location): '\(key)' must be \"METHOD url\", as in \"GET https://api.example.org/x\"")
             }
-            guard let r = objectOrEmpty(response) else { throw ScenarioError("\(where_)[\(key)] must be a table") }
-            try checkKeys(r, allowed: ["status", "body", "headers", "error"], at: "\(where_)[\(key)]")
+            guard let r = objectOrEmpty(response) else { throw ScenarioError("\(location)[\(key)] must be a table") }
+            try checkKeys(r, allowed: ["status", "body", "headers", "error"], at: "\(location)[\(key)]")
             let body: String = switch r["body"] {
             case nil: ""
             case .string(let text)?: text
             case let table?: table.jsonString()
             }
-            let headers = try (r["headers"].flatMap(objectOrEmpty) ?? [:]).mapValues { try string($0, "\(where_)[\(key)].headers") }
-            let error = try r["error"].map { try string($0, "\(where_)[\(key)].error") }
-            let status = try r["status"].map { try int($0, "\(where_)[\(key)].status") } ?? (error == nil ? 200 : nil)
+            let headers = try (r["headers"].flatMap(objectOrEmpty) ?? [:]).mapValues { try string($0, "\(location)[\(key)].headers") }
+            let error = try r["error"].map { try string($0, "\(location)[\(key)].error") }
+            let status = try r["status"].map { try int($0, "\(location)[\(key)].status") } ?? (error == nil ? 200 : nil)
             out[key] = HookHTTPOutcome(status: status, headers: headers, body: body, error: error)
         }
         return out
@@ -248,9 +248,9 @@ public struct Scenario: Sendable {
         return nil
     }
 
-    static func checkKeys(_ o: [String: JSONValue], allowed: [String], at where_: String) throws {
+    static func checkKeys(_ o: [String: JSONValue], allowed: [String], at location: String) throws {
         if let bad = o.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw ScenarioError("\(where_): unknown field '\(bad)' (expected one of: \(allowed.joined(separator: ", ")))")
+            throw ScenarioError("\(location): unknown field '\(bad)' (expected one of: \(allowed.joined(separator: ", ")))")
         }
     }
 

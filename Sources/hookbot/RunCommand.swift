@@ -96,7 +96,7 @@ func waitForTerminationSignal() async {
         return source
     }
     for await _ in stream { break }
-    sources.forEach { $0.cancel() }
+    for source in sources { source.cancel() }
 }
 
 struct AdminCommand: ParsableCommand {
