@@ -132,8 +132,10 @@ let package = Package(
         // only the command-line tool links them.
         .target(
             name: "Benchmarks",
-            dependencies: ["BotHost", "BotHub", "HookRuntime", "IMClient", "IMCore", "IMServer",
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "BotHost", "BotHub", "HookRuntime", "IMClient", "IMCore", "IMServer",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The routing core a running bot and `hookbot test` share: no transport, no server.
         .target(

@@ -20,14 +20,17 @@ struct BenchHub {
     var botCPUSeconds: Double? { botProcess.map { ProcessCPU.seconds(pid: $0.processIdentifier) } }
 
     static func embedded(_ hub: EmbeddedHub) -> BenchHub {
-        BenchHub(server: hub.server, port: hub.port, botID: hub.bot.configuration.clientID, botProcess: nil,
-                 stopAll: { await hub.stop() })
+        BenchHub(
+            server: hub.server, port: hub.port, botID: hub.bot.configuration.clientID, botProcess: nil,
+            stopAll: { await hub.stop() })
     }
 
     /// Starts a server with one interceptor and a `hookbot run --server` child process for it, and waits
     /// until the bot has logged in.
-    static func remote(configuration: BotConfiguration, directory: URL, serverConfiguration: ServerConfiguration,
-                       logger: Logger) async throws -> BenchHub {
+    static func remote(
+        configuration: BotConfiguration, directory: URL, serverConfiguration: ServerConfiguration,
+        logger: Logger
+    ) async throws -> BenchHub {
         let secret = UUID().uuidString
         var serverConfiguration = serverConfiguration
         serverConfiguration.interception.interceptors = [.init(clientID: configuration.clientID, secret: secret)]
@@ -36,26 +39,28 @@ struct BenchHub {
         let port = try await server.start()
         let toml = directory.appendingPathComponent("bot.toml")
         try """
-            [bot]
-            client_id = "\(configuration.clientID)"
-            state = "bot-state.sqlite"
-            reply_limit = \(Int32.max)
-            global_reply_limit = \(Int32.max)
-            sends_per_event = \(Int32.max)
-            admin_socket = "\(directory.appendingPathComponent("admin.sock").path)"
+        [bot]
+        client_id = "\(configuration.clientID)"
+        state = "bot-state.sqlite"
+        reply_limit = \(Int32.max)
+        global_reply_limit = \(Int32.max)
+        sends_per_event = \(Int32.max)
+        admin_socket = "\(directory.appendingPathComponent("admin.sock").path)"
 
-            [plugins]
-            directory = "\(configuration.pluginsDirectory.path)"
-            watch_interval_seconds = 0
+        [plugins]
+        directory = "\(configuration.pluginsDirectory.path)"
+        watch_interval_seconds = 0
 
-            [server]
-            interception_deadline_ms = \(configuration.interceptionDeadlineMillis)
-            """.write(to: toml, atomically: true, encoding: .utf8)
+        [server]
+        interception_deadline_ms = \(configuration.interceptionDeadlineMillis)
+        """.write(to: toml, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         process.currentDirectoryURL = directory
-        process.arguments = ["run", "--server", "ws://127.0.0.1:\(port)/ws", "--interceptor-secret", secret,
-                             "--config", toml.path, "--log-level", "error"]
+        process.arguments = [
+            "run", "--server", "ws://127.0.0.1:\(port)/ws", "--interceptor-secret", secret,
+            "--config", toml.path, "--log-level", "error",
+        ]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         for _ in 0..<300 where !server.isInterceptorAttached(configuration.clientID) {
@@ -66,11 +71,13 @@ struct BenchHub {
             await server.stop()
             throw BenchError(message: "the remote bot did not log in")
         }
-        return BenchHub(server: server, port: port, botID: configuration.clientID, botProcess: process, stopAll: {
-            process.terminate()
-            process.waitUntilExit()
-            await server.stop()
-        })
+        return BenchHub(
+            server: server, port: port, botID: configuration.clientID, botProcess: process,
+            stopAll: {
+                process.terminate()
+                process.waitUntilExit()
+                await server.stop()
+            })
     }
 }
 
@@ -92,7 +99,8 @@ enum ProcessCPU {
     /// User + system CPU seconds of another process (from /proc/<pid>/stat).
     static func seconds(pid: Int32) -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         // After the command name: state is field 3, utime and stime are fields 14 and 15.
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }

@@ -69,12 +69,15 @@ struct FanOutResult: Encodable {
 
 extension BenchReport {
     /// Runs the `workloads` named (w1a, w1b, w2, w3, rss, hooks); `quick` runs a tenth of the messages.
-    public static func run(_ workloads: Set<String>, quick: Bool = false, relaxedSync: Bool = false,
-                           remoteBot: Bool = false) async throws -> BenchReport {
+    public static func run(
+        _ workloads: Set<String>, quick: Bool = false, relaxedSync: Bool = false,
+        remoteBot: Bool = false
+    ) async throws -> BenchReport {
         let scale = quick ? 0.1 : 1.0
         let bench = try Bench(scale: scale, relaxedSync: relaxedSync, remoteBot: remoteBot)
-        var report = BenchReport(machine: BenchReport.Machine(), bot: remoteBot ? "remote process (WebSocket)" : "in process",
-                                 synchronous: relaxedSync ? "NORMAL" : "FULL")
+        var report = BenchReport(
+            machine: BenchReport.Machine(), bot: remoteBot ? "remote process (WebSocket)" : "in process",
+            synchronous: relaxedSync ? "NORMAL" : "FULL")
         if workloads.contains("hooks") { report.hooks = try HookBenchmark.run(iterations: quick ? 20_000 : 200_000) }
         if workloads.contains("w1a") { report.w1a = try await bench.pingPong(messages: Int(2000 * scale), warmup: 200, inFlight: 1) }
         if workloads.contains("w1b") {
@@ -94,17 +97,21 @@ extension BenchReport {
         }
         var rows: [[String]] = [["workload", "rate", "p50 ms", "p99 ms", "cpu s/1k", "bot cpu s/1k", "tx/1k"]]
         func add(_ name: String, _ rate: String, _ latency: LatencyStats, _ efficiency: Efficiency) {
-            rows.append([name, rate, number(latency.p50, 3), number(latency.p99, 3),
-                         number(efficiency.cpuSecondsPer1000Messages, 3), number(efficiency.botCPUSecondsPer1000Messages, 3),
-                         number(efficiency.transactionsPer1000Messages, 1)])
+            rows.append([
+                name, rate, number(latency.p50, 3), number(latency.p99, 3),
+                number(efficiency.cpuSecondsPer1000Messages, 3), number(efficiency.botCPUSecondsPer1000Messages, 3),
+                number(efficiency.transactionsPer1000Messages, 1),
+            ])
         }
         if let w1a { add("w1a ping-pong x1", "\(number(w1a.repliesPerSecond))/s", w1a.latencyMs, w1a.efficiency) }
         if let w1b { add("w1b ping-pong x\(w1b.inFlight)", "\(number(w1b.repliesPerSecond))/s", w1b.latencyMs, w1b.efficiency) }
         if let w2 {
             add("w2 moderated A->B", "leaked \(w2.leaked), +\(number(w2.overheadP50Ms, 3)) ms", w2.withPluginMs, w2.efficiency)
-            rows.append(["w2 burst x\(w2.burst.messages)",
-                         "leaked \(w2.burst.leaked), policy \(w2.burst.policyDecisions), \(number(w2.burst.messagesPerSecond))/s",
-                         "-", "-", "-", "-", "-"])
+            rows.append([
+                "w2 burst x\(w2.burst.messages)",
+                "leaked \(w2.burst.leaked), policy \(w2.burst.policyDecisions), \(number(w2.burst.messagesPerSecond))/s",
+                "-", "-", "-", "-", "-",
+            ])
         }
         if let w3 { add("w3 fan-out x\(w3.members)", "\(number(w3.deliveriesPerSecond))/s", w3.latencyMs, w3.efficiency) }
         var lines = ["", "bot: \(bot), synchronous=\(synchronous)"]
@@ -116,7 +123,8 @@ extension BenchReport {
         }
         if let rssMB { lines.append("rss with 1,000 idle connections: \(number(rssMB, 1)) MB") }
         if let hooks {
-            lines.append("hooks: \(number(hooks.trivialCallsPerSecond)) trivial calls/s, \(number(hooks.pipelineEventsPerSecond)) pipeline events/s")
+            lines.append(
+                "hooks: \(number(hooks.trivialCallsPerSecond)) trivial calls/s, \(number(hooks.pipelineEventsPerSecond)) pipeline events/s")
         }
         return lines.joined(separator: "\n")
     }

@@ -23,7 +23,9 @@ public enum HookBenchmark {
         """
 
     static let pipeline: [(String, String)] = [
-        ("p1_filter", """
+        (
+            "p1_filter",
+            """
             local banned = { spam = true, scam = true }
             return {
               name = "p1_filter", priority = 50,
@@ -32,8 +34,11 @@ public enum HookBenchmark {
                 if t and banned[t] then return ctx.block("banned word") end
               end,
             }
-            """),
-        ("p2_caps", """
+            """
+        ),
+        (
+            "p2_caps",
+            """
             return {
               name = "p2_caps", priority = 40,
               moderation = function(msg, ctx)
@@ -41,16 +46,22 @@ public enum HookBenchmark {
                 if t and #t > 200 and t == t:upper() then return ctx.block("shouting") end
               end,
             }
-            """),
-        ("p3_echo", """
+            """
+        ),
+        (
+            "p3_echo",
+            """
             return {
               name = "p3_echo", priority = 30,
               on_receive = function(msg, ctx)
                 if msg.text == "!ping" then ctx.reply("pong") end
               end,
             }
-            """),
-        ("p4_words", """
+            """
+        ),
+        (
+            "p4_words",
+            """
             return {
               name = "p4_words", priority = 20,
               on_receive = function(msg, ctx)
@@ -59,15 +70,19 @@ public enum HookBenchmark {
                 msg.attrs.words = n
               end,
             }
-            """),
-        ("p5_types", """
+            """
+        ),
+        (
+            "p5_types",
+            """
             return {
               name = "p5_types", priority = 10,
               on_receive = function(msg, ctx)
                 if msg.type_name == "image" and msg.file then ctx.log("debug", msg.file.url) end
               end,
             }
-            """),
+            """
+        ),
     ]
 
     struct BenchmarkError: Error, CustomStringConvertible { var description: String }
@@ -88,8 +103,9 @@ public enum HookBenchmark {
         var quiet = Logger(label: "hookbench")
         quiet.logLevel = .critical
 
-        let msg = HookMessage(id: "m1", cid: "c1", from: "alice", type: HookMessageType.text,
-                              text: "hello there general kenobi", timestamp: 1_700_000_000_000)
+        let msg = HookMessage(
+            id: "m1", cid: "c1", from: "alice", type: HookMessageType.text,
+            text: "hello there general kenobi", timestamp: 1_700_000_000_000)
 
         // trivial
         let d1 = base.appendingPathComponent("trivial")
@@ -123,11 +139,12 @@ public enum HookBenchmark {
         let s2 = Double(DispatchTime.now().uptimeNanoseconds - t1) / 1e9
         rt2.shutdown()
 
-        return Result(trivialCallsPerSecond: Double(iterations) / s1,
-                      trivialMicrosPerEvent: s1 * 1e6 / Double(iterations),
-                      pipelineEventsPerSecond: Double(n2) / s2,
-                      pipelineMicrosPerEvent: s2 * 1e6 / Double(n2),
-                      pipelineHookCallsPerEvent: 5,
-                      iterations: iterations)
+        return Result(
+            trivialCallsPerSecond: Double(iterations) / s1,
+            trivialMicrosPerEvent: s1 * 1e6 / Double(iterations),
+            pipelineEventsPerSecond: Double(n2) / s2,
+            pipelineMicrosPerEvent: s2 * 1e6 / Double(n2),
+            pipelineHookCallsPerEvent: 5,
+            iterations: iterations)
     }
 }

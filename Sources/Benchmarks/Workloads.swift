@@ -19,18 +19,18 @@ struct Bench {
     /// Plugins of the benchmark bot: a ping → pong replier and a word filter.
     static let plugins = [
         "ping.lua": """
-            return { name = "ping", on_receive = function(msg, ctx)
-              local k = msg.text and msg.text:match("^ping (%d+)$")
-              if k then ctx.reply("pong " .. k) end
-            end }
-            """,
+        return { name = "ping", on_receive = function(msg, ctx)
+          local k = msg.text and msg.text:match("^ping (%d+)$")
+          if k then ctx.reply("pong " .. k) end
+        end }
+        """,
         "filter.lua": """
-            return { name = "filter", moderation = function(msg, ctx)
-              if msg.text and msg.text:find("forbidden-word", 1, true) then
-                return { verdict = "block", reason = "forbidden word" }
-              end
-            end }
-            """,
+        return { name = "filter", moderation = function(msg, ctx)
+          if msg.text and msg.text:find("forbidden-word", 1, true) then
+            return { verdict = "block", reason = "forbidden word" }
+          end
+        end }
+        """,
     ]
 
     init(scale: Double, relaxedSync: Bool, remoteBot: Bool) throws {
@@ -75,8 +75,9 @@ struct Bench {
             server.port = 0
             server.databasePath = configuration.serverDatabase
             server.synchronousFull = !relaxedSync
-            return try await BenchHub.remote(configuration: configuration, directory: dir, serverConfiguration: server,
-                                             logger: logger)
+            return try await BenchHub.remote(
+                configuration: configuration, directory: dir, serverConfiguration: server,
+                logger: logger)
         }
         return .embedded(try await EmbeddedHub.start(configuration: configuration, logger: logger))
     }
@@ -111,7 +112,8 @@ struct Bench {
         let listener = Task {
             for await event in events {
                 if case .message(let message) = event, message.from == hub.botID,
-                   let text = message.content.text, text.hasPrefix("pong "), let k = Int(text.dropFirst(5)) {
+                    let text = message.content.text, text.hasPrefix("pong "), let k = Int(text.dropFirst(5))
+                {
                     waiter.arrived(k)
                 }
             }
@@ -151,8 +153,9 @@ struct Bench {
         let elapsed = (clock.now - started).milliseconds / 1000
         let efficiency = meter.finish()
         await user.close()
-        return PingPongResult(messages: messages, inFlight: inFlight, repliesPerSecond: (Double(messages) / elapsed).rounded(),
-                              latencyMs: LatencyStats(samples), efficiency: efficiency)
+        return PingPongResult(
+            messages: messages, inFlight: inFlight, repliesPerSecond: (Double(messages) / elapsed).rounded(),
+            latencyMs: LatencyStats(samples), efficiency: efficiency)
     }
 
     // MARK: w2: moderation before delivery
@@ -194,7 +197,10 @@ struct Bench {
             for k in 0..<messages {
                 group.addTask {
                     let text = k % 10 == 0 ? "a forbidden-word \(k)" : "hello \(k)"
-                    do { _ = try await conversation.send(.text(text)); return false } catch { return true }
+                    do {
+                        _ = try await conversation.send(.text(text))
+                        return false
+                    } catch { return true }
                 }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
@@ -280,14 +286,20 @@ struct Bench {
         for m in 0..<members {
             let receiver = client("w3-m\(m)", port: port)
             let events = receiver.events()
-            listeners.append(Task {
-                for await event in events {
-                    guard case .message(let message) = event, let k = Int(message.content.text ?? "") else { continue }
-                    let now = clock.now
-                    if let start = sentAt.withLock({ $0[k] }) { latencies.withLock { $0.append((now - start).milliseconds) } }
-                    if remaining.withLock({ $0 -= 1; return $0 }) == 0 { finished.yield() }
-                }
-            })
+            listeners.append(
+                Task {
+                    for await event in events {
+                        guard case .message(let message) = event, let k = Int(message.content.text ?? "") else { continue }
+                        let now = clock.now
+                        if let start = sentAt.withLock({ $0[k] }) { latencies.withLock { $0.append((now - start).milliseconds) } }
+                        if remaining.withLock({
+                            $0 -= 1
+                            return $0
+                        }) == 0 {
+                            finished.yield()
+                        }
+                    }
+                })
             try await receiver.open()
             receivers.append(receiver)
         }
@@ -312,9 +324,10 @@ struct Bench {
         for receiver in receivers { await receiver.close() }
         await sender.close()
         let deliveries = messages * members
-        return FanOutResult(messages: messages, members: members, deliveries: deliveries,
-                            deliveriesPerSecond: (Double(deliveries) / elapsed).rounded(),
-                            latencyMs: LatencyStats(latencies.withLock { $0 }), efficiency: efficiency)
+        return FanOutResult(
+            messages: messages, members: members, deliveries: deliveries,
+            deliveriesPerSecond: (Double(deliveries) / elapsed).rounded(),
+            latencyMs: LatencyStats(latencies.withLock { $0 }), efficiency: efficiency)
     }
 
     // MARK: RSS with idle connections
@@ -325,8 +338,10 @@ struct Bench {
         let port = Int.random(in: 30000..<60000)
         let process = Process()
         process.executableURL = executable
-        process.arguments = ["server", "--port", "\(port)", "--db", try directory("rss").appendingPathComponent("s.sqlite").path,
-                             "--log-level", "error"]
+        process.arguments = [
+            "server", "--port", "\(port)", "--db", try directory("rss").appendingPathComponent("s.sqlite").path,
+            "--log-level", "error",
+        ]
         try process.run()
         defer { process.terminate() }
         var clients: [IMClient] = []
@@ -354,7 +369,8 @@ struct Bench {
         }
         try await Task.sleep(for: .seconds(1))
         let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
-        let kilobytes = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        let kilobytes =
+            status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
             .flatMap { Double($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
         for c in clients { await c.close() }
         return (kilobytes / 1024 * 10).rounded() / 10

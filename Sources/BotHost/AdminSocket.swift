@@ -5,7 +5,7 @@ import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A Unix socket on which `hookbot reload` and `hookbot plugins` reach a running bot: one line in

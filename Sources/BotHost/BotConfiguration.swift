@@ -82,18 +82,20 @@ public struct BotConfiguration: Sendable {
 
     /// What the routing core needs of these settings.
     public var routing: RoutingSettings {
-        RoutingSettings(botID: clientID, intercepting: interceptorSecret != nil, maxHops: maxHops, replyLimit: replyLimit,
-                        globalReplyLimit: globalReplyLimit, replyWindow: replyWindow, sendsPerEvent: sendsPerEvent,
-                        translateTo: translateTo)
+        RoutingSettings(
+            botID: clientID, intercepting: interceptorSecret != nil, maxHops: maxHops, replyLimit: replyLimit,
+            globalReplyLimit: globalReplyLimit, replyWindow: replyWindow, sendsPerEvent: sendsPerEvent,
+            translateTo: translateTo)
     }
 
     /// Checks settings that only make sense together; throws a `ConfigurationError` naming the setting.
     public func validate() throws {
         if interceptionDeadlineMillis < Self.minimumInterceptionDeadlineMillis {
-            throw ConfigurationError(message: """
-                server.interception_deadline_ms is \(interceptionDeadlineMillis); it must be at least \
-                \(Self.minimumInterceptionDeadlineMillis) so that moderation can answer before the failure policy applies
-                """)
+            throw ConfigurationError(
+                message: """
+                    server.interception_deadline_ms is \(interceptionDeadlineMillis); it must be at least \
+                    \(Self.minimumInterceptionDeadlineMillis) so that moderation can answer before the failure policy applies
+                    """)
         }
     }
 
@@ -123,8 +125,10 @@ public struct BotConfiguration: Sendable {
     }
 
     /// Parses TOML text; `fileName` is how errors name the file.
-    public static func parse(_ text: String, relativeTo base: URL = URL(fileURLWithPath: "."),
-                             fileName: String = "hookbot.toml") throws -> BotConfiguration {
+    public static func parse(
+        _ text: String, relativeTo base: URL = URL(fileURLWithPath: "."),
+        fileName: String = "hookbot.toml"
+    ) throws -> BotConfiguration {
         let file = try ConfigFile(text: text, name: fileName)
         var config = BotConfiguration()
         config.file = file

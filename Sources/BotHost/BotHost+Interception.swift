@@ -1,5 +1,5 @@
-import Foundation
 import BotRouting
+import Foundation
 import HookRuntime
 import IMClient
 import IMCore
@@ -18,8 +18,9 @@ extension BotHost {
         var review: Router.Review?
         var original: (message: HookMessage, body: String)?
         if request.kind == "message", let cid = request.cid, let from = request.fromPeerId, let body = request.msg {
-            let message = HookMapping.hookMessage(id: "", cid: cid, from: from, body: body,
-                                                  timestamp: Int64(Date().timeIntervalSince1970 * 1000), transient: false)
+            let message = HookMapping.hookMessage(
+                id: "", cid: cid, from: from, body: body,
+                timestamp: Int64(Date().timeIntervalSince1970 * 1000), transient: false)
             original = (message, body)
             review = await router.review(message, until: until)
         } else if request.kind == "membership", let cid = request.cid, let by = request.initBy, let action = request.action {
@@ -34,7 +35,8 @@ extension BotHost {
             verdict.verdict = "modify"
             // A plain-text message stays plain text unless the plugins gave it a type or attributes.
             let plain = original.map { TypedMessage.decode($0.body) == nil } ?? false
-            verdict.msg = plain && approved.type == MessageType.text.rawValue && approved.attrs.isEmpty
+            verdict.msg =
+                plain && approved.type == MessageType.text.rawValue && approved.attrs.isEmpty
                 ? approved.text ?? ""
                 : HookMapping.typedMessage(approved).encoded()
         case .drop(let reason, let code, let silent):

@@ -32,14 +32,19 @@ public actor BotHost {
     /// Whether interception requests arrive as direct calls (in-process attachment) rather than as events.
     private let reviewsInProcess: Bool
 
-    public init(configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime,
-                logger: Logger = Logger(label: "hookbot.bot"), metrics: any MetricsFactory = NOOPMetricsHandler.instance) {
-        self.init(configuration: configuration, client: client, runtime: runtime, logger: logger, metrics: metrics,
-                  reviewsInProcess: false)
+    public init(
+        configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime,
+        logger: Logger = Logger(label: "hookbot.bot"), metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    ) {
+        self.init(
+            configuration: configuration, client: client, runtime: runtime, logger: logger, metrics: metrics,
+            reviewsInProcess: false)
     }
 
-    init(configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime, logger: Logger,
-         metrics: any MetricsFactory, reviewsInProcess: Bool) {
+    init(
+        configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime, logger: Logger,
+        metrics: any MetricsFactory, reviewsInProcess: Bool
+    ) {
         self.reviewsInProcess = reviewsInProcess
         self.metrics = BotMetrics(factory: metrics)
         self.configuration = configuration
@@ -53,32 +58,43 @@ public actor BotHost {
             counters.count(note)
             if case .actionFailed(let what, let cid, let plugin, let error) = note {
                 botMetrics.failed(what)
-                logger.warning("action failed", metadata: ["action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin)",
-                                                           "error": "\(error)"])
+                logger.warning(
+                    "action failed",
+                    metadata: [
+                        "action": "\(what)", "cid": "\(cid)", "plugin": "\(plugin)",
+                        "error": "\(error)",
+                    ])
             }
         }
-        router = Router(settings: configuration.routing, plugins: runtime,
-                        outlet: ClientOutlet(client: client, metrics: botMetrics, report: report), logger: logger, note: report)
+        router = Router(
+            settings: configuration.routing, plugins: runtime,
+            outlet: ClientOutlet(client: client, metrics: botMetrics, report: report), logger: logger, note: report)
     }
 
     /// A bot host for the server at `serverURL` (a WebSocket) with the client and runtime its configuration
     /// describes; it records its and its plugins' metrics into `metrics`.
-    public static func make(configuration: BotConfiguration, serverURL: String,
-                            logger: Logger = Logger(label: "hookbot.bot"),
-                            metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws -> BotHost {
+    public static func make(
+        configuration: BotConfiguration, serverURL: String,
+        logger: Logger = Logger(label: "hookbot.bot"),
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    ) throws -> BotHost {
         try make(configuration: configuration, options: IMClientOptions(url: serverURL), logger: logger, metrics: metrics)
     }
 
     /// A bot host attached to a server in the same process: commands and interception requests cross as
     /// values and direct calls, with no socket and no encoding.
-    public static func make(configuration: BotConfiguration, local endpoint: any LocalEndpoint,
-                            logger: Logger = Logger(label: "hookbot.bot"),
-                            metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws -> BotHost {
+    public static func make(
+        configuration: BotConfiguration, local endpoint: any LocalEndpoint,
+        logger: Logger = Logger(label: "hookbot.bot"),
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    ) throws -> BotHost {
         try make(configuration: configuration, options: IMClientOptions(local: endpoint), logger: logger, metrics: metrics)
     }
 
-    private static func make(configuration: BotConfiguration, options: IMClientOptions, logger: Logger,
-                             metrics: any MetricsFactory) throws -> BotHost {
+    private static func make(
+        configuration: BotConfiguration, options: IMClientOptions, logger: Logger,
+        metrics: any MetricsFactory
+    ) throws -> BotHost {
         try configuration.validate()
         var options = options
         if let secret = configuration.interceptorSecret {
@@ -90,18 +106,21 @@ public actor BotHost {
         if reviewsInProcess {
             options.interceptionHandler = { request in await reviewer.answer(request) }
         }
-        let client = IMClient(clientId: configuration.clientID, tag: configuration.tag,
-                              deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
+        let client = IMClient(
+            clientId: configuration.clientID, tag: configuration.tag,
+            deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
         let store = try HookStateStore(path: configuration.statePath, quota: configuration.stateQuota)
         var pluginLogger = logger
         pluginLogger[metadataKey: "component"] = "plugins"
-        let runtime = PluginRuntime(directory: configuration.pluginsDirectory, store: store,
-                                    config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
-                                    botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
-                                    configLocator: configuration.configLocator, commands: configuration.commands,
-                                    http: AsyncHTTPTransport(), httpPolicies: configuration.httpPolicies)
-        let host = BotHost(configuration: configuration, client: client, runtime: runtime, logger: logger,
-                           metrics: metrics, reviewsInProcess: reviewsInProcess)
+        let runtime = PluginRuntime(
+            directory: configuration.pluginsDirectory, store: store,
+            config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
+            botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
+            configLocator: configuration.configLocator, commands: configuration.commands,
+            http: AsyncHTTPTransport(), httpPolicies: configuration.httpPolicies)
+        let host = BotHost(
+            configuration: configuration, client: client, runtime: runtime, logger: logger,
+            metrics: metrics, reviewsInProcess: reviewsInProcess)
         reviewer.host.withLock { $0.host = host }
         return host
     }
@@ -246,8 +265,10 @@ public actor BotHost {
         case .cmd(let cmd):
             await router.command(HookMapping.hookCommand(cmd))
         case .recalled(let message):
-            await router.event(.recalled(cid: message.conversationId, messageID: message.id, by: message.from,
-                                         timestamp: message.timestamp))
+            await router.event(
+                .recalled(
+                    cid: message.conversationId, messageID: message.id, by: message.from,
+                    timestamp: message.timestamp))
         case .membersJoined(let cid, let members, let by):
             if members.contains(configuration.clientID) { runtime.reach?.insert(cid) }
             await router.event(.membersJoined(cid: cid, members: members, by: by))

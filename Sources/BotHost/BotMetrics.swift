@@ -11,9 +11,10 @@ final class BotMetrics: Sendable {
 
     init(factory: any MetricsFactory) {
         func counters(_ label: String) -> [String: Counter] {
-            Dictionary(uniqueKeysWithValues: Self.actions.map { action in
-                (action, Counter(label: label, dimensions: [("action", action)], factory: factory))
-            })
+            Dictionary(
+                uniqueKeysWithValues: Self.actions.map { action in
+                    (action, Counter(label: label, dimensions: [("action", action)], factory: factory))
+                })
         }
         executed = counters("hookbot_bot_actions_total")
         failed = counters("hookbot_bot_action_errors_total")

@@ -65,8 +65,9 @@ public struct ConfigFile: Sendable {
         case .bool: return .bool(value.bool ?? false)
         case .date, .time, .dateTime:
             let key = path.joined(separator: ".")
-            throw ConfigurationError(message: "dates and times are not supported; write a string", file: file,
-                                     line: lines.line(of: key), key: key)
+            throw ConfigurationError(
+                message: "dates and times are not supported; write a string", file: file,
+                line: lines.line(of: key), key: key)
         }
     }
 }
@@ -107,7 +108,10 @@ struct KeyLines: Sendable {
                 if quote == nil, rest.hasPrefix("\"\"\"") || rest.hasPrefix("'''") {
                     let delimiter = String(rest.prefix(3))
                     let after = rest.dropFirst(3)
-                    if let close = after.range(of: delimiter) { rest = after[close.upperBound...]; continue }
+                    if let close = after.range(of: delimiter) {
+                        rest = after[close.upperBound...]
+                        continue
+                    }
                     inMultilineString = delimiter
                     break
                 }

@@ -26,8 +26,9 @@ extension BotConfiguration {
         for section in pluginConfig.keys.sorted() where !known.contains(section) {
             let names = plugins.map(\.name).sorted().joined(separator: ", ")
             let message = "no plugin named \(section) in \(pluginsDirectory.path) (plugins: \(names.isEmpty ? "none" : names))"
-            problems.append(file?.error("plugins.\(section)", message)
-                ?? ConfigurationError(message: message, key: "plugins.\(section)"))
+            problems.append(
+                file?.error("plugins.\(section)", message)
+                    ?? ConfigurationError(message: message, key: "plugins.\(section)"))
         }
         return problems
     }
@@ -35,7 +36,8 @@ extension BotConfiguration {
     /// The name a plugin's file gives it: `moderation.lua` and `moderation/init.lua` are `moderation`.
     private static func fileKey(of path: String) -> String {
         let url = URL(fileURLWithPath: path)
-        return url.lastPathComponent == "init.lua" ? url.deletingLastPathComponent().lastPathComponent
+        return url.lastPathComponent == "init.lua"
+            ? url.deletingLastPathComponent().lastPathComponent
             : url.deletingPathExtension().lastPathComponent
     }
 
@@ -48,8 +50,9 @@ extension BotConfiguration {
         let store = try HookStateStore(path: scratch.appendingPathComponent("state.sqlite").path)
         var logger = Logger(label: "hookbot.check")
         logger.logLevel = .critical
-        let engine = PluginEngine(directory: pluginsDirectory, store: store, config: pluginConfig, limits: limits,
-                                  logger: logger, botID: clientID, configLocator: configLocator)
+        let engine = PluginEngine(
+            directory: pluginsDirectory, store: store, config: pluginConfig, limits: limits,
+            logger: logger, botID: clientID, configLocator: configLocator)
         let report = engine.loadAll()
         let plugins = engine.plugins
         engine.shutdown()

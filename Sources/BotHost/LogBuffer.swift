@@ -33,8 +33,9 @@ public final class LogBuffer: Sendable {
     /// Appends an entry (the oldest goes once `capacity` are held).
     public func append(level: Logger.Level, message: String, metadata: [String: String], time: Double = Date().timeIntervalSince1970) {
         ring.withLock { ring in
-            let entry = Entry(seq: ring.nextSeq, time: time, level: level, message: message, plugin: metadata["plugin"],
-                              metadata: metadata.filter { $0.key != "plugin" })
+            let entry = Entry(
+                seq: ring.nextSeq, time: time, level: level, message: message, plugin: metadata["plugin"],
+                metadata: metadata.filter { $0.key != "plugin" })
             ring.nextSeq += 1
             if ring.entries.count < capacity {
                 ring.entries.append(entry)
@@ -47,8 +48,10 @@ public final class LogBuffer: Sendable {
 
     /// Entries after sequence number `after`, at `level` or above, of `plugin` if given, oldest first, at
     /// most `limit`; and the sequence number to ask after next time.
-    public func entries(after: Int = 0, minimumLevel: Logger.Level = .trace, plugin: String? = nil,
-                        limit: Int = 200) -> (entries: [Entry], next: Int) {
+    public func entries(
+        after: Int = 0, minimumLevel: Logger.Level = .trace, plugin: String? = nil,
+        limit: Int = 200
+    ) -> (entries: [Entry], next: Int) {
         ring.withLock { ring in
             var out: [Entry] = []
             var next = after
@@ -86,7 +89,8 @@ public struct LogBufferHandler: LogHandler {
     public func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { _, new in new } }
-        buffer.append(level: event.level, message: "\(event.message)",
-                      metadata: merged.mapValues { "\($0)" })
+        buffer.append(
+            level: event.level, message: "\(event.message)",
+            metadata: merged.mapValues { "\($0)" })
     }
 }

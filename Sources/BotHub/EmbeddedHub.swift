@@ -25,8 +25,10 @@ public final class EmbeddedHub: Sendable {
     /// Starts the server (a fresh interceptor secret each time), then the bot, then finds or creates the lobby.
     /// The server and the bot record their metrics into the server's `telemetry`; `prepare` runs before the
     /// server starts listening (to add HTTP routes, for example).
-    public static func start(configuration: BotConfiguration, logger: Logger = Logger(label: "hookbot"),
-                             prepare: (IMServer) -> Void = { _ in }) async throws -> EmbeddedHub {
+    public static func start(
+        configuration: BotConfiguration, logger: Logger = Logger(label: "hookbot"),
+        prepare: (IMServer) -> Void = { _ in }
+    ) async throws -> EmbeddedHub {
         var bot = configuration
         bot.interceptorSecret = configuration.interceptorSecret ?? Self.randomSecret()
         var server = ServerConfiguration()
@@ -44,11 +46,12 @@ public final class EmbeddedHub: Sendable {
         let port = try await imServer.start()
         do {
             let metrics = imServer.telemetry.factory
-            let host = switch configuration.attachment {
-            case .inProcess: try BotHost.make(configuration: bot, local: imServer, logger: logger, metrics: metrics)
-            case .webSocket:
-                try BotHost.make(configuration: bot, serverURL: "ws://127.0.0.1:\(port)/ws", logger: logger, metrics: metrics)
-            }
+            let host =
+                switch configuration.attachment {
+                case .inProcess: try BotHost.make(configuration: bot, local: imServer, logger: logger, metrics: metrics)
+                case .webSocket:
+                    try BotHost.make(configuration: bot, serverURL: "ws://127.0.0.1:\(port)/ws", logger: logger, metrics: metrics)
+                }
             try await host.start()
             let lobby = try await lobby(named: configuration.lobbyName, client: host.client)
             await host.refreshReach()

@@ -37,8 +37,9 @@ public final class MuteList: Sendable {
     public func mute(_ user: String, in cid: String, for seconds: Int) throws {
         let now = clock.now()
         let key = Self.key(user, in: cid)
-        try store.set(plugin: Self.namespace, key: key, value: .double(now + Double(seconds)), ttl: Double(max(seconds, 1)),
-                      now: now)
+        try store.set(
+            plugin: Self.namespace, key: key, value: .double(now + Double(seconds)), ttl: Double(max(seconds, 1)),
+            now: now)
         until.withLock { $0[key] = seconds > 0 ? now + Double(seconds) : nil }
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 import HookRuntime
+import IMCore
 import Logging
 import Synchronization
-import IMCore
 
 /// The routing core of a bot, with no transport: what a running bot (`BotHost`) and `hookbot test` do
 /// with what arrives, and with the actions their plugins return.
@@ -27,16 +27,20 @@ public final class Router: Sendable {
     private let loopGuard: Mutex<LoopGuard>
 
     /// - Parameter note: told what happens, as it happens (counters, logs, test recorders).
-    public init(settings: RoutingSettings, plugins: PluginRuntime, outlet: any BotOutlet,
-                logger: Logger = Logger(label: "hookbot.routing"), note: @escaping @Sendable (RoutingNote) -> Void = { _ in }) {
+    public init(
+        settings: RoutingSettings, plugins: PluginRuntime, outlet: any BotOutlet,
+        logger: Logger = Logger(label: "hookbot.routing"), note: @escaping @Sendable (RoutingNote) -> Void = { _ in }
+    ) {
         self.settings = settings
         self.plugins = plugins
         self.outlet = outlet
         self.note = note
         self.logger = logger
         mutes = MuteList(store: plugins.store, clock: plugins.clock)
-        loopGuard = Mutex(LoopGuard(limit: settings.replyLimit, globalLimit: settings.globalReplyLimit,
-                                    window: settings.replyWindow, maxHops: settings.maxHops))
+        loopGuard = Mutex(
+            LoopGuard(
+                limit: settings.replyLimit, globalLimit: settings.globalReplyLimit,
+                window: settings.replyWindow, maxHops: settings.maxHops))
     }
 
     // MARK: Arrivals
@@ -151,8 +155,9 @@ public final class Router: Sendable {
             note(.undecided)
             return Review(decision: .undecided, followUp: .init())
         }
-        let followUp = HookResult(actions: moderation.actions + (screened?.actions ?? []),
-                                  errors: moderation.errors + (screened?.errors ?? []))
+        let followUp = HookResult(
+            actions: moderation.actions + (screened?.actions ?? []),
+            errors: moderation.errors + (screened?.errors ?? []))
         let verdict = Self.verdict(moderation)
         if case .block(let reason, let code, let silent) = moderation.verdict {
             note(.verdict(verdict))
@@ -173,21 +178,26 @@ public final class Router: Sendable {
     }
 
     /// Reviews a proposed membership change with the `membership` chain.
-    public func reviewMembership(cid: String, by: String, members: [String], action: String,
-                                 until: ContinuousClock.Instant? = nil) async -> Review {
+    public func reviewMembership(
+        cid: String, by: String, members: [String], action: String,
+        until: ContinuousClock.Instant? = nil
+    ) async -> Review {
         let review = await plugins.reviewMembership(cid: cid, by: by, members: members, action: action, until: until)
         let followUp = HookResult(actions: review.actions, errors: review.errors)
         guard case .block(let reason, let code, _) = review.verdict else { return Review(decision: .allow, followUp: followUp) }
-        return Review(decision: .drop(reason: reason ?? "refused by \(review.decidedBy ?? "a plugin")", code: code, silent: false),
-                      followUp: followUp)
+        return Review(
+            decision: .drop(reason: reason ?? "refused by \(review.decidedBy ?? "a plugin")", code: code, silent: false),
+            followUp: followUp)
     }
 
     // MARK: Actions
 
     /// Reports a result's hook errors (the plugin runtime has logged them) and executes its actions, which
     /// answer a message that carried `hops` bot hops (0 for anything else).
-    public func finish(_ result: HookResult, replyingTo hops: Int = 0,
-                       screenings: [Int: PluginRuntime.Screening] = [:]) async {
+    public func finish(
+        _ result: HookResult, replyingTo hops: Int = 0,
+        screenings: [Int: PluginRuntime.Screening] = [:]
+    ) async {
         if !result.errors.isEmpty { note(.hookErrors(result.errors)) }
         await execute(result.actions, hops: hops + 1, screenings: screenings)
     }
@@ -209,13 +219,17 @@ public final class Router: Sendable {
         }
         guard !refused.isEmpty else { return }
         for action in refused {
-            note(.notSent(cid: action.kind.conversation ?? "", text: Self.text(of: action), by: "sends per event",
-                          reason: "at most \(settings.sendsPerEvent) sends answer one event", plugin: action.plugin))
+            note(
+                .notSent(
+                    cid: action.kind.conversation ?? "", text: Self.text(of: action), by: "sends per event",
+                    reason: "at most \(settings.sendsPerEvent) sends answer one event", plugin: action.plugin))
         }
-        logger.warning("too many messages for one event; the rest were not sent", metadata: [
-            "limit": "\(settings.sendsPerEvent)", "refused": "\(refused.count)",
-            "plugins": "\(Set(refused.map(\.plugin)).sorted())",
-        ])
+        logger.warning(
+            "too many messages for one event; the rest were not sent",
+            metadata: [
+                "limit": "\(settings.sendsPerEvent)", "refused": "\(refused.count)",
+                "plugins": "\(Set(refused.map(\.plugin)).sorted())",
+            ])
     }
 
     private static func text(of action: HookAction) -> String {
@@ -243,8 +257,12 @@ public final class Router: Sendable {
         case .mute(let cid, let user, let seconds, let reason):
             do {
                 try mutes.mute(user, in: cid, for: seconds ?? 600)
-                logger.info("user muted", metadata: ["cid": "\(cid)", "user": "\(user)", "seconds": "\(seconds ?? 600)",
-                                                     "reason": "\(reason ?? "")"])
+                logger.info(
+                    "user muted",
+                    metadata: [
+                        "cid": "\(cid)", "user": "\(user)", "seconds": "\(seconds ?? 600)",
+                        "reason": "\(reason ?? "")",
+                    ])
             } catch {
                 return failed("mute", cid, plugin: plugin, error)
             }
@@ -252,8 +270,9 @@ public final class Router: Sendable {
         case .warn(let cid, let user, let reason):
             await perform(action, "warn", cid)
             let text = "@\(user) " + (reason ?? Self.warning)
-            await send(HookMessage(cid: cid, type: HookMessageType.text, text: text), to: cid, hops: hops, plugin: plugin,
-                       transient: false, mentions: [user])
+            await send(
+                HookMessage(cid: cid, type: HookMessageType.text, text: text), to: cid, hops: hops, plugin: plugin,
+                transient: false, mentions: [user])
         case .recall(let cid, _):
             await perform(action, "recall", cid)
         case .kick(let cid, _, _):
@@ -287,29 +306,36 @@ public final class Router: Sendable {
 
     /// Screens one of the bot's own messages (unless done already), applies the rate limits, marks its
     /// hop count and hands it to the outlet.
-    private func send(_ message: HookMessage, to cid: String, hops: Int, plugin: String, transient: Bool,
-                      replyTo: String? = nil, mentions: [String] = [], screening: PluginRuntime.Screening? = nil) async {
+    private func send(
+        _ message: HookMessage, to cid: String, hops: Int, plugin: String, transient: Bool,
+        replyTo: String? = nil, mentions: [String] = [], screening: PluginRuntime.Screening? = nil
+    ) async {
         var outgoing = message
         outgoing.cid = cid
         outgoing.from = settings.botID
-        let (screened, moderation) = if let screening { (screening.screened, screening.moderation) } else {
-            await plugins.screen(outgoing)
-        }
+        let (screened, moderation) =
+            if let screening { (screening.screened, screening.moderation) } else {
+                await plugins.screen(outgoing)
+            }
         let followUp = screened.actions + (moderation?.actions ?? [])
         let errors = screened.errors + (moderation?.errors ?? [])
         if !followUp.isEmpty || !errors.isEmpty { await finish(HookResult(actions: followUp, errors: errors)) }
         guard var approved = screened.message, let moderation else {
-            note(.notSent(cid: cid, text: outgoing.text ?? "", by: screened.droppedBy ?? "", reason: screened.dropReason,
-                          plugin: plugin))
-            logger.info("own message dropped by before_send",
-                        metadata: ["plugin": "\(screened.droppedBy ?? "")", "reason": "\(screened.dropReason ?? "")"])
+            note(
+                .notSent(
+                    cid: cid, text: outgoing.text ?? "", by: screened.droppedBy ?? "", reason: screened.dropReason,
+                    plugin: plugin))
+            logger.info(
+                "own message dropped by before_send",
+                metadata: ["plugin": "\(screened.droppedBy ?? "")", "reason": "\(screened.dropReason ?? "")"])
             return
         }
         switch moderation.verdict {
         case .block(let reason, _, _):
             note(.notSent(cid: cid, text: approved.text ?? "", by: moderation.decidedBy ?? "", reason: reason, plugin: plugin))
-            logger.info("own message blocked by moderation",
-                        metadata: ["plugin": "\(moderation.decidedBy ?? "")", "reason": "\(reason ?? "")"])
+            logger.info(
+                "own message blocked by moderation",
+                metadata: ["plugin": "\(moderation.decidedBy ?? "")", "reason": "\(reason ?? "")"])
             return
         case .replace(let text):
             approved.text = text

@@ -18,9 +18,11 @@ public struct RoutingSettings: Sendable {
     /// Conversation id → language its messages are translated into before `on_receive`.
     public var translateTo: [String: String]
 
-    public init(botID: String, intercepting: Bool, maxHops: Int = 3, replyLimit: Int = 30,
-                globalReplyLimit: Int = 3000, replyWindow: Double = 10, sendsPerEvent: Int = 10,
-                translateTo: [String: String] = [:]) {
+    public init(
+        botID: String, intercepting: Bool, maxHops: Int = 3, replyLimit: Int = 30,
+        globalReplyLimit: Int = 3000, replyWindow: Double = 10, sendsPerEvent: Int = 10,
+        translateTo: [String: String] = [:]
+    ) {
         self.botID = botID
         self.intercepting = intercepting
         self.maxHops = maxHops

@@ -59,15 +59,18 @@ struct PluginView: Encodable {
         consecutiveFailures = status.consecutiveFailures
         totalFailures = status.totalFailures
         breakerTrips = status.breakerTrips
-        http = ["started": status.http.started, "failed": status.http.failed, "refused": status.http.refused,
-                "inFlight": status.http.inFlight]
+        http = [
+            "started": status.http.started, "failed": status.http.failed, "refused": status.http.refused,
+            "inFlight": status.http.inFlight,
+        ]
         lastError = status.lastError.map(ErrorView.init)
         let used = Dictionary(status.usage.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let names = status.hooks + status.usage.map(\.name).filter { !status.hooks.contains($0) }
         hooks = names.map { name in
             let usage = used[name]
-            return HookView(name: name, calls: usage?.calls ?? 0, failures: usage?.failures ?? 0,
-                            totalMillis: usage?.totalMillis ?? 0, maxMillis: usage?.maxMillis ?? 0)
+            return HookView(
+                name: name, calls: usage?.calls ?? 0, failures: usage?.failures ?? 0,
+                totalMillis: usage?.totalMillis ?? 0, maxMillis: usage?.maxMillis ?? 0)
         }
     }
 }

@@ -3,8 +3,8 @@ import Foundation
 import HookRuntime
 import Hummingbird
 import IMCore
-import IMSignatures
 import IMServer
+import IMSignatures
 import Logging
 import Synchronization
 import Telemetry
@@ -98,9 +98,13 @@ public final class Console: Sendable {
                 do {
                     let store = target.bot.runtime.store
                     let entries = try await store.entries(plugin: name, now: target.bot.runtime.clock.now())
-                    return HTTPJSON.response(.ok, StateView(plugin: name, entries: entries.map {
-                        .init(key: $0.key, value: $0.value, expiresAt: $0.expiresAt)
-                    }))
+                    return HTTPJSON.response(
+                        .ok,
+                        StateView(
+                            plugin: name,
+                            entries: entries.map {
+                                .init(key: $0.key, value: $0.value, expiresAt: $0.expiresAt)
+                            }))
                 } catch {
                     return HTTPJSON.error(.internalServerError, "state could not be read: \(error)")
                 }
@@ -152,8 +156,10 @@ public final class Console: Sendable {
     }
 
     /// `admin`, for a plugin named in the path that is known to the bot (404 otherwise).
-    private func plugin(_ request: Request, _ context: BasicRequestContext,
-                        _ body: (Target, String) async -> Response) async -> Response {
+    private func plugin(
+        _ request: Request, _ context: BasicRequestContext,
+        _ body: (Target, String) async -> Response
+    ) async -> Response {
         await admin(request) { target in
             let name = context.parameters.get("name")?.removingPercentEncoding ?? ""
             guard await target.bot.runtime.plugins.contains(where: { $0.name == name }) else {
@@ -172,9 +178,11 @@ public final class Console: Sendable {
 
     private func info() -> Response {
         let target = target.withLock { $0 }
-        return HTTPJSON.response(.ok, InfoView(
-            bot: target?.bot.configuration.clientID, lobby: target?.lobbyID, lobbyName: settings.lobbyName, ws: "/ws",
-            signatures: settings.appID != nil && settings.masterKey != nil, appId: settings.appID))
+        return HTTPJSON.response(
+            .ok,
+            InfoView(
+                bot: target?.bot.configuration.clientID, lobby: target?.lobbyID, lobbyName: settings.lobbyName, ws: "/ws",
+                signatures: settings.appID != nil && settings.masterKey != nil, appId: settings.appID))
     }
 
     private func pluginView(_ target: Target, _ name: String) async -> Response {
@@ -215,20 +223,24 @@ public final class Console: Sendable {
         let bot = InterceptionView.Bot(verdicts: stats.verdicts, undecided: stats.undecided, blocked: stats.blocked)
         let id = target.bot.configuration.clientID
         guard let server = target.server else {
-            return HTTPJSON.response(.ok, InterceptionView(
-                interceptor: id, deadlineMillis: settings.interceptionDeadlineMillis,
-                policy: settings.failClosed ? "fail-closed" : "fail-open", bot: bot))
+            return HTTPJSON.response(
+                .ok,
+                InterceptionView(
+                    interceptor: id, deadlineMillis: settings.interceptionDeadlineMillis,
+                    policy: settings.failClosed ? "fail-closed" : "fail-open", bot: bot))
         }
         let counted = server.interceptionStats
         let interception = server.configuration.interception
-        return HTTPJSON.response(.ok, InterceptionView(
-            interceptor: id, attached: server.isInterceptorAttached(id), deadlineMillis: interception.deadlineMillis,
-            policy: interception.failurePolicy == .failClosed ? "fail-closed" : "fail-open",
-            requests: counted.requests,
-            verdicts: .init(allow: counted.allowed, block: counted.dropped, replace: counted.modified),
-            timeouts: counted.timeouts,
-            policyDecisions: .init(total: counted.policyApplied, declined: counted.declined, invalid: counted.failures),
-            reviewsInFlight: server.reviewsInFlight.now, bot: bot))
+        return HTTPJSON.response(
+            .ok,
+            InterceptionView(
+                interceptor: id, attached: server.isInterceptorAttached(id), deadlineMillis: interception.deadlineMillis,
+                policy: interception.failurePolicy == .failClosed ? "fail-closed" : "fail-open",
+                requests: counted.requests,
+                verdicts: .init(allow: counted.allowed, block: counted.dropped, replace: counted.modified),
+                timeouts: counted.timeouts,
+                policyDecisions: .init(total: counted.policyApplied, declined: counted.declined, invalid: counted.failures),
+                reviewsInFlight: server.reviewsInFlight.now, bot: bot))
     }
 
     private func sign(_ request: Request) async -> Response {
@@ -254,7 +266,9 @@ public final class Console: Sendable {
             guard let cid = body.conversationId, !cid.isEmpty else {
                 return HTTPJSON.error(.badRequest, "\(body.action) needs conversationId")
             }
-            action = body.action == "join" ? .join(conversationId: cid)
+            action =
+                body.action == "join"
+                ? .join(conversationId: cid)
                 : body.action == "invite" ? .invite(conversationId: cid, members: members) : .kick(conversationId: cid, members: members)
         default:
             return HTTPJSON.error(.badRequest, "action must be open, start, join, invite or kick")

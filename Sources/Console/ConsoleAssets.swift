@@ -23,7 +23,8 @@ struct ConsoleAssets: Sendable {
         liveDirectory = nil
         var files: [String: Data] = [:]
         if let directory = Bundle.module.url(forResource: "Resources", withExtension: nil),
-           let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) {
+            let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path)
+        {
             for name in names where Self.isServable(name) {
                 files[name] = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path)
             }
@@ -39,14 +40,16 @@ struct ConsoleAssets: Sendable {
 
     func response(for name: String) -> Response {
         guard Self.isServable(name) else { return HTTPJSON.error(.notFound, "no such file") }
-        let data: Data? = if let liveDirectory {
-            FileManager.default.contents(atPath: liveDirectory.appendingPathComponent(name).path)
-        } else {
-            files[name]
-        }
+        let data: Data? =
+            if let liveDirectory {
+                FileManager.default.contents(atPath: liveDirectory.appendingPathComponent(name).path)
+            } else {
+                files[name]
+            }
         guard let data else { return HTTPJSON.error(.notFound, "no such file") }
         let type = Self.contentTypes[(name as NSString).pathExtension] ?? "application/octet-stream"
-        return Response(status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -20,8 +20,10 @@ public final class ConsoleServer: Sendable {
     }
 
     /// Starts listening (port 0: a free one) and returns once bound.
-    public static func start(console: Console?, webhooks: Webhooks? = nil, readiness: @escaping @Sendable () async -> String?,
-                             telemetry: Telemetry, host: String, port: Int, logger: Logger) async throws -> ConsoleServer {
+    public static func start(
+        console: Console?, webhooks: Webhooks? = nil, readiness: @escaping @Sendable () async -> String?,
+        telemetry: Telemetry, host: String, port: Int, logger: Logger
+    ) async throws -> ConsoleServer {
         let router = Router()
         Probes.register(on: router, telemetry: telemetry, notReady: readiness)
         console?.register(on: router)
@@ -29,7 +31,10 @@ public final class ConsoleServer: Sendable {
         let (ports, bound) = AsyncStream<Int>.makeStream()
         let app = Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "hookbot-console"),
-            onServerRunning: { channel in bound.yield(channel.localAddress?.port ?? 0); bound.finish() }, logger: logger)
+            onServerRunning: { channel in
+                bound.yield(channel.localAddress?.port ?? 0)
+                bound.finish()
+            }, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         let task = Task {
             defer { bound.finish() }

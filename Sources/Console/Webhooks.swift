@@ -72,7 +72,8 @@ public final class Webhooks: Sendable {
             if let field = HTTPField.Name(name) { fields[field] = value }
         }
         if fields[.contentType] == nil, !answer.body.isEmpty { fields[.contentType] = "text/plain; charset=utf-8" }
-        return Response(status: .init(code: answer.status), headers: fields,
-                        body: .init(byteBuffer: ByteBuffer(string: answer.body)))
+        return Response(
+            status: .init(code: answer.status), headers: fields,
+            body: .init(byteBuffer: ByteBuffer(string: answer.body)))
     }
 }

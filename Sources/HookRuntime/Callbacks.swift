@@ -1,8 +1,8 @@
 import CLua
-import LuaSandbox
 import Foundation
-import Logging
 import IMCore
+import Logging
+import LuaSandbox
 
 // Swift functions called from Lua through the C trampoline (shim.h).
 // Rules: never call lua_error; on failure push a message and return -1 (the
@@ -57,7 +57,9 @@ private func argNumber(_ L: LuaRef, _ i: Int32) -> Double? {
 let cbLog: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
     guard let lv = argString(L, 1), let level = HookLogLevel(rawValue: lv) else {
-        return fail(L, "ctx.log: unknown level '\(argString(L, 1) ?? luaTypeName(L, 1))' (use trace, debug, info, notice, warning, error, critical)")
+        return fail(
+            L, "ctx.log: unknown level '\(argString(L, 1) ?? luaTypeName(L, 1))' (use trace, debug, info, notice, warning, error, critical)"
+        )
     }
     let text = argString(L, 2) ?? ""
     p.env.logger.log(level: level.swiftLog, "\(text)", metadata: ["plugin": "\(p.name)"])
@@ -94,7 +96,10 @@ func isValidModuleName(_ n: String) -> Bool {
 let cbRequireSource: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
     guard let name = luaString(L, 1), isValidModuleName(name) else {
-        return fail(L, "require: invalid module name '\(argString(L, 1) ?? "?")' (modules are <plugins>/lib/<name>.lua; letters, digits, _ and . only)")
+        return fail(
+            L,
+            "require: invalid module name '\(argString(L, 1) ?? "?")' (modules are <plugins>/lib/<name>.lua; letters, digits, _ and . only)"
+        )
     }
     let rel = "lib/" + name.replacingOccurrences(of: ".", with: "/") + ".lua"
     let url = p.env.directory.appendingPathComponent(rel)
@@ -125,9 +130,11 @@ let cbStateGet: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
     guard let key = stateKey(L) else { return invalidStateKey(L, "get") }
     let v: JSONValue?
-    do { v = try p.env.store.get(plugin: p.name, key: key, now: p.env.clock.now()) }
-    catch { return fail(L, "state.get: \(error)") }
-    guard let v else { lua_pushnil(L); return 1 }
+    do { v = try p.env.store.get(plugin: p.name, key: key, now: p.env.clock.now()) } catch { return fail(L, "state.get: \(error)") }
+    guard let v else {
+        lua_pushnil(L)
+        return 1
+    }
     if !luaPush(L, json: v) { return fail(L, "state.get: value too deep") }
     return 1
 }
@@ -142,8 +149,9 @@ let cbStateSet: hb_swift_fn = { L in
         guard let t = argNumber(L, 3), t > 0, t.isFinite else { return fail(L, "state.set: ttl must be a positive number of seconds") }
         ttl = t
     }
-    do { try p.env.store.set(plugin: p.name, key: key, value: value, ttl: ttl, now: p.env.clock.now()) }
-    catch { return fail(L, "state.set: \(error)") }
+    do { try p.env.store.set(plugin: p.name, key: key, value: value, ttl: ttl, now: p.env.clock.now()) } catch {
+        return fail(L, "state.set: \(error)")
+    }
     return 0
 }
 
@@ -163,8 +171,9 @@ let cbStateIncr: hb_swift_fn = { L in
         ttl = t
     }
     let r: JSONValue
-    do { r = try p.env.store.incr(plugin: p.name, key: key, by: by, ttl: ttl, now: p.env.clock.now()) }
-    catch { return fail(L, "state.incr(\(key)): \(error)") }
+    do { r = try p.env.store.incr(plugin: p.name, key: key, by: by, ttl: ttl, now: p.env.clock.now()) } catch {
+        return fail(L, "state.incr(\(key)): \(error)")
+    }
     _ = luaPush(L, json: r)
     return 1
 }
@@ -172,8 +181,7 @@ let cbStateIncr: hb_swift_fn = { L in
 let cbStateDelete: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
     guard let key = stateKey(L) else { return invalidStateKey(L, "delete") }
-    do { try p.env.store.delete(plugin: p.name, key: key) }
-    catch { return fail(L, "state.delete: \(error)") }
+    do { try p.env.store.delete(plugin: p.name, key: key) } catch { return fail(L, "state.delete: \(error)") }
     return 0
 }
 
@@ -181,8 +189,9 @@ let cbStateKeys: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
     let prefix = luaString(L, 1) ?? ""
     let keys: [String]
-    do { keys = try p.env.store.keys(plugin: p.name, prefix: prefix, now: p.env.clock.now()) }
-    catch { return fail(L, "state.keys: \(error)") }
+    do { keys = try p.env.store.keys(plugin: p.name, prefix: prefix, now: p.env.clock.now()) } catch {
+        return fail(L, "state.keys: \(error)")
+    }
     lua_createtable(L, Int32(clamping: keys.count), 0)
     for (i, k) in keys.enumerated() {
         luaPush(L, k)
@@ -210,7 +219,10 @@ let cbTimerAdd: hb_swift_fn = { L in
 
 let cbTimerCancel: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
-    guard lua_type(L, 1) == LUA_TNUMBER else { lua_pushboolean(L, 0); return 1 }
+    guard lua_type(L, 1) == LUA_TNUMBER else {
+        lua_pushboolean(L, 0)
+        return 1
+    }
     let id = Int(lua_tointegerx(L, 1, nil))
     lua_pushboolean(L, p.timers.removeValue(forKey: id) != nil ? 1 : 0)
     return 1
@@ -223,7 +235,8 @@ let cbCommandAdd: hb_swift_fn = { L in
     let spec: JSONValue
     do { spec = try luaToJSON(L, 1, path: "command") } catch { return fail(L, "ctx.commands.add: \(error)") }
     guard let name = spec["name"]?.stringValue, !name.isEmpty, name.count <= 32,
-          name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+        name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
+    else {
         return fail(L, "ctx.commands.add: name must be 1–32 letters, digits, _ or -")
     }
     let signature = spec["args"]?.stringValue ?? ""
@@ -242,8 +255,9 @@ let cbCommandAdd: hb_swift_fn = { L in
     }
     let cooldown = spec["cooldown"]?.doubleValue ?? 0
     guard cooldown.isFinite, cooldown >= 0, cooldown < 1e7 else { return fail(L, "ctx.commands.add: cooldown must be seconds >= 0") }
-    let command = CommandSpec(name: name, arguments: arguments, signature: signature, roles: roles, cooldown: cooldown,
-                              description: spec["description"]?.stringValue, plugin: p.name)
+    let command = CommandSpec(
+        name: name, arguments: arguments, signature: signature, roles: roles, cooldown: cooldown,
+        description: spec["description"]?.stringValue, plugin: p.name)
     if let problem = p.env.commands.register(command, owner: p.instanceID) { return fail(L, "ctx.commands.add: \(problem)") }
     luaPush(L, name)
     return 1
@@ -261,8 +275,10 @@ let cbHTTPStart: hb_swift_fn = { L in
     }
     guard let options = try? luaToJSON(L, 1, path: "request") else { return refuse("expects a table {url = ..., method = ...}") }
     p.env.nextHTTPID += 1
-    switch (p.env.httpPolicies[p.name] ?? HTTPPolicy()).check(options, plugin: p.name, id: p.env.nextHTTPID,
-                                                               inFlight: p.usage?.http.inFlight ?? 0) {
+    switch (p.env.httpPolicies[p.name] ?? HTTPPolicy()).check(
+        options, plugin: p.name, id: p.env.nextHTTPID,
+        inFlight: p.usage?.http.inFlight ?? 0)
+    {
     case .failure(let problem): return refuse(problem.description)
     case .success(var call):
         guard let start = p.env.startHTTP else { return refuse("this host makes no HTTP calls") }
@@ -327,7 +343,10 @@ let cbTypesRegister: hb_swift_fn = { L in
         for (k, v) in o {
             guard var s = v.stringValue else { return fail(L, "ctx.types.register: field '\(k)' needs a type name") }
             var optional = false
-            if s.hasSuffix("?") { optional = true; s.removeLast() }
+            if s.hasSuffix("?") {
+                optional = true
+                s.removeLast()
+            }
             guard let ft = CustomMessageType.FieldType(rawValue: s) else {
                 return fail(L, "ctx.types.register: field '\(k)': unknown type '\(s)' (string, number, integer, boolean, table, any)")
             }
@@ -348,13 +367,19 @@ let cbTypesValidate: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
     let m: HookMessage
     do { m = try luaToMessage(L, 1, base: HookMessage()) } catch {
-        lua_pushboolean(L, 0); luaPush(L, "\(error)"); return 2
+        lua_pushboolean(L, 0)
+        luaPush(L, "\(error)")
+        return 2
     }
     if m.type > 0, p.env.registry.type(number: m.type) == nil {
-        lua_pushboolean(L, 0); luaPush(L, "unknown message type \(m.type)"); return 2
+        lua_pushboolean(L, 0)
+        luaPush(L, "unknown message type \(m.type)")
+        return 2
     }
     if let err = p.env.registry.validate(m) {
-        lua_pushboolean(L, 0); luaPush(L, err); return 2
+        lua_pushboolean(L, 0)
+        luaPush(L, err)
+        return 2
     }
     lua_pushboolean(L, 1)
     return 1
@@ -363,7 +388,8 @@ let cbTypesValidate: hb_swift_fn = { L in
 let cbTypesName: hb_swift_fn = { L in
     guard let L, let p = pluginOf(L) else { return 0 }
     guard lua_type(L, 1) == LUA_TNUMBER, let n = p.env.registry.name(of: Int(lua_tointegerx(L, 1, nil))) else {
-        lua_pushnil(L); return 1
+        lua_pushnil(L)
+        return 1
     }
     luaPush(L, n)
     return 1
@@ -376,9 +402,18 @@ let cbTypesNumber: hb_swift_fn = { L in
         if p.env.registry.name(of: n) != nil { lua_pushinteger(L, Int64(n)) } else { lua_pushnil(L) }
         return 1
     }
-    guard let s = luaString(L, 1) else { lua_pushnil(L); return 1 }
-    if let b = HookMessageType.builtinNames.first(where: { $0.value == s }) { lua_pushinteger(L, Int64(b.key)); return 1 }
-    if let t = p.env.registry.type(named: s) { lua_pushinteger(L, Int64(t.number)); return 1 }
+    guard let s = luaString(L, 1) else {
+        lua_pushnil(L)
+        return 1
+    }
+    if let b = HookMessageType.builtinNames.first(where: { $0.value == s }) {
+        lua_pushinteger(L, Int64(b.key))
+        return 1
+    }
+    if let t = p.env.registry.type(named: s) {
+        lua_pushinteger(L, Int64(t.number))
+        return 1
+    }
     lua_pushnil(L)
     return 1
 }
@@ -456,7 +491,9 @@ let cbAction: hb_swift_fn = { L in
             guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
             guard let user = argString(L, 2) else { return fail(L, "\(fname): user id expected") }
             let reason = argString(L, 3)
-            action = kind == .kick ? .kick(cid: cid, user: user, reason: reason)
+            action =
+                kind == .kick
+                ? .kick(cid: cid, user: user, reason: reason)
                 : kind == .warn ? .warn(cid: cid, user: user, reason: reason) : .add(cid: cid, user: user)
         case .mute:
             guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }

@@ -92,7 +92,9 @@ struct CommandSpec: Sendable, Hashable {
                 }
                 values[argument.name] = number.rounded() == number && abs(number) < 1e15 ? .int(Int(number)) : .double(number)
             case .integer:
-                guard let number = Int(word) else { return .failure(CommandError("\(argument.name) must be a whole number, not '\(word)'")) }
+                guard let number = Int(word) else {
+                    return .failure(CommandError("\(argument.name) must be a whole number, not '\(word)'"))
+                }
                 values[argument.name] = .int(number)
             }
         }

@@ -30,19 +30,21 @@ struct ConfigSchema: Sendable, Hashable {
     /// `faq_module = false` for "no module"), an empty table a list or a table, and every setting accepts
     /// `false` to turn it off.
     static func inferred(from defaults: [String: JSONValue]) -> ConfigSchema {
-        ConfigSchema(fields: defaults.mapValues { value in
-            let kinds: Set<Kind> = switch value {
-            case .bool(false), .null: [.any]
-            case .bool: [.boolean]
-            case .int, .double: [.number, .boolean]
-            case .string: [.string, .boolean]
-            case .array(let items) where items.isEmpty: [.array, .table, .boolean]
-            case .object(let entries) where entries.isEmpty: [.array, .table, .boolean]
-            case .array: [.array, .boolean]
-            case .object: [.table, .boolean]
-            }
-            return Field(kinds: kinds, defaultValue: value)
-        })
+        ConfigSchema(
+            fields: defaults.mapValues { value in
+                let kinds: Set<Kind> =
+                    switch value {
+                    case .bool(false), .null: [.any]
+                    case .bool: [.boolean]
+                    case .int, .double: [.number, .boolean]
+                    case .string: [.string, .boolean]
+                    case .array(let items) where items.isEmpty: [.array, .table, .boolean]
+                    case .object(let entries) where entries.isEmpty: [.array, .table, .boolean]
+                    case .array: [.array, .boolean]
+                    case .object: [.table, .boolean]
+                    }
+                return Field(kinds: kinds, defaultValue: value)
+            })
     }
 
     /// A declared schema (the plugin's `schema` table, converted to JSON); throws a message on a malformed one.
@@ -70,8 +72,9 @@ struct ConfigSchema: Sendable, Hashable {
             default:
                 throw SchemaError("schema.\(key).type must be a type name or a list of them")
             }
-            var field = Field(kinds: kinds, values: spec["values"]?.arrayValue, defaultValue: spec["default"],
-                              description: spec["description"]?.stringValue, required: spec["required"] == .bool(true))
+            var field = Field(
+                kinds: kinds, values: spec["values"]?.arrayValue, defaultValue: spec["default"],
+                description: spec["description"]?.stringValue, required: spec["required"] == .bool(true))
             if let values = spec["values"], field.values == nil, values != .array([]) {
                 throw SchemaError("schema.\(key).values must be a list")
             }

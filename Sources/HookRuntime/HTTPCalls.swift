@@ -81,7 +81,8 @@ extension HTTPPolicy {
     func check(_ options: JSONValue, plugin: String, id: Int, inFlight: Int) -> Result<HookHTTPCall, CommandError> {
         guard case .object(let fields) = options else { return .failure(CommandError("expects a table {url = ..., method = ...}")) }
         guard let text = fields["url"]?.stringValue, let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = url.host?.lowercased() else {
+            scheme == "http" || scheme == "https", let host = url.host?.lowercased()
+        else {
             return .failure(CommandError("url must be an http or https URL"))
         }
         let port = url.port.map { "\(host):\($0)" }
@@ -107,7 +108,9 @@ extension HTTPPolicy {
         }
         let timeout = min(fields["timeout"]?.doubleValue ?? timeoutCap, timeoutCap)
         guard timeout > 0 else { return .failure(CommandError("timeout must be a positive number of seconds")) }
-        return .success(HookHTTPCall(id: id, plugin: plugin, method: method, url: url, headers: headers, body: body,
-                                     timeout: timeout, maxBytes: maxBytes, instanceID: 0))
+        return .success(
+            HookHTTPCall(
+                id: id, plugin: plugin, method: method, url: url, headers: headers, body: body,
+                timeout: timeout, maxBytes: maxBytes, instanceID: 0))
     }
 }

@@ -64,14 +64,20 @@ func luaPush(_ L: LuaRef, json: JSONValue, depth: Int = 0) -> Bool {
     case .array(let a):
         lua_createtable(L, Int32(clamping: a.count), 0)
         for (i, v) in a.enumerated() {
-            if !luaPush(L, json: v, depth: depth + 1) { lua_settop(L, -2); return false }
+            if !luaPush(L, json: v, depth: depth + 1) {
+                lua_settop(L, -2)
+                return false
+            }
             lua_rawseti(L, -2, Int64(i + 1))
         }
     case .object(let o):
         lua_createtable(L, 0, Int32(clamping: o.count))
         for (k, v) in o {
             luaPush(L, k)
-            if !luaPush(L, json: v, depth: depth + 1) { lua_settop(L, -3); return false }
+            if !luaPush(L, json: v, depth: depth + 1) {
+                lua_settop(L, -3)
+                return false
+            }
             lua_rawset(L, -3)
         }
     }
@@ -136,12 +142,16 @@ private func luaToJSON(_ L: LuaRef, _ idx: Int32, depth: Int, path: String, budg
                 do {
                     try budget.spend(nodes: 0, bytes: k.utf8.count, at: path)
                     strKeys[k] = try luaToJSON(L, -1, depth: depth + 1, path: path + "." + k, budget: &budget)
+                } catch {
+                    lua_settop(L, -3)
+                    throw error
                 }
-                catch { lua_settop(L, -3); throw error }
             case LUA_TNUMBER where lua_isinteger(L, -2) != 0:
                 let k = Int(lua_tointegerx(L, -2, nil))
-                do { intKeys[k] = try luaToJSON(L, -1, depth: depth + 1, path: path + "[\(k)]", budget: &budget) }
-                catch { lua_settop(L, -3); throw error }
+                do { intKeys[k] = try luaToJSON(L, -1, depth: depth + 1, path: path + "[\(k)]", budget: &budget) } catch {
+                    lua_settop(L, -3)
+                    throw error
+                }
             default:
                 let t = luaTypeName(L, -2)
                 lua_settop(L, -3)
@@ -188,17 +198,23 @@ func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?) {
         if let v = f.size { luaSetField(L, "size", int: Int64(v)) }
         if let v = f.width { luaSetField(L, "width", int: Int64(v)) }
         if let v = f.height { luaSetField(L, "height", int: Int64(v)) }
-        if let v = f.duration { lua_pushnumber(L, v); luaSetFieldTop(L, "duration") }
+        if let v = f.duration {
+            lua_pushnumber(L, v)
+            luaSetFieldTop(L, "duration")
+        }
         luaSetFieldTop(L, "file")
     }
     if let loc = m.location {
         lua_createtable(L, 0, 2)
-        lua_pushnumber(L, loc.latitude); luaSetFieldTop(L, "latitude")
-        lua_pushnumber(L, loc.longitude); luaSetFieldTop(L, "longitude")
+        lua_pushnumber(L, loc.latitude)
+        luaSetFieldTop(L, "latitude")
+        lua_pushnumber(L, loc.longitude)
+        luaSetFieldTop(L, "longitude")
         luaSetFieldTop(L, "location")
     }
     luaSetField(L, "timestamp", int: m.timestamp)
-    lua_pushboolean(L, m.transient ? 1 : 0); luaSetFieldTop(L, "transient")
+    lua_pushboolean(L, m.transient ? 1 : 0)
+    luaSetFieldTop(L, "transient")
 }
 
 /// nil when the field is absent (keep the base value).
@@ -226,12 +242,18 @@ func luaToMessage(_ L: LuaRef, _ idx: Int32, base: HookMessage) throws -> HookMe
     if let v = try fieldString(L, t, "text", "text") { m.text = v }
 
     if luaRawField(L, t, "type") != LUA_TNIL {
-        guard lua_isinteger(L, -1) != 0 || (lua_type(L, -1) == LUA_TNUMBER && lua_tonumberx(L, -1, nil).rounded() == lua_tonumberx(L, -1, nil)) else {
+        guard
+            lua_isinteger(L, -1) != 0
+                || (lua_type(L, -1) == LUA_TNUMBER && lua_tonumberx(L, -1, nil).rounded() == lua_tonumberx(L, -1, nil))
+        else {
             lua_settop(L, -2)
             throw LuaConversionError("message.type must be an integer")
         }
         let d = lua_tonumberx(L, -1, nil)
-        guard abs(d) < 1e9 else { lua_settop(L, -2); throw LuaConversionError("message.type out of range") }
+        guard abs(d) < 1e9 else {
+            lua_settop(L, -2)
+            throw LuaConversionError("message.type out of range")
+        }
         m.type = Int(d)
     }
     lua_settop(L, -2)
@@ -239,28 +261,43 @@ func luaToMessage(_ L: LuaRef, _ idx: Int32, base: HookMessage) throws -> HookMe
     let at = luaRawField(L, t, "attrs")
     if at != LUA_TNIL {
         let v: JSONValue
-        do { v = try luaToJSON(L, -1, path: "message.attrs") } catch { lua_settop(L, -2); throw error }
+        do { v = try luaToJSON(L, -1, path: "message.attrs") } catch {
+            lua_settop(L, -2)
+            throw error
+        }
         switch v {
         case .object(let o): m.attrs = o
         case .array(let a) where a.isEmpty: m.attrs = [:]
-        default: lua_settop(L, -2); throw LuaConversionError("message.attrs must be a table with string keys")
+        default:
+            lua_settop(L, -2)
+            throw LuaConversionError("message.attrs must be a table with string keys")
         }
     }
     lua_settop(L, -2)
 
     if luaRawField(L, t, "file") != LUA_TNIL {
         let v: JSONValue
-        do { v = try luaToJSON(L, -1, path: "message.file") } catch { lua_settop(L, -2); throw error }
-        guard case .object(let o) = v else { lua_settop(L, -2); throw LuaConversionError("message.file must be a table") }
-        m.file = HookFile(url: o["url"]?.stringValue, name: o["name"]?.stringValue, format: o["format"]?.stringValue,
-                          size: o["size"]?.intValue, width: o["width"]?.intValue, height: o["height"]?.intValue,
-                          duration: o["duration"]?.doubleValue)
+        do { v = try luaToJSON(L, -1, path: "message.file") } catch {
+            lua_settop(L, -2)
+            throw error
+        }
+        guard case .object(let o) = v else {
+            lua_settop(L, -2)
+            throw LuaConversionError("message.file must be a table")
+        }
+        m.file = HookFile(
+            url: o["url"]?.stringValue, name: o["name"]?.stringValue, format: o["format"]?.stringValue,
+            size: o["size"]?.intValue, width: o["width"]?.intValue, height: o["height"]?.intValue,
+            duration: o["duration"]?.doubleValue)
     }
     lua_settop(L, -2)
 
     if luaRawField(L, t, "location") != LUA_TNIL {
         let v: JSONValue
-        do { v = try luaToJSON(L, -1, path: "message.location") } catch { lua_settop(L, -2); throw error }
+        do { v = try luaToJSON(L, -1, path: "message.location") } catch {
+            lua_settop(L, -2)
+            throw error
+        }
         guard let lat = v["latitude"]?.doubleValue, let lon = v["longitude"]?.doubleValue else {
             lua_settop(L, -2)
             throw LuaConversionError("message.location needs numeric latitude and longitude")

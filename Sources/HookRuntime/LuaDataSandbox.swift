@@ -100,10 +100,11 @@ public final class LuaDataSandbox {
             }
             if ints.isEmpty && !strings.isEmpty { return .object(strings) }
             guard strings.isEmpty else { throw LuaDataError("\(path): table mixes list items and named fields") }
-            return .array(try (0..<ints.count).map { i in
-                guard let v = ints[i + 1] else { throw LuaDataError("\(path): list has holes") }
-                return v
-            })
+            return .array(
+                try (0..<ints.count).map { i in
+                    guard let v = ints[i + 1] else { throw LuaDataError("\(path): list has holes") }
+                    return v
+                })
         default:
             throw LuaDataError("\(path): a \(String(cString: lua_typename(L, lua_type(L, idx)))) is not data")
         }

@@ -1,9 +1,9 @@
 import CLua
-import LuaSandbox
 import Foundation
-import Synchronization
-import Logging
 import IMCore
+import Logging
+import LuaSandbox
+import Synchronization
 
 enum HookName: Int, CaseIterable {
     case onLoad, onUnload, beforeSend, moderation, translate, onReceive, onCmd, onTransient
@@ -64,11 +64,17 @@ final class PluginEnvironment {
     var startHTTP: (@Sendable (HookHTTPCall) -> Void)?
     var nextHTTPID = 0
 
-    init(store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
-         reach: ConversationReach? = nil, configLocator: ConfigLocator? = nil, commandSettings: CommandSettings = .init(),
-         httpPolicies: [String: HTTPPolicy] = [:]) {
+    init(
+        store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
+        reach: ConversationReach? = nil, configLocator: ConfigLocator? = nil, commandSettings: CommandSettings = .init(),
+        httpPolicies: [String: HTTPPolicy] = [:]
+    ) {
         self.httpPolicies = httpPolicies
-        self.store = store; self.clock = clock; self.logger = logger; self.limits = limits; self.directory = directory
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.limits = limits
+        self.directory = directory
         self.botID = botID
         self.reach = reach
         self.configLocator = configLocator
@@ -130,8 +136,10 @@ final class LuaPlugin {
 
     /// Creates the state, runs the plugin chunk and reads its table. Does not
     /// call `on_load`.
-    init(env: PluginEnvironment, key: String, path: String, chunkName: String, source: String,
-         generation: Int, hostConfig: (String) -> JSONValue?) throws {
+    init(
+        env: PluginEnvironment, key: String, path: String, chunkName: String, source: String,
+        generation: Int, hostConfig: (String) -> JSONValue?
+    ) throws {
         self.env = env
         self.key = key
         self.path = path
@@ -219,8 +227,9 @@ final class LuaPlugin {
         status = hb_limited_pcall(L, 0, 1, env.limits.loadDeadline, budget)
         guard status == LUA_OK else { throw loadError(status, hook: "load") }
         guard lua_type(L, -1) == LUA_TTABLE else {
-            throw HookError(plugin: key, hook: "load",
-                            reason: .invalidPlugin("the script must return a table, got \(luaTypeName(L, -1))"))
+            throw HookError(
+                plugin: key, hook: "load",
+                reason: .invalidPlugin("the script must return a table, got \(luaTypeName(L, -1))"))
         }
         let t = lua_gettop(L)
 
@@ -238,8 +247,10 @@ final class LuaPlugin {
         }
         lua_settop(L, t)
         guard !isReservedPluginName(name) else {
-            throw HookError(plugin: name, hook: "load", reason: .invalidPlugin(
-                "the name '\(name)' is reserved for the host (names starting with 'hookbot.')"))
+            throw HookError(
+                plugin: name, hook: "load",
+                reason: .invalidPlugin(
+                    "the name '\(name)' is reserved for the host (names starting with 'hookbot.')"))
         }
         // priority
         switch luaRawField(L, t, "priority") {
@@ -285,8 +296,9 @@ final class LuaPlugin {
         if let settings = settings?.objectValue, let (key, message) = schema.problem(with: settings) {
             let path = "plugins.\(name).\(key)"
             let location = env.configLocator?(path)
-            throw HookError(plugin: name, hook: "load", source: location?.file, line: location?.line,
-                            reason: .config(key: path, message: message))
+            throw HookError(
+                plugin: name, hook: "load", source: location?.file, line: location?.line,
+                reason: .config(key: path, message: message))
         }
         // hooks
         for hook in HookName.allCases {
@@ -415,20 +427,30 @@ final class LuaPlugin {
         let tripped = limits.pointee.tripped
         var msg: String
         if let L {
-            if let s = luaString(L, -1) { msg = s }
-            else if lua_type(L, -1) == LUA_TNUMBER { msg = String(lua_tonumberx(L, -1, nil)) }
-            else { msg = "(error object is a \(luaTypeName(L, -1)) value)" }
+            if let s = luaString(L, -1) {
+                msg = s
+            } else if lua_type(L, -1) == LUA_TNUMBER {
+                msg = String(lua_tonumberx(L, -1, nil))
+            } else {
+                msg = "(error object is a \(luaTypeName(L, -1)) value)"
+            }
         } else {
             msg = "error"
         }
         let (src, line, text) = splitLuaPosition(msg)
         let reason: HookError.Reason
-        if tripped == Int32(HB_TRIP_INSTRUCTIONS) { reason = .instructionBudget }
-        else if tripped == Int32(HB_TRIP_DEADLINE) { reason = .deadline }
-        else if tripped == Int32(HB_TRIP_MEMORY) || status == LUA_ERRMEM { reason = .memory }
-        else { reason = .runtime(text) }
-        return HookError(plugin: name, hook: hook, source: src ?? (line == nil ? chunkLabel : nil),
-                         line: line ?? (fallbackLine.flatMap { $0 > 0 ? $0 : nil }), reason: reason)
+        if tripped == Int32(HB_TRIP_INSTRUCTIONS) {
+            reason = .instructionBudget
+        } else if tripped == Int32(HB_TRIP_DEADLINE) {
+            reason = .deadline
+        } else if tripped == Int32(HB_TRIP_MEMORY) || status == LUA_ERRMEM {
+            reason = .memory
+        } else {
+            reason = .runtime(text)
+        }
+        return HookError(
+            plugin: name, hook: hook, source: src ?? (line == nil ? chunkLabel : nil),
+            line: line ?? (fallbackLine.flatMap { $0 > 0 ? $0 : nil }), reason: reason)
     }
 
     var chunkLabel: String {
@@ -449,9 +471,10 @@ func isReservedPluginName(_ n: String) -> Bool {
 }
 
 func isValidPluginName(_ n: String) -> Bool {
-    !n.isEmpty && n.count <= 64 && n.utf8.allSatisfy { c in
-        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D || c == 0x2E
-    }
+    !n.isEmpty && n.count <= 64
+        && n.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D || c == 0x2E
+        }
 }
 
 /// Host config overrides plugin defaults; objects merge recursively.

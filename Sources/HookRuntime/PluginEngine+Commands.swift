@@ -28,7 +28,8 @@ extension PluginEngine {
         let prefix = env.commandSettings.prefix
         if name == "help", !env.commands.isEmpty { return help(rest, message) }
         guard let (spec, owner) = env.commands.command(name),
-              let plugin = ordered.first(where: { $0.instanceID == owner }) else { return nil }
+            let plugin = ordered.first(where: { $0.instanceID == owner })
+        else { return nil }
         if plugin.disabled {
             return hostReply("\(prefix)\(name) is not available now (its plugin is disabled)", to: message, plugin: spec.plugin)
         }
@@ -54,7 +55,8 @@ extension PluginEngine {
     /// while commands are declared, a reply saying so.
     func answeringUnknownCommand(_ message: HookMessage, _ result: HookResult) -> HookResult {
         guard result.actions.isEmpty, !env.commands.isEmpty, let (name, _) = invocation(message),
-              env.commands.command(name) == nil else { return result }
+            env.commands.command(name) == nil
+        else { return result }
         let prefix = env.commandSettings.prefix
         var answered = hostReply("unknown command \(prefix)\(name); \(prefix)help lists the commands", to: message, plugin: "hookbot")
         answered.errors = result.errors
@@ -73,8 +75,9 @@ extension PluginEngine {
         }
         guard !asked.isEmpty else {
             let lines = env.commands.all.map(line)
-            return hostReply((["Commands:"] + lines + ["\(prefix)help <command> for one of them."]).joined(separator: "\n"),
-                             to: message, plugin: "hookbot")
+            return hostReply(
+                (["Commands:"] + lines + ["\(prefix)help <command> for one of them."]).joined(separator: "\n"),
+                to: message, plugin: "hookbot")
         }
         let name = asked.hasPrefix(prefix) ? String(asked.dropFirst(prefix.count)) : asked
         guard let (spec, _) = env.commands.command(name) else {
@@ -85,4 +88,3 @@ extension PluginEngine {
         return hostReply(text, to: message, plugin: spec.plugin)
     }
 }
-

@@ -1,7 +1,7 @@
 import CLua
 import Foundation
-import Logging
 import IMCore
+import Logging
 
 /// What a chain of hook calls produced: the value that ended it (if any), the plugin that gave it, and
 /// the actions and errors of every plugin called.
@@ -26,10 +26,12 @@ extension PluginEngine {
     /// moderation and membership reviews read a verdict and stop at the first that is not "allow";
     /// translation stops at the first string; `before_send` is a waterfall whose `push` and `read` share
     /// the current message. With `until`, no hook runs past that instant.
-    func dispatch<Value>(_ hook: HookName, cid: String?, messageID: String?, until: ContinuousClock.Instant? = nil,
-                         push: (LuaRef) -> Int32,
-                         read: (LuaPlugin, LuaRef) throws -> Value? = { (_: LuaPlugin, _: LuaRef) -> Value? in nil },
-                         onFailure: (LuaPlugin) -> Value? = { (_: LuaPlugin) -> Value? in nil }) -> Dispatched<Value> {
+    func dispatch<Value>(
+        _ hook: HookName, cid: String?, messageID: String?, until: ContinuousClock.Instant? = nil,
+        push: (LuaRef) -> Int32,
+        read: (LuaPlugin, LuaRef) throws -> Value? = { (_: LuaPlugin, _: LuaRef) -> Value? in nil },
+        onFailure: (LuaPlugin) -> Value? = { (_: LuaPlugin) -> Value? in nil }
+    ) -> Dispatched<Value> {
         var out = Dispatched<Value>()
         for plugin in ordered where !plugin.disabled && plugin.has(hook) {
             let limit = timeout(until: until)
@@ -65,8 +67,10 @@ extension PluginEngine {
     /// One call into one plugin: sets the event's conversation and message, runs `body` (which returns the
     /// call's error), clears the Lua stack, records the outcome for the circuit breaker, and collects the
     /// actions the plugin asked for.
-    func call(_ plugin: LuaPlugin, cid: String?, messageID: String?, cutByBudget: (HookError) -> Bool = { _ in false },
-              _ body: (LuaPlugin) -> HookError?) -> HookResult {
+    func call(
+        _ plugin: LuaPlugin, cid: String?, messageID: String?, cutByBudget: (HookError) -> Bool = { _ in false },
+        _ body: (LuaPlugin) -> HookError?
+    ) -> HookResult {
         plugin.currentCid = cid
         plugin.currentMessageID = messageID
         let error = body(plugin)
@@ -79,8 +83,9 @@ extension PluginEngine {
 
     /// The error for a hook whose return value the host cannot use.
     func invalidResult(_ plugin: LuaPlugin, _ hook: HookName, _ problem: String) -> HookError {
-        HookError(plugin: plugin.name, hook: hook.luaName, source: plugin.chunkLabel, line: plugin.hookLines[hook.rawValue],
-                  reason: .invalidResult(problem))
+        HookError(
+            plugin: plugin.name, hook: hook.luaName, source: plugin.chunkLabel, line: plugin.hookLines[hook.rawValue],
+            reason: .invalidResult(problem))
     }
 
     /// Records the outcome of one hook call for the circuit breaker.
@@ -101,8 +106,9 @@ extension PluginEngine {
         if limits.breakerThreshold > 0 && plugin.consecutiveFailures >= limits.breakerThreshold && !plugin.disabled {
             plugin.disabled = true
             plugin.usage?.breakerTripped()
-            logger.error("plugin disabled after \(plugin.consecutiveFailures) consecutive failures; reload to re-enable",
-                         metadata: ["plugin": "\(plugin.name)"])
+            logger.error(
+                "plugin disabled after \(plugin.consecutiveFailures) consecutive failures; reload to re-enable",
+                metadata: ["plugin": "\(plugin.name)"])
         }
     }
 

@@ -1,7 +1,7 @@
 import CLua
 import Foundation
-import Logging
 import IMCore
+import Logging
 
 /// HTTP in and out: webhooks (`on_http`) and the callbacks of `ctx.http` calls.
 extension PluginEngine {

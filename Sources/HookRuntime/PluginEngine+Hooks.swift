@@ -1,7 +1,7 @@
 import CLua
 import Foundation
-import Logging
 import IMCore
+import Logging
 
 /// The hook chains: moderation, membership review, `before_send`, translation, and the hooks every
 /// plugin runs (`on_receive`, `on_cmd`, `on_transient`, conversation events).
@@ -9,16 +9,17 @@ extension PluginEngine {
     /// `moderation(msg, ctx)` chain: the first non-allow verdict wins. With `until`, no hook of the chain
     /// runs past that instant (each gets the smaller of its own deadline and the time left).
     public func moderate(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> ModerationOutcome {
-        let run = dispatch(.moderation, cid: message.cid, messageID: message.id, until: until, push: pushMessage(message),
-                           read: { plugin, L -> ModerationVerdict? in
-                               let (verdict, actions) = try readModeration(L, message: message)
-                               plugin.pending += actions.map { HookAction(plugin: plugin.name, kind: $0) }
-                               return verdict == .allow ? nil : verdict
-                           },
-                           onFailure: { plugin -> ModerationVerdict? in
-                               limits.moderationFailClosed
-                                   ? .block(reason: "moderation failed (\(plugin.name))", code: nil, silent: false) : nil
-                           })
+        let run = dispatch(
+            .moderation, cid: message.cid, messageID: message.id, until: until, push: pushMessage(message),
+            read: { plugin, L -> ModerationVerdict? in
+                let (verdict, actions) = try readModeration(L, message: message)
+                plugin.pending += actions.map { HookAction(plugin: plugin.name, kind: $0) }
+                return verdict == .allow ? nil : verdict
+            },
+            onFailure: { plugin -> ModerationVerdict? in
+                limits.moderationFailClosed
+                    ? .block(reason: "moderation failed (\(plugin.name))", code: nil, silent: false) : nil
+            })
         return ModerationOutcome(verdict: run.value ?? .allow, decidedBy: run.decidedBy, actions: run.actions, errors: run.errors)
     }
 
@@ -55,8 +56,11 @@ extension PluginEngine {
         switch kind {
         case "allow": return (.allow, actions)
         case "block":
-            return (.block(reason: o["reason"]?.stringValue, code: o["code"]?.intValue,
-                           silent: o["silent"]?.boolValue ?? false), actions)
+            return (
+                .block(
+                    reason: o["reason"]?.stringValue, code: o["code"]?.intValue,
+                    silent: o["silent"]?.boolValue ?? false), actions
+            )
         case "replace":
             guard let text = o["text"]?.stringValue else { throw LuaConversionError("replace verdict needs text") }
             return (.replace(text: text), actions)
@@ -68,17 +72,20 @@ extension PluginEngine {
     /// `membership(ev, ctx)` chain for a proposed membership change (`ev = {cid, by, members, action}` with
     /// action `join`, `invite`, `kick` or `quit`): `nil`/`ctx.allow()` lets it happen, `ctx.block(reason,
     /// {code = n})` refuses it; the first block wins. Moderation actions in the verdict are not used here.
-    public func reviewMembership(cid: String, by: String, members: [String], action: String,
-                                 until: ContinuousClock.Instant? = nil) -> ModerationOutcome {
+    public func reviewMembership(
+        cid: String, by: String, members: [String], action: String,
+        until: ContinuousClock.Instant? = nil
+    ) -> ModerationOutcome {
         let event: JSONValue = .object([
             "cid": .string(cid), "by": .string(by), "members": .array(members.map { .string($0) }), "action": .string(action),
         ])
-        let run = dispatch(.membership, cid: cid, messageID: nil, until: until, push: pushJSON(event),
-                           read: { _, L -> ModerationVerdict? in
-                               let verdict = try readModeration(L, message: HookMessage(cid: cid, from: by)).0
-                               if case .block = verdict { return verdict }
-                               return nil
-                           })
+        let run = dispatch(
+            .membership, cid: cid, messageID: nil, until: until, push: pushJSON(event),
+            read: { _, L -> ModerationVerdict? in
+                let verdict = try readModeration(L, message: HookMessage(cid: cid, from: by)).0
+                if case .block = verdict { return verdict }
+                return nil
+            })
         return ModerationOutcome(verdict: run.value ?? .allow, decidedBy: run.decidedBy, actions: run.actions, errors: run.errors)
     }
 
@@ -119,36 +126,37 @@ extension PluginEngine {
     public func beforeSend(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> BeforeSendOutcome {
         var current = message
         // A waterfall: each plugin gets the message as the previous one left it; a drop ends the chain.
-        let run = dispatch(.beforeSend, cid: message.cid, messageID: message.id, until: until,
-                           push: { L in pushMessage(current)(L) },
-                           read: { _, L -> String?? in
-                               let t = lua_gettop(L)
-                               switch lua_type(L, t) {
-                               case LUA_TNIL, LUA_TNONE: return nil
-                               case LUA_TTABLE: break
-                               default:
-                                   throw LuaConversionError(
-                                       "before_send must return nil, a message table or ctx.drop(reason), got \(luaTypeName(L, t))")
-                               }
-                               luaPushStatic(L, "verdict")
-                               let kind = lua_rawget(L, t)
-                               let verdict = kind == LUA_TSTRING ? luaString(L, -1) : nil
-                               lua_settop(L, t)
-                               guard kind == LUA_TNIL else {
-                                   switch verdict {
-                                   case "drop":
-                                       luaPushStatic(L, "reason")
-                                       _ = lua_rawget(L, t)
-                                       return .some(luaString(L, -1))
-                                   case "allow": return nil
-                                   default: throw LuaConversionError("before_send verdict must be \"drop\" or \"allow\"")
-                                   }
-                               }
-                               let changed = try luaToMessage(L, t, base: current)
-                               if let problem = env.registry.validate(changed) { throw LuaConversionError(problem) }
-                               current = changed
-                               return nil
-                           })
+        let run = dispatch(
+            .beforeSend, cid: message.cid, messageID: message.id, until: until,
+            push: { L in pushMessage(current)(L) },
+            read: { _, L -> String?? in
+                let t = lua_gettop(L)
+                switch lua_type(L, t) {
+                case LUA_TNIL, LUA_TNONE: return nil
+                case LUA_TTABLE: break
+                default:
+                    throw LuaConversionError(
+                        "before_send must return nil, a message table or ctx.drop(reason), got \(luaTypeName(L, t))")
+                }
+                luaPushStatic(L, "verdict")
+                let kind = lua_rawget(L, t)
+                let verdict = kind == LUA_TSTRING ? luaString(L, -1) : nil
+                lua_settop(L, t)
+                guard kind == LUA_TNIL else {
+                    switch verdict {
+                    case "drop":
+                        luaPushStatic(L, "reason")
+                        _ = lua_rawget(L, t)
+                        return .some(luaString(L, -1))
+                    case "allow": return nil
+                    default: throw LuaConversionError("before_send verdict must be \"drop\" or \"allow\"")
+                    }
+                }
+                let changed = try luaToMessage(L, t, base: current)
+                if let problem = env.registry.validate(changed) { throw LuaConversionError(problem) }
+                current = changed
+                return nil
+            })
         guard let drop = run.value else {
             return BeforeSendOutcome(message: current, droppedBy: nil, dropReason: nil, actions: run.actions, errors: run.errors)
         }
@@ -162,20 +170,21 @@ extension PluginEngine {
         if let messageID, let hit = try? store.cachedTranslation(messageID: messageID, lang: to) {
             return TranslationOutcome(text: hit.text, plugin: hit.plugin, cached: true, actions: [], errors: [])
         }
-        let run = dispatch(.translate, cid: nil, messageID: messageID,
-                           push: { L in
-                               luaPush(L, text)
-                               if let from { luaPush(L, from) } else { lua_pushnil(L) }
-                               luaPush(L, to)
-                               return 3
-                           },
-                           read: { _, L -> String? in
-                               switch lua_type(L, -1) {
-                               case LUA_TNIL, LUA_TNONE: return nil
-                               case LUA_TSTRING: return luaString(L, -1)
-                               default: throw LuaConversionError("translate must return a string or nil, got \(luaTypeName(L, -1))")
-                               }
-                           })
+        let run = dispatch(
+            .translate, cid: nil, messageID: messageID,
+            push: { L in
+                luaPush(L, text)
+                if let from { luaPush(L, from) } else { lua_pushnil(L) }
+                luaPush(L, to)
+                return 3
+            },
+            read: { _, L -> String? in
+                switch lua_type(L, -1) {
+                case LUA_TNIL, LUA_TNONE: return nil
+                case LUA_TSTRING: return luaString(L, -1)
+                default: throw LuaConversionError("translate must return a string or nil, got \(luaTypeName(L, -1))")
+                }
+            })
         let out = TranslationOutcome(text: run.value, plugin: run.decidedBy, cached: false, actions: run.actions, errors: run.errors)
         if let messageID, let t = out.text {
             do {

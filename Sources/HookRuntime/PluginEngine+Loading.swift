@@ -1,7 +1,7 @@
 import CLua
 import Foundation
-import Logging
 import IMCore
+import Logging
 
 /// Loading, reloading and unloading plugins: a new version is compiled and `on_load`ed before it
 /// replaces the running one.
@@ -180,8 +180,9 @@ extension PluginEngine {
         do {
             // the config is looked up by plugin name once the name is known;
             // the file name is used as a first guess
-            plugin = try LuaPlugin(env: env, key: src.key, path: src.path, chunkName: src.chunkName, source: source,
-                                   generation: generation, hostConfig: { name in settings[name] ?? settings[src.key] })
+            plugin = try LuaPlugin(
+                env: env, key: src.key, path: src.path, chunkName: src.chunkName, source: source,
+                generation: generation, hostConfig: { name in settings[name] ?? settings[src.key] })
         } catch let e as HookError {
             recordFailure(src, e)
             report.errors.append(e)
@@ -196,8 +197,9 @@ extension PluginEngine {
         // unique names
         let clash = byKey.values.first(where: { $0.name == plugin.name && $0.key != src.key })
         if let clash {
-            let e = HookError(plugin: plugin.name, hook: "load",
-                              reason: .invalidPlugin("name \(plugin.name) is already used by \(clash.path)"))
+            let e = HookError(
+                plugin: plugin.name, hook: "load",
+                reason: .invalidPlugin("name \(plugin.name) is already used by \(clash.path)"))
             plugin.close()
             recordFailure(src, e)
             report.errors.append(e)
@@ -245,7 +247,7 @@ extension PluginEngine {
 
     private func recordFailure(_ src: Source, _ e: HookError) {
         usage(of: e.plugin).loaded(ok: false)
-        fingerprints[src.key] = src.fingerprint  // do not retry an unchanged broken file
+        fingerprints[src.key] = src.fingerprint // do not retry an unchanged broken file
         failedSources[src.key] = (src.path, e)
     }
 

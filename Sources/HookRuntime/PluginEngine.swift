@@ -1,8 +1,8 @@
 import CLua
 import CoreMetrics
 import Foundation
-import Logging
 import IMCore
+import Logging
 
 /// What a load / reload / directory sync did.
 public struct ReloadReport: Sendable, Hashable {
@@ -63,11 +63,13 @@ public final class PluginEngine {
     ///   - clock: "now" for timers and state TTLs.
     ///   - botID: the bot's client id, visible to plugins as `ctx.bot`.
     ///   - reach: the conversations actions may aim at besides the current event's (nil: any).
-    public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
-                limits: HookLimits = .default, clock: HookClock = .system,
-                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
-                commands: CommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]) {
+    public init(
+        directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
+        limits: HookLimits = .default, clock: HookClock = .system,
+        logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
+        commands: CommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]
+    ) {
         self.metrics = metrics
         self.directory = directory.standardizedFileURL
         self.store = store
@@ -75,14 +77,17 @@ public final class PluginEngine {
         self.clock = clock
         self.logger = logger
         self.config = config
-        self.env = PluginEnvironment(store: store, clock: clock, logger: logger, limits: limits, directory: self.directory,
-                                     botID: botID, reach: reach, configLocator: configLocator, commandSettings: commands,
-                                     httpPolicies: httpPolicies)
+        self.env = PluginEnvironment(
+            store: store, clock: clock, logger: logger, limits: limits, directory: self.directory,
+            botID: botID, reach: reach, configLocator: configLocator, commandSettings: commands,
+            httpPolicies: httpPolicies)
     }
 
     /// Same, with a `Logger(label: "hookbot.plugins")` at `logLevel`.
-    public convenience init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
-                            limits: HookLimits = .default, clock: HookClock = .system, logLevel: HookLogLevel) {
+    public convenience init(
+        directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
+        limits: HookLimits = .default, clock: HookClock = .system, logLevel: HookLogLevel
+    ) {
         var logger = Logger(label: "hookbot.plugins")
         logger.logLevel = logLevel.swiftLog
         self.init(directory: directory, store: store, config: config, limits: limits, clock: clock, logger: logger)
@@ -93,21 +98,24 @@ public final class PluginEngine {
     /// Status of every known plugin (loaded, disabled, or failed to load).
     public var plugins: [PluginStatus] {
         var out = ordered.map { p in
-            PluginStatus(name: p.name, path: p.path, priority: p.priority, state: p.disabled ? .disabled : .loaded,
-                         disabledBy: p.disabled ? (disabledByAdmin.contains(p.key) ? .admin : .breaker) : nil,
-                         consecutiveFailures: p.consecutiveFailures, totalFailures: p.totalFailures,
-                         lastError: p.lastError, generation: p.generation,
-                         hooks: HookName.allCases.filter { p.has($0) }.map(\.luaName),
-                         timers: p.timers.count, memoryBytes: p.memoryUsed,
-                         breakerTrips: p.usage?.breakerTrips ?? 0, usage: p.usage?.hooks ?? [], http: p.usage?.http ?? .init())
+            PluginStatus(
+                name: p.name, path: p.path, priority: p.priority, state: p.disabled ? .disabled : .loaded,
+                disabledBy: p.disabled ? (disabledByAdmin.contains(p.key) ? .admin : .breaker) : nil,
+                consecutiveFailures: p.consecutiveFailures, totalFailures: p.totalFailures,
+                lastError: p.lastError, generation: p.generation,
+                hooks: HookName.allCases.filter { p.has($0) }.map(\.luaName),
+                timers: p.timers.count, memoryBytes: p.memoryUsed,
+                breakerTrips: p.usage?.breakerTrips ?? 0, usage: p.usage?.hooks ?? [], http: p.usage?.http ?? .init())
         }
         let live = Set(byKey.keys)
         for (key, f) in failedSources.sorted(by: { $0.key < $1.key }) where !live.contains(key) {
             let used = usage[f.error.plugin]
-            out.append(PluginStatus(name: f.error.plugin, path: f.path, priority: 0, state: .failed, disabledBy: nil,
-                                    consecutiveFailures: 0, totalFailures: 0, lastError: f.error,
-                                    generation: generations[key] ?? 0, hooks: [], timers: 0, memoryBytes: 0,
-                                    breakerTrips: used?.breakerTrips ?? 0, usage: used?.hooks ?? []))
+            out.append(
+                PluginStatus(
+                    name: f.error.plugin, path: f.path, priority: 0, state: .failed, disabledBy: nil,
+                    consecutiveFailures: 0, totalFailures: 0, lastError: f.error,
+                    generation: generations[key] ?? 0, hooks: [], timers: 0, memoryBytes: 0,
+                    breakerTrips: used?.breakerTrips ?? 0, usage: used?.hooks ?? []))
         }
         return out
     }

@@ -1,10 +1,10 @@
 import CoreMetrics
 import Foundation
+import IMCore
 import Logging
 import NIOCore
 import NIOPosix
 import Synchronization
-import IMCore
 
 /// The plugins of a running bot, on a thread of their own.
 ///
@@ -38,15 +38,18 @@ public actor PluginRuntime {
     ///   - configLocator: where `config` was read from, so that configuration errors name file and line.
     ///   - commands: the command prefix and the roles of the host's configuration.
     ///   - http: performs the plugins' `ctx.http` calls (nil: they are refused); `httpPolicies` per plugin.
-    public init(directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
-                limits: HookLimits = .default, clock: HookClock = .system,
-                logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
-                commands: CommandSettings = .init(), http: (any HookHTTPTransport)? = nil,
-                httpPolicies: [String: HTTPPolicy] = [:]) {
-        let engine = PluginEngine(directory: directory, store: store, config: config, limits: limits, clock: clock,
-                                  logger: logger, botID: botID, reach: reach, metrics: metrics, configLocator: configLocator,
-                                  commands: commands, httpPolicies: httpPolicies)
+    public init(
+        directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
+        limits: HookLimits = .default, clock: HookClock = .system,
+        logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
+        commands: CommandSettings = .init(), http: (any HookHTTPTransport)? = nil,
+        httpPolicies: [String: HTTPPolicy] = [:]
+    ) {
+        let engine = PluginEngine(
+            directory: directory, store: store, config: config, limits: limits, clock: clock,
+            logger: logger, botID: botID, reach: reach, metrics: metrics, configLocator: configLocator,
+            commands: commands, httpPolicies: httpPolicies)
         self.reach = reach
         self.engine = engine
         self.directory = engine.directory
@@ -153,8 +156,10 @@ public actor PluginRuntime {
     }
 
     /// `membership(ev, ctx)` chain for a proposed membership change.
-    public func reviewMembership(cid: String, by: String, members: [String], action: String,
-                                 until: ContinuousClock.Instant? = nil) -> ModerationOutcome {
+    public func reviewMembership(
+        cid: String, by: String, members: [String], action: String,
+        until: ContinuousClock.Instant? = nil
+    ) -> ModerationOutcome {
         engine.reviewMembership(cid: cid, by: by, members: members, action: action, until: until)
     }
 
@@ -265,8 +270,10 @@ public actor PluginRuntime {
 
     /// Fires due timers (checking at least every `maxInterval` seconds) and hands non-empty results to
     /// `handler`. Cancel the returned task to stop it.
-    public nonisolated func startTimerDriver(maxInterval: Double = 0.25,
-                                             handler: @escaping @Sendable (HookResult) async -> Void) -> Task<Void, Never> {
+    public nonisolated func startTimerDriver(
+        maxInterval: Double = 0.25,
+        handler: @escaping @Sendable (HookResult) async -> Void
+    ) -> Task<Void, Never> {
         Task { [weak self] in
             while !Task.isCancelled {
                 guard let self else { return }

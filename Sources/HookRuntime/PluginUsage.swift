@@ -84,7 +84,10 @@ final class PluginUsage {
 
     /// The plugin's HTTP calls.
     private(set) var http = HTTPUsage()
-    func httpStarted() { http.started += 1; http.inFlight += 1 }
+    func httpStarted() {
+        http.started += 1
+        http.inFlight += 1
+    }
     func httpRefused() { http.refused += 1 }
     func httpFinished(failed: Bool) {
         http.inFlight = max(0, http.inFlight - 1)
@@ -96,8 +99,9 @@ final class PluginUsage {
         slots.indices.compactMap { index in
             let slot = slots[index]
             guard slot.calls > 0 else { return nil }
-            return HookUsage(name: Self.name(of: index), calls: slot.calls, failures: slot.failures,
-                             totalMillis: Double(slot.nanos) / 1e6, maxMillis: Double(slot.maxNanos) / 1e6)
+            return HookUsage(
+                name: Self.name(of: index), calls: slot.calls, failures: slot.failures,
+                totalMillis: Double(slot.nanos) / 1e6, maxMillis: Double(slot.maxNanos) / 1e6)
         }
     }
 

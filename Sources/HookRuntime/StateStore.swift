@@ -34,52 +34,54 @@ public final class HookStateStore: Sendable {
         pool = try DatabasePool(path: path, configuration: config)
         var migrator = DatabaseMigrator()
         migrator.registerMigration("hookruntime-v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS plugin_state (
-                    plugin TEXT NOT NULL,
-                    key TEXT NOT NULL,
-                    value TEXT NOT NULL,
-                    expires_at REAL,
-                    PRIMARY KEY (plugin, key)
-                ) WITHOUT ROWID;
-                CREATE TABLE IF NOT EXISTS translation_cache (
-                    message_id TEXT NOT NULL,
-                    lang TEXT NOT NULL,
-                    text TEXT NOT NULL,
-                    plugin TEXT,
-                    created_at REAL,
-                    PRIMARY KEY (message_id, lang)
-                ) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS plugin_state (
+                        plugin TEXT NOT NULL,
+                        key TEXT NOT NULL,
+                        value TEXT NOT NULL,
+                        expires_at REAL,
+                        PRIMARY KEY (plugin, key)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE IF NOT EXISTS translation_cache (
+                        message_id TEXT NOT NULL,
+                        lang TEXT NOT NULL,
+                        text TEXT NOT NULL,
+                        plugin TEXT,
+                        created_at REAL,
+                        PRIMARY KEY (message_id, lang)
+                    ) WITHOUT ROWID;
+                    """)
         }
         migrator.registerMigration("hookruntime-v2-usage") { db in
             // Per-plugin usage kept by triggers, so a quota check is one row read in the write's transaction.
-            try db.execute(sql: """
-                CREATE TABLE plugin_usage (
-                    plugin TEXT PRIMARY KEY NOT NULL,
-                    keys INTEGER NOT NULL,
-                    bytes INTEGER NOT NULL
-                ) WITHOUT ROWID;
-                INSERT INTO plugin_usage (plugin, keys, bytes)
-                    SELECT plugin, COUNT(*), SUM(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB)))
-                    FROM plugin_state GROUP BY plugin;
-                CREATE TRIGGER plugin_state_inserted AFTER INSERT ON plugin_state BEGIN
+            try db.execute(
+                sql: """
+                    CREATE TABLE plugin_usage (
+                        plugin TEXT PRIMARY KEY NOT NULL,
+                        keys INTEGER NOT NULL,
+                        bytes INTEGER NOT NULL
+                    ) WITHOUT ROWID;
                     INSERT INTO plugin_usage (plugin, keys, bytes)
-                    VALUES (NEW.plugin, 1, length(CAST(NEW.key AS BLOB)) + length(CAST(NEW.value AS BLOB)))
-                    ON CONFLICT (plugin) DO UPDATE SET keys = keys + 1, bytes = bytes + excluded.bytes;
-                END;
-                CREATE TRIGGER plugin_state_updated AFTER UPDATE ON plugin_state BEGIN
-                    UPDATE plugin_usage
-                    SET bytes = bytes - length(CAST(OLD.key AS BLOB)) - length(CAST(OLD.value AS BLOB))
-                                      + length(CAST(NEW.key AS BLOB)) + length(CAST(NEW.value AS BLOB))
-                    WHERE plugin = NEW.plugin;
-                END;
-                CREATE TRIGGER plugin_state_deleted AFTER DELETE ON plugin_state BEGIN
-                    UPDATE plugin_usage
-                    SET keys = keys - 1, bytes = bytes - length(CAST(OLD.key AS BLOB)) - length(CAST(OLD.value AS BLOB))
-                    WHERE plugin = OLD.plugin;
-                END;
-                """)
+                        SELECT plugin, COUNT(*), SUM(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB)))
+                        FROM plugin_state GROUP BY plugin;
+                    CREATE TRIGGER plugin_state_inserted AFTER INSERT ON plugin_state BEGIN
+                        INSERT INTO plugin_usage (plugin, keys, bytes)
+                        VALUES (NEW.plugin, 1, length(CAST(NEW.key AS BLOB)) + length(CAST(NEW.value AS BLOB)))
+                        ON CONFLICT (plugin) DO UPDATE SET keys = keys + 1, bytes = bytes + excluded.bytes;
+                    END;
+                    CREATE TRIGGER plugin_state_updated AFTER UPDATE ON plugin_state BEGIN
+                        UPDATE plugin_usage
+                        SET bytes = bytes - length(CAST(OLD.key AS BLOB)) - length(CAST(OLD.value AS BLOB))
+                                          + length(CAST(NEW.key AS BLOB)) + length(CAST(NEW.value AS BLOB))
+                        WHERE plugin = NEW.plugin;
+                    END;
+                    CREATE TRIGGER plugin_state_deleted AFTER DELETE ON plugin_state BEGIN
+                        UPDATE plugin_usage
+                        SET keys = keys - 1, bytes = bytes - length(CAST(OLD.key AS BLOB)) - length(CAST(OLD.value AS BLOB))
+                        WHERE plugin = OLD.plugin;
+                    END;
+                    """)
         }
         try migrator.migrate(pool)
     }
@@ -113,9 +115,11 @@ public final class HookStateStore: Sendable {
 
     public func get(plugin: String, key: String, now: Double) throws -> JSONValue? {
         let text = try pool.read { db in
-            try String.fetchOne(db, sql: """
-                SELECT value FROM plugin_state WHERE plugin = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)
-                """, arguments: [plugin, key, now])
+            try String.fetchOne(
+                db,
+                sql: """
+                    SELECT value FROM plugin_state WHERE plugin = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)
+                    """, arguments: [plugin, key, now])
         }
         guard let text else { return nil }
         return try JSONValue(parsing: text)
@@ -123,15 +127,19 @@ public final class HookStateStore: Sendable {
 
     /// Sets `key`; `ttl` in seconds (nil = no expiry). Setting `.null` deletes.
     public func set(plugin: String, key: String, value: JSONValue, ttl: Double? = nil, now: Double) throws {
-        if value == .null { try delete(plugin: plugin, key: key); return }
+        if value == .null {
+            try delete(plugin: plugin, key: key)
+            return
+        }
         let text = value.jsonString()
         let expires: Double? = ttl.map { now + $0 }
         try pool.write { db in
             try withinQuota(db, plugin: plugin) {
-                try db.execute(sql: """
-                    INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
-                    """, arguments: [plugin, key, text, expires])
+                try db.execute(
+                    sql: """
+                        INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+                        """, arguments: [plugin, key, text, expires])
             }
         }
     }
@@ -140,9 +148,11 @@ public final class HookStateStore: Sendable {
     /// Keeps the existing expiry unless `ttl` is given. Returns the new value.
     public func incr(plugin: String, key: String, by: JSONValue, ttl: Double? = nil, now: Double) throws -> JSONValue {
         try pool.write { db -> JSONValue in
-            let row = try Row.fetchOne(db, sql: """
-                SELECT value, expires_at FROM plugin_state WHERE plugin = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)
-                """, arguments: [plugin, key, now])
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT value, expires_at FROM plugin_state WHERE plugin = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)
+                    """, arguments: [plugin, key, now])
             var current: JSONValue = .int(0)
             var expires: Double? = nil
             if let row {
@@ -161,10 +171,11 @@ public final class HookStateStore: Sendable {
                 result = .double(a + b)
             }
             try withinQuota(db, plugin: plugin) {
-                try db.execute(sql: """
-                    INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
-                    """, arguments: [plugin, key, result.jsonString(), expires])
+                try db.execute(
+                    sql: """
+                        INSERT INTO plugin_state(plugin, key, value, expires_at) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(plugin, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+                        """, arguments: [plugin, key, result.jsonString(), expires])
             }
             return result
         }
@@ -187,10 +198,13 @@ public final class HookStateStore: Sendable {
     /// A plugin's live entries, sorted by key, at most `limit` (reads on GRDB's queue, not the caller's thread).
     public func entries(plugin: String, now: Double, limit: Int = 1000) async throws -> [Entry] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT key, value, expires_at FROM plugin_state
-                WHERE plugin = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key LIMIT ?
-                """, arguments: [plugin, now, limit]).map { row in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT key, value, expires_at FROM plugin_state
+                    WHERE plugin = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key LIMIT ?
+                    """, arguments: [plugin, now, limit]
+            ).map { row in
                 Entry(key: row["key"], value: (try? JSONValue(parsing: row["value"])) ?? .null, expiresAt: row["expires_at"])
             }
         }
@@ -208,9 +222,11 @@ public final class HookStateStore: Sendable {
     public func keys(plugin: String, prefix: String, now: Double) throws -> [String] {
         try pool.read { db in
             // range scan on the primary key; prefix compared in Swift for exactness
-            let rows = try String.fetchAll(db, sql: """
-                SELECT key FROM plugin_state WHERE plugin = ? AND key >= ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key
-                """, arguments: [plugin, prefix, now])
+            let rows = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT key FROM plugin_state WHERE plugin = ? AND key >= ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key
+                    """, arguments: [plugin, prefix, now])
             var out: [String] = []
             for k in rows {
                 if k.hasPrefix(prefix) { out.append(k) } else if !prefix.isEmpty && k > prefix { break }
@@ -232,17 +248,21 @@ public final class HookStateStore: Sendable {
 
     public func cachedTranslation(messageID: String, lang: String) throws -> (text: String, plugin: String?)? {
         try pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT text, plugin FROM translation_cache WHERE message_id = ? AND lang = ?",
-                                             arguments: [messageID, lang]) else { return nil }
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT text, plugin FROM translation_cache WHERE message_id = ? AND lang = ?",
+                    arguments: [messageID, lang])
+            else { return nil }
             return (row["text"], row["plugin"])
         }
     }
 
     public func cacheTranslation(messageID: String, lang: String, text: String, plugin: String?, now: Double) throws {
         try pool.write { db in
-            try db.execute(sql: """
-                INSERT OR REPLACE INTO translation_cache(message_id, lang, text, plugin, created_at) VALUES (?, ?, ?, ?, ?)
-                """, arguments: [messageID, lang, text, plugin, now])
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO translation_cache(message_id, lang, text, plugin, created_at) VALUES (?, ?, ?, ?, ?)
+                    """, arguments: [messageID, lang, text, plugin, now])
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import IMCore
+import Synchronization
 
 /// A custom message type registered by a plugin: a positive type number, a
 /// name and a schema for the fields kept in the message's `attrs`.
@@ -33,7 +33,10 @@ public struct CustomMessageType: Sendable, Hashable {
             case .number: ok = v.doubleValue != nil
             case .integer: ok = v.intValue != nil
             case .table:
-                switch v { case .array, .object: ok = true; default: ok = false }
+                switch v {
+                case .array, .object: ok = true
+                default: ok = false
+                }
             }
             if !ok { return "\(name): field '\(key)' must be \(field.type.rawValue)" }
         }

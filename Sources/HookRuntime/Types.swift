@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
-import Logging
 import IMCore
+import Logging
+import Synchronization
 
 // MARK: - Messages
 
@@ -30,17 +30,27 @@ public struct HookFile: Sendable, Hashable, Codable {
     public var height: Int?
     public var duration: Double?
 
-    public init(url: String? = nil, name: String? = nil, format: String? = nil, size: Int? = nil,
-                width: Int? = nil, height: Int? = nil, duration: Double? = nil) {
-        self.url = url; self.name = name; self.format = format; self.size = size
-        self.width = width; self.height = height; self.duration = duration
+    public init(
+        url: String? = nil, name: String? = nil, format: String? = nil, size: Int? = nil,
+        width: Int? = nil, height: Int? = nil, duration: Double? = nil
+    ) {
+        self.url = url
+        self.name = name
+        self.format = format
+        self.size = size
+        self.width = width
+        self.height = height
+        self.duration = duration
     }
 }
 
 public struct HookLocation: Sendable, Hashable, Codable {
     public var latitude: Double
     public var longitude: Double
-    public init(latitude: Double, longitude: Double) { self.latitude = latitude; self.longitude = longitude }
+    public init(latitude: Double, longitude: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+    }
 }
 
 /// A message as plugins see it (a Lua table with the same fields, plus
@@ -59,12 +69,21 @@ public struct HookMessage: Sendable, Hashable, Codable {
     public var timestamp: Int64
     public var transient: Bool
 
-    public init(id: String = "", cid: String = "", from: String = "", type: Int = HookMessageType.text,
-                text: String? = nil, attrs: [String: JSONValue] = [:], file: HookFile? = nil,
-                location: HookLocation? = nil, timestamp: Int64 = 0, transient: Bool = false) {
-        self.id = id; self.cid = cid; self.from = from; self.type = type; self.text = text
-        self.attrs = attrs; self.file = file; self.location = location
-        self.timestamp = timestamp; self.transient = transient
+    public init(
+        id: String = "", cid: String = "", from: String = "", type: Int = HookMessageType.text,
+        text: String? = nil, attrs: [String: JSONValue] = [:], file: HookFile? = nil,
+        location: HookLocation? = nil, timestamp: Int64 = 0, transient: Bool = false
+    ) {
+        self.id = id
+        self.cid = cid
+        self.from = from
+        self.type = type
+        self.text = text
+        self.attrs = attrs
+        self.file = file
+        self.location = location
+        self.timestamp = timestamp
+        self.transient = transient
     }
 }
 
@@ -75,7 +94,10 @@ public struct HookCommand: Sendable, Hashable, Codable {
     public var cid: String
     public var from: String
     public init(action: String, ext: [String: JSONValue] = [:], cid: String = "", from: String = "") {
-        self.action = action; self.ext = ext; self.cid = cid; self.from = from
+        self.action = action
+        self.ext = ext
+        self.cid = cid
+        self.from = from
     }
 }
 
@@ -108,7 +130,7 @@ public enum HookEvent: Sendable, Hashable {
     var cid: String {
         switch self {
         case .membersJoined(let c, _, _), .membersLeft(let c, _, _), .invited(let c, _), .kicked(let c, _),
-             .conversationUpdated(let c, _, _), .recalled(let c, _, _, _):
+            .conversationUpdated(let c, _, _), .recalled(let c, _, _, _):
             return c
         }
     }
@@ -175,8 +197,8 @@ public struct HookAction: Sendable, Hashable {
         public var conversation: String? {
             switch self {
             case .send(let cid, _, _), .sendTransient(let cid, _), .sendCommand(let cid, _), .recall(let cid, _),
-                 .kick(let cid, _, _), .mute(let cid, _, _, _), .add(let cid, _), .warn(let cid, _, _),
-                 .updateAttribute(let cid, _, _):
+                .kick(let cid, _, _), .mute(let cid, _, _, _), .add(let cid, _), .warn(let cid, _, _),
+                .updateAttribute(let cid, _, _):
                 cid
             case .log: nil
             }
@@ -196,7 +218,10 @@ public struct HookAction: Sendable, Hashable {
     public var plugin: String
     public var kind: Kind
 
-    public init(plugin: String, kind: Kind) { self.plugin = plugin; self.kind = kind }
+    public init(plugin: String, kind: Kind) {
+        self.plugin = plugin
+        self.kind = kind
+    }
 }
 
 // MARK: - Webhooks
@@ -211,8 +236,10 @@ public struct HookHTTPRequest: Sendable, Hashable {
     public var headers: [String: String]
     public var body: String
 
-    public init(method: String = "POST", path: String = "/", query: [String: String] = [:], headers: [String: String] = [:],
-                body: String = "") {
+    public init(
+        method: String = "POST", path: String = "/", query: [String: String] = [:], headers: [String: String] = [:],
+        body: String = ""
+    ) {
         self.method = method
         self.path = path
         self.query = query
@@ -263,7 +290,11 @@ public struct HookError: Error, Sendable, Hashable, CustomStringConvertible {
     public var reason: Reason
 
     public init(plugin: String, hook: String, source: String? = nil, line: Int? = nil, reason: Reason) {
-        self.plugin = plugin; self.hook = hook; self.source = source; self.line = line; self.reason = reason
+        self.plugin = plugin
+        self.hook = hook
+        self.source = source
+        self.line = line
+        self.reason = reason
     }
 
     public var message: String {
@@ -329,7 +360,10 @@ public struct TranslationOutcome: Sendable, Hashable {
 public struct HookResult: Sendable, Hashable {
     public var actions: [HookAction]
     public var errors: [HookError]
-    public init(actions: [HookAction] = [], errors: [HookError] = []) { self.actions = actions; self.errors = errors }
+    public init(actions: [HookAction] = [], errors: [HookError] = []) {
+        self.actions = actions
+        self.errors = errors
+    }
 }
 
 /// Result of the incoming pipeline: moderation, then `on_receive` unless blocked.
@@ -362,12 +396,18 @@ public struct HookLimits: Sendable, Hashable {
     /// plugin's remaining due timers wait for the next second, and the overrun counts as a failure.
     public var timerShare: Double = 0.1
 
-    public init(instructionBudget: Int = 10_000_000, deadline: Double = 0.25, loadDeadline: Double = 2.0,
-                memoryBytes: Int = 32 * 1024 * 1024, breakerThreshold: Int = 5,
-                moderationFailClosed: Bool = false, checkInterval: Int = 1000, timerShare: Double = 0.1) {
-        self.instructionBudget = instructionBudget; self.deadline = deadline; self.loadDeadline = loadDeadline
-        self.memoryBytes = memoryBytes; self.breakerThreshold = breakerThreshold
-        self.moderationFailClosed = moderationFailClosed; self.checkInterval = checkInterval
+    public init(
+        instructionBudget: Int = 10_000_000, deadline: Double = 0.25, loadDeadline: Double = 2.0,
+        memoryBytes: Int = 32 * 1024 * 1024, breakerThreshold: Int = 5,
+        moderationFailClosed: Bool = false, checkInterval: Int = 1000, timerShare: Double = 0.1
+    ) {
+        self.instructionBudget = instructionBudget
+        self.deadline = deadline
+        self.loadDeadline = loadDeadline
+        self.memoryBytes = memoryBytes
+        self.breakerThreshold = breakerThreshold
+        self.moderationFailClosed = moderationFailClosed
+        self.checkInterval = checkInterval
         self.timerShare = timerShare
     }
 

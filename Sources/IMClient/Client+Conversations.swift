@@ -10,8 +10,10 @@ extension IMClient {
 
     /// Creates a conversation with `members` (this client is added). With `.unique`, the same member set
     /// returns the existing conversation; with `.chatRoom`, a chat room (members are ignored).
-    public func createConversation(name: String? = nil, members: [String] = [], attributes: [String: JSONValue]? = nil,
-                                   options: IMConversationCreationOptions = []) async throws(IMError) -> IMConversation {
+    public func createConversation(
+        name: String? = nil, members: [String] = [], attributes: [String: JSONValue]? = nil,
+        options: IMConversationCreationOptions = []
+    ) async throws(IMError) -> IMConversation {
         var start = Command(cmd: .conv, op: .start)
         let chatRoom = options.contains(.chatRoom)
         start.m = chatRoom ? nil : members

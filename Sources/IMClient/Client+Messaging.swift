@@ -39,8 +39,9 @@ extension IMClient {
         direct.action = action
         direct.ext = ext
         let ack = try await request(direct)
-        return IMCmdMessage(id: ack.uid ?? "", conversationId: cid, from: clientId, timestamp: ack.t ?? 0,
-                            action: action, ext: ext)
+        return IMCmdMessage(
+            id: ack.uid ?? "", conversationId: cid, from: clientId, timestamp: ack.t ?? 0,
+            action: action, ext: ext)
     }
 
     func recall(messageId: String, timestamp: Int64, in cid: String) async throws(IMError) -> IMMessage {

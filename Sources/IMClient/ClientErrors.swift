@@ -52,10 +52,14 @@ extension IMError {
     /// The error a reply carries (`error`, an `ack` or `session closed` with a `code`), if any.
     init?(reply: Command) {
         guard let code = reply.code else {
-            if reply.cmd == .error { self.init(.unexpectedReply, "error reply without a code"); return }
+            if reply.cmd == .error {
+                self.init(.unexpectedReply, "error reply without a code")
+                return
+            }
             return nil
         }
-        self.init(code: code, reason: reply.reason ?? IMErrorCode(rawValue: code)?.reason ?? "ERROR",
-                  detail: reply.detail, appCode: reply.appCode)
+        self.init(
+            code: code, reason: reply.reason ?? IMErrorCode(rawValue: code)?.reason ?? "ERROR",
+            detail: reply.detail, appCode: reply.appCode)
     }
 }

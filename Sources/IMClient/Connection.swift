@@ -39,18 +39,23 @@ final class Link: Sendable {
     }
 
     /// Attaches to a server in the same process. Throws when it is not running.
-    static func attach(id: Int, to endpoint: any LocalEndpoint,
-                       review: (@Sendable (Command) async -> Command)?) throws(IMError) -> Link {
+    static func attach(
+        id: Int, to endpoint: any LocalEndpoint,
+        review: (@Sendable (Command) async -> Command)?
+    ) throws(IMError) -> Link {
         let (inbound, continuation) = AsyncStream<Frame>.makeStream()
-        guard let connection = endpoint.connectLocally(
-            receive: { continuation.yield(.command($0)) }, closed: { continuation.finish() }, review: review)
+        guard
+            let connection = endpoint.connectLocally(
+                receive: { continuation.yield(.command($0)) }, closed: { continuation.finish() }, review: review)
         else { throw IMError(.connectionFailed, "the in-process server is not running") }
         return Link(id: id, inbound: inbound, transport: .local(connection))
     }
 
     /// Opens a WebSocket to `url`. Throws when the connection is not established within `timeout`.
-    static func connect(id: Int, url: String, timeout: Duration, pingInterval: Duration?, maxFrameSize: Int,
-                        logger: Logger) async throws(IMError) -> Link {
+    static func connect(
+        id: Int, url: String, timeout: Duration, pingInterval: Duration?, maxFrameSize: Int,
+        logger: Logger
+    ) async throws(IMError) -> Link {
         let (frames, outbound) = AsyncStream<String>.makeStream()
         let (inbound, inboundContinuation) = AsyncStream<Frame>.makeStream()
         let (ready, readyContinuation) = AsyncStream<Bool>.makeStream()

@@ -86,8 +86,10 @@ public actor IMClient {
     private static let sweepInterval: Duration = .milliseconds(20)
 
     /// A client for `clientId`. Pass a `deviceId` that survives app restarts to keep a tag across them.
-    public init(clientId: String, tag: String? = nil, deviceId: String? = nil, options: IMClientOptions,
-                registry: IMMessageRegistry = .shared, logger: Logger? = nil) {
+    public init(
+        clientId: String, tag: String? = nil, deviceId: String? = nil, options: IMClientOptions,
+        registry: IMMessageRegistry = .shared, logger: Logger? = nil
+    ) {
         self.clientId = clientId
         self.tag = tag
         self.deviceId = deviceId ?? UUID().uuidString
@@ -321,7 +323,8 @@ public actor IMClient {
             case .failure(let error) where epoch != self.epoch:
                 logger.debug("reconnect abandoned", metadata: ["error": "\(error)"])
                 return
-            case .failure(let error) where sessionToken != nil
+            case .failure(let error)
+            where sessionToken != nil
                 && (error.knownCode == .sessionTokenExpired || error.knownCode == .signatureFailed):
                 // A refused token (expired, revoked, or a server that wants a signature) is not the end:
                 // log in again with a fresh signature.
@@ -465,8 +468,9 @@ public actor IMClient {
     private func resolve(_ serial: Int, _ result: Result<Command, IMError>) {
         guard let request = pending.removeValue(forKey: serial) else { return }
         if request.command.cmd == .direct, request.command.transient != true, request.command.action == nil,
-           case .success(let ack) = result, ack.code == nil, let id = ack.uid, let timestamp = ack.t,
-           let cid = request.command.cid {
+            case .success(let ack) = result, ack.code == nil, let id = ack.uid, let timestamp = ack.t,
+            let cid = request.command.cid
+        {
             noteLastMessage(cid: cid, id: id, timestamp: timestamp)
         }
         request.slot.fulfill(result)

@@ -130,8 +130,10 @@ public struct IMMessage: Sendable {
     public var deliveredAt: Int64?
     public var readAt: Int64?
 
-    public init(id: String, conversationId: String, from: String, timestamp: Int64, content: IMMessageContent,
-                body: String? = nil, status: IMMessageStatus) {
+    public init(
+        id: String, conversationId: String, from: String, timestamp: Int64, content: IMMessageContent,
+        body: String? = nil, status: IMMessageStatus
+    ) {
         self.id = id
         self.conversationId = conversationId
         self.from = from
@@ -164,8 +166,10 @@ public struct IMSendOptions: Sendable {
     /// retry a send whose outcome is unknown (for example after `REQUEST_TIMEOUT`) without duplicating it.
     public var dedupeToken: String?
 
-    public init(transient: Bool = false, receipt: Bool = false, priority: IMMessagePriority? = nil,
-                mentionPids: [String]? = nil, mentionAll: Bool = false, dedupeToken: String? = nil) {
+    public init(
+        transient: Bool = false, receipt: Bool = false, priority: IMMessagePriority? = nil,
+        mentionPids: [String]? = nil, mentionAll: Bool = false, dedupeToken: String? = nil
+    ) {
         self.transient = transient
         self.receipt = receipt
         self.priority = priority
@@ -188,8 +192,10 @@ public struct IMCmdMessage: Sendable {
     public var action: String
     public var ext: [String: JSONValue]
 
-    public init(id: String, conversationId: String, from: String, timestamp: Int64, action: String,
-                ext: [String: JSONValue]) {
+    public init(
+        id: String, conversationId: String, from: String, timestamp: Int64, action: String,
+        ext: [String: JSONValue]
+    ) {
         self.id = id
         self.conversationId = conversationId
         self.from = from

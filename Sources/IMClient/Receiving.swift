@@ -28,15 +28,19 @@ extension IMClient {
         let from = command.fromPeerId ?? ""
         if let action = command.action {
             guard markSeen(id) else { return }
-            hub.emit(.cmd(IMCmdMessage(id: id, conversationId: cid, from: from, timestamp: timestamp, action: action,
-                                       ext: command.ext ?? [:])))
+            hub.emit(
+                .cmd(
+                    IMCmdMessage(
+                        id: id, conversationId: cid, from: from, timestamp: timestamp, action: action,
+                        ext: command.ext ?? [:])))
             return
         }
         let transient = command.transient == true
         let isNew = markSeen(id)
         if isNew {
-            var message = IMMessage(id: id, conversationId: cid, from: from, timestamp: timestamp,
-                                    content: .decode(command.msg ?? "", registry: registry), body: command.msg, status: .received)
+            var message = IMMessage(
+                id: id, conversationId: cid, from: from, timestamp: timestamp,
+                content: .decode(command.msg ?? "", registry: registry), body: command.msg, status: .received)
             message.isTransient = transient
             message.isOffline = command.offline == true
             message.receiptRequested = command.r == true
@@ -78,9 +82,10 @@ extension IMClient {
         var last: IMMessage?
         if let mid = info.mid, let timestamp = info.timestamp, let data = info.data {
             let from = info.from ?? ""
-            last = IMMessage(id: mid, conversationId: info.cid, from: from, timestamp: timestamp,
-                             content: .decode(data, registry: registry), body: data,
-                             status: from == clientId ? .sent : .received)
+            last = IMMessage(
+                id: mid, conversationId: info.cid, from: from, timestamp: timestamp,
+                content: .decode(data, registry: registry), body: data,
+                status: from == clientId ? .sent : .received)
             noteLastMessage(cid: info.cid, id: mid, timestamp: timestamp)
         }
         return IMUnreadCount(conversationId: info.cid, count: info.unread, lastMessage: last)
@@ -89,8 +94,9 @@ extension IMClient {
     func recalledMessage(_ patch: PatchItem) -> IMMessage {
         let placeholder = TypedMessage(type: MessageType.recalled.rawValue).encoded()
         let body = patch.data ?? placeholder
-        return IMMessage(id: patch.mid, conversationId: patch.cid, from: patch.from ?? "", timestamp: patch.timestamp,
-                         content: .decode(body, registry: registry), body: body, status: .recalled)
+        return IMMessage(
+            id: patch.mid, conversationId: patch.cid, from: patch.from ?? "", timestamp: patch.timestamp,
+            content: .decode(body, registry: registry), body: body, status: .recalled)
     }
 
     private func conversationEvent(_ command: Command, op: OpType) {
@@ -104,8 +110,10 @@ extension IMClient {
         case .membersJoined: hub.emit(.membersJoined(conversationId: cid, members: command.m ?? [], by: by))
         case .membersLeft: hub.emit(.membersLeft(conversationId: cid, members: command.m ?? [], by: by))
         case .updated:
-            hub.emit(.conversationUpdated(conversationId: cid, patch: command.attr?.objectValue ?? [:], by: by,
-                                          updatedAt: command.udate))
+            hub.emit(
+                .conversationUpdated(
+                    conversationId: cid, patch: command.attr?.objectValue ?? [:], by: by,
+                    updatedAt: command.udate))
         default: hub.emit(.unhandled(command))
         }
     }

@@ -64,8 +64,9 @@ public struct IMPendingMessage: Sendable {
         let ack = try await slot.value().get()
         if let error = IMError(reply: ack) { throw error }
         guard let id = ack.uid, let timestamp = ack.t else { throw IMError(.unexpectedReply, "ack without uid or t") }
-        var message = IMMessage(id: id, conversationId: conversationId, from: client.clientId, timestamp: timestamp,
-                                content: content, body: body, status: .sent)
+        var message = IMMessage(
+            id: id, conversationId: conversationId, from: client.clientId, timestamp: timestamp,
+            content: content, body: body, status: .sent)
         message.isTransient = options.transient
         message.receiptRequested = options.receipt
         message.priority = options.priority

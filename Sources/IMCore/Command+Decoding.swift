@@ -2,7 +2,10 @@
 // fields, and looking each absent one up costs more than the decoding itself.
 extension Command {
     enum CodingKeys: String, CodingKey {
-        case cmd, op, i, peerId, appId, serverTs, code, reason, detail, appCode, tag, deviceId, r, t, n, s, st, stTtl, ua, cid, msg, id, fromPeerId, timestamp, transient, offline, hasMore, dt, priority, mentionPids, mentionAll, action, ext, uid, mid, ids, read, from, m, unique, name, attr, `where`, limit, skip, sort, c, initBy, results, count, lm, mu, cdate, udate, tt, tmid, logs, reversed, convs, patches, verdict, silent, kind
+        case cmd, op, i, peerId, appId, serverTs, code, reason, detail, appCode, tag, deviceId, r, t, n, s, st, stTtl, ua, cid, msg, id,
+            fromPeerId, timestamp, transient, offline, hasMore, dt, priority, mentionPids, mentionAll, action, ext, uid, mid, ids, read,
+            from, m, unique, name, attr, `where`, limit, skip, sort, c, initBy, results, count, lm, mu, cdate, udate, tt, tmid, logs,
+            reversed, convs, patches, verdict, silent, kind
         case tempConv, tempConvTTL, tempConvIds, allowedPids, failedPids, sessionPeerIds, onlineSessionPeerIds
         case maxReadTimestamp, maxAckTimestamp
     }

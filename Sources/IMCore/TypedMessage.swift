@@ -36,8 +36,10 @@ public struct FileInfo: Sendable, Equatable, Codable {
     /// Duration in seconds (audio and video).
     public var duration: Double?
 
-    public init(url: String, objId: String? = nil, name: String? = nil, format: String? = nil, size: Int64? = nil,
-                width: Int? = nil, height: Int? = nil, duration: Double? = nil) {
+    public init(
+        url: String, objId: String? = nil, name: String? = nil, format: String? = nil, size: Int64? = nil,
+        width: Int? = nil, height: Int? = nil, duration: Double? = nil
+    ) {
         self.url = url
         self.objId = objId
         self.name = name
@@ -71,8 +73,10 @@ public struct TypedMessage: Sendable, Equatable {
     /// Top-level keys other than the `_lc*` ones (the fields of custom types).
     public var fields: [String: JSONValue]
 
-    public init(type: Int, text: String? = nil, attributes: [String: JSONValue]? = nil, file: FileInfo? = nil,
-                location: Location? = nil, fields: [String: JSONValue] = [:]) {
+    public init(
+        type: Int, text: String? = nil, attributes: [String: JSONValue]? = nil, file: FileInfo? = nil,
+        location: Location? = nil, fields: [String: JSONValue] = [:]
+    ) {
         self.type = type
         self.text = text
         self.attributes = attributes
@@ -91,7 +95,7 @@ public struct TypedMessage: Sendable, Equatable {
     /// Decodes a message body; nil when the body is not a typed message (no integer `_lctype`).
     public static func decode(_ body: String) -> TypedMessage? {
         guard body.first == "{", case .object(var object)? = JSONValue.parse(body),
-              let type = object.removeValue(forKey: "_lctype")?.intValue, type >= Int64(Int32.min), type <= Int64(Int32.max)
+            let type = object.removeValue(forKey: "_lctype")?.intValue, type >= Int64(Int32.min), type <= Int64(Int32.max)
         else { return nil }
         var message = TypedMessage(type: Int(type))
         message.text = object.removeValue(forKey: "_lctext")?.stringValue
@@ -105,7 +109,8 @@ public struct TypedMessage: Sendable, Equatable {
                 duration: meta["duration"]?.doubleValue)
         }
         if let loc = object.removeValue(forKey: "_lcloc")?.objectValue,
-           let lat = loc["latitude"]?.doubleValue, let lon = loc["longitude"]?.doubleValue {
+            let lat = loc["latitude"]?.doubleValue, let lon = loc["longitude"]?.doubleValue
+        {
             message.location = Location(latitude: lat, longitude: lon)
         }
         message.fields = object

@@ -9,7 +9,9 @@ enum LeanCloudDate {
         let (seconds, ms) = floorDivision(millis, 1000)
         let (days, secondOfDay) = floorDivision(seconds, 86_400)
         let (year, month, day) = civil(fromDays: days)
-        let hour = secondOfDay / 3600, minute = secondOfDay % 3600 / 60, second = secondOfDay % 60
+        let hour = secondOfDay / 3600
+        let minute = secondOfDay % 3600 / 60
+        let second = secondOfDay % 60
         func pad(_ value: Int64, _ width: Int) -> String {
             let text = String(value)
             return String(repeating: "0", count: max(0, width - text.count)) + text
@@ -32,16 +34,17 @@ enum LeanCloudDate {
             return value
         }
         guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
-              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+            let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         var ms: Int64 = 0
         if bytes.count > 20 {
             // Fraction: "." then 1–9 digits, then "Z".
             guard bytes[19] == UInt8(ascii: "."), bytes.count - 21 >= 1, bytes.count - 21 <= 9,
-                  let fraction = number(20..<(bytes.count - 1)) else { return nil }
+                let fraction = number(20..<(bytes.count - 1))
+            else { return nil }
             let digits = bytes.count - 21
             ms = digits >= 3 ? fraction / pow10(digits - 3) : fraction * pow10(3 - digits)
         } else if bytes[19] != UInt8(ascii: "Z") {
@@ -74,7 +77,8 @@ enum LeanCloudDate {
     }
 
     private static func floorDivision(_ a: Int64, _ b: Int64) -> (Int64, Int64) {
-        let q = a / b, r = a % b
+        let q = a / b
+        let r = a % b
         return r < 0 ? (q - 1, r + b) : (q, r)
     }
 

@@ -520,8 +520,10 @@ public struct ProtobufCommandCodec: Sendable {
         return [c]
     }
 
-    private static func decodeConv(_ v: LCProtoConvCommand, into c: inout Command,
-                                   fail: (IMErrorCode, String) -> CommandDecodingError) throws(CommandDecodingError) {
+    private static func decodeConv(
+        _ v: LCProtoConvCommand, into c: inout Command,
+        fail: (IMErrorCode, String) -> CommandDecodingError
+    ) throws(CommandDecodingError) {
         if !v.m.isEmpty { c.m = v.m }
         if v.hasTransient { c.transient = v.transient }
         if v.hasUnique { c.unique = v.unique }
@@ -596,7 +598,8 @@ public struct ProtobufCommandCodec: Sendable {
 
     private static func jsonObject(_ command: Command) -> [String: JSONValue] {
         guard let data = try? JSONEncoder().encode(command),
-              let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return [:] }
+            let value = try? JSONDecoder().decode(JSONValue.self, from: data)
+        else { return [:] }
         return value.objectValue ?? [:]
     }
 

@@ -26,8 +26,10 @@ public final class IMServer: Sendable {
 
     /// Opens (and migrates) the database. The server does not listen until `start()` or `run()`.
     /// - Parameter telemetry: where the server records its metrics (a registry of its own by default).
-    public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "hookbot.server"),
-                telemetry: Telemetry = Telemetry()) throws {
+    public init(
+        configuration: ServerConfiguration, logger: Logger = Logger(label: "hookbot.server"),
+        telemetry: Telemetry = Telemetry()
+    ) throws {
         self.configuration = configuration
         self.logger = logger
         self.telemetry = telemetry
@@ -81,7 +83,10 @@ public final class IMServer: Sendable {
     /// Starts listening in the background and returns the bound port.
     public func start() async throws -> Int {
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
-        let app = makeApplication { port in portContinuation.yield(port); portContinuation.finish() }
+        let app = makeApplication { port in
+            portContinuation.yield(port)
+            portContinuation.finish()
+        }
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         let task = Task {
             defer { portContinuation.finish() }
@@ -96,7 +101,12 @@ public final class IMServer: Sendable {
 
     /// Stops a server started with `start()` and waits until it has shut down.
     public func stop() async {
-        guard let (group, task) = running.withLock({ state in defer { state = nil }; return state }) else { return }
+        guard
+            let (group, task) = running.withLock({ state in
+                defer { state = nil }
+                return state
+            })
+        else { return }
         service.goAway()
         let stragglers = Task { await closeStragglers() }
         await locals.closeAll()
@@ -116,8 +126,9 @@ public final class IMServer: Sendable {
     /// Runs in the foreground until SIGINT or SIGTERM.
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         let app = makeApplication(onListening)
-        let group = ServiceGroup(configuration: .init(
-            services: [app, GoAwayOnShutdown(server: self)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [app, GoAwayOnShutdown(server: self)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         await service.pipeline.flush()
     }
@@ -139,9 +150,10 @@ public final class IMServer: Sendable {
                 var headers = HTTPFields()
                 if let subprotocol { headers[.secWebSocketProtocol] = subprotocol }
                 return .upgrade(headers) { inbound, outbound, _ in
-                    await self.serve(inbound: inbound, outbound: outbound, remote: remote, format: format,
-                                     notifiesUnreadOnly: subprotocol?.hasSuffix(".3") == true,
-                                     abort: { channel.close(promise: nil) })
+                    await self.serve(
+                        inbound: inbound, outbound: outbound, remote: remote, format: format,
+                        notifiesUnreadOnly: subprotocol?.hasSuffix(".3") == true,
+                        abort: { channel.close(promise: nil) })
                 }
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "hookbot"),
@@ -150,8 +162,10 @@ public final class IMServer: Sendable {
         )
     }
 
-    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String,
-                       format: WireFormat, notifiesUnreadOnly: Bool, abort: @escaping @Sendable () -> Void) async {
+    private func serve(
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String,
+        format: WireFormat, notifiesUnreadOnly: Bool, abort: @escaping @Sendable () -> Void
+    ) async {
         let (frames, continuation) = AsyncStream<Connection.Outbound>.makeStream()
         let codec = FrameCodec(format)
         let transport = Transport(
@@ -199,7 +213,8 @@ public final class IMServer: Sendable {
                     case .success(let commands):
                         for command in commands { await service.handle(command, arrivingOn: transport) }
                     case .failure(let failure):
-                        transport.write(codec.encode(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial))))
+                        transport.write(
+                            codec.encode(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial))))
                     }
                 }
             } catch {

@@ -16,7 +16,8 @@ extension IMService {
         if let attr = command.attr, attr.objectValue == nil { throw IMError(.invalidField, "attr must be a JSON object") }
         try ConversationStore.checkLimits(name: command.name, attr: command.attr)
         let temporaryTTL = try temporaryLifetime(command)
-        try await signatures?.verify(.startConversation(members: members), by: clientID, command: command, failure: .conversationSignatureFailed)
+        try await signatures?.verify(
+            .startConversation(members: members), by: clientID, command: command, failure: .conversationSignatureFailed)
         let now = Identifiers.nowMillis()
         let (record, created) = try await db.write { db in
             if temporaryTTL != nil { try ConversationStore.purgeExpired(db, now: now) }

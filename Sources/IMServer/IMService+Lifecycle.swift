@@ -50,8 +50,9 @@ extension IMService {
     func markRead(_ command: Command, by clientID: String, on connection: Connection) async throws {
         let cid = try requiredCID(command)
         let (readT, receipts) = try await db.write { db -> (Int64, [(sender: String, id: String)]) in
-            guard let previous = try Int64.fetchOne(
-                db, sql: "SELECT read_t FROM members WHERE cid = ? AND client_id = ?", arguments: [cid, clientID])
+            guard
+                let previous = try Int64.fetchOne(
+                    db, sql: "SELECT read_t FROM members WHERE cid = ? AND client_id = ?", arguments: [cid, clientID])
             else { throw IMError(.invalidMessagingTarget, "\(clientID) is not a member of \(cid)") }
             var target: Int64
             if let mid = command.mid {
@@ -117,16 +118,17 @@ extension IMService {
     /// that others sent and the member may see, with the newest message and whether any mentions them.
     func unreadCounts(for clientID: String) async throws -> [UnreadInfo] {
         try await db.read { db in
-            let counting = try db.cachedStatement(sql: """
-                SELECT COUNT(*) AS unread,
-                       MAX(mention_all = 1 OR EXISTS (SELECT 1 FROM json_each(messages.mention_pids) WHERE value = ?)) AS mentioned
-                FROM messages WHERE cid = ? AND t > ? AND from_id <> ? AND \(MessageStore.visibleTo)
-                """)
+            let counting = try db.cachedStatement(
+                sql: """
+                    SELECT COUNT(*) AS unread,
+                           MAX(mention_all = 1 OR EXISTS (SELECT 1 FROM json_each(messages.mention_pids) WHERE value = ?)) AS mentioned
+                    FROM messages WHERE cid = ? AND t > ? AND from_id <> ? AND \(MessageStore.visibleTo)
+                    """)
             return try ConversationStore.memberships(db, clientID: clientID).compactMap { membership -> UnreadInfo? in
                 let (cid, readT) = (membership.cid, membership.readT)
                 guard let counts = try Row.fetchOne(counting, arguments: [clientID, cid, readT, clientID, clientID, clientID]),
-                      let count = counts["unread"] as Int?, count > 0,
-                      let last = try MessageStore.history(db, cid: cid, limit: 1, beforeT: nil, afterT: nil, viewer: clientID).first
+                    let count = counts["unread"] as Int?, count > 0,
+                    let last = try MessageStore.history(db, cid: cid, limit: 1, beforeT: nil, afterT: nil, viewer: clientID).first
                 else { return nil }
                 var info = UnreadInfo(cid: cid, unread: count)
                 info.mid = last.id

@@ -132,10 +132,12 @@ extension IMService {
     /// Asks the interceptors whether a membership change may happen; a drop becomes 4305.
     func reviewMembership(cid: String, actor: String, members: [String], action: String) async throws {
         guard interceptors.isActive, interceptors.configuration.reviewMembership, interceptors.inScope(cid),
-              !interceptors.isInterceptor(actor) else { return }
+            !interceptors.isInterceptor(actor)
+        else { return }
         if case .drop(let error, _) = await interceptors.review(.membership(cid: cid, actor: actor, members: members, action: action)) {
-            throw IMError(code: IMErrorCode.conversationRejectedByApp.rawValue, reason: IMErrorCode.conversationRejectedByApp.reason,
-                          detail: error.detail, appCode: error.appCode)
+            throw IMError(
+                code: IMErrorCode.conversationRejectedByApp.rawValue, reason: IMErrorCode.conversationRejectedByApp.reason,
+                detail: error.detail, appCode: error.appCode)
         }
     }
 

@@ -65,8 +65,10 @@ extension IMService {
 
     /// Delivers an unstored message (transient or cmd) to the online members of a conversation, or to the
     /// clients in a chat room, and acks it.
-    private func broadcastOnline(_ template: Command, cid: String, from clientID: String, on connection: Connection,
-                                 serial: Int?) async throws {
+    private func broadcastOnline(
+        _ template: Command, cid: String, from clientID: String, on connection: Connection,
+        serial: Int?
+    ) async throws {
         let members = try await db.read { db -> [String]? in
             guard let record = try ConversationStore.find(db, id: cid) else { return nil }
             return record.transient ? nil : try ConversationStore.members(db, cid: cid)
@@ -115,9 +117,12 @@ extension IMService {
             .filter { $0.entry.sender != clientID }
         // Only a member of a message's conversation can have received it: nobody else produces its receipt.
         let conversations = Set(tracked.map(\.entry.cid))
-        let memberOf = conversations.isEmpty ? [] : (try? await db.read { db in
-            try conversations.filter { try ConversationStore.isMember(db, cid: $0, clientID: clientID) }
-        }) ?? []
+        let memberOf =
+            conversations.isEmpty
+            ? []
+            : (try? await db.read { db in
+                try conversations.filter { try ConversationStore.isMember(db, cid: $0, clientID: clientID) }
+            }) ?? []
         for (id, entry) in tracked where memberOf.contains(entry.cid) {
             var rcp = Command(cmd: .rcp)
             rcp.id = id

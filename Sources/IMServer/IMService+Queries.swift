@@ -18,8 +18,9 @@ extension IMService {
             if !query.indexed {
                 let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM conversations") ?? 0
                 if total > scanLimit {
-                    throw IMError(.conversationQueryFailed,
-                                  "query would scan \(total) conversations; add a condition on objectId, m or lm")
+                    throw IMError(
+                        .conversationQueryFailed,
+                        "query would scan \(total) conversations; add a condition on objectId, m or lm")
                 }
             }
             var arguments = query.arguments
@@ -71,7 +72,8 @@ extension IMService {
             let record = try ConversationStore.existing(db, id: cid)
             let members = try ConversationStore.members(db, cid: cid)
             if record.transient ? !inRoom : !members.contains(clientID) {
-                throw IMError(.conversationUpdateRejected, "\(clientID) is not \(record.transient ? "in the chat room" : "a member of") \(cid)")
+                throw IMError(
+                    .conversationUpdateRejected, "\(clientID) is not \(record.transient ? "in the chat room" : "a member of") \(cid)")
             }
             let (name, attr) = try AttributePatch.apply(patch, name: record.name, attr: record.attr)
             try db.execute(
@@ -122,7 +124,10 @@ enum AttributePatch {
             let value = patch[key] ?? .null
             let delete = value.objectValue?["__op"]?.stringValue == "Delete"
             if key == "name" {
-                if delete { name = nil; continue }
+                if delete {
+                    name = nil
+                    continue
+                }
                 guard let text = value.stringValue else { throw IMError(.invalidField, "name must be a string") }
                 name = text
             } else if key.hasPrefix("attr.") {

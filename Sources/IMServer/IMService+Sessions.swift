@@ -37,7 +37,8 @@ extension IMService {
                     db, sql: "SELECT device_id FROM device_tags WHERE client_id = ? AND tag = ?", arguments: [clientID, tag])
                 if !forced, let holder, holder != deviceID { return true }
                 try db.execute(
-                    sql: "INSERT INTO device_tags (client_id, tag, device_id) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET device_id = excluded.device_id",
+                    sql:
+                        "INSERT INTO device_tags (client_id, tag, device_id) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET device_id = excluded.device_id",
                     arguments: [clientID, tag, deviceID])
                 return false
             }

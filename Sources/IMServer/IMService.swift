@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import IMCore
 import IMSignatures
-import NIOWebSocket
 import Logging
+import NIOWebSocket
 
 /// Handles the commands of logged-in and logging-in connections. It knows nothing about the encoding
 /// of frames: connections decode commands before handing them here and encode what it sends.
@@ -30,18 +30,24 @@ final class IMService: Sendable {
         let db = try ServerDatabase.open(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
         self.db = db
         tokens = SessionTokens(db: db, ttl: TimeInterval(configuration.sessionTokenTTL))
-        pipeline = MessagePipeline(db: db, registry: registry, receipts: receipts, rooms: rooms,
-                                   counters: storageCounters, metrics: metrics, logger: logger)
+        pipeline = MessagePipeline(
+            db: db, registry: registry, receipts: receipts, rooms: rooms,
+            counters: storageCounters, metrics: metrics, logger: logger)
         interceptors = InterceptorHub(configuration: configuration.interception, metrics: metrics, logger: logger)
         interception = InterceptionStage(
             hub: interceptors, pipeline: pipeline, metrics: metrics,
-            admission: ReviewAdmission(perSender: max(1, configuration.interception.reviewsPerSender),
-                                       overall: max(1, configuration.interception.reviewsInFlight)))
-        interceptorLogins = Dictionary(uniqueKeysWithValues: configuration.interception.interceptors.map { interceptor in
-            let signer = Signer(appID: configuration.appID ?? "hookbot", masterKey: interceptor.secret)
-            return (interceptor.clientID, SignatureVerifier(
-                signer: signer, windowSeconds: configuration.signatureWindow, db: db, scope: "interceptor:\(interceptor.clientID)"))
-        })
+            admission: ReviewAdmission(
+                perSender: max(1, configuration.interception.reviewsPerSender),
+                overall: max(1, configuration.interception.reviewsInFlight)))
+        interceptorLogins = Dictionary(
+            uniqueKeysWithValues: configuration.interception.interceptors.map { interceptor in
+                let signer = Signer(appID: configuration.appID ?? "hookbot", masterKey: interceptor.secret)
+                return (
+                    interceptor.clientID,
+                    SignatureVerifier(
+                        signer: signer, windowSeconds: configuration.signatureWindow, db: db, scope: "interceptor:\(interceptor.clientID)")
+                )
+            })
         if let appID = configuration.appID, let key = configuration.masterKey {
             signatures = SignatureVerifier(
                 signer: Signer(appID: appID, masterKey: key), windowSeconds: configuration.signatureWindow, db: db, scope: "app")

@@ -31,9 +31,10 @@ final class ServerMetrics: Sendable {
     init(factory: any MetricsFactory) {
         self.factory = factory
         func byFormat(_ label: String) -> [WireFormat: Meter] {
-            Dictionary(uniqueKeysWithValues: WireFormat.allCases.map { format in
-                (format, Meter(label: label, dimensions: [("format", format.metricName)], factory: factory))
-            })
+            Dictionary(
+                uniqueKeysWithValues: WireFormat.allCases.map { format in
+                    (format, Meter(label: label, dimensions: [("format", format.metricName)], factory: factory))
+                })
         }
         connectionGauges = byFormat("hookbot_connections")
         sessionGauges = byFormat("hookbot_sessions")
@@ -44,9 +45,10 @@ final class ServerMetrics: Sendable {
         commitLatency = Timer(label: "hookbot_commit_latency_seconds", factory: factory)
         commitBatchSize = Recorder(label: "hookbot_commit_batch_messages", factory: factory)
         interceptionRequests = Counter(label: "hookbot_interception_requests_total", factory: factory)
-        interceptionVerdicts = Dictionary(uniqueKeysWithValues: ["allow", "drop", "modify"].map { verdict in
-            (verdict, Counter(label: "hookbot_interception_verdicts_total", dimensions: [("verdict", verdict)], factory: factory))
-        })
+        interceptionVerdicts = Dictionary(
+            uniqueKeysWithValues: ["allow", "drop", "modify"].map { verdict in
+                (verdict, Counter(label: "hookbot_interception_verdicts_total", dimensions: [("verdict", verdict)], factory: factory))
+            })
         interceptionTimeouts = Counter(label: "hookbot_interception_timeouts_total", factory: factory)
     }
 
@@ -72,11 +74,12 @@ final class ServerMetrics: Sendable {
     }
 
     func interceptionVerdict(_ verdict: Verdict) {
-        let name = switch verdict {
-        case .allow: "allow"
-        case .drop: "drop"
-        case .modify: "modify"
-        }
+        let name =
+            switch verdict {
+            case .allow: "allow"
+            case .drop: "drop"
+            case .modify: "modify"
+            }
         interceptionVerdicts[name]?.increment()
     }
 

@@ -71,13 +71,16 @@ public struct Signer: Sendable {
     public func signature(for action: IMSignatureAction, clientID: String) -> IMSignature {
         let timestamp = Int64(Date().timeIntervalSince1970)
         let nonce = UUID().uuidString
-        return IMSignature(timestamp: timestamp, nonce: nonce,
-                           signature: sign(action, clientID: clientID, timestamp: timestamp, nonce: nonce))
+        return IMSignature(
+            timestamp: timestamp, nonce: nonce,
+            signature: sign(action, clientID: clientID, timestamp: timestamp, nonce: nonce))
     }
 
     /// Constant-time check of a presented signature.
-    public func isValid(_ signature: String, for action: IMSignatureAction, clientID: String, timestamp: Int64,
-                        nonce: String) -> Bool {
+    public func isValid(
+        _ signature: String, for action: IMSignatureAction, clientID: String, timestamp: Int64,
+        nonce: String
+    ) -> Bool {
         let message = Data(action.text(appID: appID, clientID: clientID, timestamp: timestamp, nonce: nonce).utf8)
         guard let presented = Self.bytes(fromHex: signature) else { return false }
         return HMAC<Insecure.SHA1>.isValidAuthenticationCode(presented, authenticating: message, using: key)

@@ -19,8 +19,10 @@ struct Expectations {
     let lua: LuaDataSandbox
 
     /// Failure explanations (empty when everything matched). Hook errors fail a step unless `errors` is expected.
-    func check(_ expect: [String: JSONValue], actual: [String: JSONValue],
-               state: (String?, String) -> JSONValue?, mainPlugin: String) -> [String] {
+    func check(
+        _ expect: [String: JSONValue], actual: [String: JSONValue],
+        state: (String?, String) -> JSONValue?, mainPlugin: String
+    ) -> [String] {
         var failures: [String] = []
         for key in Self.scalarKeys where expect[key] != nil {
             let want = expect[key]!
@@ -71,7 +73,8 @@ struct Expectations {
         let substring = textKey == nil
         func ok(_ w: JSONValue, _ g: JSONValue) -> Bool { itemMatches(w, g, textKey: textKey, substring: substring) }
         if want.count == got.count && zip(want, got).allSatisfy({ ok($0, $1) }) { return nil }
-        let n = want.count, m = got.count
+        let n = want.count
+        let m = got.count
         var lcs = Array(repeating: Array(repeating: 0, count: m + 1), count: n + 1)
         for i in stride(from: n - 1, through: 0, by: -1) {
             for j in stride(from: m - 1, through: 0, by: -1) {
@@ -79,14 +82,19 @@ struct Expectations {
             }
         }
         var lines = ["\(key): (- expected, + actual)"]
-        var i = 0, j = 0
+        var i = 0
+        var j = 0
         while i < n || j < m {
             if i < n, j < m, ok(want[i], got[j]), lcs[i][j] == lcs[i + 1][j + 1] + 1 {
-                lines.append("      \(Render.lua(got[j]))"); i += 1; j += 1
+                lines.append("      \(Render.lua(got[j]))")
+                i += 1
+                j += 1
             } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
-                lines.append("    - \(Render.lua(want[i]))"); i += 1
+                lines.append("    - \(Render.lua(want[i]))")
+                i += 1
             } else {
-                lines.append("    + \(Render.lua(got[j]))"); j += 1
+                lines.append("    + \(Render.lua(got[j]))")
+                j += 1
             }
         }
         return lines.joined(separator: "\n")
@@ -163,7 +171,8 @@ enum Render {
     }
 
     private static func key(_ k: String) -> String {
-        let ident = k.first.map { $0.isLetter || $0 == "_" } == true && k.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+        let ident =
+            k.first.map { $0.isLetter || $0 == "_" } == true && k.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
         return ident ? k : "[" + quote(k) + "]"
     }
 

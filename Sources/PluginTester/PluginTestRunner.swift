@@ -1,8 +1,8 @@
 import BotRouting
 import Foundation
 import HookRuntime
-import Logging
 import IMCore
+import Logging
 
 /// Runs plugin scenario files (`*.test.lua`) in process: each case gets a fresh copy of the plugins it
 /// names, a fresh state store and a manual clock, and its steps go through a simulated bot host.
@@ -31,8 +31,10 @@ public final class PluginTestRunner {
     /// - Parameters:
     ///   - output: receives each line of the report (default: standard output).
     ///   - logLevel: level of the plugins' logger (their `ctx.log` lines are also in each step's `logs`).
-    public init(filter: String? = nil, verbose: Bool = false, logLevel: Logger.Level = .critical,
-                output: @escaping (String) -> Void = { print($0) }) {
+    public init(
+        filter: String? = nil, verbose: Bool = false, logLevel: Logger.Level = .critical,
+        output: @escaping (String) -> Void = { print($0) }
+    ) {
         self.filter = filter
         self.verbose = verbose
         self.logLevel = logLevel
@@ -76,8 +78,10 @@ public final class PluginTestRunner {
         var summary = Summary()
         let files: [(file: URL, plugins: URL)]
         do { files = try Self.discover(paths, pluginsDirectory: pluginsDirectory) } catch {
-            summary.results.append(CaseResult(file: paths.joined(separator: " "), name: "discover", passed: false,
-                                              details: ["\(error)"], seconds: 0))
+            summary.results.append(
+                CaseResult(
+                    file: paths.joined(separator: " "), name: "discover", passed: false,
+                    details: ["\(error)"], seconds: 0))
             output("FAIL \(error)")
             output(summary.line)
             return summary
@@ -96,8 +100,9 @@ public final class PluginTestRunner {
         let scenario: Scenario
         do {
             lua = try LuaDataSandbox(globals: ["NIL": Scenario.absentMarker])
-            scenario = try Scenario(data: try lua.evaluate(file: file.path, as: "scenario"), path: file.path,
-                                    pluginsDirectory: pluginsDirectory, defaultPlugin: base)
+            scenario = try Scenario(
+                data: try lua.evaluate(file: file.path, as: "scenario"), path: file.path,
+                pluginsDirectory: pluginsDirectory, defaultPlugin: base)
         } catch {
             output("FAIL \(name): \(error)")
             return [CaseResult(file: file.path, name: name, passed: false, details: ["\(error)"], seconds: 0)]
@@ -109,11 +114,14 @@ public final class PluginTestRunner {
             let start = Date()
             var details: [String]
             do { details = try await run(testCase, of: scenario, lua: lua) } catch { details = ["\(error)"] }
-            let result = CaseResult(file: file.path, name: title, passed: details.isEmpty, details: details,
-                                    seconds: Date().timeIntervalSince(start))
+            let result = CaseResult(
+                file: file.path, name: title, passed: details.isEmpty, details: details,
+                seconds: Date().timeIntervalSince(start))
             results.append(result)
             output((result.passed ? "PASS " : "FAIL ") + title)
-            for line in details { output(line.split(separator: "\n", omittingEmptySubsequences: false).map { "  " + $0 }.joined(separator: "\n")) }
+            for line in details {
+                output(line.split(separator: "\n", omittingEmptySubsequences: false).map { "  " + $0 }.joined(separator: "\n"))
+            }
         }
         return results
     }
@@ -135,23 +143,29 @@ public final class PluginTestRunner {
         let policy = HTTPPolicy(hosts: Set(testCase.http.keys.compactMap(RecordedHTTP.host)))
         var bots: [SimulatedBot] = []
         var mainStore: HookStateStore?
-        for (index, member) in ([Scenario.Bot(id: scenario.bot, plugins: scenario.plugins, config: testCase.config)]
-            + scenario.bots).enumerated() {
+        for (index, member)
+            in ([Scenario.Bot(id: scenario.bot, plugins: scenario.plugins, config: testCase.config)]
+            + scenario.bots).enumerated()
+        {
             let home = sandbox.appendingPathComponent(member.id)
             let pluginsDir = home.appendingPathComponent("plugins")
             try fm.createDirectory(at: pluginsDir, withIntermediateDirectories: true)
             try copyPlugins(member.plugins, from: scenario.pluginsDirectory, to: pluginsDir)
             let store = try HookStateStore(path: home.appendingPathComponent("state.sqlite").path)
             if index == 0 { mainStore = store }
-            let runtime = PluginRuntime(directory: pluginsDir, store: store, config: member.config, limits: limits,
-                                        clock: clock.clock, logger: logger, botID: member.id, http: transport,
-                                        httpPolicies: Dictionary(uniqueKeysWithValues: member.plugins.map { ($0, policy) }))
-            let settings = RoutingSettings(botID: member.id, intercepting: index == 0 && testCase.mode == .interceptor,
-                                           maxHops: scenario.maxHops, replyLimit: scenario.replyLimit,
-                                           replyWindow: scenario.replyWindow,
-                                           translateTo: index == 0 ? testCase.translateTo : [:])
-            bots.append(SimulatedBot(id: member.id, runtime: runtime, settings: settings, recorder: recorder, main: index == 0,
-                                      logger: logger))
+            let runtime = PluginRuntime(
+                directory: pluginsDir, store: store, config: member.config, limits: limits,
+                clock: clock.clock, logger: logger, botID: member.id, http: transport,
+                httpPolicies: Dictionary(uniqueKeysWithValues: member.plugins.map { ($0, policy) }))
+            let settings = RoutingSettings(
+                botID: member.id, intercepting: index == 0 && testCase.mode == .interceptor,
+                maxHops: scenario.maxHops, replyLimit: scenario.replyLimit,
+                replyWindow: scenario.replyWindow,
+                translateTo: index == 0 ? testCase.translateTo : [:])
+            bots.append(
+                SimulatedBot(
+                    id: member.id, runtime: runtime, settings: settings, recorder: recorder, main: index == 0,
+                    logger: logger))
         }
         guard let store = mainStore else { return [] }
         let host = SimulatedHost(bots: bots, recorder: recorder, clock: clock, scenario: scenario)
@@ -166,8 +180,10 @@ public final class PluginTestRunner {
     }
 
     /// Loads the plugins of every bot, then runs the steps; the differences, or nothing when all matched.
-    private func run(_ testCase: Scenario.TestCase, on host: SimulatedHost, store: HookStateStore,
-                     lua: LuaDataSandbox) async throws -> [String] {
+    private func run(
+        _ testCase: Scenario.TestCase, on host: SimulatedHost, store: HookStateStore,
+        lua: LuaDataSandbox
+    ) async throws -> [String] {
         let scenario = host.scenario
         let clock = host.clock
         var loadErrors: [HookError] = []
@@ -228,8 +244,10 @@ public final class PluginTestRunner {
             await host.transient(m)
         case .cmd(let v):
             let o = try object(v, "cmd")
-            await host.command(HookCommand(action: o["action"]?.stringValue ?? "", ext: o["ext"].flatMap(Scenario.objectOrEmpty) ?? [:],
-                                     cid: o["cid"]?.stringValue ?? "c1", from: o["from"]?.stringValue ?? "Tom"))
+            await host.command(
+                HookCommand(
+                    action: o["action"]?.stringValue ?? "", ext: o["ext"].flatMap(Scenario.objectOrEmpty) ?? [:],
+                    cid: o["cid"]?.stringValue ?? "c1", from: o["from"]?.stringValue ?? "Tom"))
         case .join(let v):
             let o = try object(v, "join")
             await host.event(.membersJoined(cid: o["cid"]?.stringValue ?? "c1", members: members(o), by: o["by"]?.stringValue))
@@ -244,17 +262,22 @@ public final class PluginTestRunner {
             await host.event(.kicked(cid: o["cid"]?.stringValue ?? "c1", by: o["by"]?.stringValue))
         case .update(let v):
             let o = try object(v, "update")
-            await host.event(.conversationUpdated(cid: o["cid"]?.stringValue ?? "c1", attrs: o["attrs"].flatMap(Scenario.objectOrEmpty) ?? [:],
-                                            by: o["by"]?.stringValue))
+            await host.event(
+                .conversationUpdated(
+                    cid: o["cid"]?.stringValue ?? "c1", attrs: o["attrs"].flatMap(Scenario.objectOrEmpty) ?? [:],
+                    by: o["by"]?.stringValue))
         case .recall(let v):
             let o = try object(v, "recall")
-            await host.event(.recalled(cid: o["cid"]?.stringValue ?? "c1", messageID: o["id"]?.stringValue ?? "",
-                                 by: o["by"]?.stringValue, timestamp: Int64(host.clock.now * 1000)))
+            await host.event(
+                .recalled(
+                    cid: o["cid"]?.stringValue ?? "c1", messageID: o["id"]?.stringValue ?? "",
+                    by: o["by"]?.stringValue, timestamp: Int64(host.clock.now * 1000)))
         case .advance(let seconds): await host.advance(seconds)
         case .translate(let v):
             let o = try object(v, "translate")
-            await host.translate(text: o["text"]?.stringValue ?? "", from: o["from"]?.stringValue,
-                           to: o["to"]?.stringValue ?? "en", messageID: o["id"]?.stringValue)
+            await host.translate(
+                text: o["text"]?.stringValue ?? "", from: o["from"]?.stringValue,
+                to: o["to"]?.stringValue ?? "en", messageID: o["id"]?.stringValue)
         case .reload: await host.reload()
         case .setState(let plugin, let values):
             for (k, v) in values.sorted(by: { $0.key < $1.key }) {
@@ -277,7 +300,9 @@ public final class PluginTestRunner {
         case .int(let n)?: type = n
         case .string(let name)?:
             let registered = await host.main.runtime.messageTypes
-            if let n = HookMessageType.builtinNames.first(where: { $0.value == name })?.key ?? registered.first(where: { $0.name == name })?.number {
+            if let n = HookMessageType.builtinNames.first(where: { $0.value == name })?.key
+                ?? registered.first(where: { $0.name == name })?.number
+            {
                 type = n
             } else {
                 throw ScenarioError("unknown message type '\(name)' (not built in and not registered by a loaded plugin)")
@@ -287,18 +312,20 @@ public final class PluginTestRunner {
         }
         var file: HookFile?
         if let f = o["file"]?.objectValue {
-            file = HookFile(url: f["url"]?.stringValue, name: f["name"]?.stringValue, format: f["format"]?.stringValue,
-                            size: f["size"]?.intValue, width: f["width"]?.intValue, height: f["height"]?.intValue,
-                            duration: f["duration"]?.doubleValue)
+            file = HookFile(
+                url: f["url"]?.stringValue, name: f["name"]?.stringValue, format: f["format"]?.stringValue,
+                size: f["size"]?.intValue, width: f["width"]?.intValue, height: f["height"]?.intValue,
+                duration: f["duration"]?.doubleValue)
         }
         var location: HookLocation?
         if let l = o["location"]?.objectValue, let lat = l["latitude"]?.doubleValue, let lon = l["longitude"]?.doubleValue {
             location = HookLocation(latitude: lat, longitude: lon)
         }
-        return HookMessage(id: o["id"]?.stringValue ?? host.newMessageID(), cid: o["cid"]?.stringValue ?? "c1",
-                           from: o["from"]?.stringValue ?? "Tom", type: type, text: o["text"]?.stringValue,
-                           attrs: o["attrs"].flatMap(Scenario.objectOrEmpty) ?? [:], file: file, location: location,
-                           timestamp: Int64(o["timestamp"]?.intValue ?? Int(host.clock.now * 1000)))
+        return HookMessage(
+            id: o["id"]?.stringValue ?? host.newMessageID(), cid: o["cid"]?.stringValue ?? "c1",
+            from: o["from"]?.stringValue ?? "Tom", type: type, text: o["text"]?.stringValue,
+            attrs: o["attrs"].flatMap(Scenario.objectOrEmpty) ?? [:], file: file, location: location,
+            timestamp: Int64(o["timestamp"]?.intValue ?? Int(host.clock.now * 1000)))
     }
 
     private func object(_ v: JSONValue, _ what: String) throws -> [String: JSONValue] {

@@ -13,7 +13,8 @@ struct RecordedHTTP: HookHTTPTransport {
     /// The host (or host:port) a recording's `"METHOD url"` key names.
     static func host(of key: String) -> String? {
         guard let url = key.split(separator: " ", maxSplits: 1).last.flatMap({ URL(string: String($0)) }),
-              let host = url.host?.lowercased() else { return nil }
+            let host = url.host?.lowercased()
+        else { return nil }
         return url.port.map { "\(host):\($0)" } ?? host
     }
 
@@ -23,8 +24,10 @@ struct RecordedHTTP: HookHTTPTransport {
         if outcome.error == nil, outcome.body.utf8.count > call.maxBytes {
             outcome = HookHTTPOutcome(status: outcome.status, error: "too large: the response is over \(call.maxBytes) bytes")
         }
-        var entry: [String: JSONValue] = ["method": .string(call.method), "url": .string(call.url.absoluteString),
-                                          "plugin": .string(call.plugin)]
+        var entry: [String: JSONValue] = [
+            "method": .string(call.method), "url": .string(call.url.absoluteString),
+            "plugin": .string(call.plugin),
+        ]
         if let body = call.body {
             entry["body"] = .string(body)
             if let json = try? JSONValue(parsing: body) { entry["json"] = json }

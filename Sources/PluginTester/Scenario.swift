@@ -53,8 +53,12 @@ public struct Scenario: Sendable {
             case message(JSONValue)
             case transient(JSONValue)
             case cmd(JSONValue)
-            case join(JSONValue), leave(JSONValue), invited(JSONValue), kicked(JSONValue)
-            case update(JSONValue), recall(JSONValue)
+            case join(JSONValue)
+            case leave(JSONValue)
+            case invited(JSONValue)
+            case kicked(JSONValue)
+            case update(JSONValue)
+            case recall(JSONValue)
             case advance(Double)
             case translate(JSONValue)
             case reload
@@ -71,14 +75,20 @@ public struct Scenario: Sendable {
     static let absentMarker = "\u{0}nil"
     static let absent = JSONValue.string(absentMarker)
 
-    static let eventKeys = ["message", "transient", "cmd", "join", "leave", "invited", "kicked", "update", "recall",
-                            "advance", "translate", "reload", "set_state"]
+    static let eventKeys = [
+        "message", "transient", "cmd", "join", "leave", "invited", "kicked", "update", "recall",
+        "advance", "translate", "reload", "set_state",
+    ]
 
     /// Parses the data a scenario file returned. `defaultPlugin` is the file name without `.test.lua`.
     init(data: JSONValue, path: String, pluginsDirectory: URL, defaultPlugin: String) throws {
         guard case .object(let root) = data else { throw ScenarioError("a scenario file must return a table") }
-        try Self.checkKeys(root, allowed: ["plugins", "bot", "mode", "config", "translate_to", "reply_limit",
-                                           "reply_window", "max_hops", "deadline_ms", "bots", "http", "cases"], at: "scenario")
+        try Self.checkKeys(
+            root,
+            allowed: [
+                "plugins", "bot", "mode", "config", "translate_to", "reply_limit",
+                "reply_window", "max_hops", "deadline_ms", "bots", "http", "cases",
+            ], at: "scenario")
         self.path = path
         self.pluginsDirectory = pluginsDirectory
         switch root["plugins"] {
@@ -106,27 +116,34 @@ public struct Scenario: Sendable {
         var cases: [TestCase] = []
         for (i, item) in list.enumerated() {
             guard case .object(let c) = item else { throw ScenarioError("cases[\(i + 1)] must be a table") }
-            try Self.checkKeys(c, allowed: ["name", "config", "translate_to", "mode", "expect_load", "steps", "http"],
-                                at: "cases[\(i + 1)]")
+            try Self.checkKeys(
+                c, allowed: ["name", "config", "translate_to", "mode", "expect_load", "steps", "http"],
+                at: "cases[\(i + 1)]")
             let name = try c["name"].map { try Self.string($0, "cases[\(i + 1)].name") } ?? "case \(i + 1)"
             let own = try Self.config(c["config"], main: main)
             var steps: [Step] = []
             for (j, s) in (c["steps"]?.arrayValue ?? []).enumerated() {
                 steps.append(try Self.step(s, number: j + 1, at: "\(name), step \(j + 1)"))
             }
-            let caseMode = try c["mode"].map { v -> Mode in
-                guard let m = v.stringValue.flatMap(Mode.init(rawValue:)) else { throw ScenarioError("\(name): mode must be \"interceptor\" or \"client\"") }
-                return m
-            } ?? mode
-            let expectLoad = try c["expect_load"].map { v -> [String: JSONValue] in
-                guard let o = Self.objectOrEmpty(v) else { throw ScenarioError("\(name): expect_load must be a table") }
-                try Self.checkKeys(o, allowed: Expectations.keys, at: "\(name) expect_load")
-                return o
-            } ?? [:]
-            cases.append(TestCase(name: name, config: Self.merge(config, own),
-                                  translateTo: translateTo.merging(try Self.languages(c["translate_to"])) { $1 },
-                                  mode: caseMode, expectLoad: expectLoad, steps: steps,
-                                  http: http.merging(try Self.recordings(c["http"], at: "\(name): http")) { $1 }))
+            let caseMode =
+                try c["mode"].map { v -> Mode in
+                    guard let m = v.stringValue.flatMap(Mode.init(rawValue:)) else {
+                        throw ScenarioError("\(name): mode must be \"interceptor\" or \"client\"")
+                    }
+                    return m
+                } ?? mode
+            let expectLoad =
+                try c["expect_load"].map { v -> [String: JSONValue] in
+                    guard let o = Self.objectOrEmpty(v) else { throw ScenarioError("\(name): expect_load must be a table") }
+                    try Self.checkKeys(o, allowed: Expectations.keys, at: "\(name) expect_load")
+                    return o
+                } ?? [:]
+            cases.append(
+                TestCase(
+                    name: name, config: Self.merge(config, own),
+                    translateTo: translateTo.merging(try Self.languages(c["translate_to"])) { $1 },
+                    mode: caseMode, expectLoad: expectLoad, steps: steps,
+                    http: http.merging(try Self.recordings(c["http"], at: "\(name): http")) { $1 }))
         }
         self.cases = cases
     }
@@ -205,11 +222,12 @@ public struct Scenario: Sendable {
             }
             guard let r = objectOrEmpty(response) else { throw ScenarioError("\(location)[\(key)] must be a table") }
             try checkKeys(r, allowed: ["status", "body", "headers", "error"], at: "\(location)[\(key)]")
-            let body: String = switch r["body"] {
-            case nil: ""
-            case .string(let text)?: text
-            case let table?: table.jsonString()
-            }
+            let body: String =
+                switch r["body"] {
+                case nil: ""
+                case .string(let text)?: text
+                case let table?: table.jsonString()
+                }
             let headers = try (r["headers"].flatMap(objectOrEmpty) ?? [:]).mapValues { try string($0, "\(location)[\(key)].headers") }
             let error = try r["error"].map { try string($0, "\(location)[\(key)].error") }
             let status = try r["status"].map { try int($0, "\(location)[\(key)].status") } ?? (error == nil ? 200 : nil)

@@ -1,9 +1,9 @@
 import BotRouting
 import Foundation
 import HookRuntime
+import IMCore
 import Logging
 import Synchronization
-import IMCore
 
 /// Everything one step made the bots do, as data for expectations.
 struct StepOutcome: Sendable {
@@ -167,8 +167,10 @@ struct SimulatedBot: Sendable {
     init(id: String, runtime: PluginRuntime, settings: RoutingSettings, recorder: StepRecorder, main: Bool, logger: Logger) {
         self.id = id
         self.runtime = runtime
-        router = Router(settings: settings, plugins: runtime,
-                        outlet: RecordingOutlet(bot: id, runtime: runtime, recorder: recorder), logger: logger) { note in
+        router = Router(
+            settings: settings, plugins: runtime,
+            outlet: RecordingOutlet(bot: id, runtime: runtime, recorder: recorder), logger: logger
+        ) { note in
             recorder.note(note, main: main)
         }
     }
@@ -210,8 +212,11 @@ struct RecordingOutlet: BotOutlet {
         }
         switch action.kind {
         case .sendCommand(let cid, let command):
-            recorder.command(.object(["cid": .string(cid), "action": .string(command.action), "ext": .object(command.ext),
-                                      "plugin": plugin]))
+            recorder.command(
+                .object([
+                    "cid": .string(cid), "action": .string(command.action), "ext": .object(command.ext),
+                    "plugin": plugin,
+                ]))
         case .recall(let cid, let id):
             record(["kind": "recall", "cid": .string(cid), "id": .string(id)])
         case .kick(let cid, let user, let reason):

@@ -10,7 +10,9 @@ struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run the bot: log in, route everything to the plugins, act as the server's interceptor.",
-        discussion: "Without --server, starts an embedded IM server on 127.0.0.1 (port from the config, default 8080) with the bot as its interceptor.")
+        discussion:
+            "Without --server, starts an embedded IM server on 127.0.0.1 (port from the config, default 8080) with the bot as its interceptor."
+    )
 
     @Option(help: "Server WebSocket URL, e.g. ws://127.0.0.1:8080/ws. Omit to start an embedded server.") var server: String?
     @Option(help: "Client id of the bot.") var clientId: String?
@@ -23,7 +25,8 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         let logs = LogBuffer()
         let logger = makeLogger(label: "hookbot", level: logLevel, alsoInto: logs)
-        var configuration = FileManager.default.fileExists(atPath: config)
+        var configuration =
+            FileManager.default.fileExists(atPath: config)
             ? try BotConfiguration.load(path: config) : BotConfiguration()
         if let clientId { configuration.clientID = clientId }
         if let plugins { configuration.pluginsDirectory = URL(fileURLWithPath: plugins) }
@@ -65,7 +68,8 @@ struct RunCommand: AsyncParsableCommand {
             webhooks.attach(bot)
             consoleURL = configuration.console.enabled ? console.url(host: configuration.serverHost, port: embedded.port) : nil
             let pluginCount = await bot.runtime.plugins.count
-            print("""
+            print(
+                """
                 Hookbot is running: ws://\(configuration.serverHost):\(embedded.port)/ws, bot \(configuration.clientID) with \
                 \(pluginCount) plugin(s) from \(configuration.pluginsDirectory.path).
                 Talk to it in another terminal:

@@ -17,9 +17,10 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "App id; with --master-key, logins and conversation actions need signatures.") var appId: String?
     @Option(help: "Master key for signatures (or set HOOKBOT_MASTER_KEY).") var masterKey: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
-    @Option(help: ArgumentHelp(
-        "An interceptor (a bot host that reviews messages before delivery), as CLIENT_ID=SECRET; repeatable, consulted in order. The secret may be given as CLIENT_ID=env:VARIABLE.",
-        valueName: "client-id=secret"))
+    @Option(
+        help: ArgumentHelp(
+            "An interceptor (a bot host that reviews messages before delivery), as CLIENT_ID=SECRET; repeatable, consulted in order. The secret may be given as CLIENT_ID=env:VARIABLE.",
+            valueName: "client-id=secret"))
     var interceptor: [String] = []
     @Option(help: "Milliseconds an interceptor may take to answer (at least 50).") var interceptionDeadlineMs = 200
     @Option(help: "What happens when an interceptor does not answer in time or is gone: open (deliver) or closed (refuse).")

@@ -21,8 +21,10 @@ struct TestCommand: AsyncParsableCommand {
     @Option(help: "Log level of the plugins' logger.") var logLevel = "critical"
 
     func run() async throws {
-        let runner = PluginTestRunner(filter: filter, verbose: verbose,
-                                      logLevel: Logger.Level(rawValue: logLevel) ?? .critical) { line in
+        let runner = PluginTestRunner(
+            filter: filter, verbose: verbose,
+            logLevel: Logger.Level(rawValue: logLevel) ?? .critical
+        ) { line in
             print(line)
             fflush(nil)
         }

@@ -18,8 +18,12 @@ final class BotHostTests: XCTestCase {
         }
         """
 
-    func testInterceptionBlocksBeforeDeliveryAndModifiesInProcess() async throws { try await checkInterceptionBlocksBeforeDeliveryAndModifies(.inProcess) }
-    func testInterceptionBlocksBeforeDeliveryAndModifiesOverWebSocket() async throws { try await checkInterceptionBlocksBeforeDeliveryAndModifies(.webSocket) }
+    func testInterceptionBlocksBeforeDeliveryAndModifiesInProcess() async throws {
+        try await checkInterceptionBlocksBeforeDeliveryAndModifies(.inProcess)
+    }
+    func testInterceptionBlocksBeforeDeliveryAndModifiesOverWebSocket() async throws {
+        try await checkInterceptionBlocksBeforeDeliveryAndModifies(.webSocket)
+    }
 
     private func checkInterceptionBlocksBeforeDeliveryAndModifies(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
@@ -56,7 +60,9 @@ final class BotHostTests: XCTestCase {
         let harness = try await BotHarness.start(attachment: .webSocket)
         defer { Task { await harness.server.stop() } }
         try harness.write("mod.lua", Self.moderation)
-        try harness.write("huge.lua", """
+        try harness.write(
+            "huge.lua",
+            """
             return { on_receive = function(msg, ctx)
               if msg.text == "grow" then ctx.update_attr(msg.cid, "blob", string.rep("x", 1536 * 1024)) end
               if msg.text == "grow" then ctx.reply("tried") end
@@ -85,7 +91,9 @@ final class BotHostTests: XCTestCase {
     func testOneEventCannotMakeTheBotFloodConversations() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
         defer { Task { await harness.server.stop() } }
-        try harness.write("flood.lua", """
+        try harness.write(
+            "flood.lua",
+            """
             return { on_receive = function(msg, ctx)
               ctx.state.set("seen:" .. msg.cid, true)
               if msg.text == "burst" then
@@ -95,7 +103,11 @@ final class BotHostTests: XCTestCase {
               end
             end }
             """)
-        let bot = try await harness.bot { $0.sendsPerEvent = 20; $0.globalReplyLimit = 1000; $0.replyLimit = 1000 }
+        let bot = try await harness.bot {
+            $0.sendsPerEvent = 20
+            $0.globalReplyLimit = 1000
+            $0.replyLimit = 1000
+        }
         let tom = harness.server.client("Tom")
         let logs = try await openClients([tom])
         let first = try await tom.createConversation(members: ["modbot"])
@@ -115,7 +127,10 @@ final class BotHostTests: XCTestCase {
         let harness = try await BotHarness.start(attachment: .inProcess)
         defer { Task { await harness.server.stop() } }
         try harness.write("echo.lua", "return { on_receive = function(msg, ctx) ctx.reply('echo') end }")
-        let bot = try await harness.bot { $0.globalReplyLimit = 5; $0.replyLimit = 100 }
+        let bot = try await harness.bot {
+            $0.globalReplyLimit = 5
+            $0.replyLimit = 100
+        }
         let tom = harness.server.client("Tom")
         let logs = try await openClients([tom])
         var conversations: [IMConversation] = []
@@ -132,7 +147,9 @@ final class BotHostTests: XCTestCase {
     func testPluginsActOnlyWhereTheBotIsAMemberOrTheEventHappened() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
         defer { Task { await harness.server.stop() } }
-        try harness.write("reach.lua", """
+        try harness.write(
+            "reach.lua",
+            """
             return { on_receive = function(msg, ctx)
               local target = msg.text:match("^act (.+)$")
               if not target then return end
@@ -170,8 +187,12 @@ final class BotHostTests: XCTestCase {
         await bot.stop()
     }
 
-    func testABurstNeverOutrunsAHealthyInterceptorInProcess() async throws { try await checkABurstNeverOutrunsAHealthyInterceptor(.inProcess) }
-    func testABurstNeverOutrunsAHealthyInterceptorOverWebSocket() async throws { try await checkABurstNeverOutrunsAHealthyInterceptor(.webSocket) }
+    func testABurstNeverOutrunsAHealthyInterceptorInProcess() async throws {
+        try await checkABurstNeverOutrunsAHealthyInterceptor(.inProcess)
+    }
+    func testABurstNeverOutrunsAHealthyInterceptorOverWebSocket() async throws {
+        try await checkABurstNeverOutrunsAHealthyInterceptor(.webSocket)
+    }
 
     private func checkABurstNeverOutrunsAHealthyInterceptor(_ attachment: BotAttachment) async throws {
         // A deadline with room for a loaded test machine; without backpressure the queue of 2,000 reviews
@@ -189,7 +210,10 @@ final class BotHostTests: XCTestCase {
         let outcomes = await withTaskGroup(of: Int?.self) { group in
             for k in 0..<burst {
                 group.addTask {
-                    do { _ = try await conversation.send(.text("forbidden-word \(k)")); return nil } catch { return (error as? IMError)?.code ?? -1 }
+                    do {
+                        _ = try await conversation.send(.text("forbidden-word \(k)"))
+                        return nil
+                    } catch { return (error as? IMError)?.code ?? -1 }
                 }
             }
             return await group.reduce(into: [Int?]()) { $0.append($1) }
@@ -204,13 +228,19 @@ final class BotHostTests: XCTestCase {
         await bot.stop()
     }
 
-    func testRoutingRepliesAndEventsGoThroughThePluginsInProcess() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.inProcess) }
-    func testRoutingRepliesAndEventsGoThroughThePluginsOverWebSocket() async throws { try await checkRoutingRepliesAndEventsGoThroughThePlugins(.webSocket) }
+    func testRoutingRepliesAndEventsGoThroughThePluginsInProcess() async throws {
+        try await checkRoutingRepliesAndEventsGoThroughThePlugins(.inProcess)
+    }
+    func testRoutingRepliesAndEventsGoThroughThePluginsOverWebSocket() async throws {
+        try await checkRoutingRepliesAndEventsGoThroughThePlugins(.webSocket)
+    }
 
     private func checkRoutingRepliesAndEventsGoThroughThePlugins(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
         defer { Task { await harness.server.stop() } }
-        try harness.write("echo.lua", """
+        try harness.write(
+            "echo.lua",
+            """
             return {
               name = "echo",
               on_receive = function(msg, ctx)
@@ -254,8 +284,12 @@ final class BotHostTests: XCTestCase {
         await bot.stop()
     }
 
-    func testInterceptorStoppedMidStreamAppliesThePolicyInProcess() async throws { try await checkInterceptorStoppedMidStreamAppliesThePolicy(.inProcess) }
-    func testInterceptorStoppedMidStreamAppliesThePolicyOverWebSocket() async throws { try await checkInterceptorStoppedMidStreamAppliesThePolicy(.webSocket) }
+    func testInterceptorStoppedMidStreamAppliesThePolicyInProcess() async throws {
+        try await checkInterceptorStoppedMidStreamAppliesThePolicy(.inProcess)
+    }
+    func testInterceptorStoppedMidStreamAppliesThePolicyOverWebSocket() async throws {
+        try await checkInterceptorStoppedMidStreamAppliesThePolicy(.webSocket)
+    }
 
     private func checkInterceptorStoppedMidStreamAppliesThePolicy(_ attachment: BotAttachment) async throws {
         for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
@@ -295,8 +329,12 @@ final class BotHostTests: XCTestCase {
         }
     }
 
-    func testReloadWhileTrafficFlowsLosesAndDuplicatesNothingInProcess() async throws { try await checkReloadWhileTrafficFlowsLosesAndDuplicatesNothing(.inProcess) }
-    func testReloadWhileTrafficFlowsLosesAndDuplicatesNothingOverWebSocket() async throws { try await checkReloadWhileTrafficFlowsLosesAndDuplicatesNothing(.webSocket) }
+    func testReloadWhileTrafficFlowsLosesAndDuplicatesNothingInProcess() async throws {
+        try await checkReloadWhileTrafficFlowsLosesAndDuplicatesNothing(.inProcess)
+    }
+    func testReloadWhileTrafficFlowsLosesAndDuplicatesNothingOverWebSocket() async throws {
+        try await checkReloadWhileTrafficFlowsLosesAndDuplicatesNothing(.webSocket)
+    }
 
     private func checkReloadWhileTrafficFlowsLosesAndDuplicatesNothing(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
@@ -342,7 +380,9 @@ final class BotHostTests: XCTestCase {
     private func checkTwoBotsInOneConversationDoNotLoop(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(interceptors: [], attachment: attachment)
         defer { Task { await harness.server.stop() } }
-        try harness.write("chatty.lua", """
+        try harness.write(
+            "chatty.lua",
+            """
             return { name = "chatty", on_receive = function(msg, ctx) ctx.reply("re: " .. (msg.text or "")) end }
             """)
         let alice = try await harness.bot("alicebot", interceptor: false)
@@ -367,13 +407,19 @@ final class BotHostTests: XCTestCase {
         await bob.stop()
     }
 
-    func testMembershipChangesCanBeVetoedByAPluginInProcess() async throws { try await checkMembershipChangesCanBeVetoedByAPlugin(.inProcess) }
-    func testMembershipChangesCanBeVetoedByAPluginOverWebSocket() async throws { try await checkMembershipChangesCanBeVetoedByAPlugin(.webSocket) }
+    func testMembershipChangesCanBeVetoedByAPluginInProcess() async throws {
+        try await checkMembershipChangesCanBeVetoedByAPlugin(.inProcess)
+    }
+    func testMembershipChangesCanBeVetoedByAPluginOverWebSocket() async throws {
+        try await checkMembershipChangesCanBeVetoedByAPlugin(.webSocket)
+    }
 
     private func checkMembershipChangesCanBeVetoedByAPlugin(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
         defer { Task { await harness.server.stop() } }
-        try harness.write("guard.lua", """
+        try harness.write(
+            "guard.lua",
+            """
             return {
               name = "guard",
               membership = function(ev, ctx)
@@ -426,8 +472,9 @@ final class BotHostTests: XCTestCase {
 
     private func checkSlowModerationWithinTheShippedDeadlineDecidesEveryMessage(_ attachment: BotAttachment) async throws {
         let shipped = BotConfiguration()
-        XCTAssertEqual(shipped.interceptionDeadlineMillis, ServerConfiguration().interception.deadlineMillis,
-                       "the bot and the server ship the same deadline")
+        XCTAssertEqual(
+            shipped.interceptionDeadlineMillis, ServerConfiguration().interception.deadlineMillis,
+            "the bot and the server ship the same deadline")
         let harness = try await BotHarness.start(deadline: shipped.interceptionDeadlineMillis, attachment: attachment)
         defer { Task { await harness.server.stop() } }
         try harness.write("slow.lua", Self.slowModeration)
@@ -464,8 +511,9 @@ final class BotHostTests: XCTestCase {
 
     private func checkBurstBeyondTheDeadlineIsCountedAndLogged(_ attachment: BotAttachment) async throws {
         let recorder = LogRecorder()
-        let harness = try await BotHarness.start(deadline: 200, attachment: attachment,
-                                                 logger: recorder.logger(level: .warning))
+        let harness = try await BotHarness.start(
+            deadline: 200, attachment: attachment,
+            logger: recorder.logger(level: .warning))
         defer { Task { await harness.server.stop() } }
         try harness.write("slow.lua", Self.slowModeration)
         let bot = try await harness.bot()
@@ -479,7 +527,10 @@ final class BotHostTests: XCTestCase {
         let outcomes = await withTaskGroup(of: Int?.self) { group in
             for k in 0..<burst {
                 group.addTask {
-                    do { _ = try await conversation.send(.text("forbidden \(k)")); return nil } catch { return (error as? IMError)?.code ?? -1 }
+                    do {
+                        _ = try await conversation.send(.text("forbidden \(k)"))
+                        return nil
+                    } catch { return (error as? IMError)?.code ?? -1 }
                 }
             }
             return await group.reduce(into: [Int?]()) { $0.append($1) }

@@ -46,17 +46,21 @@ final class ConfigCheckTests: XCTestCase {
             await hub.stop()
             XCTFail("the bot started with a typo in its configuration")
         } catch let problems as ConfigurationProblems {
-            XCTAssertEqual(problems.errors.map(\.description), [
-                "hookbot.toml:5: plugins.greeter.greting: unknown setting (known: greeting)",
-                "hookbot.toml:7: plugins.greeter2: no plugin named greeter2 in \(directory.appendingPathComponent("plugins").path) (plugins: greeter)",
-            ])
+            XCTAssertEqual(
+                problems.errors.map(\.description),
+                [
+                    "hookbot.toml:5: plugins.greeter.greting: unknown setting (known: greeting)",
+                    "hookbot.toml:7: plugins.greeter2: no plugin named greeter2 in \(directory.appendingPathComponent("plugins").path) (plugins: greeter)",
+                ])
         }
     }
 
     func testCheckReportsConfigurationAndPluginProblems() throws {
-        let (configuration, directory) = try configuration(Self.toml, plugins: [
-            "greeter.lua": Self.greeter, "broken.lua": "return { name = \"broken\", on_receive = function( }",
-        ])
+        let (configuration, directory) = try configuration(
+            Self.toml,
+            plugins: [
+                "greeter.lua": Self.greeter, "broken.lua": "return { name = \"broken\", on_receive = function( }",
+            ])
         defer { try? FileManager.default.removeItem(at: directory) }
         let (plugins, problems) = try configuration.check()
         XCTAssertEqual(Set(plugins.map(\.name)), ["broken", "greeter"])
@@ -65,8 +69,9 @@ final class ConfigCheckTests: XCTestCase {
         XCTAssertTrue(problems.contains { $0.hasPrefix("hookbot.toml:7: plugins.greeter2: no plugin named greeter2") })
         XCTAssertTrue(problems.contains { $0.contains("broken") && $0.contains("compile error") }, "\(problems)")
 
-        let (fixed, fixedDirectory) = try self.configuration("[plugins.greeter]\ngreeting = \"hello\"\n[plugins]\ndirectory = \"plugins\"",
-                                                             plugins: ["greeter.lua": Self.greeter])
+        let (fixed, fixedDirectory) = try self.configuration(
+            "[plugins.greeter]\ngreeting = \"hello\"\n[plugins]\ndirectory = \"plugins\"",
+            plugins: ["greeter.lua": Self.greeter])
         defer { try? FileManager.default.removeItem(at: fixedDirectory) }
         XCTAssertEqual(try fixed.check().problems, [])
     }

@@ -6,32 +6,32 @@ import XCTest
 final class ConfigFileTests: XCTestCase {
     func testParsesTheConfigSubset() throws {
         let text = #"""
-        # hookbot.toml
-        client_id = "modbot"   # trailing comment
-        port = 8_080
-        ratio = 0.5
-        enabled = true
-        words = [
-          "darn",   # words to block
-          'heck',
-        ]
+            # hookbot.toml
+            client_id = "modbot"   # trailing comment
+            port = 8_080
+            ratio = 0.5
+            enabled = true
+            words = [
+              "darn",   # words to block
+              'heck',
+            ]
 
-        [plugins.moderation]
-        mute_minutes = 10
-        limits = { links = 2, mentions = 5 }
+            [plugins.moderation]
+            mute_minutes = 10
+            limits = { links = 2, mentions = 5 }
 
-        [plugins."auto reply"]
-        faq = """
-        Q: hours?
-        A: always"""
+            [plugins."auto reply"]
+            faq = """
+            Q: hours?
+            A: always"""
 
-        [[plugins.autoreply.rules]]
-        match = "^hi"
-        reply = "hello {from}\u0021"
+            [[plugins.autoreply.rules]]
+            match = "^hi"
+            reply = "hello {from}\u0021"
 
-        [[plugins.autoreply.rules]]
-        match = "bye"
-        """#
+            [[plugins.autoreply.rules]]
+            match = "bye"
+            """#
         let config = try ConfigFile(text: text).root
         XCTAssertEqual(config["client_id"], "modbot")
         XCTAssertEqual(config["port"], 8080)
@@ -47,7 +47,10 @@ final class ConfigFileTests: XCTestCase {
 
     func testSyntaxErrorsNameFileAndLine() {
         func failure(_ text: String) -> ConfigurationError? {
-            do { _ = try ConfigFile(text: text, name: "bot.toml"); return nil } catch { return error }
+            do {
+                _ = try ConfigFile(text: text, name: "bot.toml")
+                return nil
+            } catch { return error }
         }
         XCTAssertEqual(failure("a = 1\nb = \"open")?.line, 2)
         XCTAssertEqual(failure("a = 1\na = 2")?.line, 2)
@@ -59,23 +62,24 @@ final class ConfigFileTests: XCTestCase {
     }
 
     func testKeysAreLocated() throws {
-        let file = try ConfigFile(text: #"""
-            # comment
-            [bot]
-            client_id = "x"   # a = 1
-            rules = [
-              { exact = "ping" },
-            ]
-            text = """
-            fake = 1
-            """
+        let file = try ConfigFile(
+            text: #"""
+                # comment
+                [bot]
+                client_id = "x"   # a = 1
+                rules = [
+                  { exact = "ping" },
+                ]
+                text = """
+                fake = 1
+                """
 
-            [plugins."auto reply"]
-            cooldown = 3
-            nested.key = 1
-            [[plugins.list]]
-            item = 1
-            """#)
+                [plugins."auto reply"]
+                cooldown = 3
+                nested.key = 1
+                [[plugins.list]]
+                item = 1
+                """#)
         XCTAssertEqual(file.line(of: "bot"), 2)
         XCTAssertEqual(file.line(of: "bot.client_id"), 3)
         XCTAssertEqual(file.line(of: "bot.rules"), 4)
@@ -89,19 +93,27 @@ final class ConfigFileTests: XCTestCase {
 
     func testUnknownKeysAndWrongTypesNameFileLineAndKey() {
         func failure(_ text: String) -> String? {
-            do { _ = try BotConfiguration.parse(text, fileName: "conf/hookbot.toml"); return nil } catch { return "\(error)" }
+            do {
+                _ = try BotConfiguration.parse(text, fileName: "conf/hookbot.toml")
+                return nil
+            } catch { return "\(error)" }
         }
-        XCTAssertEqual(failure("[bot]\nclient_id = \"a\"\nreply_limt = 3"),
-                       "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, client_id, command_prefix, global_reply_limit, interceptor_secret, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)")
-        XCTAssertEqual(failure("\n[sever]\nport = 1"),
-                       "conf/hookbot.toml:2: sever: unknown section (known: bot, console, http, plugins, roles, server, translate, webhooks)")
+        XCTAssertEqual(
+            failure("[bot]\nclient_id = \"a\"\nreply_limt = 3"),
+            "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, client_id, command_prefix, global_reply_limit, interceptor_secret, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)"
+        )
+        XCTAssertEqual(
+            failure("\n[sever]\nport = 1"),
+            "conf/hookbot.toml:2: sever: unknown section (known: bot, console, http, plugins, roles, server, translate, webhooks)")
         XCTAssertEqual(failure("[server]\nport = \"8080\""), "conf/hookbot.toml:2: server.port: must be an integer")
         XCTAssertEqual(failure("[plugins]\nmoderation = 3"), "conf/hookbot.toml:2: plugins.moderation: must be a table")
         XCTAssertEqual(failure("[console]\ntoken = \"short\""), "conf/hookbot.toml:2: console.token: must be at least 16 characters")
-        XCTAssertEqual(failure("[http.fetch]\nhosts = \"api.example.org\""),
-                       #"conf/hookbot.toml:2: http.fetch.hosts: must be a list of hosts ("api.example.org" or "host:port")"#)
-        XCTAssertEqual(failure("[http.fetch]\nhosts = []\ntimeout = 3"),
-                       "conf/hookbot.toml:3: http.fetch.timeout: unknown key (known: concurrency, hosts, max_kb, timeout_ms)")
+        XCTAssertEqual(
+            failure("[http.fetch]\nhosts = \"api.example.org\""),
+            #"conf/hookbot.toml:2: http.fetch.hosts: must be a list of hosts ("api.example.org" or "host:port")"#)
+        XCTAssertEqual(
+            failure("[http.fetch]\nhosts = []\ntimeout = 3"),
+            "conf/hookbot.toml:3: http.fetch.timeout: unknown key (known: concurrency, hosts, max_kb, timeout_ms)")
         XCTAssertEqual(failure("[webhooks]\nci = \"short\""), "conf/hookbot.toml:2: webhooks.ci: must be at least 16 characters")
         let http = try? BotConfiguration.parse("[http.fetch]\nhosts = [\"API.example.org\", \"127.0.0.1:8080\"]\nmax_kb = 2")
         XCTAssertEqual(http?.httpPolicies["fetch"]?.hosts, ["api.example.org", "127.0.0.1:8080"])
@@ -113,7 +125,8 @@ final class ConfigFileTests: XCTestCase {
         let relative = try BotConfiguration.parse("[plugins]\ndirectory = \"plugins\"\n[bot]\nstate = \"s.sqlite\"", relativeTo: base)
         XCTAssertEqual(relative.pluginsDirectory.path, "/etc/hookbot/plugins")
         XCTAssertEqual(relative.statePath, "/etc/hookbot/s.sqlite")
-        let absolute = try BotConfiguration.parse("[plugins]\ndirectory = \"/srv/plugins\"\n[server]\ndb = \"/var/h.sqlite\"", relativeTo: base)
+        let absolute = try BotConfiguration.parse(
+            "[plugins]\ndirectory = \"/srv/plugins\"\n[server]\ndb = \"/var/h.sqlite\"", relativeTo: base)
         XCTAssertEqual(absolute.pluginsDirectory.path, "/srv/plugins")
         XCTAssertEqual(absolute.serverDatabase, "/var/h.sqlite")
     }

@@ -1,7 +1,7 @@
 import BotHost
 import BotHub
-import HookbotTestSupport
 import Foundation
+import HookbotTestSupport
 import IMClient
 import IMCore
 import IMServer
@@ -17,7 +17,8 @@ final class EmbeddedSignatureTests: XCTestCase {
         try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         try BotHostTests.moderation.write(to: plugins.appendingPathComponent("mod.lua"), atomically: true, encoding: .utf8)
-        var configuration = try BotConfiguration.parse("""
+        var configuration = try BotConfiguration.parse(
+            """
             [bot]
             app_id = "app"
             master_key = "env:HOOKBOT_TEST_MASTER_KEY"

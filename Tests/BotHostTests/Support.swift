@@ -17,8 +17,10 @@ struct BotHarness {
 
     static let secret = "test-interceptor-secret"
 
-    static func start(policy: InterceptionFailurePolicy = .failOpen, interceptors: [String] = ["modbot"],
-                      deadline: Int = 1000, attachment: BotAttachment, logger: Logger? = nil) async throws -> BotHarness {
+    static func start(
+        policy: InterceptionFailurePolicy = .failOpen, interceptors: [String] = ["modbot"],
+        deadline: Int = 1000, attachment: BotAttachment, logger: Logger? = nil
+    ) async throws -> BotHarness {
         let server = try await ServerHarness.start(logger: logger) { configuration in
             configuration.interception.interceptors = interceptors.map { .init(clientID: $0, secret: secret) }
             configuration.interception.failurePolicy = policy
@@ -34,8 +36,10 @@ struct BotHarness {
     }
 
     /// A started bot host; `interceptor` makes it sign in as a configured interceptor.
-    func bot(_ clientID: String = "modbot", interceptor: Bool = true, plugins directory: URL? = nil,
-             configure: (inout BotConfiguration) -> Void = { _ in }) async throws -> BotHost {
+    func bot(
+        _ clientID: String = "modbot", interceptor: Bool = true, plugins directory: URL? = nil,
+        configure: (inout BotConfiguration) -> Void = { _ in }
+    ) async throws -> BotHost {
         var configuration = BotConfiguration()
         configuration.clientID = clientID
         configuration.pluginsDirectory = directory ?? plugins
@@ -47,11 +51,12 @@ struct BotHarness {
         configure(&configuration)
         var logger = Logger(label: "bot-test-\(clientID)")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
-        let bot = switch attachment {
-        case .inProcess: try BotHost.make(configuration: configuration, local: server.server, logger: logger)
-        case .webSocket:
-            try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws", logger: logger)
-        }
+        let bot =
+            switch attachment {
+            case .inProcess: try BotHost.make(configuration: configuration, local: server.server, logger: logger)
+            case .webSocket:
+                try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws", logger: logger)
+            }
         try await bot.start()
         if interceptor { try await waitUntilInterceptorAttached(server.server, clientID) }
         return bot

@@ -105,7 +105,8 @@ final class AdminAPITests: XCTestCase {
     }
 
     func testStateIsListedAndKeysDeleted() async throws {
-        let plugins = ConsoleHarness.plugins.merging(["keeper.lua": """
+        let plugins = ConsoleHarness.plugins.merging([
+            "keeper.lua": """
             return {
               name = "keeper",
               on_load = function(ctx)
@@ -114,7 +115,8 @@ final class AdminAPITests: XCTestCase {
                 ctx.state.set("brief", true, 3600)
               end,
             }
-            """]) { _, new in new }
+            """
+        ]) { _, new in new }
         let harness = try await ConsoleHarness.start(plugins: plugins)
         let state = try await harness.admin("GET", "/api/plugins/keeper/state").object()
         XCTAssertEqual(state["plugin"] as? String, "keeper")
@@ -211,8 +213,10 @@ final class AdminAPITests: XCTestCase {
         let info = try await signed.http("GET", "/api/info").object()
         XCTAssertEqual(info["signatures"] as? Bool, true)
         XCTAssertEqual(info["appId"] as? String, "console-app")
-        for body in [#"not json"#, #"{"clientId":"Tom"}"#, #"{"clientId":"Tom","action":"fly"}"#,
-                     #"{"clientId":"Tom","action":"join"}"#, #"{"clientId":"","action":"open"}"#] {
+        for body in [
+            #"not json"#, #"{"clientId":"Tom"}"#, #"{"clientId":"Tom","action":"fly"}"#,
+            #"{"clientId":"Tom","action":"join"}"#, #"{"clientId":"","action":"open"}"#,
+        ] {
             let answer = try await signed.admin("POST", "/api/sign", body: Data(body.utf8))
             XCTAssertEqual(answer.status, 400, body)
         }
@@ -221,7 +225,8 @@ final class AdminAPITests: XCTestCase {
         // The raw sockets close (at the end of this scope) before the server stops.
         do {
             let socket = try RawWebSocket(port: signed.port)
-            let open = #"{"cmd":"session","op":"open","i":1,"peerId":"Tom","appId":"console-app","t":\#(answer["timestamp"] as! Int),"n":"\#(answer["nonce"] as! String)","s":"\#(answer["signature"] as! String)"}"#
+            let open =
+                #"{"cmd":"session","op":"open","i":1,"peerId":"Tom","appId":"console-app","t":\#(answer["timestamp"] as! Int),"n":"\#(answer["nonce"] as! String)","s":"\#(answer["signature"] as! String)"}"#
             try socket.sendText(open)
             let opened = try socket.readUntil(timeout: 5, occurrences: 1, of: #""op":"opened""#)
             XCTAssertTrue(opened, "the API's signature was not accepted")

@@ -38,17 +38,23 @@ final class ConsoleBrowserTests: XCTestCase {
         try await browser.open("\(harness.base)/#token=\(harness.console.token)")
         try await browser.type("Tom", into: "#login-client-id")
         try await browser.click("#login-button")
-        try await browser.waitUntil("Tom to be logged in", """
+        try await browser.waitUntil(
+            "Tom to be logged in",
+            """
             return document.querySelector('#current-user')?.textContent.includes('Tom') === true
             """)
-        try await browser.waitUntil("the lobby to open", """
+        try await browser.waitUntil(
+            "the lobby to open",
+            """
             return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
             """, [harness.hub.bot.configuration.lobbyName])
 
         // ping → the shipped autoreply answers.
         try await browser.type("ping", into: "#composer-text")
         try await browser.click("#send-button")
-        try await browser.waitUntil("the bot's pong", """
+        try await browser.waitUntil(
+            "the bot's pong",
+            """
             return [...document.querySelectorAll('#messages .message')].some(m =>
               m.dataset.from === arguments[0] && m.querySelector('.message-text')?.textContent.trim() === 'pong, Tom!')
             """, [harness.hub.bot.configuration.clientID])
@@ -57,7 +63,9 @@ final class ConsoleBrowserTests: XCTestCase {
         let blockedText = "this is a scam"
         try await browser.type(blockedText, into: "#composer-text")
         try await browser.click("#send-button")
-        try await browser.waitUntil("the blocked message", """
+        try await browser.waitUntil(
+            "the blocked message",
+            """
             return document.querySelector('#messages .message.blocked .error-code')?.textContent.includes('4402') === true
             """)
         let shownReason = try await browser.text("#messages .message.blocked .error-reason")
@@ -82,11 +90,15 @@ final class ConsoleBrowserTests: XCTestCase {
         let generationSelector = #"[data-plugin="autoreply"] .plugin-generation"#
         _ = try await browser.element(generationSelector)
         let before = try await harness.plugin("autoreply")["generation"] as? Int ?? -1
-        try await browser.waitUntil("the panel to show generation \(before)", """
+        try await browser.waitUntil(
+            "the panel to show generation \(before)",
+            """
             return document.querySelector(arguments[0])?.textContent.trim() === String(arguments[1])
             """, [generationSelector, before])
         try await browser.click(#"[data-plugin="autoreply"] .plugin-reload"#)
-        try await browser.waitUntil("the panel to show generation \(before + 1)", """
+        try await browser.waitUntil(
+            "the panel to show generation \(before + 1)",
+            """
             return document.querySelector(arguments[0])?.textContent.trim() === String(arguments[1])
             """, [generationSelector, before + 1])
         let after = try await harness.plugin("autoreply")["generation"] as? Int
@@ -97,7 +109,9 @@ final class ConsoleBrowserTests: XCTestCase {
         try await browser.click("#tab-log")
         try await browser.waitUntil("log entries", "return document.querySelectorAll('#log-entries .log-entry').length > 0")
         try await browser.click("#tab-interception")
-        try await browser.waitUntil("the interception summary", """
+        try await browser.waitUntil(
+            "the interception summary",
+            """
             return (document.querySelector('#interception-summary')?.textContent || '').trim().length > 0
             """)
 
@@ -112,7 +126,9 @@ final class ConsoleBrowserTests: XCTestCase {
             try await browser.open("\(harness.base)/")
             try await browser.type("Jerry", into: "#login-client-id")
             try await browser.click("#login-button")
-            try await browser.waitUntil("the chat at phone width", """
+            try await browser.waitUntil(
+                "the chat at phone width",
+                """
                 const panel = document.querySelector('#panel-chat');
                 return !!panel && !panel.hidden && document.documentElement.scrollWidth <= window.innerWidth
                   && (document.querySelector('#conversation-title')?.textContent || '').length > 0

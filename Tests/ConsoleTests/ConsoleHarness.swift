@@ -10,7 +10,7 @@ import Logging
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `hookbot run` as the tests need it: an embedded server on a free loopback port with the bot, the
@@ -26,27 +26,27 @@ struct ConsoleHarness {
     /// counts greetings in its state and logs.
     static let plugins = [
         "moderation.lua": """
-            return {
-              name = "moderation", priority = 100,
-              moderation = function(msg, ctx)
-                if msg.text and msg.text:find("scam", 1, true) then
-                  return ctx.block("scam links are not allowed here", { code = 17 })
-                end
-              end,
-            }
-            """,
+        return {
+          name = "moderation", priority = 100,
+          moderation = function(msg, ctx)
+            if msg.text and msg.text:find("scam", 1, true) then
+              return ctx.block("scam links are not allowed here", { code = 17 })
+            end
+          end,
+        }
+        """,
         "greeter.lua": """
-            return {
-              name = "greeter",
-              on_receive = function(msg, ctx)
-                if msg.text == "ping" then
-                  ctx.state.incr("greeted/" .. msg.from)
-                  ctx.log("info", "greeting " .. msg.from)
-                  ctx.reply("pong, " .. msg.from .. "!")
-                end
-              end,
-            }
-            """,
+        return {
+          name = "greeter",
+          on_receive = function(msg, ctx)
+            if msg.text == "ping" then
+              ctx.state.incr("greeted/" .. msg.from)
+              ctx.log("info", "greeting " .. msg.from)
+              ctx.reply("pong, " .. msg.from .. "!")
+            end
+          end,
+        }
+        """,
     ]
 
     /// The repository's root (`hookbot.toml`, `plugins/`).
@@ -59,8 +59,10 @@ struct ConsoleHarness {
         return try await start(plugins: [:], base: configuration)
     }
 
-    static func start(plugins: [String: String] = Self.plugins, base: BotConfiguration? = nil,
-                      configure: (inout BotConfiguration) -> Void = { _ in }) async throws -> ConsoleHarness {
+    static func start(
+        plugins: [String: String] = Self.plugins, base: BotConfiguration? = nil,
+        configure: (inout BotConfiguration) -> Void = { _ in }
+    ) async throws -> ConsoleHarness {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-console-\(UUID().uuidString)")
         let pluginsDirectory = directory.appendingPathComponent("plugins")
         try FileManager.default.createDirectory(at: pluginsDirectory, withIntermediateDirectories: true)

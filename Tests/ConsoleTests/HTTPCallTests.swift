@@ -30,8 +30,9 @@ final class HTTPCallTests: XCTestCase {
         let (web, webPort) = try await Self.startWebServer()
         let harness = try await ConsoleHarness.start(plugins: ConsoleHarness.plugins.merging(["fetch.lua": Self.fetch]) { _, new in new }) {
             $0.pluginConfig["fetch"] = ["base": .string("http://127.0.0.1:\(webPort)")]
-            $0.httpPolicies["fetch"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)", "127.0.0.1:1"], timeoutCap: 5,
-                                                  maxBytes: 64 << 10, concurrency: 2)
+            $0.httpPolicies["fetch"] = HTTPPolicy(
+                hosts: ["127.0.0.1:\(webPort)", "127.0.0.1:1"], timeoutCap: 5,
+                maxBytes: 64 << 10, concurrency: 2)
         }
         let (tom, lobby, events) = try await harness.lobbyMember("Tom")
         func reply(_ what: String) async throws -> String {
@@ -111,7 +112,9 @@ final class HTTPCallTests: XCTestCase {
     static func startWebServer() async throws -> (ServiceGroup, Int) {
         let router = Router()
         router.get("/ok") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: #"{"hello":"world"}"#)))
+            Response(
+                status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: #"{"hello":"world"}"#))
+            )
         }
         router.get("/slow") { _, _ -> String in
             try await Task.sleep(for: .seconds(3))
@@ -124,16 +127,20 @@ final class HTTPCallTests: XCTestCase {
             let q = fields["q"] as? String ?? ""
             guard q != "hello" else { return Response(status: .internalServerError) }
             let answer = try JSONSerialization.data(withJSONObject: [
-                "translatedText": "[\(fields["target"] as? String ?? "?") \(fields["api_key"] as? String ?? "")] \(q)",
+                "translatedText": "[\(fields["target"] as? String ?? "?") \(fields["api_key"] as? String ?? "")] \(q)"
             ])
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: answer)))
         }
         let (ports, bound) = AsyncStream<Int>.makeStream()
         var logger = Logger(label: "http-call-test")
         logger.logLevel = .critical
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { channel in bound.yield(channel.localAddress?.port ?? 0); bound.finish() },
-                              logger: logger)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                bound.yield(channel.localAddress?.port ?? 0)
+                bound.finish()
+            },
+            logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         Task { try await group.run() }
         for await port in ports { return (group, port) }

@@ -62,9 +62,11 @@ final class MetricsTests: XCTestCase {
     }
 
     func testABreakerTripAndAFailedReloadAreCounted() async throws {
-        let harness = try await ConsoleHarness.start(plugins: ["fragile.lua": """
+        let harness = try await ConsoleHarness.start(plugins: [
+            "fragile.lua": """
             return { name = "fragile", on_receive = function(msg, ctx) error("always fails") end }
-            """]) { $0.limits.breakerThreshold = 2 }
+            """
+        ]) { $0.limits.breakerThreshold = 2 }
         let (tom, lobby, _) = try await harness.lobbyMember("Tom")
         for text in ["one", "two"] { _ = try await lobby.send(.text(text)) }
         try await eventually("the breaker to trip") {
@@ -118,7 +120,9 @@ enum PrometheusText {
             if line.hasPrefix("#") { continue }
             guard let match = try sample.wholeMatch(in: line) else { throw Malformed(description: "bad sample line: \(line)") }
             let metric = String(match.output[1].substring ?? "")
-            let family = types[metric] != nil ? metric
+            let family =
+                types[metric] != nil
+                ? metric
                 : ["_bucket", "_sum", "_count"].compactMap { suffix in
                     metric.hasSuffix(suffix) ? String(metric.dropLast(suffix.count)) : nil
                 }.first { types[$0] == "histogram" }

@@ -27,8 +27,9 @@ final class RemoteBotTests: XCTestCase {
         configuration.adminSocketPath = nil
         configuration.watchInterval = 0
         let telemetry = Telemetry()
-        let bot = try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws",
-                                   metrics: telemetry.factory)
+        let bot = try BotHost.make(
+            configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws",
+            metrics: telemetry.factory)
         try await bot.start()
         let console = Console(configuration: configuration, logs: LogBuffer())
         console.attach(.init(bot: bot, server: nil, lobbyID: nil))

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A headless Chromium driven over WebDriver (W3C protocol) by `chromedriver` from Debian's
@@ -56,15 +56,21 @@ final class WebDriver: @unchecked Sendable {
                 guard ContinuousClock.now < deadline else { throw Failure(description: "chromedriver did not start: \(last)") }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            let capabilities: [String: Any] = ["capabilities": ["alwaysMatch": [
-                "browserName": "chrome",
-                "goog:loggingPrefs": ["browser": "ALL"],
-                "goog:chromeOptions": [
-                    "binary": browserPath,
-                    "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                             "--window-size=\(width),\(height)", "--no-first-run", "--disable-extensions"],
-                ],
-            ]]]
+            let capabilities: [String: Any] = [
+                "capabilities": [
+                    "alwaysMatch": [
+                        "browserName": "chrome",
+                        "goog:loggingPrefs": ["browser": "ALL"],
+                        "goog:chromeOptions": [
+                            "binary": browserPath,
+                            "args": [
+                                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                                "--window-size=\(width),\(height)", "--no-first-run", "--disable-extensions",
+                            ],
+                        ],
+                    ]
+                ]
+            ]
             let created = try await call(base, "POST", "/session", capabilities)
             guard let session = created["sessionId"] as? String else {
                 throw Failure(description: "no session from chromedriver: \(created)")
@@ -102,7 +108,8 @@ final class WebDriver: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         while true {
             if let found = try? await command("POST", "/element", ["using": "css selector", "value": selector]),
-               let value = found["value"] as? [String: Any], let id = value.values.first as? String {
+                let value = found["value"] as? [String: Any], let id = value.values.first as? String
+            {
                 return Element(id: id)
             }
             guard ContinuousClock.now < deadline else { throw Failure(description: "no element \(selector)") }
@@ -221,7 +228,8 @@ final class WebDriver: @unchecked Sendable {
             if expected == nil, let end = response.range(of: Data("\r\n\r\n".utf8)) {
                 let head = String(decoding: response[..<end.lowerBound], as: UTF8.self).lowercased()
                 if let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
-                   let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) {
+                    let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+                {
                     expected = end.upperBound - response.startIndex + length
                 }
             }

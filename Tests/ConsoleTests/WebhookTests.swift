@@ -6,7 +6,7 @@ import IMClient
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `POST /hooks/<plugin>/<path>` on a real embedded server: secrets, signatures, limits, and a plugin that

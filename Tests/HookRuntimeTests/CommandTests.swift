@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HookRuntime
 
 /// Chat commands: `ctx.commands.add`, arguments, roles, cooldowns, `!help` and unknown commands.
@@ -31,13 +32,16 @@ final class CommandTests: XCTestCase {
 
     override func tearDown() { fixtures.removeAll() }
 
-    private func engine(_ sources: [String: String] = ["mod.lua": moderation], roles: [String: [String]] = ["admin": ["boss"]],
-                        prefix: String = "!") -> (Fixture, PluginEngine) {
+    private func engine(
+        _ sources: [String: String] = ["mod.lua": moderation], roles: [String: [String]] = ["admin": ["boss"]],
+        prefix: String = "!"
+    ) -> (Fixture, PluginEngine) {
         let fixture = Fixture()
         fixtures.append(fixture)
         for (name, source) in sources { fixture.write(name, source) }
-        let engine = PluginEngine(directory: fixture.plugins, store: fixture.store, limits: testLimits, clock: fixture.clock.clock,
-                                  commands: CommandSettings(prefix: prefix, roles: roles))
+        let engine = PluginEngine(
+            directory: fixture.plugins, store: fixture.store, limits: testLimits, clock: fixture.clock.clock,
+            commands: CommandSettings(prefix: prefix, roles: roles))
         XCTAssertEqual(engine.loadAll().errors, [])
         return (fixture, engine)
     }
@@ -51,10 +55,12 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(replies(engine, "!mute @Tom", from: "alice"), ["muted Tom for 10 min"])
         XCTAssertEqual(replies(engine, "!mute Tom 5 spamming links", from: "alice"), ["muted Tom for 5 min: spamming links"])
         XCTAssertEqual(replies(engine, "!mute \"Tom Cat\" 2.5", from: "alice"), ["muted Tom Cat for 2.5 min"])
-        XCTAssertEqual(replies(engine, "!mute", from: "alice"),
-                       ["!mute: missing <user> — usage: !mute <user:user> [minutes:number] [reason:text]"])
-        XCTAssertEqual(replies(engine, "!mute Tom soon", from: "alice"),
-                       ["!mute: minutes must be a number, not 'soon' — usage: !mute <user:user> [minutes:number] [reason:text]"])
+        XCTAssertEqual(
+            replies(engine, "!mute", from: "alice"),
+            ["!mute: missing <user> — usage: !mute <user:user> [minutes:number] [reason:text]"])
+        XCTAssertEqual(
+            replies(engine, "!mute Tom soon", from: "alice"),
+            ["!mute: minutes must be a number, not 'soon' — usage: !mute <user:user> [minutes:number] [reason:text]"])
         XCTAssertEqual(replies(engine, "!roll 6 7"), ["!roll: unexpected '7' — usage: !roll [sides:integer]"])
         XCTAssertEqual(replies(engine, "!roll x"), ["!roll: sides must be a whole number, not 'x' — usage: !roll [sides:integer]"])
     }
@@ -80,14 +86,18 @@ final class CommandTests: XCTestCase {
 
     func testHelpUnknownCommandsAndOnReceive() {
         let (_, engine) = engine()
-        XCTAssertEqual(replies(engine, "!help"), ["""
-            Commands:
-            !demote <user> (admin)
-            !mute <user:user> [minutes:number] [reason:text] — mute a member (moderator)
-            !promote <user> (admin)
-            !roll [sides:integer] — roll a die
-            !help <command> for one of them.
-            """])
+        XCTAssertEqual(
+            replies(engine, "!help"),
+            [
+                """
+                Commands:
+                !demote <user> (admin)
+                !mute <user:user> [minutes:number] [reason:text] — mute a member (moderator)
+                !promote <user> (admin)
+                !roll [sides:integer] — roll a die
+                !help <command> for one of them.
+                """
+            ])
         XCTAssertEqual(replies(engine, "!help roll"), ["!roll [sides:integer] — roll a die; once every 30 s per member"])
         XCTAssertEqual(replies(engine, "!help fly"), ["unknown command !fly; !help lists the commands"])
         XCTAssertEqual(replies(engine, "!fly away"), ["unknown command !fly; !help lists the commands"])
@@ -111,7 +121,10 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(engine.reload(name: "mod").errors, [])
         XCTAssertEqual(replies(engine, "!roll"), ["u1 rolled 6"])
         // A version whose on_load fails keeps the running version's commands.
-        fixture.write("mod.lua", "return { name = \"mod\", on_load = function(ctx) ctx.commands.add{ name = \"x\", run = function() end }; error(\"boom\") end }")
+        fixture.write(
+            "mod.lua",
+            "return { name = \"mod\", on_load = function(ctx) ctx.commands.add{ name = \"x\", run = function() end }; error(\"boom\") end }"
+        )
         XCTAssertEqual(engine.reload(name: "mod").errors.count, 1)
         XCTAssertEqual(replies(engine, "!roll", from: "u2"), ["u2 rolled 6"])
         XCTAssertEqual(replies(engine, "!x"), ["unknown command !x; !help lists the commands"])
@@ -128,7 +141,10 @@ final class CommandTests: XCTestCase {
             ("ctx.commands.add{ name = \"a\" }", "run must be a function(args, msg, ctx)"),
             ("ctx.commands.add{ name = \"a\", args = \"[x] <y>\", run = function() end }", "args: required 'y' after an optional argument"),
             ("ctx.commands.add{ name = \"a\", args = \"<x:date>\", run = function() end }", "args: '<x:date>': unknown type 'date'"),
-            ("ctx.commands.add{ name = \"a\", args = \"[t:text] [u]\", run = function() end }", "args: a text argument takes the rest of the line"),
+            (
+                "ctx.commands.add{ name = \"a\", args = \"[t:text] [u]\", run = function() end }",
+                "args: a text argument takes the rest of the line"
+            ),
         ]
         for (body, expected) in cases {
             let fixture = Fixture()
@@ -137,8 +153,10 @@ final class CommandTests: XCTestCase {
             XCTAssertTrue(error?.message.contains(expected) == true, "\(body): \(error?.message ?? "no error")")
         }
         let fixture = Fixture()
-        fixture.write("a.lua", "return { name = \"a\", on_load = function(ctx) ctx.commands.add{ name = \"go\", run = function() end } end }")
-        fixture.write("b.lua", "return { name = \"b\", on_load = function(ctx) ctx.commands.add{ name = \"go\", run = function() end } end }")
+        fixture.write(
+            "a.lua", "return { name = \"a\", on_load = function(ctx) ctx.commands.add{ name = \"go\", run = function() end } end }")
+        fixture.write(
+            "b.lua", "return { name = \"b\", on_load = function(ctx) ctx.commands.add{ name = \"go\", run = function() end } end }")
         let errors = fixture.runtime().loadAll().errors
         XCTAssertEqual(errors.count, 1)
         XCTAssertTrue(errors.first?.message.contains("go is already a command of a") == true, "\(errors)")

@@ -1,6 +1,7 @@
 import Foundation
-import XCTest
 import IMCore
+import XCTest
+
 @testable import HookRuntime
 
 /// A plugin's settings are checked against its schema (declared, or the types of its `config` defaults).
@@ -18,21 +19,36 @@ final class ConfigSchemaTests: XCTestCase {
         """
 
     func testInferredFromTheDefaults() {
-        XCTAssertNil(loadError(Self.inferred, config: ["p": ["greeting": "hello", "limit": 4.5, "words": ["a"],
-                                                           "module": "faq", "flood": false]]))
-        XCTAssertNil(loadError(Self.inferred, config: ["p": ["words": ["x": 1], "enabled": false, "limit": false]]),
-                     "an empty default takes a list or a table; false turns a setting off")
+        XCTAssertNil(
+            loadError(
+                Self.inferred,
+                config: [
+                    "p": [
+                        "greeting": "hello", "limit": 4.5, "words": ["a"],
+                        "module": "faq", "flood": false,
+                    ]
+                ]))
+        XCTAssertNil(
+            loadError(Self.inferred, config: ["p": ["words": ["x": 1], "enabled": false, "limit": false]]),
+            "an empty default takes a list or a table; false turns a setting off")
         let unknown = loadError(Self.inferred, config: ["p": ["greting": "hello"]])
-        XCTAssertEqual(unknown?.reason, .config(key: "plugins.p.greting",
-                                                message: "unknown setting (known: enabled, flood, greeting, limit, module, words)"))
-        XCTAssertEqual(loadError(Self.inferred, config: ["p": ["limit": "3"]])?.message,
-                       "plugins.p.limit: must be a number (or false), not a string")
-        XCTAssertEqual(loadError(Self.inferred, config: ["p": ["enabled": "yes"]])?.message,
-                       "plugins.p.enabled: must be true or false, not a string")
-        XCTAssertEqual(loadError(Self.inferred, config: ["p": ["flood": ["a", "b"]]])?.message,
-                       "plugins.p.flood: must be a table (or false), not a list")
-        XCTAssertEqual(loadError("return { name = \"p\" }", config: ["p": ["x": 1]])?.message,
-                       "plugins.p.x: unknown setting (this plugin takes none)")
+        XCTAssertEqual(
+            unknown?.reason,
+            .config(
+                key: "plugins.p.greting",
+                message: "unknown setting (known: enabled, flood, greeting, limit, module, words)"))
+        XCTAssertEqual(
+            loadError(Self.inferred, config: ["p": ["limit": "3"]])?.message,
+            "plugins.p.limit: must be a number (or false), not a string")
+        XCTAssertEqual(
+            loadError(Self.inferred, config: ["p": ["enabled": "yes"]])?.message,
+            "plugins.p.enabled: must be true or false, not a string")
+        XCTAssertEqual(
+            loadError(Self.inferred, config: ["p": ["flood": ["a", "b"]]])?.message,
+            "plugins.p.flood: must be a table (or false), not a list")
+        XCTAssertEqual(
+            loadError("return { name = \"p\" }", config: ["p": ["x": 1]])?.message,
+            "plugins.p.x: unknown setting (this plugin takes none)")
     }
 
     private static let declared = """
@@ -56,13 +72,16 @@ final class ConfigSchemaTests: XCTestCase {
         XCTAssertEqual(seen, ["mode": "warn", "limit": 5, "url": "https://example.org"], "config defaults win over schema defaults")
 
         XCTAssertEqual(loadError(Self.declared, config: ["p": [:]])?.message, "plugins.p.url: is required")
-        XCTAssertEqual(loadError(Self.declared, config: ["p": ["url": "u", "mode": "ban"]])?.message,
-                       #"plugins.p.mode: must be one of "warn", "mute", "kick", not "ban""#)
-        XCTAssertEqual(loadError(Self.declared, config: ["p": ["url": "u", "limit": 2.5]])?.message,
-                       "plugins.p.limit: must be an integer, not a number")
+        XCTAssertEqual(
+            loadError(Self.declared, config: ["p": ["url": "u", "mode": "ban"]])?.message,
+            #"plugins.p.mode: must be one of "warn", "mute", "kick", not "ban""#)
+        XCTAssertEqual(
+            loadError(Self.declared, config: ["p": ["url": "u", "limit": 2.5]])?.message,
+            "plugins.p.limit: must be an integer, not a number")
         XCTAssertNil(loadError(Self.declared, config: ["p": ["url": "u", "ratio": true]]))
-        XCTAssertEqual(loadError(Self.declared, config: ["p": ["url": "u", "ratio": "high"]])?.message,
-                       "plugins.p.ratio: must be a number (or false), not a string")
+        XCTAssertEqual(
+            loadError(Self.declared, config: ["p": ["url": "u", "ratio": "high"]])?.message,
+            "plugins.p.ratio: must be a number (or false), not a string")
     }
 
     func testMalformedSchemasAreLoadErrors() {
@@ -81,8 +100,9 @@ final class ConfigSchemaTests: XCTestCase {
     func testErrorsAreLocatedInTheHostsFile() {
         let fixture = Fixture()
         fixture.write("p.lua", Self.inferred)
-        let engine = PluginEngine(directory: fixture.plugins, store: fixture.store, config: ["p": ["limt": 1]],
-                                  configLocator: { path in path == "plugins.p.limt" ? ("hookbot.toml", 12) : nil })
+        let engine = PluginEngine(
+            directory: fixture.plugins, store: fixture.store, config: ["p": ["limt": 1]],
+            configLocator: { path in path == "plugins.p.limt" ? ("hookbot.toml", 12) : nil })
         let error = engine.loadAll().errors.first
         XCTAssertEqual(error?.source, "hookbot.toml")
         XCTAssertEqual(error?.line, 12)

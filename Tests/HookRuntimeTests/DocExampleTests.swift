@@ -1,6 +1,7 @@
 import Foundation
-import XCTest
 import IMCore
+import XCTest
+
 @testable import HookRuntime
 
 /// Runs every Lua example of docs/PLUGINS.md. Each ```lua block must be
@@ -51,7 +52,9 @@ final class DocExampleTests: XCTestCase {
                 pending = nil
             }
         }
-        if unmarked > 0 { throw NSError(domain: "doc", code: unmarked, userInfo: [NSLocalizedDescriptionKey: "\(unmarked) unmarked lua blocks"]) }
+        if unmarked > 0 {
+            throw NSError(domain: "doc", code: unmarked, userInfo: [NSLocalizedDescriptionKey: "\(unmarked) unmarked lua blocks"])
+        }
         return out
     }
 
@@ -69,8 +72,10 @@ final class DocExampleTests: XCTestCase {
 
     func testEveryLuaBlockIsAMarkedExampleWithACheck() throws {
         let all = try Self.examples()
-        let checked: Set<String> = ["greeter", "schema", "commands", "webhooks", "http", "moderation", "beforesend",
-                                    "translate", "antiflood", "timers", "poll"]
+        let checked: Set<String> = [
+            "greeter", "schema", "commands", "webhooks", "http", "moderation", "beforesend",
+            "translate", "antiflood", "timers", "poll",
+        ]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
         XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 13)
@@ -102,12 +107,14 @@ final class DocExampleTests: XCTestCase {
         let f = Fixture()
         fixtures.append(f)
         for (path, src) in files { f.write(path, src) }
-        let rt = PluginEngine(directory: f.plugins, store: f.store, limits: testLimits, clock: f.clock.clock,
-                              commands: CommandSettings(roles: ["gm": ["alice"]]))
+        let rt = PluginEngine(
+            directory: f.plugins, store: f.store, limits: testLimits, clock: f.clock.clock,
+            commands: CommandSettings(roles: ["gm": ["alice"]]))
         XCTAssertEqual(rt.loadAll().errors, [])
         XCTAssertEqual(sentTexts(rt.receive(msg("!rig Tom 6", from: "Tom")).actions), ["!rig is only for gm"])
-        XCTAssertEqual(sentTexts(rt.receive(msg("!rig @Tom x", from: "alice")).actions),
-                       ["!rig: value must be a whole number, not 'x' — usage: !rig <user:user> <value:integer>"])
+        XCTAssertEqual(
+            sentTexts(rt.receive(msg("!rig @Tom x", from: "alice")).actions),
+            ["!rig: value must be a whole number, not 'x' — usage: !rig <user:user> <value:integer>"])
         XCTAssertEqual(sentTexts(rt.receive(msg("!rig @Tom 6", from: "alice")).actions), ["done"])
         XCTAssertEqual(sentTexts(rt.receive(msg("!roll", from: "Tom")).actions), ["Tom rolls 6"])
         XCTAssertEqual(sentTexts(rt.receive(msg("!roll", from: "Tom")).actions), ["!roll: wait 10 s"])
@@ -130,8 +137,9 @@ final class DocExampleTests: XCTestCase {
 
     func testGreeter() throws {
         let (_, rt) = try setUp("greeter", config: ["greeter": ["greeting": "Bienvenue"]])
-        XCTAssertEqual(sentTexts(rt.memberJoined(cid: "c1", members: ["alice", "bob"]).actions),
-                       ["Bienvenue, alice!", "Bienvenue, bob!"])
+        XCTAssertEqual(
+            sentTexts(rt.memberJoined(cid: "c1", members: ["alice", "bob"]).actions),
+            ["Bienvenue, alice!", "Bienvenue, bob!"])
         XCTAssertEqual(sentTexts(rt.receive(msg("!hello", from: "bob")).actions), ["hello bob"])
         XCTAssertEqual(rt.receive(msg("hello")).actions, [])
     }
@@ -190,12 +198,14 @@ final class DocExampleTests: XCTestCase {
         f.clock.advance(by: 29)
         XCTAssertEqual(rt.fireDueTimers().actions, [])
         f.clock.advance(by: 1)
-        XCTAssertEqual(rt.fireDueTimers().actions.map(\.kind),
-                       [.send(cid: "c1", message: HookMessage(cid: "c1", text: "reminder: tea"), replyTo: nil)])
+        XCTAssertEqual(
+            rt.fireDueTimers().actions.map(\.kind),
+            [.send(cid: "c1", message: HookMessage(cid: "c1", text: "reminder: tea"), replyTo: nil)])
         for _ in 0..<3 { rt.reload(name: "reminder") }
         f.clock.advance(by: 3600)
         let beats = rt.fireDueTimers().actions
-        XCTAssertEqual(beats.map(\.kind), [.send(cid: "ops-room", message: HookMessage(cid: "ops-room", text: "still alive, 1 beats"), replyTo: nil)])
+        XCTAssertEqual(
+            beats.map(\.kind), [.send(cid: "ops-room", message: HookMessage(cid: "ops-room", text: "still alive, 1 beats"), replyTo: nil)])
     }
 
     func testPoll() throws {

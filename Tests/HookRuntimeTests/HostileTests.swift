@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HookRuntime
 
 /// Plugins trying to hang, crash or flood the host.
@@ -26,8 +27,10 @@ final class HostileTests: XCTestCase {
     func testSharedSubtablesCannotExpandIntoHugeValues() {
         // 2^26 leaves described by 27 small tables: every path into the host is cut off by the budget.
         let bomb = "local t = {1, 1}; for i = 1, 26 do t = {t, t} end; "
-        for use in [#"ctx.state.set("k", t)"#, #"ctx.send("c1", { text = "x", attrs = { big = t } })"#,
-                    #"ctx.update_attr("c1", "big", t)"#] {
+        for use in [
+            #"ctx.state.set("k", t)"#, #"ctx.send("c1", { text = "x", attrs = { big = t } })"#,
+            #"ctx.update_attr("c1", "big", t)"#,
+        ] {
             let (result, _, _) = one(bomb + use)
             XCTAssertEqual(result.errors.count, 1, use)
             XCTAssertTrue("\(result.errors)".contains("more than"), "\(use): \(result.errors)")
@@ -46,7 +49,8 @@ final class HostileTests: XCTestCase {
         let (r2, _, _) = one("local x <close> = setmetatable({}, { __close = function() while true do end end })")
         XCTAssertEqual(r2.errors.count, 1)
         // adding them after setmetatable has no effect: the installed metatable is a copy
-        let (r3, rt3, _) = one("""
+        let (r3, rt3, _) = one(
+            """
             local mt = {}
             keep = setmetatable({}, mt)
             mt.__gc = function() while true do end end
@@ -59,7 +63,8 @@ final class HostileTests: XCTestCase {
         XCTAssertEqual(sentTexts(r3.actions), ["false", "alive"])
         rt3.shutdown()
         // ordinary metatables keep working, including later additions to __index tables
-        let (r4, _, _) = one("""
+        let (r4, _, _) = one(
+            """
             local Class = {} Class.__index = Class
             local obj = setmetatable({ n = 2 }, Class)
             function Class:double() return self.n * 2 end
@@ -71,7 +76,8 @@ final class HostileTests: XCTestCase {
     }
 
     func testCoroutineKilledByBudgetCannotRunCloseHandlers() {
-        let (r, _, _) = one("""
+        let (r, _, _) = one(
+            """
             local co = coroutine.wrap(function() while true do end end)
             pcall(co)
             while true do end
@@ -84,7 +90,7 @@ final class HostileTests: XCTestCase {
         let (r, _, _) = one("local function f(n) return 1 + f(n + 1) end return f(1)")
         XCTAssertEqual(r.errors.count, 1)
         XCTAssertEqual(sentTexts(r.actions), ["alive"])
-        let (r2, _, _) = one("local function f() return f() end f()")  // tail calls: a plain loop
+        let (r2, _, _) = one("local function f() return f() end f()") // tail calls: a plain loop
         XCTAssertEqual(r2.errors.first?.reason, .instructionBudget)
     }
 
@@ -101,7 +107,8 @@ final class HostileTests: XCTestCase {
     }
 
     func testCloseAndMessageHandlerLoops() {
-        let (r, _, _) = one("""
+        let (r, _, _) = one(
+            """
             do local x <close> = setmetatable({}, { __close = function() while true do end end }) error("first") end
             """)
         XCTAssertEqual(r.errors.count, 1)
@@ -125,7 +132,8 @@ final class HostileTests: XCTestCase {
 
     func testMetatableTricksOnArguments() {
         // values with metamethods are read raw by the host, so no plugin code runs there
-        let (r, _, _) = one("""
+        let (r, _, _) = one(
+            """
             local evil = setmetatable({}, { __index = function() while true do end end, __pairs = function() error("no") end })
             ctx.state.set("k", evil)
             ctx.reply(setmetatable({ text = "raw" }, { __index = function() error("boom") end }))
@@ -147,7 +155,9 @@ final class HostileTests: XCTestCase {
     func testValuesTheHostReturnsCountAgainstTheMemoryCap() throws {
         let f = Fixture()
         try f.store.set(plugin: "h", key: "big", value: .string(String(repeating: "x", count: 2 << 20)), now: 0)
-        f.write("h.lua", """
+        f.write(
+            "h.lua",
+            """
             return { name = "h", on_receive = function(msg, ctx)
               keep = keep or {}
               for i = 1, 200 do
@@ -169,7 +179,9 @@ final class HostileTests: XCTestCase {
     func testTimersGetOnlyTheirShareOfTheLuaThread() {
         for share in [0.05, 0] {
             let f = Fixture()
-            f.write("busy.lua", """
+            f.write(
+                "busy.lua",
+                """
                 return { name = "busy",
                   on_load = function(ctx)
                     fired = 0
@@ -220,7 +232,8 @@ final class HostileTests: XCTestCase {
             XCTAssertEqual(sentTexts(result.actions), ["alive"], body)
         }
         // The replacements behave like the library.
-        let (fine, _, _) = one("""
+        let (fine, _, _) = one(
+            """
             local t = { 5, 3, 9, 1, 7, 2, 8, 6, 4, 10, 12, 11 }
             table.sort(t)
             assert(table.concat(t, ",") == "1,2,3,4,5,6,7,8,9,10,11,12")

@@ -1,10 +1,13 @@
 import XCTest
+
 @testable import HookRuntime
 
 final class LimitsTests: XCTestCase {
     private func run(_ hookBody: String, limits: HookLimits = testLimits) -> (HookResult, PluginEngine, Fixture) {
         let f = Fixture()
-        f.write("bad.lua", """
+        f.write(
+            "bad.lua",
+            """
             return { name = "bad", priority = 10, on_receive = function(msg, ctx)
             \(hookBody)
             end }
@@ -37,11 +40,13 @@ final class LimitsTests: XCTestCase {
     }
 
     func testPcallCannotSwallowTheAbort() {
-        let (r, _, _) = run("""
+        let (r, _, _) = run(
+            """
             while true do pcall(function() while true do end end) end
             """)
         XCTAssertEqual(r.errors.first?.reason, .instructionBudget)
-        let (r2, _, _) = run("""
+        let (r2, _, _) = run(
+            """
             local co = coroutine.wrap(function() while true do end end)
             for i = 1, 1e9 do pcall(co) end
             """)
@@ -72,7 +77,8 @@ final class LimitsTests: XCTestCase {
     }
 
     func testErrorIsReportedWithPluginAndLine() {
-        let (r, _, _) = run("""
+        let (r, _, _) = run(
+            """
             local x = 1
             error("boom")
             """)
@@ -90,7 +96,8 @@ final class LimitsTests: XCTestCase {
     }
 
     func testErrorsFromCtxFunctionsPointAtPluginLine() {
-        let (r, _, _) = run("""
+        let (r, _, _) = run(
+            """
             ctx.state.set("k", function() end)
             """)
         XCTAssertEqual(r.errors.first?.line, 2)
@@ -120,7 +127,8 @@ final class LimitsTests: XCTestCase {
 
     func testCircuitBreakerDisablesUntilReload() {
         let f = Fixture()
-        f.write("flaky.lua", #"return { on_receive = function(msg, ctx) if msg.text == "fail" then error("nope") end ctx.reply("ok") end }"#)
+        f.write(
+            "flaky.lua", #"return { on_receive = function(msg, ctx) if msg.text == "fail" then error("nope") end ctx.reply("ok") end }"#)
         let rt = f.runtime(limits: testLimits)
         rt.loadAll()
         for _ in 0..<4 { _ = rt.receive(msg("fail")) }
@@ -165,7 +173,9 @@ final class ReviewBudgetTests: XCTestCase {
     /// but does not count towards the circuit breaker: a busy host must not disable moderation.
     func testBudgetCutsAreReportedButDoNotTripTheBreaker() {
         let f = Fixture()
-        f.write("slow.lua", """
+        f.write(
+            "slow.lua",
+            """
             return { moderation = function(msg, ctx)
               local started = ctx.now()
               while ctx.now() - started < 0.2 do local _ = string.rep("x", 1000) end

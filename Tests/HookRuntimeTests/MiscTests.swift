@@ -1,12 +1,15 @@
 import Foundation
-import XCTest
 import IMCore
+import XCTest
+
 @testable import HookRuntime
 
 final class MiscTests: XCTestCase {
     func testJSONRoundTrip() throws {
-        let v: JSONValue = ["s": "quote \" back \\ nl \n tab \t ctl \u{01} é 😀", "i": 42, "neg": -7, "d": 1.5,
-                            "whole": .double(3), "b": false, "n": .null, "a": [1, "two", [3.25]], "o": ["k": [:]]]
+        let v: JSONValue = [
+            "s": "quote \" back \\ nl \n tab \t ctl \u{01} é 😀", "i": 42, "neg": -7, "d": 1.5,
+            "whole": .double(3), "b": false, "n": .null, "a": [1, "two", [3.25]], "o": ["k": [:]],
+        ]
         let back = try JSONValue(parsing: v.jsonString())
         XCTAssertEqual(back, v)
         XCTAssertEqual(try JSONValue(parsing: #"{"x": "\u00e9\ud83d\ude00"}"#), ["x": "é😀"])
@@ -19,12 +22,14 @@ final class MiscTests: XCTestCase {
 
     func testFloatsStayFloatsInState() {
         let f = Fixture()
-        f.write("n.lua", #"""
-        return { on_receive = function(msg, ctx)
-          ctx.state.set("f", 3.0) ctx.state.set("i", 3)
-          ctx.reply(math.type(ctx.state.get("f")) .. " " .. math.type(ctx.state.get("i")))
-        end }
-        """#)
+        f.write(
+            "n.lua",
+            #"""
+            return { on_receive = function(msg, ctx)
+              ctx.state.set("f", 3.0) ctx.state.set("i", 3)
+              ctx.reply(math.type(ctx.state.get("f")) .. " " .. math.type(ctx.state.get("i")))
+            end }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["float integer"])
@@ -32,7 +37,9 @@ final class MiscTests: XCTestCase {
 
     func testUnloadAndReloadAll() {
         let f = Fixture()
-        f.write("a.lua", #"return { on_receive = function(msg, ctx) ctx.reply("a") end, on_load = function(ctx) ctx.every(1, function() end) end }"#)
+        f.write(
+            "a.lua",
+            #"return { on_receive = function(msg, ctx) ctx.reply("a") end, on_load = function(ctx) ctx.every(1, function() end) end }"#)
         f.write("b.lua", #"return { on_receive = function(msg, ctx) error("x") end }"#)
         let rt = f.runtime(limits: testLimits)
         rt.loadAll()
@@ -57,7 +64,10 @@ final class MiscTests: XCTestCase {
         let got = expectation(description: "timer fired")
         let box = ManagedFlag()
         let task = rt.startTimerDriver(maxInterval: 0.01) { result in
-            if sentTexts(result.actions) == ["fired"], !box.isSet { box.set(); got.fulfill() }
+            if sentTexts(result.actions) == ["fired"], !box.isSet {
+                box.set()
+                got.fulfill()
+            }
         }
         await fulfillment(of: [got], timeout: 20)
         task.cancel()

@@ -1,5 +1,6 @@
-import XCTest
 import IMCore
+import XCTest
+
 @testable import HookRuntime
 
 final class PipelineTests: XCTestCase {
@@ -22,7 +23,9 @@ final class PipelineTests: XCTestCase {
     func testPriorityOrderHigherFirstTiesByName() {
         let f = Fixture()
         for (name, prio) in [("zeta", 5), ("alpha", 5), ("mid", 7), ("low", -1), ("beta", 5)] {
-            f.write("\(name).lua", """
+            f.write(
+                "\(name).lua",
+                """
                 return { name = "\(name)", priority = \(prio),
                   on_receive = function(msg, ctx) ctx.reply("\(name)") end }
                 """)
@@ -36,7 +39,8 @@ final class PipelineTests: XCTestCase {
 
     func testReplyCarriesConversationAndReplyTo() {
         let f = Fixture()
-        f.write("r.lua", #"return { on_receive = function(msg, ctx) ctx.reply({ text = "re: " .. msg.text, attrs = { q = msg.id } }) end }"#)
+        f.write(
+            "r.lua", #"return { on_receive = function(msg, ctx) ctx.reply({ text = "re: " .. msg.text, attrs = { q = msg.id } }) end }"#)
         let rt = f.runtime()
         rt.loadAll()
         let r = rt.receive(msg("hello", id: "m9", cid: "conv7"))
@@ -50,13 +54,15 @@ final class PipelineTests: XCTestCase {
 
     func testMessageFieldsVisibleInLua() {
         let f = Fixture()
-        f.write("m.lua", #"""
-        return { on_receive = function(msg, ctx)
-          ctx.reply(table.concat({ msg.id, msg.cid, msg.from, tostring(msg.type), msg.type_name,
-            tostring(msg.timestamp), tostring(msg.transient), msg.attrs.k, msg.file.url, tostring(msg.file.size),
-            tostring(msg.location.latitude) }, "|"))
-        end }
-        """#)
+        f.write(
+            "m.lua",
+            #"""
+            return { on_receive = function(msg, ctx)
+              ctx.reply(table.concat({ msg.id, msg.cid, msg.from, tostring(msg.type), msg.type_name,
+                tostring(msg.timestamp), tostring(msg.transient), msg.attrs.k, msg.file.url, tostring(msg.file.size),
+                tostring(msg.location.latitude) }, "|"))
+            end }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         var m = msg(nil, id: "i1", cid: "c2", from: "bob", type: HookMessageType.image, attrs: ["k": "v"])
@@ -69,17 +75,21 @@ final class PipelineTests: XCTestCase {
     func testModerationFirstNonAllowWinsAndStopsChain() {
         let f = Fixture()
         f.write("a_allow.lua", #"return { priority = 10, moderation = function(msg, ctx) ctx.log("a saw") return ctx.allow() end }"#)
-        f.write("b_block.lua", #"""
-        return { priority = 5, moderation = function(msg, ctx)
-          if msg.text:find("spam") then return ctx.block("no spam", { code = 4001, silent = true, actions = { warn = "stop", mute = 60 } }) end
-        end }
-        """#)
-        f.write("c_replace.lua", #"""
-        return { priority = 1, moderation = function(msg, ctx)
-          ctx.log("c saw")
-          if msg.text:find("darn") then return ctx.replace((msg.text:gsub("darn", "****"))) end
-        end }
-        """#)
+        f.write(
+            "b_block.lua",
+            #"""
+            return { priority = 5, moderation = function(msg, ctx)
+              if msg.text:find("spam") then return ctx.block("no spam", { code = 4001, silent = true, actions = { warn = "stop", mute = 60 } }) end
+            end }
+            """#)
+        f.write(
+            "c_replace.lua",
+            #"""
+            return { priority = 1, moderation = function(msg, ctx)
+              ctx.log("c saw")
+              if msg.text:find("darn") then return ctx.replace((msg.text:gsub("darn", "****"))) end
+            end }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         let blocked = rt.moderate(msg("buy spam darn", from: "eve"))
@@ -100,12 +110,14 @@ final class PipelineTests: XCTestCase {
 
     func testBlockedMessageNeverReachesOnReceive() {
         let f = Fixture()
-        f.write("mod.lua", #"""
-        return { moderation = function(msg, ctx)
-          if msg.text == "bad" then return ctx.block("bad", { actions = { kick = true } }) end
-          if msg.text == "rude" then return ctx.replace("polite") end
-        end }
-        """#)
+        f.write(
+            "mod.lua",
+            #"""
+            return { moderation = function(msg, ctx)
+              if msg.text == "bad" then return ctx.block("bad", { actions = { kick = true } }) end
+              if msg.text == "rude" then return ctx.replace("polite") end
+            end }
+            """#)
         f.write("recv.lua", #"return { on_receive = function(msg, ctx) ctx.reply("got " .. msg.text) end }"#)
         let rt = f.runtime()
         rt.loadAll()
@@ -122,13 +134,17 @@ final class PipelineTests: XCTestCase {
 
     func testBeforeSendModifiesInOrderAndDrop() {
         let f = Fixture()
-        f.write("a.lua", #"return { priority = 2, before_send = function(msg, ctx) msg.text = msg.text .. "!" ; msg.attrs.a = 1 return msg end }"#)
-        f.write("b.lua", #"""
-        return { priority = 1, before_send = function(msg, ctx)
-          if msg.text:find("secret") then return ctx.drop("leak") end
-          return { text = "[" .. msg.text .. "]" }
-        end }
-        """#)
+        f.write(
+            "a.lua",
+            #"return { priority = 2, before_send = function(msg, ctx) msg.text = msg.text .. "!" ; msg.attrs.a = 1 return msg end }"#)
+        f.write(
+            "b.lua",
+            #"""
+            return { priority = 1, before_send = function(msg, ctx)
+              if msg.text:find("secret") then return ctx.drop("leak") end
+              return { text = "[" .. msg.text .. "]" }
+            end }
+            """#)
         f.write("c.lua", #"return { before_send = function(msg, ctx) ctx.log(msg.text) end }"#)
         let rt = f.runtime()
         rt.loadAll()
@@ -147,20 +163,25 @@ final class PipelineTests: XCTestCase {
 
     func testTranslateChainAndCache() throws {
         let f = Fixture()
-        f.write("t1.lua", #"""
-        return { priority = 3, translate = function(text, from, to, ctx)
-          ctx.state.incr("calls")
-          if to == "xx" then return nil end
-          return nil
-        end }
-        """#)
-        f.write("t2.lua", #"""
-        return { priority = 2, translate = function(text, from, to, ctx)
-          ctx.state.incr("calls")
-          if to == "fr" then return "[fr:" .. tostring(from) .. "] " .. text end
-        end }
-        """#)
-        f.write("t3.lua", #"return { priority = 1, translate = function(text, from, to, ctx) ctx.state.incr("calls") return "t3:" .. to end }"#)
+        f.write(
+            "t1.lua",
+            #"""
+            return { priority = 3, translate = function(text, from, to, ctx)
+              ctx.state.incr("calls")
+              if to == "xx" then return nil end
+              return nil
+            end }
+            """#)
+        f.write(
+            "t2.lua",
+            #"""
+            return { priority = 2, translate = function(text, from, to, ctx)
+              ctx.state.incr("calls")
+              if to == "fr" then return "[fr:" .. tostring(from) .. "] " .. text end
+            end }
+            """#)
+        f.write(
+            "t3.lua", #"return { priority = 1, translate = function(text, from, to, ctx) ctx.state.incr("calls") return "t3:" .. to end }"#)
         let rt = f.runtime()
         rt.loadAll()
         let a = rt.translate(text: "hello", from: "en", to: "fr", messageID: "m1")
@@ -186,32 +207,38 @@ final class PipelineTests: XCTestCase {
 
     func testCommandsTransientAndConversationEvents() {
         let f = Fixture()
-        f.write("ev.lua", #"""
-        local function j(t) local ks = {} for k, v in pairs(t) do ks[#ks + 1] = k .. "=" .. tostring(v) end table.sort(ks) return table.concat(ks, ",") end
-        return {
-          on_cmd = function(cmd, ctx) ctx.send_cmd(nil, "ack", { of = cmd.action, n = cmd.ext.n, ok = true }) ctx.log(cmd.from .. ":" .. j(cmd.ext)) end,
-          on_transient = function(msg, ctx) ctx.log("typing " .. tostring(msg.transient)) end,
-          on_member_joined = function(ev, ctx) ctx.reply("welcome " .. table.concat(ev.members, "&")) end,
-          on_member_left = function(ev, ctx) ctx.log("left " .. ev.members[1] .. " by " .. tostring(ev.by)) end,
-          on_invited = function(ev, ctx) ctx.reply("hi all") ctx.update_attr(nil, "bot", true) end,
-          on_kicked = function(ev, ctx) ctx.state.set("kicked:" .. ev.cid, ev.by) end,
-          on_conversation_updated = function(ev, ctx) ctx.log("topic " .. ev.attrs.topic) end,
-          on_recall = function(ev, ctx) ctx.log("recalled " .. ev.id) ctx.recall(ev.cid, "echo-" .. ev.id) end,
-        }
-        """#)
+        f.write(
+            "ev.lua",
+            #"""
+            local function j(t) local ks = {} for k, v in pairs(t) do ks[#ks + 1] = k .. "=" .. tostring(v) end table.sort(ks) return table.concat(ks, ",") end
+            return {
+              on_cmd = function(cmd, ctx) ctx.send_cmd(nil, "ack", { of = cmd.action, n = cmd.ext.n, ok = true }) ctx.log(cmd.from .. ":" .. j(cmd.ext)) end,
+              on_transient = function(msg, ctx) ctx.log("typing " .. tostring(msg.transient)) end,
+              on_member_joined = function(ev, ctx) ctx.reply("welcome " .. table.concat(ev.members, "&")) end,
+              on_member_left = function(ev, ctx) ctx.log("left " .. ev.members[1] .. " by " .. tostring(ev.by)) end,
+              on_invited = function(ev, ctx) ctx.reply("hi all") ctx.update_attr(nil, "bot", true) end,
+              on_kicked = function(ev, ctx) ctx.state.set("kicked:" .. ev.cid, ev.by) end,
+              on_conversation_updated = function(ev, ctx) ctx.log("topic " .. ev.attrs.topic) end,
+              on_recall = function(ev, ctx) ctx.log("recalled " .. ev.id) ctx.recall(ev.cid, "echo-" .. ev.id) end,
+            }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         let c = rt.command(HookCommand(action: "ping", ext: ["n": 3, "s": "x"], cid: "c5", from: "bob"))
-        XCTAssertEqual(c.actions.first?.kind, .sendCommand(cid: "c5", command: HookCommand(action: "ack", ext: ["of": "ping", "n": 3, "ok": true], cid: "c5")))
+        XCTAssertEqual(
+            c.actions.first?.kind,
+            .sendCommand(cid: "c5", command: HookCommand(action: "ack", ext: ["of": "ping", "n": 3, "ok": true], cid: "c5")))
         XCTAssertEqual(logMessages(c.actions), ["bob:n=3,s=x"])
         XCTAssertEqual(logMessages(rt.transient(msg("...")).actions), ["typing true"])
         XCTAssertEqual(sentTexts(rt.memberJoined(cid: "c1", members: ["a", "b"]).actions), ["welcome a&b"])
         XCTAssertEqual(logMessages(rt.memberLeft(cid: "c1", members: ["a"], by: "adm").actions), ["left a by adm"])
         let inv = rt.invited(cid: "c9", by: "adm")
-        XCTAssertEqual(inv.actions.map(\.kind), [
-            .send(cid: "c9", message: HookMessage(cid: "c9", text: "hi all"), replyTo: nil),
-            .updateAttribute(cid: "c9", key: "bot", value: true),
-        ])
+        XCTAssertEqual(
+            inv.actions.map(\.kind),
+            [
+                .send(cid: "c9", message: HookMessage(cid: "c9", text: "hi all"), replyTo: nil),
+                .updateAttribute(cid: "c9", key: "bot", value: true),
+            ])
         XCTAssertTrue(rt.kicked(cid: "c3", by: "adm").errors.isEmpty)
         XCTAssertEqual(try f.store.get(plugin: "ev", key: "kicked:c3", now: 0), "adm")
         XCTAssertEqual(logMessages(rt.conversationUpdated(cid: "c1", attrs: ["topic": "cats"]).actions), ["topic cats"])
@@ -221,45 +248,51 @@ final class PipelineTests: XCTestCase {
 
     func testAllActionKinds() {
         let f = Fixture()
-        f.write("acts.lua", #"""
-        return { on_receive = function(msg, ctx)
-          ctx.send("c2", "plain")
-          ctx.send_transient("c2", { text = "typing" })
-          ctx.recall(nil, msg.id)
-          ctx.kick(nil, msg.from, "bye")
-          ctx.mute("c3", "u9", 30)
-          ctx.add("c3", "u8")
-          ctx.warn(nil, msg.from)
-          ctx.update_attr("c3", "topic", { a = 1 })
-          ctx.log("warning", "careful")
-        end }
-        """#)
+        f.write(
+            "acts.lua",
+            #"""
+            return { on_receive = function(msg, ctx)
+              ctx.send("c2", "plain")
+              ctx.send_transient("c2", { text = "typing" })
+              ctx.recall(nil, msg.id)
+              ctx.kick(nil, msg.from, "bye")
+              ctx.mute("c3", "u9", 30)
+              ctx.add("c3", "u8")
+              ctx.warn(nil, msg.from)
+              ctx.update_attr("c3", "topic", { a = 1 })
+              ctx.log("warning", "careful")
+            end }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         let r = rt.receive(msg("x", id: "m1", from: "u1"))
         XCTAssertEqual(r.errors, [])
-        XCTAssertEqual(r.actions.map(\.kind), [
-            .send(cid: "c2", message: HookMessage(cid: "c2", text: "plain"), replyTo: nil),
-            .sendTransient(cid: "c2", message: HookMessage(cid: "c2", text: "typing", transient: true)),
-            .recall(cid: "c1", messageID: "m1"),
-            .kick(cid: "c1", user: "u1", reason: "bye"),
-            .mute(cid: "c3", user: "u9", seconds: 30, reason: nil),
-            .add(cid: "c3", user: "u8"),
-            .warn(cid: "c1", user: "u1", reason: nil),
-            .updateAttribute(cid: "c3", key: "topic", value: ["a": 1]),
-            .log(level: .warning, message: "careful"),
-        ])
+        XCTAssertEqual(
+            r.actions.map(\.kind),
+            [
+                .send(cid: "c2", message: HookMessage(cid: "c2", text: "plain"), replyTo: nil),
+                .sendTransient(cid: "c2", message: HookMessage(cid: "c2", text: "typing", transient: true)),
+                .recall(cid: "c1", messageID: "m1"),
+                .kick(cid: "c1", user: "u1", reason: "bye"),
+                .mute(cid: "c3", user: "u9", seconds: 30, reason: nil),
+                .add(cid: "c3", user: "u8"),
+                .warn(cid: "c1", user: "u1", reason: nil),
+                .updateAttribute(cid: "c3", key: "topic", value: ["a": 1]),
+                .log(level: .warning, message: "careful"),
+            ])
         XCTAssertTrue(r.actions.allSatisfy { $0.plugin == "acts" })
     }
 
     func testConfigDefaultsMergedWithHostConfig() {
         let f = Fixture()
-        f.write("cfg.lua", #"""
-        return { name = "cfg", config = { greeting = "hi", limits = { max = 3, min = 1 } },
-          on_receive = function(msg, ctx)
-            ctx.reply(ctx.config.greeting .. " " .. ctx.config.limits.max .. " " .. ctx.config.limits.min .. " " .. ctx.plugin)
-          end }
-        """#)
+        f.write(
+            "cfg.lua",
+            #"""
+            return { name = "cfg", config = { greeting = "hi", limits = { max = 3, min = 1 } },
+              on_receive = function(msg, ctx)
+                ctx.reply(ctx.config.greeting .. " " .. ctx.config.limits.max .. " " .. ctx.config.limits.min .. " " .. ctx.plugin)
+              end }
+            """#)
         let rt = f.runtime(config: ["cfg": ["greeting": "hello", "limits": ["max": 9]]])
         rt.loadAll()
         XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["hello 9 1 cfg"])
@@ -270,14 +303,16 @@ final class PipelineTests: XCTestCase {
 
     func testBadReturnValuesAreErrorsNotCrashes() {
         let f = Fixture()
-        f.write("bad.lua", #"""
-        return {
-          moderation = function(msg, ctx) return { verdict = "maybe" } end,
-          before_send = function(msg, ctx) return 42 end,
-          translate = function() return {} end,
-          on_receive = function(msg, ctx) ctx.reply(function() end) end,
-        }
-        """#)
+        f.write(
+            "bad.lua",
+            #"""
+            return {
+              moderation = function(msg, ctx) return { verdict = "maybe" } end,
+              before_send = function(msg, ctx) return 42 end,
+              translate = function() return {} end,
+              on_receive = function(msg, ctx) ctx.reply(function() end) end,
+            }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         XCTAssertEqual(rt.moderate(msg("x")).verdict, .allow)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HookRuntime
 
 final class ReloadTests: XCTestCase {
@@ -46,9 +47,11 @@ final class ReloadTests: XCTestCase {
 
     func testReloadOrderNewOnLoadBeforeOldOnUnload() {
         let f = Fixture()
-        let src = { (v: Int) in """
+        let src = { (v: Int) in
+            """
             return { on_load = function(ctx) ctx.log("load v\(v)") end, on_unload = function(ctx) ctx.log("unload v\(v)") end }
-            """ }
+            """
+        }
         f.write("p.lua", src(1))
         let rt = f.runtime()
         rt.loadAll()
@@ -60,12 +63,14 @@ final class ReloadTests: XCTestCase {
 
     func testTimersNotDuplicatedAfterManyReloadsAndCancelledOnUnload() {
         let f = Fixture()
-        f.write("tick.lua", #"""
-        return { on_load = function(ctx)
-          ctx.every(10, function(ctx) ctx.log("tick") end)
-          ctx.after(5, function(ctx) ctx.log("once") end)
-        end }
-        """#)
+        f.write(
+            "tick.lua",
+            #"""
+            return { on_load = function(ctx)
+              ctx.every(10, function(ctx) ctx.log("tick") end)
+              ctx.after(5, function(ctx) ctx.log("once") end)
+            end }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         for _ in 0..<25 { rt.reload(name: "tick") }
@@ -92,17 +97,19 @@ final class ReloadTests: XCTestCase {
 
     func testTimerCancelAndErrorsAndOrder() {
         let f = Fixture()
-        f.write("a.lua", #"""
-        return { priority = 1, on_load = function(ctx)
-          local id
-          id = ctx.every(1, function(ctx)
-            local n = ctx.state.incr("n")
-            ctx.log("a" .. n)
-            if n == 2 then ctx.cancel(id) end
-          end)
-          ctx.after(1, function() error("timer boom") end)
-        end }
-        """#)
+        f.write(
+            "a.lua",
+            #"""
+            return { priority = 1, on_load = function(ctx)
+              local id
+              id = ctx.every(1, function(ctx)
+                local n = ctx.state.incr("n")
+                ctx.log("a" .. n)
+                if n == 2 then ctx.cancel(id) end
+              end)
+              ctx.after(1, function() error("timer boom") end)
+            end }
+            """#)
         f.write("b.lua", #"return { priority = 2, on_load = function(ctx) ctx.every(1, function(ctx) ctx.send("c1", "b") end) end }"#)
         let rt = f.runtime(limits: testLimits)
         rt.loadAll()
@@ -120,12 +127,14 @@ final class ReloadTests: XCTestCase {
 
     func testReloadUnderStreamOf10kEventsLosesAndDuplicatesNothing() async {
         let f = Fixture()
-        let src: @Sendable (Int) -> String = { v in """
+        let src: @Sendable (Int) -> String = { v in
+            """
             -- version \(v)
             return { name = "stream",
               on_load = function(ctx) ctx.every(60, function() end) end,
               on_receive = function(msg, ctx) ctx.send("audit", msg.id .. "@v\(v)") end }
-            """ }
+            """
+        }
         f.write("stream.lua", src(0))
         f.write("other.lua", #"return { on_receive = function(msg, ctx) ctx.log(msg.id) end }"#)
         let rt = f.threadedRuntime()
@@ -159,7 +168,10 @@ final class ReloadTests: XCTestCase {
             if i % 1000 == 999 {
                 let target = reloads.value + 1
                 var spins = 0
-                while reloads.value < target && spins < 4000 { try? await Task.sleep(for: .milliseconds(5)); spins += 1 }
+                while reloads.value < target && spins < 4000 {
+                    try? await Task.sleep(for: .milliseconds(5))
+                    spins += 1
+                }
             }
         }
         stop.set()
@@ -184,7 +196,10 @@ final class ReloadTests: XCTestCase {
         let changed = expectation(description: "reloaded")
         let once = ManagedFlag()
         await rt.startWatching(interval: 0.05) { report in
-            if !report.reloaded.isEmpty, !once.isSet { once.set(); changed.fulfill() }
+            if !report.reloaded.isEmpty, !once.isSet {
+                once.set()
+                changed.fulfill()
+            }
         }
         f.write("w.lua", #"return { on_receive = function(msg, ctx) ctx.reply("w2") end }"#)
         await fulfillment(of: [changed], timeout: 20)
@@ -219,13 +234,29 @@ final class ReloadTests: XCTestCase {
 final class ManagedFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var flag = false
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return flag }
-    func set() { lock.lock(); flag = true; lock.unlock() }
+    var isSet: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return flag
+    }
+    func set() {
+        lock.lock()
+        flag = true
+        lock.unlock()
+    }
 }
 
 final class ManagedCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var n = 0
-    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
-    func increment() { lock.lock(); n += 1; lock.unlock() }
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return n
+    }
+    func increment() {
+        lock.lock()
+        n += 1
+        lock.unlock()
+    }
 }

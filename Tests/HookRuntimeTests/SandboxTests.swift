@@ -1,11 +1,14 @@
 import XCTest
+
 @testable import HookRuntime
 
 /// Each probe runs inside a hook; it must be refused (error or nil), never succeed.
 final class SandboxTests: XCTestCase {
     private func probe(_ body: String, file: StaticString = #filePath, line: UInt = #line) -> String {
         let f = Fixture()
-        f.write("probe.lua", """
+        f.write(
+            "probe.lua",
+            """
             return { on_receive = function(msg, ctx)
               local ok, res = pcall(function()
                 \(body)
@@ -70,7 +73,8 @@ final class SandboxTests: XCTestCase {
 
     func testLoadRejectsBinaryChunksAndUsesSandboxEnv() {
         // a binary chunk header (ESC "Lua")
-        XCTAssertEqual(probe(#"local f, err = load("\27Lua\84\0\25\147\r\n\26\n") return f == nil and err:find("binary") ~= nil"#), "true|true")
+        XCTAssertEqual(
+            probe(#"local f, err = load("\27Lua\84\0\25\147\r\n\26\n") return f == nil and err:find("binary") ~= nil"#), "true|true")
         XCTAssertEqual(probe("return load('return io')()"), "true|nil")
         XCTAssertEqual(probe("return load('return 1 + 2')()"), "true|3")
         XCTAssertEqual(probe("return load('return os.execute', 'x', 'b')()"), "true|nil")
@@ -80,16 +84,18 @@ final class SandboxTests: XCTestCase {
         let f = Fixture()
         f.write("lib/util/strings.lua", "local M = {} function M.shout(s) return s:upper() .. '!' end return M")
         f.write("lib/counter.lua", "local n = 0 return { next = function() n = n + 1 return n end }")
-        f.write("user.lua", #"""
-        local strings = require("util.strings")
-        local c1 = require("counter")
-        local c2 = require("counter")
-        return { on_receive = function(msg, ctx)
-          ctx.reply(strings.shout(msg.text) .. " " .. c1.next() .. " " .. c2.next() .. " " .. tostring(c1 == c2))
-          local ok, err = pcall(require, "missing")
-          ctx.log(tostring(ok) .. " " .. err)
-        end }
-        """#)
+        f.write(
+            "user.lua",
+            #"""
+            local strings = require("util.strings")
+            local c1 = require("counter")
+            local c2 = require("counter")
+            return { on_receive = function(msg, ctx)
+              ctx.reply(strings.shout(msg.text) .. " " .. c1.next() .. " " .. c2.next() .. " " .. tostring(c1 == c2))
+              local ok, err = pcall(require, "missing")
+              ctx.log(tostring(ok) .. " " .. err)
+            end }
+            """#)
         let rt = f.runtime()
         XCTAssertEqual(rt.loadAll().errors, [])
         let r = rt.receive(msg("hey"))
@@ -99,8 +105,12 @@ final class SandboxTests: XCTestCase {
 
     func testPluginsDoNotShareGlobals() {
         let f = Fixture()
-        f.write("a.lua", #"shared = "from a" return { priority = 2, on_receive = function(msg, ctx) leaked = true ctx.reply(tostring(shared)) end }"#)
-        f.write("b.lua", #"return { priority = 1, on_receive = function(msg, ctx) ctx.reply(tostring(shared) .. " " .. tostring(leaked)) end }"#)
+        f.write(
+            "a.lua",
+            #"shared = "from a" return { priority = 2, on_receive = function(msg, ctx) leaked = true ctx.reply(tostring(shared)) end }"#)
+        f.write(
+            "b.lua", #"return { priority = 1, on_receive = function(msg, ctx) ctx.reply(tostring(shared) .. " " .. tostring(leaked)) end }"#
+        )
         let rt = f.runtime()
         rt.loadAll()
         XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["from a", "nil nil"])

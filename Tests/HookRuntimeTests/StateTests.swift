@@ -1,44 +1,47 @@
 import XCTest
+
 @testable import HookRuntime
 
 final class StateTests: XCTestCase {
     func testGetSetIncrDeleteKeysAndValues() {
         let f = Fixture()
-        f.write("s.lua", #"""
-        return { on_receive = function(msg, ctx)
-          local st = ctx.state
-          st.set("n", 1)
-          st.set("f", 2.5)
-          st.set("s", "str")
-          st.set("b", false)
-          st.set("t", { list = { 1, 2, "three" }, map = { x = { y = true } } })
-          assert(st.get("missing") == nil)
-          assert(st.incr("n") == 2)
-          assert(st.incr("n", 10) == 12)
-          assert(st.incr("fresh", 0.5) == 0.5)
-          assert(math.type(st.get("n")) == "integer")
-          assert(st.get("f") == 2.5 and st.get("s") == "str" and st.get("b") == false)
-          local t = st.get("t")
-          assert(t.list[3] == "three" and t.map.x.y == true)
-          st.set("k:a", 1) st.set("k:b", 2) st.set("k;c", 3)
-          local ks = st.keys("k:")
-          assert(#ks == 2 and ks[1] == "k:a" and ks[2] == "k:b", table.concat(ks, ","))
-          st.delete("k:a")
-          assert(#st.keys("k:") == 1)
-          st.set("k:b", nil)
-          assert(#st.keys("k:") == 0)
-          local ok, err = pcall(st.set, "bad", { 1, 2, x = 3 })
-          assert(not ok and err:find("mixes"))
-          ok, err = pcall(st.set, "bad", { [1] = 1, [3] = 3 })
-          assert(not ok and err:find("holes"))
-          local cyc = {} cyc.self = cyc
-          ok, err = pcall(st.set, "bad", cyc)
-          assert(not ok)
-          ok, err = pcall(st.incr, "s")
-          assert(not ok and err:find("not a number"), err)
-          ctx.reply("ok")
-        end }
-        """#)
+        f.write(
+            "s.lua",
+            #"""
+            return { on_receive = function(msg, ctx)
+              local st = ctx.state
+              st.set("n", 1)
+              st.set("f", 2.5)
+              st.set("s", "str")
+              st.set("b", false)
+              st.set("t", { list = { 1, 2, "three" }, map = { x = { y = true } } })
+              assert(st.get("missing") == nil)
+              assert(st.incr("n") == 2)
+              assert(st.incr("n", 10) == 12)
+              assert(st.incr("fresh", 0.5) == 0.5)
+              assert(math.type(st.get("n")) == "integer")
+              assert(st.get("f") == 2.5 and st.get("s") == "str" and st.get("b") == false)
+              local t = st.get("t")
+              assert(t.list[3] == "three" and t.map.x.y == true)
+              st.set("k:a", 1) st.set("k:b", 2) st.set("k;c", 3)
+              local ks = st.keys("k:")
+              assert(#ks == 2 and ks[1] == "k:a" and ks[2] == "k:b", table.concat(ks, ","))
+              st.delete("k:a")
+              assert(#st.keys("k:") == 1)
+              st.set("k:b", nil)
+              assert(#st.keys("k:") == 0)
+              local ok, err = pcall(st.set, "bad", { 1, 2, x = 3 })
+              assert(not ok and err:find("mixes"))
+              ok, err = pcall(st.set, "bad", { [1] = 1, [3] = 3 })
+              assert(not ok and err:find("holes"))
+              local cyc = {} cyc.self = cyc
+              ok, err = pcall(st.set, "bad", cyc)
+              assert(not ok)
+              ok, err = pcall(st.incr, "s")
+              assert(not ok and err:find("not a number"), err)
+              ctx.reply("ok")
+            end }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         let r = rt.receive(msg("x"))
@@ -49,18 +52,20 @@ final class StateTests: XCTestCase {
 
     func testKeysWithNULBytesAreRefused() throws {
         let f = Fixture()
-        f.write("nul.lua", #"""
-        return { on_receive = function(msg, ctx)
-          local ok, err = pcall(ctx.state.set, "a\0b", 1)
-          assert(not ok and err:find("NUL"), err)
-          ok, err = pcall(ctx.state.get, "a\0c")
-          assert(not ok, "get with NUL")
-          ok, err = pcall(function() ctx.state.user("alice\0x").set("k", 1) end)
-          assert(not ok, "scoped key with NUL")
-          ctx.state.set("a", 1)
-          ctx.reply(tostring(#ctx.state.keys("")))
-        end }
-        """#)
+        f.write(
+            "nul.lua",
+            #"""
+            return { on_receive = function(msg, ctx)
+              local ok, err = pcall(ctx.state.set, "a\0b", 1)
+              assert(not ok and err:find("NUL"), err)
+              ok, err = pcall(ctx.state.get, "a\0c")
+              assert(not ok, "get with NUL")
+              ok, err = pcall(function() ctx.state.user("alice\0x").set("k", 1) end)
+              assert(not ok, "scoped key with NUL")
+              ctx.state.set("a", 1)
+              ctx.reply(tostring(#ctx.state.keys("")))
+            end }
+            """#)
         let rt = f.runtime()
         XCTAssertEqual(rt.loadAll().errors, [])
         let r = rt.receive(msg("x"))
@@ -71,30 +76,34 @@ final class StateTests: XCTestCase {
     func testEachPluginsStateIsBoundedByTheQuota() throws {
         let f = Fixture()
         let store = try HookStateStore(path: f.dbPath, quota: .init(keys: 5, bytes: 2_000))
-        f.write("hog.lua", #"""
-        return { on_receive = function(msg, ctx)
-          local st = ctx.state
-          for i = 1, 5 do st.set("k" .. i, i) end
-          local ok, err = pcall(st.set, "k6", 6)
-          assert(not ok and err:find("quota"), err)
-          assert(st.get("k6") == nil, "a refused write changes nothing")
-          st.set("k1", "replaced")                     -- overwriting does not add a key
-          ok, err = pcall(st.incr, "k7")
-          assert(not ok and err:find("quota"), err)
-          st.delete("k5")
-          st.set("k6", 6)                              -- room again after a delete
-          ok, err = pcall(st.set, "k1", string.rep("x", 3000))
-          assert(not ok and err:find("bytes"), err)
-          assert(st.get("k1") == "replaced")
-          ctx.reply("held")
-        end }
-        """#)
-        f.write("other.lua", #"""
-        return { on_receive = function(msg, ctx)
-          for i = 1, 5 do ctx.state.set("mine" .. i, i) end
-          ctx.reply("other ok")
-        end }
-        """#)
+        f.write(
+            "hog.lua",
+            #"""
+            return { on_receive = function(msg, ctx)
+              local st = ctx.state
+              for i = 1, 5 do st.set("k" .. i, i) end
+              local ok, err = pcall(st.set, "k6", 6)
+              assert(not ok and err:find("quota"), err)
+              assert(st.get("k6") == nil, "a refused write changes nothing")
+              st.set("k1", "replaced")                     -- overwriting does not add a key
+              ok, err = pcall(st.incr, "k7")
+              assert(not ok and err:find("quota"), err)
+              st.delete("k5")
+              st.set("k6", 6)                              -- room again after a delete
+              ok, err = pcall(st.set, "k1", string.rep("x", 3000))
+              assert(not ok and err:find("bytes"), err)
+              assert(st.get("k1") == "replaced")
+              ctx.reply("held")
+            end }
+            """#)
+        f.write(
+            "other.lua",
+            #"""
+            return { on_receive = function(msg, ctx)
+              for i = 1, 5 do ctx.state.set("mine" .. i, i) end
+              ctx.reply("other ok")
+            end }
+            """#)
         let rt = f.runtime(store: store)
         XCTAssertEqual(rt.loadAll().errors, [])
         let r = rt.receive(msg("x"))
@@ -116,16 +125,18 @@ final class StateTests: XCTestCase {
 
     func testScopedHelpers() throws {
         let f = Fixture()
-        f.write("sc.lua", #"""
-        return { on_receive = function(msg, ctx)
-          local conv = ctx.state.conv(msg.cid)
-          local user = ctx.state.user(msg.from)
-          conv.incr("count")
-          user.set("last", msg.text)
-          user.set("seen:" .. msg.cid, true)
-          ctx.reply(conv.get("count") .. " " .. user.get("last") .. " " .. table.concat(user.keys("seen:"), ","))
-        end }
-        """#)
+        f.write(
+            "sc.lua",
+            #"""
+            return { on_receive = function(msg, ctx)
+              local conv = ctx.state.conv(msg.cid)
+              local user = ctx.state.user(msg.from)
+              conv.incr("count")
+              user.set("last", msg.text)
+              user.set("seen:" .. msg.cid, true)
+              ctx.reply(conv.get("count") .. " " .. user.get("last") .. " " .. table.concat(user.keys("seen:"), ","))
+            end }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         _ = rt.receive(msg("a", cid: "c1", from: "u1"))
@@ -137,34 +148,41 @@ final class StateTests: XCTestCase {
 
     func testTTLExpiresWithFakeClock() {
         let f = Fixture()
-        f.write("ttl.lua", #"""
-        return { on_cmd = function(cmd, ctx)
-          if cmd.action == "set" then ctx.state.set("k", "v", 60) ctx.state.incr("hits", 1, 30) ctx.state.set("forever", 1) end
-          if cmd.action == "incr" then ctx.state.incr("hits") end
-          local ks = ctx.state.keys()
-          ctx.log(tostring(ctx.state.get("k")) .. " " .. tostring(ctx.state.get("hits")) .. " " .. #ks)
-        end }
-        """#)
+        f.write(
+            "ttl.lua",
+            #"""
+            return { on_cmd = function(cmd, ctx)
+              if cmd.action == "set" then ctx.state.set("k", "v", 60) ctx.state.incr("hits", 1, 30) ctx.state.set("forever", 1) end
+              if cmd.action == "incr" then ctx.state.incr("hits") end
+              local ks = ctx.state.keys()
+              ctx.log(tostring(ctx.state.get("k")) .. " " .. tostring(ctx.state.get("hits")) .. " " .. #ks)
+            end }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         XCTAssertEqual(logMessages(rt.command(HookCommand(action: "set")).actions), ["v 1 3"])
         f.clock.advance(by: 20)
         XCTAssertEqual(logMessages(rt.command(HookCommand(action: "incr")).actions), ["v 2 3"])
-        f.clock.advance(by: 15)  // t = 35: hits expired (incr kept its original ttl)
+        f.clock.advance(by: 15) // t = 35: hits expired (incr kept its original ttl)
         XCTAssertEqual(logMessages(rt.command(HookCommand(action: "get")).actions), ["v nil 2"])
-        f.clock.advance(by: 30)  // t = 65
+        f.clock.advance(by: 30) // t = 65
         XCTAssertEqual(logMessages(rt.command(HookCommand(action: "get")).actions), ["nil nil 1"])
         XCTAssertEqual(try f.store.purgeExpired(now: f.clock.now), 2)
     }
 
     func testOnePluginCannotReadAnothersState() {
         let f = Fixture()
-        f.write("a.lua", #"return { priority = 2, on_receive = function(msg, ctx) ctx.state.set("secret", "a-only") ctx.state.conv("c1").set("x", 1) end }"#)
-        f.write("b.lua", #"""
-        return { priority = 1, on_receive = function(msg, ctx)
-          ctx.reply(tostring(ctx.state.get("secret")) .. " " .. #ctx.state.keys() .. " " .. tostring(ctx.state.conv("c1").get("x")))
-        end }
-        """#)
+        f.write(
+            "a.lua",
+            #"return { priority = 2, on_receive = function(msg, ctx) ctx.state.set("secret", "a-only") ctx.state.conv("c1").set("x", 1) end }"#
+        )
+        f.write(
+            "b.lua",
+            #"""
+            return { priority = 1, on_receive = function(msg, ctx)
+              ctx.reply(tostring(ctx.state.get("secret")) .. " " .. #ctx.state.keys() .. " " .. tostring(ctx.state.conv("c1").get("x")))
+            end }
+            """#)
         let rt = f.runtime()
         rt.loadAll()
         XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["nil 0 nil"])
@@ -173,9 +191,9 @@ final class StateTests: XCTestCase {
     func testStateSurvivesReloadAndProcessRestart() throws {
         let f = Fixture()
         let src = #"""
-        return { name = "keeper", on_load = function(ctx) ctx.state.incr("loads") end,
-          on_receive = function(msg, ctx) ctx.reply(ctx.state.incr("seen") .. "/" .. ctx.state.get("loads")) end }
-        """#
+            return { name = "keeper", on_load = function(ctx) ctx.state.incr("loads") end,
+              on_receive = function(msg, ctx) ctx.reply(ctx.state.incr("seen") .. "/" .. ctx.state.get("loads")) end }
+            """#
         f.write("keeper.lua", src)
         let rt = f.runtime()
         rt.loadAll()

@@ -1,7 +1,8 @@
 import Foundation
+import IMCore
 import Logging
 import XCTest
-import IMCore
+
 @testable import HookRuntime
 
 /// A temporary plugins directory plus a state file and a manual clock.
@@ -33,23 +34,30 @@ final class Fixture: @unchecked Sendable {
 
     /// The runtime a running bot uses: the engine on its own Lua thread.
     func threadedRuntime(limits: HookLimits = .default) -> PluginRuntime {
-        PluginRuntime(directory: plugins, store: store, limits: limits, clock: clock.clock,
-                      logger: Logger(label: "hookbot.plugins", factory: { _ in SwiftLogNoOpLogHandler() }))
+        PluginRuntime(
+            directory: plugins, store: store, limits: limits, clock: clock.clock,
+            logger: Logger(label: "hookbot.plugins", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
-    func runtime(limits: HookLimits = .default, config: [String: JSONValue] = [:],
-                 store: HookStateStore? = nil) -> PluginEngine {
-        PluginEngine(directory: plugins, store: store ?? self.store, config: config, limits: limits,
-                      clock: clock.clock, logLevel: .critical)
+    func runtime(
+        limits: HookLimits = .default, config: [String: JSONValue] = [:],
+        store: HookStateStore? = nil
+    ) -> PluginEngine {
+        PluginEngine(
+            directory: plugins, store: store ?? self.store, config: config, limits: limits,
+            clock: clock.clock, logLevel: .critical)
     }
 }
 
 /// Small limits so failure tests stay fast.
-let testLimits = HookLimits(instructionBudget: 2_000_000, deadline: 2.0, loadDeadline: 5.0,
-                            memoryBytes: 8 * 1024 * 1024)
+let testLimits = HookLimits(
+    instructionBudget: 2_000_000, deadline: 2.0, loadDeadline: 5.0,
+    memoryBytes: 8 * 1024 * 1024)
 
-func msg(_ text: String?, id: String = UUID().uuidString, cid: String = "c1", from: String = "u1",
-         type: Int = HookMessageType.text, attrs: [String: JSONValue] = [:]) -> HookMessage {
+func msg(
+    _ text: String?, id: String = UUID().uuidString, cid: String = "c1", from: String = "u1",
+    type: Int = HookMessageType.text, attrs: [String: JSONValue] = [:]
+) -> HookMessage {
     HookMessage(id: id, cid: cid, from: from, type: type, text: text, attrs: attrs, timestamp: 1_700_000_000_000)
 }
 

@@ -1,33 +1,36 @@
-import XCTest
 import IMCore
+import XCTest
+
 @testable import HookRuntime
 
 final class TypeTests: XCTestCase {
     func testRegisterBuildValidate() {
         let f = Fixture()
-        f.write("poll.lua", #"""
-        return { name = "poll",
-          on_load = function(ctx)
-            ctx.types.register({ type = 7, name = "poll", fields = { question = "string", options = "table", closes = "integer?" } })
-          end,
-          on_cmd = function(cmd, ctx)
-            local m = ctx.types.build("poll", { question = "Lunch?", options = { "pizza", "sushi" } }, { text = "poll" })
-            assert(m.type == 7 and m.type_name == "poll")
-            ctx.send(cmd.cid, m)
-            local ok, err = pcall(function() return ctx.types.build("poll", { question = 1, options = {} }) end)
-            ctx.log(err)
-            ok, err = pcall(function() return ctx.types.build("poll", { question = "q", options = {}, extra = 1 }) end)
-            ctx.log(err)
-            ok, err = ctx.types.validate({ type = 7, attrs = { options = {} } })
-            ctx.log(tostring(ok) .. " " .. err)
-            ctx.log(tostring(ctx.types.validate({ type = 99, attrs = {} })))
-            ctx.log(ctx.types.name(-2) .. " " .. ctx.types.name(7) .. " " .. ctx.types.number("poll"))
-            ok, err = pcall(ctx.send, cmd.cid, { type = 7, attrs = { question = true } })
-            ctx.log(tostring(ok))
-          end,
-          on_receive = function(msg, ctx) ctx.reply(msg.type_name .. ":" .. msg.attrs.question) end,
-        }
-        """#)
+        f.write(
+            "poll.lua",
+            #"""
+            return { name = "poll",
+              on_load = function(ctx)
+                ctx.types.register({ type = 7, name = "poll", fields = { question = "string", options = "table", closes = "integer?" } })
+              end,
+              on_cmd = function(cmd, ctx)
+                local m = ctx.types.build("poll", { question = "Lunch?", options = { "pizza", "sushi" } }, { text = "poll" })
+                assert(m.type == 7 and m.type_name == "poll")
+                ctx.send(cmd.cid, m)
+                local ok, err = pcall(function() return ctx.types.build("poll", { question = 1, options = {} }) end)
+                ctx.log(err)
+                ok, err = pcall(function() return ctx.types.build("poll", { question = "q", options = {}, extra = 1 }) end)
+                ctx.log(err)
+                ok, err = ctx.types.validate({ type = 7, attrs = { options = {} } })
+                ctx.log(tostring(ok) .. " " .. err)
+                ctx.log(tostring(ctx.types.validate({ type = 99, attrs = {} })))
+                ctx.log(ctx.types.name(-2) .. " " .. ctx.types.name(7) .. " " .. ctx.types.number("poll"))
+                ok, err = pcall(ctx.send, cmd.cid, { type = 7, attrs = { question = true } })
+                ctx.log(tostring(ok))
+              end,
+              on_receive = function(msg, ctx) ctx.reply(msg.type_name .. ":" .. msg.attrs.question) end,
+            }
+            """#)
         let rt = f.runtime()
         XCTAssertEqual(rt.loadAll().errors, [])
         XCTAssertEqual(rt.messageTypes.map(\.name), ["poll"])
@@ -38,14 +41,16 @@ final class TypeTests: XCTestCase {
         XCTAssertEqual(m.type, 7)
         XCTAssertEqual(m.attrs, ["question": "Lunch?", "options": ["pizza", "sushi"]])
         XCTAssertEqual(m.text, "poll")
-        XCTAssertEqual(logMessages(r.actions), [
-            "poll.lua:9: poll: field 'question' must be string",
-            "poll.lua:11: poll: unknown field 'extra'",
-            "false poll: missing field 'question'",
-            "false",
-            "image poll 7",
-            "false",
-        ])
+        XCTAssertEqual(
+            logMessages(r.actions),
+            [
+                "poll.lua:9: poll: field 'question' must be string",
+                "poll.lua:11: poll: unknown field 'extra'",
+                "false poll: missing field 'question'",
+                "false",
+                "image poll 7",
+                "false",
+            ])
         XCTAssertNil(rt.validate(m))
         XCTAssertNotNil(rt.validate(HookMessage(type: 7, attrs: ["question": 3])))
         // incoming custom messages carry their type name
@@ -58,13 +63,17 @@ final class TypeTests: XCTestCase {
 
     func testAFailedReloadKeepsTheRunningVersionsTypes() {
         let f = Fixture()
-        f.write("poll.lua", """
+        f.write(
+            "poll.lua",
+            """
             return { name = "poll",
               on_load = function(ctx) ctx.types.register({ type = 7, name = "poll", fields = { question = "string" } }) end }
             """)
         let rt = f.runtime()
         XCTAssertEqual(rt.loadAll().errors, [])
-        f.write("poll.lua", """
+        f.write(
+            "poll.lua",
+            """
             return { name = "poll",
               on_load = function(ctx)
                 ctx.types.register({ type = 7, name = "poll", fields = { question = "integer" } })
@@ -80,7 +89,9 @@ final class TypeTests: XCTestCase {
 
     func testConflictsAndReloadReRegisters() {
         let f = Fixture()
-        f.write("a.lua", #"return { on_load = function(ctx) ctx.types.register({ type = 3, name = "card", fields = { title = "string" } }) end }"#)
+        f.write(
+            "a.lua",
+            #"return { on_load = function(ctx) ctx.types.register({ type = 3, name = "card", fields = { title = "string" } }) end }"#)
         f.write("b.lua", #"return { on_load = function(ctx) ctx.types.register({ type = 3, name = "other" }) end }"#)
         f.write("c.lua", #"return { on_load = function(ctx) ctx.types.register({ type = -9, name = "neg" }) end }"#)
         f.write("d.lua", #"return { on_load = function(ctx) ctx.types.register({ type = 4, name = "text" }) end }"#)

@@ -15,10 +15,16 @@ final class ConversationTests: XCTestCase {
 
         let added = try await conversation.add(members: ["Harry"])
         XCTAssertEqual(added, ["Harry"])
-        let invitedBy = try await logs[2].next("invited") { if case .invited(let cid, let by) = $0, cid == conversation.id { by } else { nil } }
+        let invitedBy = try await logs[2].next("invited") {
+            if case .invited(let cid, let by) = $0, cid == conversation.id { by } else { nil }
+        }
         XCTAssertEqual(invitedBy, "Jerry")
         let joined = try await logs[1].next("members joined") {
-            if case .membersJoined(let cid, let members, let by) = $0, cid == conversation.id, members == ["Harry"] { (members, by ?? "") } else { nil }
+            if case .membersJoined(let cid, let members, let by) = $0, cid == conversation.id, members == ["Harry"] {
+                (members, by ?? "")
+            } else {
+                nil
+            }
         }
         XCTAssertEqual(joined.0, ["Harry"])
         XCTAssertEqual(joined.1, "Jerry")
@@ -34,7 +40,9 @@ final class ConversationTests: XCTestCase {
 
         let removed = try await conversation.remove(members: ["Harry"])
         XCTAssertEqual(removed, ["Harry"])
-        let kickedBy = try await logs[2].next("kicked") { if case .kicked(let cid, let by) = $0, cid == conversation.id { by } else { nil } }
+        let kickedBy = try await logs[2].next("kicked") {
+            if case .kicked(let cid, let by) = $0, cid == conversation.id { by } else { nil }
+        }
         XCTAssertEqual(kickedBy, "Jerry")
         do {
             try await harry.conversation(conversation.id).send(.text("let me in"))
@@ -59,7 +67,8 @@ final class ConversationTests: XCTestCase {
 
     func testUpdateMuteAndQuery() async throws {
         let server = try await ServerHarness.start()
-        let tom = server.client("Tom"), jerry = server.client("Jerry")
+        let tom = server.client("Tom")
+        let jerry = server.client("Jerry")
         let logs = try await openClients([tom, jerry])
         let conversation = try await tom.createConversation(
             name: "Cat and mouse", members: ["Jerry"],
@@ -91,27 +100,33 @@ final class ConversationTests: XCTestCase {
 
         let byName = try await tom.conversations(matching: IMConversationQuery().whereKey("name", matchesRegex: "^tom", options: "i"))
         XCTAssertEqual(byName.map(\.id), [conversation.id])
-        let byAttr = try await tom.conversations(matching: IMConversationQuery()
-            .whereKey(IMConversationQuery.attr("settings.size"), greaterThan: 2)
-            .whereKey(IMConversationQuery.attr("settings.size"), lessThan: 4))
+        let byAttr = try await tom.conversations(
+            matching: IMConversationQuery()
+                .whereKey(IMConversationQuery.attr("settings.size"), greaterThan: 2)
+                .whereKey(IMConversationQuery.attr("settings.size"), lessThan: 4))
         XCTAssertEqual(byAttr.map(\.id), [conversation.id])
         let contains = try await tom.conversations(matching: IMConversationQuery().whereKey("name", containsString: "& Jer"))
         XCTAssertEqual(contains.map(\.id), [conversation.id])
-        let withMembers = try await tom.conversations(matching: IMConversationQuery()
-            .whereKey("m", containsAll: ["Tom", "Jerry"]).sort(by: "createdAt"))
+        let withMembers = try await tom.conversations(
+            matching: IMConversationQuery()
+                .whereKey("m", containsAll: ["Tom", "Jerry"]).sort(by: "createdAt"))
         XCTAssertEqual(withMembers.map(\.id), [conversation.id, unique1.id])
-        let paged = try await tom.conversations(matching: IMConversationQuery()
-            .whereMember("Tom").sort(by: "createdAt", descending: true).skip(1).limit(1))
+        let paged = try await tom.conversations(
+            matching: IMConversationQuery()
+                .whereMember("Tom").sort(by: "createdAt", descending: true).skip(1).limit(1))
         XCTAssertEqual(paged.map(\.id), [conversation.id])
-        let notPrivate = try await tom.conversations(matching: IMConversationQuery()
-            .whereMember("Tom").whereKey(IMConversationQuery.attr("type"), notEqualTo: "private"))
+        let notPrivate = try await tom.conversations(
+            matching: IMConversationQuery()
+                .whereMember("Tom").whereKey(IMConversationQuery.attr("type"), notEqualTo: "private"))
         XCTAssertEqual(notPrivate.map(\.id), [unique1.id])
-        let withType = try await tom.conversations(matching: IMConversationQuery().whereMember("Tom").whereKeyExists(IMConversationQuery.attr("type")))
+        let withType = try await tom.conversations(
+            matching: IMConversationQuery().whereMember("Tom").whereKeyExists(IMConversationQuery.attr("type")))
         XCTAssertEqual(withType.map(\.id), [conversation.id])
-        let either = try await tom.conversations(matching: .or([
-            IMConversationQuery().whereKey("objectId", equalTo: .string(unique1.id)),
-            IMConversationQuery().whereKey("name", equalTo: "Tom & Jerry"),
-        ]).sort(by: "createdAt"))
+        let either = try await tom.conversations(
+            matching: .or([
+                IMConversationQuery().whereKey("objectId", equalTo: .string(unique1.id)),
+                IMConversationQuery().whereKey("name", equalTo: "Tom & Jerry"),
+            ]).sort(by: "createdAt"))
         XCTAssertEqual(either.map(\.id), [conversation.id, unique1.id])
         let missing = try await tom.fetchConversation(id: "000000000000000000000000")
         XCTAssertNil(missing)
@@ -130,7 +145,8 @@ final class ConversationTests: XCTestCase {
 
     func testRecallReadCmdAndTransient() async throws {
         let server = try await ServerHarness.start()
-        let tom = server.client("Tom"), jerry = server.client("Jerry")
+        let tom = server.client("Tom")
+        let jerry = server.client("Jerry")
         let logs = try await openClients([tom, jerry])
         let (tomEvents, jerryEvents) = (logs[0], logs[1])
         let conversation = try await tom.createConversation(members: ["Jerry"])

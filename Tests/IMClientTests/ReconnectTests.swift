@@ -10,7 +10,8 @@ final class ReconnectTests: XCTestCase {
     /// themselves and resume; messages sent while paused go out in order; nothing is lost or duplicated.
     func testReconnectAfterServerRestartLosesAndDuplicatesNothing() async throws {
         let server = try await ServerHarness.start()
-        let tom = server.client("Tom", tag: "Mobile"), jerry = server.client("Jerry")
+        let tom = server.client("Tom", tag: "Mobile")
+        let jerry = server.client("Jerry")
         let logs = try await openClients([tom, jerry])
         let (tomEvents, jerryEvents) = (logs[0], logs[1])
         let conversation = try await tom.createConversation(members: ["Jerry"])
@@ -26,13 +27,14 @@ final class ReconnectTests: XCTestCase {
         // Sends made while paused, queued in this order.
         var tasks: [Task<Result<IMMessage, IMError>, Never>] = []
         for k in 0..<3 {
-            tasks.append(Task { () -> Result<IMMessage, IMError> in
-                do throws(IMError) {
-                    return .success(try await conversation.send(.text("while down \(k)")))
-                } catch {
-                    return .failure(error)
-                }
-            })
+            tasks.append(
+                Task { () -> Result<IMMessage, IMError> in
+                    do throws(IMError) {
+                        return .success(try await conversation.send(.text("while down \(k)")))
+                    } catch {
+                        return .failure(error)
+                    }
+                })
             try await Task.sleep(for: .milliseconds(100))
         }
         let jerryReply = Task { () throws(IMError) -> IMMessage in
@@ -89,7 +91,8 @@ final class ReconnectTests: XCTestCase {
     /// Chat room presence is per connection: after a reconnect the client re-enters the room it was in.
     func testChatRoomIsRejoinedAfterReconnect() async throws {
         let server = try await ServerHarness.start()
-        let tom = server.client("Tom"), jerry = server.client("Jerry")
+        let tom = server.client("Tom")
+        let jerry = server.client("Jerry")
         let logs = try await openClients([tom, jerry])
         let room = try await tom.createChatRoom(name: "Live")
         try await room.join()

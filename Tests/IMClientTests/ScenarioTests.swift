@@ -16,7 +16,8 @@ final class ScenarioTests: XCTestCase {
     /// Tom creates a conversation with Jerry and sends him a text; Jerry receives it; Tom gets a receipt.
     func testTomSendsToJerry() async throws {
         let server = try await ServerHarness.start()
-        let tom = server.client("Tom"), jerry = server.client("Jerry")
+        let tom = server.client("Tom")
+        let jerry = server.client("Jerry")
         let logs = try await openClients([tom, jerry])
         let (tomEvents, jerryEvents) = (logs[0], logs[1])
         let secondJerryListener = EventLog(jerry)
@@ -134,9 +135,10 @@ final class ScenarioTests: XCTestCase {
         XCTAssertTrue(room.isChatRoom)
         try await room.join()
         for client in clients.dropFirst() {
-            let found = try await client.conversations(matching: IMConversationQuery()
-                .whereKey(IMConversationQuery.attr("topic"), equalTo: "pageant")
-                .whereKey("tr", equalTo: true))
+            let found = try await client.conversations(
+                matching: IMConversationQuery()
+                    .whereKey(IMConversationQuery.attr("topic"), equalTo: "pageant")
+                    .whereKey("tr", equalTo: true))
             XCTAssertEqual(found.map(\.id), [room.id])
             XCTAssertTrue(found[0].isChatRoom)
             try await found[0].join()
@@ -194,7 +196,8 @@ final class ScenarioTests: XCTestCase {
     /// Rich media message kinds survive the round trip.
     func testMediaMessages() async throws {
         let server = try await ServerHarness.start()
-        let tom = server.client("Tom"), jerry = server.client("Jerry")
+        let tom = server.client("Tom")
+        let jerry = server.client("Jerry")
         let logs = try await openClients([tom, jerry])
         let conversation = try await tom.createConversation(members: ["Jerry"])
         let photo = FileInfo(url: "https://example.com/potala.jpg", name: "potala.jpg", format: "jpg", size: 1024, width: 640, height: 480)

@@ -9,7 +9,10 @@ final class SignatureTests: XCTestCase {
     /// With signatures on, a provider signs logins and conversation actions; a reconnect after a restart
     /// (which forgets session tokens) falls back to a fresh login signature.
     func testSignedLoginConversationActionsAndReconnect() async throws {
-        let configure: (inout ServerConfiguration) -> Void = { $0.appID = "app"; $0.masterKey = "secret" }
+        let configure: (inout ServerConfiguration) -> Void = {
+            $0.appID = "app"
+            $0.masterKey = "secret"
+        }
         let server = try await ServerHarness.start(configure: configure)
         let provider = MasterKeySigner(signer: Signer(appID: "app", masterKey: "secret"))
 

@@ -1,8 +1,9 @@
 import Foundation
 import HookbotTestSupport
-@testable import IMClient
 import IMCore
 import XCTest
+
+@testable import IMClient
 
 /// Pure logic: query JSON, registry, backoff, content encoding.
 final class UnitTests: XCTestCase {
@@ -17,19 +18,23 @@ final class UnitTests: XCTestCase {
             .whereKey("name", matchesRegex: "^t", options: "i")
             .sort(by: "lm", descending: true).sort(by: "name")
             .limit(5).skip(10)
-        XCTAssertEqual(query.whereJSON, [
-            "name": ["$regex": "^t", "$options": "i"],
-            "attr.age": ["$gt": 3, "$lte": 9],
-            "m": ["$all": ["Tom", "Jerry"]],
-            "c": ["$in": ["Tom"]],
-            "attr.x": ["$exists": false],
-        ])
+        XCTAssertEqual(
+            query.whereJSON,
+            [
+                "name": ["$regex": "^t", "$options": "i"],
+                "attr.age": ["$gt": 3, "$lte": 9],
+                "m": ["$all": ["Tom", "Jerry"]],
+                "c": ["$in": ["Tom"]],
+                "attr.x": ["$exists": false],
+            ])
         XCTAssertEqual(query.sortString, "-lm,name")
         let command = query.command()
         XCTAssertEqual(command.limit, 5)
         XCTAssertEqual(command.skip, 10)
         XCTAssertEqual(command.op, .query)
-        let or = IMConversationQuery.or([IMConversationQuery().whereKey("a", notEqualTo: 1), IMConversationQuery().whereKey("b", equalTo: 2)])
+        let or = IMConversationQuery.or([
+            IMConversationQuery().whereKey("a", notEqualTo: 1), IMConversationQuery().whereKey("b", equalTo: 2),
+        ])
         XCTAssertEqual(or.whereJSON, ["$or": [["a": ["$ne": 1]], ["b": 2]]])
         XCTAssertEqual(IMConversationQuery().whereKey("name", containsString: "a.b").whereJSON, ["name": ["$regex": "a\\.b"]])
     }
@@ -42,7 +47,9 @@ final class UnitTests: XCTestCase {
         try registry.register(Poke.self)
         XCTAssertEqual(IMMessageContent.decode(body, registry: registry).as(Poke.self), Poke(strength: 2, note: "n"))
         let broken = TypedMessage(type: 7, fields: ["strength": "not a number"]).encoded()
-        guard case .typed = IMMessageContent.decode(broken, registry: registry) else { return XCTFail("undecodable custom message was not kept generic") }
+        guard case .typed = IMMessageContent.decode(broken, registry: registry) else {
+            return XCTFail("undecodable custom message was not kept generic")
+        }
         XCTAssertThrowsError(try registry.register(Negative.self))
         registry.unregister(7)
         XCTAssertNil(registry.registeredType(for: 7))

@@ -22,7 +22,10 @@ final class CodecTests: XCTestCase {
 
     func testDecodingErrorsCarryCodesAndTheRequestSerial() {
         func failure(_ text: String) -> CommandDecodingError? {
-            do { _ = try codec.decode(text); return nil } catch { return error }
+            do {
+                _ = try codec.decode(text)
+                return nil
+            } catch { return error }
         }
         XCTAssertEqual(failure("nope")?.error.code, 4901)
         XCTAssertNil(failure("nope")?.requestSerial)
@@ -36,7 +39,8 @@ final class CodecTests: XCTestCase {
     func testTypedMessagesUseLeanCloudFields() throws {
         let image = TypedMessage(
             type: MessageType.image.rawValue, text: "look", attributes: ["location": "旧金山"],
-            file: FileInfo(url: "http://example.invalid/a.png", objId: "f1", name: "a.png", format: "png", size: 1024, width: 640, height: 480))
+            file: FileInfo(
+                url: "http://example.invalid/a.png", objId: "f1", name: "a.png", format: "png", size: 1024, width: 640, height: 480))
         let body = image.encoded()
         let object = try XCTUnwrap(JSONValue.parse(body)?.objectValue)
         XCTAssertEqual(object["_lctype"], -2)

@@ -202,18 +202,23 @@ final class JSONCodecTests: XCTestCase {
         XCTAssertEqual(nested?.requestSerial, 8)
         XCTAssertEqual(failure(#"{"cmd":"conv","i":8,"results":[{"name":"a"}]}"#)?.error.detail, "missing field 'results.0.objectId'")
         XCTAssertEqual(failure(#"{"cmd":"conv","i":8,"results":[null]}"#)?.error.detail, "invalid value for field 'results.0'")
-        XCTAssertEqual(failure(#"{"cmd":"logs","logs":[{"msgId":"a","from":"b","data":"c","timestamp":"1"}]}"#)?.error.detail,
-                       "invalid value for field 'logs.0.timestamp'")
-        XCTAssertEqual(failure(#"{"cmd":"unread","convs":[{"cid":"a","unread":null}]}"#)?.error.detail,
-                       "invalid value for field 'convs.0.unread'")
-        XCTAssertEqual(failure(#"{"cmd":"patch","patches":[{"cid":"a","mid":"b"}]}"#)?.error.detail,
-                       "missing field 'patches.0.timestamp'")
+        XCTAssertEqual(
+            failure(#"{"cmd":"logs","logs":[{"msgId":"a","from":"b","data":"c","timestamp":"1"}]}"#)?.error.detail,
+            "invalid value for field 'logs.0.timestamp'")
+        XCTAssertEqual(
+            failure(#"{"cmd":"unread","convs":[{"cid":"a","unread":null}]}"#)?.error.detail,
+            "invalid value for field 'convs.0.unread'")
+        XCTAssertEqual(
+            failure(#"{"cmd":"patch","patches":[{"cid":"a","mid":"b"}]}"#)?.error.detail,
+            "missing field 'patches.0.timestamp'")
     }
 
     func testWrongTypesForEveryFieldKind() {
-        let strings = ["peerId", "appId", "reason", "detail", "tag", "deviceId", "n", "s", "st", "ua", "cid", "msg", "id",
-                       "fromPeerId", "dt", "priority", "action", "uid", "mid", "from", "name", "sort", "c", "initBy", "tmid",
-                       "verdict", "kind"]
+        let strings = [
+            "peerId", "appId", "reason", "detail", "tag", "deviceId", "n", "s", "st", "ua", "cid", "msg", "id",
+            "fromPeerId", "dt", "priority", "action", "uid", "mid", "from", "name", "sort", "c", "initBy", "tmid",
+            "verdict", "kind",
+        ]
         let ints = ["code", "appCode", "stTtl", "limit", "skip", "count"]
         let int64s = ["serverTs", "t", "timestamp", "lm", "cdate", "udate", "tt"]
         let bools = ["r", "transient", "offline", "hasMore", "mentionAll", "read", "unique", "reversed", "silent"]
@@ -287,8 +292,10 @@ final class JSONCodecTests: XCTestCase {
             XCTAssertNil(JSONValue.parse(bytes: [0x22] + bad + [0x22]), "\(bad)")
         }
         // Valid multi-byte UTF-8 (2, 3 and 4 bytes, at the edges of their ranges) passes.
-        for good: [UInt8] in [[0xC2, 0x80], [0xDF, 0xBF], [0xE0, 0xA0, 0x80], [0xEF, 0xBF, 0xBF], [0xF0, 0x90, 0x80, 0x80],
-                              [0xF4, 0x8F, 0xBF, 0xBF], [0xEE, 0x80, 0x80]] {
+        for good: [UInt8] in [
+            [0xC2, 0x80], [0xDF, 0xBF], [0xE0, 0xA0, 0x80], [0xEF, 0xBF, 0xBF], [0xF0, 0x90, 0x80, 0x80],
+            [0xF4, 0x8F, 0xBF, 0xBF], [0xEE, 0x80, 0x80],
+        ] {
             XCTAssertEqual(try codec.decode(bytes: prefix + good + suffix).msg, String(decoding: good, as: UTF8.self))
         }
     }
@@ -322,8 +329,9 @@ final class JSONCodecTests: XCTestCase {
         XCTAssertNotNil(JSONValue.parse(String(repeating: "[", count: 64) + String(repeating: "]", count: 64)))
         XCTAssertNil(JSONValue.parse(String(repeating: "[", count: 65) + String(repeating: "]", count: 65)))
         // Deep nesting in an ignored field counts too.
-        XCTAssertEqual(failure(#"{"cmd":"direct","zz":"# + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}")?
-            .error.detail, "nesting deeper than 64 levels")
+        XCTAssertEqual(
+            failure(#"{"cmd":"direct","zz":"# + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}")?
+                .error.detail, "nesting deeper than 64 levels")
     }
 
     func testLongFramesDecodeInLinearTime() throws {
@@ -383,7 +391,9 @@ final class JSONCodecTests: XCTestCase {
         XCTAssertEqual(JSONValue.double(.nan).jsonString(), "null")
         XCTAssertEqual(JSONValue.array([.double(.infinity), .double(-.infinity)]).jsonString(), "[null,null]")
         XCTAssertEqual(JSONValue.int(.min).jsonString(), "-9223372036854775808")
-        for d in [2.0, 0.1, 1e-7, Double.leastNonzeroMagnitude, 1e300, -123456.789, Double.greatestFiniteMagnitude, 1e15, 0.30000000000000004] {
+        for d in [
+            2.0, 0.1, 1e-7, Double.leastNonzeroMagnitude, 1e300, -123456.789, Double.greatestFiniteMagnitude, 1e15, 0.30000000000000004,
+        ] {
             XCTAssertEqual(JSONValue.parse(JSONValue.double(d).jsonString()), .double(d), "\(d)")
         }
         // Shortest round trip of random doubles.
@@ -395,10 +405,12 @@ final class JSONCodecTests: XCTestCase {
         }
 
         // Integer fields take whole numbers however written, as Foundation does.
-        for (literal, value) in [("1.0", 1), ("1e2", 100), ("1E0", 1), ("-0.0", 0), ("100e-2", 1), ("0.5e1", 5),
-                                 ("9.2e18", 9_200_000_000_000_000_000), ("4611686018427387904.0", 4_611_686_018_427_387_904),
-                                 ("9007199254740993.0", 9_007_199_254_740_993), ("-9223372036854775808", Int.min),
-                                 ("9223372036854775807", Int.max), ("0e5", 0)] {
+        for (literal, value) in [
+            ("1.0", 1), ("1e2", 100), ("1E0", 1), ("-0.0", 0), ("100e-2", 1), ("0.5e1", 5),
+            ("9.2e18", 9_200_000_000_000_000_000), ("4611686018427387904.0", 4_611_686_018_427_387_904),
+            ("9007199254740993.0", 9_007_199_254_740_993), ("-9223372036854775808", Int.min),
+            ("9223372036854775807", Int.max), ("0e5", 0),
+        ] {
             let text = #"{"cmd":"logs","limit":\#(literal),"t":\#(literal)}"#
             let command = try codec.decode(text)
             XCTAssertEqual(command.limit, value, literal)
@@ -421,8 +433,10 @@ final class JSONCodecTests: XCTestCase {
         direct.msg = text
         direct.ext = ["z": 1, "a": ["x": .null, "b": 2.5], "é": "", "B": true]
         let encoded = codec.encode(direct)
-        XCTAssertEqual(encoded, #"{"cmd":"direct","i":1,"msg":"a\"b\\c/d\u0001\b\f\n\r\t\u001f"# + "\u{7f}é😀\u{2028}"
-            + #"","ext":{"B":true,"a":{"b":2.5,"x":null},"z":1,"é":""}}"#)
+        XCTAssertEqual(
+            encoded,
+            #"{"cmd":"direct","i":1,"msg":"a\"b\\c/d\u0001\b\f\n\r\t\u001f"# + "\u{7f}é😀\u{2028}"
+                + #"","ext":{"B":true,"a":{"b":2.5,"x":null},"z":1,"é":""}}"#)
         XCTAssertEqual(try codec.decode(encoded), direct)
         XCTAssertEqual(try foundationDecode(encoded), direct)
     }
@@ -434,8 +448,9 @@ final class JSONCodecTests: XCTestCase {
         command.peerId = "p"
         command.`where` = ["m": "Tom"]
         command.limit = 3
-        XCTAssertEqual(codec.encode(command),
-                       #"{"cmd":"conv","op":"results","i":2,"peerId":"p","where":{"m":"Tom"},"limit":3,"results":[{"objectId":"o"}],"kind":"k"}"#)
+        XCTAssertEqual(
+            codec.encode(command),
+            #"{"cmd":"conv","op":"results","i":2,"peerId":"p","where":{"m":"Tom"},"limit":3,"results":[{"objectId":"o"}],"kind":"k"}"#)
         XCTAssertEqual(codec.encode(Command(cmd: .goaway)), #"{"cmd":"goaway"}"#)
     }
 
@@ -449,8 +464,8 @@ final class JSONCodecTests: XCTestCase {
             for child in Mirror(reflecting: full).children where Self.isNil(child.value) {
                 // Take the field from a random command that has it (by encoding both and merging).
                 guard let label = child.label, !Self.isNil(Mirror(reflecting: sample).children.first { $0.label == label }!.value),
-                      case .object(var merged)? = JSONValue.parse(codec.encode(full)),
-                      let value = JSONValue.parse(codec.encode(sample))?[label]
+                    case .object(var merged)? = JSONValue.parse(codec.encode(full)),
+                    let value = JSONValue.parse(codec.encode(sample))?[label]
                 else { continue }
                 merged[label] = value
                 full = try codec.decode(JSONValue.object(merged).jsonString())
@@ -481,7 +496,11 @@ final class JSONCodecTests: XCTestCase {
         var expectKey = false
         for ch in text.unicodeScalars {
             if inString {
-                if escaped { escaped = false } else if ch == "\\" { escaped = true } else if ch == "\"" {
+                if escaped {
+                    escaped = false
+                } else if ch == "\\" {
+                    escaped = true
+                } else if ch == "\"" {
                     inString = false
                     if let key = current { keys.append(String(key)) }
                     current = nil
@@ -538,59 +557,128 @@ final class JSONCodecTests: XCTestCase {
         var c = Command(cmd: CommandType.allCases.randomElement(using: &rng)!)
         c.op = maybe(&rng) { OpType.allCases.randomElement(using: &$0)! }
         c.i = maybe(&rng, randomInt)
-        c.peerId = maybe(&rng, randomString); c.appId = maybe(&rng, randomString); c.serverTs = maybe(&rng, randomInt64)
-        c.code = maybe(&rng, randomInt); c.reason = maybe(&rng, randomString); c.detail = maybe(&rng, randomString); c.appCode = maybe(&rng, randomInt)
-        c.tag = maybe(&rng, randomString); c.deviceId = maybe(&rng, randomString); c.r = maybe(&rng, randomBool); c.t = maybe(&rng, randomInt64)
-        c.n = maybe(&rng, randomString); c.s = maybe(&rng, randomString); c.st = maybe(&rng, randomString); c.stTtl = maybe(&rng, randomInt)
-        c.ua = maybe(&rng, randomString); c.cid = maybe(&rng, randomString); c.msg = maybe(&rng, randomString); c.id = maybe(&rng, randomString)
-        c.fromPeerId = maybe(&rng, randomString); c.timestamp = maybe(&rng, randomInt64); c.transient = maybe(&rng, randomBool)
-        c.offline = maybe(&rng, randomBool); c.hasMore = maybe(&rng, randomBool); c.dt = maybe(&rng, randomString)
-        c.priority = maybe(&rng, randomString); c.mentionPids = maybe(&rng, randomStrings); c.mentionAll = maybe(&rng, randomBool)
-        c.action = maybe(&rng, randomString); c.ext = maybe(&rng) { randomObject(&$0, depth: 1) }
-        c.uid = maybe(&rng, randomString); c.mid = maybe(&rng, randomString); c.ids = maybe(&rng, randomStrings); c.read = maybe(&rng, randomBool)
-        c.from = maybe(&rng, randomString); c.m = maybe(&rng, randomStrings); c.unique = maybe(&rng, randomBool); c.name = maybe(&rng, randomString)
-        c.attr = maybe(&rng, randomNonNullValue); c.where = maybe(&rng, randomNonNullValue); c.limit = maybe(&rng, randomInt)
-        c.skip = maybe(&rng, randomInt); c.sort = maybe(&rng, randomString); c.c = maybe(&rng, randomString); c.initBy = maybe(&rng, randomString)
-        c.results = maybe(&rng) { rng in (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
-            var info = ConversationInfo(objectId: randomString(&rng))
-            info.name = maybe(&rng, randomString); info.m = maybe(&rng, randomStrings); info.c = maybe(&rng, randomString)
-            info.tr = maybe(&rng, randomBool); info.unique = maybe(&rng, randomBool); info.attr = maybe(&rng, randomNonNullValue)
-            info.mu = maybe(&rng, randomStrings); info.lm = maybe(&rng, randomInt64); info.createdAt = maybe(&rng, randomInt64)
-            info.updatedAt = maybe(&rng, randomInt64); info.ttl = maybe(&rng, randomInt)
-            return info
-        } }
-        c.count = maybe(&rng, randomInt); c.lm = maybe(&rng, randomInt64); c.mu = maybe(&rng, randomStrings); c.cdate = maybe(&rng, randomInt64)
-        c.udate = maybe(&rng, randomInt64); c.tt = maybe(&rng, randomInt64); c.tmid = maybe(&rng, randomString)
-        c.logs = maybe(&rng) { rng in (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
-            var item = LogItem(msgId: randomString(&rng), from: randomString(&rng), data: randomString(&rng), timestamp: randomInt64(&rng))
-            item.ackAt = maybe(&rng, randomInt64); item.readAt = maybe(&rng, randomInt64); item.recalled = maybe(&rng, randomBool)
-            item.priority = maybe(&rng, randomString); item.mentionPids = maybe(&rng, randomStrings)
-            item.mentionAll = maybe(&rng, randomBool)
-            return item
-        } }
+        c.peerId = maybe(&rng, randomString)
+        c.appId = maybe(&rng, randomString)
+        c.serverTs = maybe(&rng, randomInt64)
+        c.code = maybe(&rng, randomInt)
+        c.reason = maybe(&rng, randomString)
+        c.detail = maybe(&rng, randomString)
+        c.appCode = maybe(&rng, randomInt)
+        c.tag = maybe(&rng, randomString)
+        c.deviceId = maybe(&rng, randomString)
+        c.r = maybe(&rng, randomBool)
+        c.t = maybe(&rng, randomInt64)
+        c.n = maybe(&rng, randomString)
+        c.s = maybe(&rng, randomString)
+        c.st = maybe(&rng, randomString)
+        c.stTtl = maybe(&rng, randomInt)
+        c.ua = maybe(&rng, randomString)
+        c.cid = maybe(&rng, randomString)
+        c.msg = maybe(&rng, randomString)
+        c.id = maybe(&rng, randomString)
+        c.fromPeerId = maybe(&rng, randomString)
+        c.timestamp = maybe(&rng, randomInt64)
+        c.transient = maybe(&rng, randomBool)
+        c.offline = maybe(&rng, randomBool)
+        c.hasMore = maybe(&rng, randomBool)
+        c.dt = maybe(&rng, randomString)
+        c.priority = maybe(&rng, randomString)
+        c.mentionPids = maybe(&rng, randomStrings)
+        c.mentionAll = maybe(&rng, randomBool)
+        c.action = maybe(&rng, randomString)
+        c.ext = maybe(&rng) { randomObject(&$0, depth: 1) }
+        c.uid = maybe(&rng, randomString)
+        c.mid = maybe(&rng, randomString)
+        c.ids = maybe(&rng, randomStrings)
+        c.read = maybe(&rng, randomBool)
+        c.from = maybe(&rng, randomString)
+        c.m = maybe(&rng, randomStrings)
+        c.unique = maybe(&rng, randomBool)
+        c.name = maybe(&rng, randomString)
+        c.attr = maybe(&rng, randomNonNullValue)
+        c.where = maybe(&rng, randomNonNullValue)
+        c.limit = maybe(&rng, randomInt)
+        c.skip = maybe(&rng, randomInt)
+        c.sort = maybe(&rng, randomString)
+        c.c = maybe(&rng, randomString)
+        c.initBy = maybe(&rng, randomString)
+        c.results = maybe(&rng) { rng in
+            (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
+                var info = ConversationInfo(objectId: randomString(&rng))
+                info.name = maybe(&rng, randomString)
+                info.m = maybe(&rng, randomStrings)
+                info.c = maybe(&rng, randomString)
+                info.tr = maybe(&rng, randomBool)
+                info.unique = maybe(&rng, randomBool)
+                info.attr = maybe(&rng, randomNonNullValue)
+                info.mu = maybe(&rng, randomStrings)
+                info.lm = maybe(&rng, randomInt64)
+                info.createdAt = maybe(&rng, randomInt64)
+                info.updatedAt = maybe(&rng, randomInt64)
+                info.ttl = maybe(&rng, randomInt)
+                return info
+            }
+        }
+        c.count = maybe(&rng, randomInt)
+        c.lm = maybe(&rng, randomInt64)
+        c.mu = maybe(&rng, randomStrings)
+        c.cdate = maybe(&rng, randomInt64)
+        c.udate = maybe(&rng, randomInt64)
+        c.tt = maybe(&rng, randomInt64)
+        c.tmid = maybe(&rng, randomString)
+        c.logs = maybe(&rng) { rng in
+            (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
+                var item = LogItem(
+                    msgId: randomString(&rng), from: randomString(&rng), data: randomString(&rng), timestamp: randomInt64(&rng))
+                item.ackAt = maybe(&rng, randomInt64)
+                item.readAt = maybe(&rng, randomInt64)
+                item.recalled = maybe(&rng, randomBool)
+                item.priority = maybe(&rng, randomString)
+                item.mentionPids = maybe(&rng, randomStrings)
+                item.mentionAll = maybe(&rng, randomBool)
+                return item
+            }
+        }
         c.reversed = maybe(&rng, randomBool)
-        c.convs = maybe(&rng) { rng in (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
-            var info = UnreadInfo(cid: randomString(&rng), unread: randomInt(&rng))
-            info.mid = maybe(&rng, randomString); info.timestamp = maybe(&rng, randomInt64); info.from = maybe(&rng, randomString)
-            info.data = maybe(&rng, randomString); info.mentioned = maybe(&rng, randomBool)
-            return info
-        } }
-        c.patches = maybe(&rng) { rng in (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
-            var patch = PatchItem(cid: randomString(&rng), mid: randomString(&rng), timestamp: randomInt64(&rng))
-            patch.recall = maybe(&rng, randomBool); patch.data = maybe(&rng, randomString); patch.from = maybe(&rng, randomString)
-            patch.patchTimestamp = maybe(&rng, randomInt64)
-            return patch
-        } }
-        c.verdict = maybe(&rng, randomString); c.silent = maybe(&rng, randomBool); c.kind = maybe(&rng, randomString)
-        c.tempConv = maybe(&rng, randomBool); c.tempConvTTL = maybe(&rng, randomInt); c.tempConvIds = maybe(&rng, randomStrings)
+        c.convs = maybe(&rng) { rng in
+            (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
+                var info = UnreadInfo(cid: randomString(&rng), unread: randomInt(&rng))
+                info.mid = maybe(&rng, randomString)
+                info.timestamp = maybe(&rng, randomInt64)
+                info.from = maybe(&rng, randomString)
+                info.data = maybe(&rng, randomString)
+                info.mentioned = maybe(&rng, randomBool)
+                return info
+            }
+        }
+        c.patches = maybe(&rng) { rng in
+            (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
+                var patch = PatchItem(cid: randomString(&rng), mid: randomString(&rng), timestamp: randomInt64(&rng))
+                patch.recall = maybe(&rng, randomBool)
+                patch.data = maybe(&rng, randomString)
+                patch.from = maybe(&rng, randomString)
+                patch.patchTimestamp = maybe(&rng, randomInt64)
+                return patch
+            }
+        }
+        c.verdict = maybe(&rng, randomString)
+        c.silent = maybe(&rng, randomBool)
+        c.kind = maybe(&rng, randomString)
+        c.tempConv = maybe(&rng, randomBool)
+        c.tempConvTTL = maybe(&rng, randomInt)
+        c.tempConvIds = maybe(&rng, randomStrings)
         c.allowedPids = maybe(&rng, randomStrings)
-        c.failedPids = maybe(&rng) { rng in (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
-            var failure = FailedPids(pids: randomStrings(&rng), error: IMError(code: randomInt(&rng), reason: randomString(&rng)))
-            failure.detail = maybe(&rng, randomString)
-            return failure
-        } }
-        c.sessionPeerIds = maybe(&rng, randomStrings); c.onlineSessionPeerIds = maybe(&rng, randomStrings)
-        c.maxReadTimestamp = maybe(&rng, randomInt64); c.maxAckTimestamp = maybe(&rng, randomInt64)
+        c.failedPids = maybe(&rng) { rng in
+            (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
+                var failure = FailedPids(pids: randomStrings(&rng), error: IMError(code: randomInt(&rng), reason: randomString(&rng)))
+                failure.detail = maybe(&rng, randomString)
+                return failure
+            }
+        }
+        c.sessionPeerIds = maybe(&rng, randomStrings)
+        c.onlineSessionPeerIds = maybe(&rng, randomStrings)
+        c.maxReadTimestamp = maybe(&rng, randomInt64)
+        c.maxAckTimestamp = maybe(&rng, randomInt64)
         return c
     }
 
@@ -607,15 +695,19 @@ final class JSONCodecTests: XCTestCase {
 
     static func randomInt(_ rng: inout SplitMix64) -> Int { Int(randomInt64(&rng)) }
 
-    static let stringPool = ["", "Tom", "5f1c0a9e2b7d4c11a0e4f2b1", #"{"_lctype":-1,"_lctext":"hi"}"#, "a/b", "\\", "\"",
-                             "旧金山", "😀👍🏽", "e\u{301}", "\u{0}", "\u{1f}\u{7f}", "line\nbreak\ttab", "\u{2028}\u{FEFF}"]
+    static let stringPool = [
+        "", "Tom", "5f1c0a9e2b7d4c11a0e4f2b1", #"{"_lctype":-1,"_lctext":"hi"}"#, "a/b", "\\", "\"",
+        "旧金山", "😀👍🏽", "e\u{301}", "\u{0}", "\u{1f}\u{7f}", "line\nbreak\ttab", "\u{2028}\u{FEFF}",
+    ]
 
     static func randomString(_ rng: inout SplitMix64) -> String {
         if Bool.random(using: &rng) { return stringPool.randomElement(using: &rng)! }
         var scalars = String.UnicodeScalarView()
         for _ in 0..<Int.random(in: 0..<20, using: &rng) {
-            let range: ClosedRange<UInt32> = [0...0x1F, 0x20...0x7E, 0x20...0x7E, 0x80...0x7FF, 0x800...0xD7FF, 0xE000...0xFFFF,
-                                              0x10000...0x10FFFF].randomElement(using: &rng)!
+            let range: ClosedRange<UInt32> = [
+                0...0x1F, 0x20...0x7E, 0x20...0x7E, 0x80...0x7FF, 0x800...0xD7FF, 0xE000...0xFFFF,
+                0x10000...0x10FFFF,
+            ].randomElement(using: &rng)!
             scalars.append(Unicode.Scalar(UInt32.random(in: range, using: &rng))!)
         }
         return String(scalars)
@@ -627,8 +719,10 @@ final class JSONCodecTests: XCTestCase {
 
     /// Doubles are never whole numbers within Int64 (Foundation reads those back as `.int`).
     static func randomDouble(_ rng: inout SplitMix64) -> Double {
-        let pool = [0.1, -0.5, 1e-7, Double.leastNonzeroMagnitude, 1e300, -1.7976931348623157e308, 3.141592653589793, 1.2345678901234568e+29,
-                    0.30000000000000004, 2.5e-3]
+        let pool = [
+            0.1, -0.5, 1e-7, Double.leastNonzeroMagnitude, 1e300, -1.7976931348623157e308, 3.141592653589793, 1.2345678901234568e+29,
+            0.30000000000000004, 2.5e-3,
+        ]
         if Bool.random(using: &rng) { return pool.randomElement(using: &rng)! }
         while true {
             let d = Double(bitPattern: rng.next())

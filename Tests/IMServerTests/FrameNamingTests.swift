@@ -1,9 +1,10 @@
 import Foundation
 import IMCore
 import IMProto
-@testable import IMServer
 import NIOCore
 import XCTest
+
+@testable import IMServer
 
 /// Naming a session in an already encoded protobuf frame gives the frame of the named command.
 final class FrameNamingTests: XCTestCase {

@@ -1,8 +1,8 @@
 import Foundation
-import IMCore
-import IMSignatures
 import HookbotTestSupport
+import IMCore
 import IMServer
+import IMSignatures
 import Synchronization
 import XCTest
 
@@ -25,12 +25,15 @@ final class InterceptionTests: XCTestCase {
 
     /// Logs in as the interceptor (over a WebSocket, or attached in process) and answers every hook
     /// request with `decide`.
-    private func interceptor(_ server: ServerHarness, _ attachment: Attachment,
-                             decide: @escaping @Sendable (Command) -> Command?) async throws -> (TestClient, Task<Void, Never>) {
-        let client = switch attachment {
-        case .webSocket: try await TestClient.connect(port: server.port)
-        case .inProcess: try TestClient.attach(to: server.server)
-        }
+    private func interceptor(
+        _ server: ServerHarness, _ attachment: Attachment,
+        decide: @escaping @Sendable (Command) -> Command?
+    ) async throws -> (TestClient, Task<Void, Never>) {
+        let client =
+            switch attachment {
+            case .webSocket: try await TestClient.connect(port: server.port)
+            case .inProcess: try TestClient.attach(to: server.server)
+            }
         let reply = try await client.request(Self.signedInterceptorOpen())
         XCTAssertEqual(reply.op, .opened)
         try await waitUntilInterceptorAttached(server.server, "modbot")
@@ -134,13 +137,17 @@ final class InterceptionTests: XCTestCase {
         await bot.close()
     }
 
-    func testOrderIsPreservedWhenVerdictsArriveOutOfOrderOverWebSocket() async throws { try await checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(.webSocket) }
-    func testOrderIsPreservedWhenVerdictsArriveOutOfOrderInProcess() async throws { try await checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(.inProcess) }
+    func testOrderIsPreservedWhenVerdictsArriveOutOfOrderOverWebSocket() async throws {
+        try await checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(.webSocket)
+    }
+    func testOrderIsPreservedWhenVerdictsArriveOutOfOrderInProcess() async throws {
+        try await checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(.inProcess)
+    }
 
     private func checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(_ attachment: Attachment) async throws {
         let server = try await server(deadline: 5000)
         defer { Task { await server.stop() } }
-        let (bot, loop) = try await interceptor(server, attachment) { _ in nil }  // answered by hand below
+        let (bot, loop) = try await interceptor(server, attachment) { _ in nil } // answered by hand below
         loop.cancel()
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
@@ -181,7 +188,7 @@ final class InterceptionTests: XCTestCase {
         let held = Inbox<Command>()
         let (bot, loop) = try await interceptor(server, attachment) { request in
             guard request.cid == slow.withLock({ $0 }) else { return Self.verdict("allow") }
-            held.append(request)  // the slow conversation's reviews are answered by hand below
+            held.append(request) // the slow conversation's reviews are answered by hand below
             return nil
         }
         defer { loop.cancel() }
@@ -217,8 +224,12 @@ final class InterceptionTests: XCTestCase {
         await bot.close()
     }
 
-    func testTimeoutsAndMissingInterceptorFollowThePolicyOverWebSocket() async throws { try await checkTimeoutsAndMissingInterceptorFollowThePolicy(.webSocket) }
-    func testTimeoutsAndMissingInterceptorFollowThePolicyInProcess() async throws { try await checkTimeoutsAndMissingInterceptorFollowThePolicy(.inProcess) }
+    func testTimeoutsAndMissingInterceptorFollowThePolicyOverWebSocket() async throws {
+        try await checkTimeoutsAndMissingInterceptorFollowThePolicy(.webSocket)
+    }
+    func testTimeoutsAndMissingInterceptorFollowThePolicyInProcess() async throws {
+        try await checkTimeoutsAndMissingInterceptorFollowThePolicy(.inProcess)
+    }
 
     private func checkTimeoutsAndMissingInterceptorFollowThePolicy(_ attachment: Attachment) async throws {
         for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
@@ -228,7 +239,7 @@ final class InterceptionTests: XCTestCase {
             let cid = try await tom.startConversation(members: ["Jerry"])
 
             let noInterceptor = try await tom.sendText("nobody home", to: cid)
-            let (bot, loop) = try await interceptor(server, attachment) { _ in nil }  // never answers
+            let (bot, loop) = try await interceptor(server, attachment) { _ in nil } // never answers
             let timedOut = try await tom.sendText("too slow", to: cid)
             switch policy {
             case .failOpen:
@@ -264,7 +275,7 @@ final class InterceptionTests: XCTestCase {
             let cid = try await tom.startConversation(members: ["Jerry"])
             let answered = Counter()
             let (bot, loop) = try await interceptor(server, attachment) { _ in
-                answered.increment() < 10 ? Self.verdict("allow") : nil  // stops answering after ten
+                answered.increment() < 10 ? Self.verdict("allow") : nil // stops answering after ten
             }
             let acks = try await withThrowingTaskGroup(of: Command.self) { group in
                 for k in 0..<30 { group.addTask { try await tom.sendText("m\(k)", to: cid) } }
@@ -272,7 +283,7 @@ final class InterceptionTests: XCTestCase {
                 for _ in 0..<1500 where answered.value < 30 { try await Task.sleep(for: .milliseconds(20)) }
                 XCTAssertEqual(answered.value, 30)
                 loop.cancel()
-                await bot.close()  // the interceptor dies with requests pending
+                await bot.close() // the interceptor dies with requests pending
                 var acks: [Command] = []
                 for try await ack in group { acks.append(ack) }
                 return acks
@@ -324,8 +335,12 @@ final class InterceptionTests: XCTestCase {
         await again.close()
     }
 
-    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedOverWebSocket() async throws { try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.webSocket) }
-    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedInProcess() async throws { try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.inProcess) }
+    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedOverWebSocket() async throws {
+        try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.webSocket)
+    }
+    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedInProcess() async throws {
+        try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.inProcess)
+    }
 
     private func checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(_ attachment: Attachment) async throws {
         let server = try await server()

@@ -140,7 +140,7 @@ final class MembershipTests: XCTestCase {
         join.cid = lobby
         let observed11 = try await jerry.request(join).op
         XCTAssertEqual(observed11, .added)
-        let bobJoinedLobby = try await bob.request(join).op  // Bob leaves the kitchen
+        let bobJoinedLobby = try await bob.request(join).op // Bob leaves the kitchen
         XCTAssertEqual(bobJoinedLobby, .added)
         var count = Command(cmd: .conv, op: .count)
         count.cid = lobby
@@ -190,7 +190,8 @@ final class MembershipTests: XCTestCase {
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let mallory = try await server.login("Mallory")
-        let cid = try await tom.startConversation(members: ["Jerry"], name: "old", attr: ["type": "private", "pinned": true, "nested": ["a": 1, "b": 2]])
+        let cid = try await tom.startConversation(
+            members: ["Jerry"], name: "old", attr: ["type": "private", "pinned": true, "nested": ["a": 1, "b": 2]])
 
         var update = Command(cmd: .conv, op: .update)
         update.cid = cid

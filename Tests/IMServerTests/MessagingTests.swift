@@ -120,7 +120,7 @@ final class MessagingTests: XCTestCase {
         let ack = try await tom.sendText("hello", to: cid)
         let redeliveredID = try await jerry.nextMessage().id
         XCTAssertEqual(redeliveredID, ack.uid)
-        await jerry.close()  // never acknowledged
+        await jerry.close() // never acknowledged
 
         let jerryAgain = try await server.login("Jerry")
         let again = try await jerryAgain.nextMessage()

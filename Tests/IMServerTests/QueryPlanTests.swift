@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import IMCore
-@testable import IMServer
 import XCTest
+
+@testable import IMServer
 
 /// Conditions on members start from the members index: a query never visits every conversation to find a
 /// member's few.
@@ -19,8 +20,10 @@ final class QueryPlanTests: XCTestCase {
             let query = try ConversationQuery.compile(condition)
             let order = try ConversationQuery.orderBy(nil)
             let plan = try db.read { db in
-                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + query.select(orderBy: order),
-                                 arguments: query.arguments + ["viewer", 10, 0]).map { $0["detail"] as String }
+                try Row.fetchAll(
+                    db, sql: "EXPLAIN QUERY PLAN " + query.select(orderBy: order),
+                    arguments: query.arguments + ["viewer", 10, 0]
+                ).map { $0["detail"] as String }
             }
             let text = plan.joined(separator: " | ")
             XCTAssertTrue(text.contains("members_by_client"), "\(condition): \(text)")

@@ -21,8 +21,10 @@ final class QueryTests: XCTestCase {
         return (server, tom, ids)
     }
 
-    private func names(_ client: TestClient, _ condition: JSONValue, sort: String? = "name", limit: Int? = nil,
-                       skip: Int? = nil) async throws -> [String] {
+    private func names(
+        _ client: TestClient, _ condition: JSONValue, sort: String? = "name", limit: Int? = nil,
+        skip: Int? = nil
+    ) async throws -> [String] {
         var query = Command(cmd: .conv, op: .query)
         query.where = condition
         query.sort = sort

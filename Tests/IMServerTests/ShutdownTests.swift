@@ -15,8 +15,14 @@ final class ShutdownTests: XCTestCase {
         // waited for it forever.
         let stopped = Task { await server.stop() }
         let finished = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await stopped.value; return true }
-            group.addTask { try? await Task.sleep(for: .seconds(20)); return false }
+            group.addTask {
+                await stopped.value
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(20))
+                return false
+            }
             let first = await group.next() ?? false
             group.cancelAll()
             return first

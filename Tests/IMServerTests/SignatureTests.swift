@@ -1,15 +1,17 @@
 import Foundation
 import HookbotTestSupport
 import IMCore
-import IMSignatures
 import IMServer
+import IMSignatures
 import XCTest
 
 final class SignatureTests: XCTestCase {
     let signer = Signer(appID: "app", masterKey: "master-secret")
 
-    private func signedOpen(_ clientID: String, timestamp: Int64? = nil, nonce: String = UUID().uuidString,
-                            signer: Signer? = nil) -> Command {
+    private func signedOpen(
+        _ clientID: String, timestamp: Int64? = nil, nonce: String = UUID().uuidString,
+        signer: Signer? = nil
+    ) -> Command {
         let t = timestamp ?? Int64(Date().timeIntervalSince1970)
         var open = Command(cmd: .session, op: .open)
         open.peerId = clientID
@@ -20,7 +22,10 @@ final class SignatureTests: XCTestCase {
     }
 
     func testLoginNeedsAFreshUnusedSignatureOrASessionToken() async throws {
-        let server = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let server = try await ServerHarness.start {
+            $0.appID = "app"
+            $0.masterKey = "master-secret"
+        }
         defer { Task { await server.stop() } }
         let client = try await TestClient.connect(port: server.port)
         var unsigned = Command(cmd: .session, op: .open)
@@ -66,7 +71,10 @@ final class SignatureTests: XCTestCase {
     }
 
     func testACapturedLoginCannotBeReplayedAfterARestart() async throws {
-        let configure: (inout ServerConfiguration) -> Void = { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let configure: (inout ServerConfiguration) -> Void = {
+            $0.appID = "app"
+            $0.masterKey = "master-secret"
+        }
         let server = try await ServerHarness.start(configure: configure)
         let captured = signedOpen("Tom")
         let client = try await TestClient.connect(port: server.port)
@@ -85,7 +93,10 @@ final class SignatureTests: XCTestCase {
     }
 
     func testClosingASessionRevokesItsToken() async throws {
-        let server = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let server = try await ServerHarness.start {
+            $0.appID = "app"
+            $0.masterKey = "master-secret"
+        }
         defer { Task { await server.stop() } }
         let tom = try await TestClient.connect(port: server.port)
         let token = try required(try await tom.request(signedOpen("Tom")).st)
@@ -101,7 +112,10 @@ final class SignatureTests: XCTestCase {
     }
 
     func testConversationActionsNeedSignatures() async throws {
-        let server = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let server = try await ServerHarness.start {
+            $0.appID = "app"
+            $0.masterKey = "master-secret"
+        }
         defer { Task { await server.stop() } }
         let tom = try await TestClient.connect(port: server.port)
         let observed7 = try await tom.request(signedOpen("Tom")).op
@@ -134,13 +148,19 @@ final class SignatureTests: XCTestCase {
     }
 
     func testSessionTokensSurviveARestart() async throws {
-        let first = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let first = try await ServerHarness.start {
+            $0.appID = "app"
+            $0.masterKey = "master-secret"
+        }
         let client = try await TestClient.connect(port: first.port)
         let token = try required(try await client.request(signedOpen("Tom")).st)
         await client.close()
         await first.stop()
 
-        let second = try await ServerHarness.start(directory: first.directory) { $0.appID = "app"; $0.masterKey = "master-secret" }
+        let second = try await ServerHarness.start(directory: first.directory) {
+            $0.appID = "app"
+            $0.masterKey = "master-secret"
+        }
         defer { Task { await second.stop() } }
         let again = try await TestClient.connect(port: second.port)
         var resume = Command(cmd: .session, op: .open)

@@ -10,7 +10,9 @@ final class RunnerTests: XCTestCase {
     override func setUpWithError() throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("plugin-tester-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("tests"), withIntermediateDirectories: true)
-        try write("echo.lua", """
+        try write(
+            "echo.lua",
+            """
             return {
               name = "echo",
               config = { prefix = "echo: " },
@@ -37,7 +39,8 @@ final class RunnerTests: XCTestCase {
     }
 
     func testPassingAndFailingCasesAreCountedWithADiff() async throws {
-        let (summary, lines) = try await run("""
+        let (summary, lines) = try await run(
+            """
             return { cases = {
               { name = "good", steps = { { message = "hi", expect = { replies = { "echo: hi" }, state = { seen = 1 } } } } },
               { name = "bad", steps = {
@@ -58,7 +61,8 @@ final class RunnerTests: XCTestCase {
     }
 
     func testHookErrorsFailUnlessExpected() async throws {
-        let (summary, lines) = try await run("""
+        let (summary, lines) = try await run(
+            """
             return { cases = {
               { name = "unexpected", steps = { { message = "boom" } } },
               { name = "expected", steps = { { message = "boom", expect = { errors = { "exploded" } } } } },
@@ -70,7 +74,8 @@ final class RunnerTests: XCTestCase {
     }
 
     func testConfigStateAndTimeChecks() async throws {
-        let (summary, lines) = try await run("""
+        let (summary, lines) = try await run(
+            """
             return { config = { prefix = "> " }, cases = {
               { name = "file config", steps = { { message = "a", expect = { replies = { "> a" } } } } },
               { name = "case config", config = { prefix = "# " }, steps = {
@@ -87,7 +92,9 @@ final class RunnerTests: XCTestCase {
     }
 
     func testTimersEventsAndReload() async throws {
-        try write("ticker.lua", """
+        try write(
+            "ticker.lua",
+            """
             return {
               on_load = function(ctx) ctx.every(60, function(ctx) ctx.send("ops", "tick " .. ctx.state.incr("ticks")) end) end,
               on_recall = function(ev, ctx) ctx.reply("recalled " .. ev.id .. " by " .. ev.by) end,
@@ -95,7 +102,9 @@ final class RunnerTests: XCTestCase {
               on_cmd = function(cmd, ctx) ctx.send_cmd(cmd.cid, "pong", { n = cmd.ext.n + 1 }) end,
             }
             """)
-        try write("tests/ticker.test.lua", """
+        try write(
+            "tests/ticker.test.lua",
+            """
             return { cases = { { name = "all of it", steps = {
               { advance = 59, expect = { replies = {} } },
               { advance = 1, expect = { replies = { { cid = "ops", text = "tick 1" } } } },
@@ -128,10 +137,13 @@ final class RunnerTests: XCTestCase {
     /// Two bots echoing each other run through the same routing core as a running bot: the hop marker
     /// stops them, and lowering `max_hops` stops them sooner.
     func testBotsAnswerEachOtherUntilTheHopLimit() async throws {
-        try write("parrot.lua", """
+        try write(
+            "parrot.lua",
+            """
             return { on_receive = function(msg, ctx) if msg.from == "modbot" then ctx.reply("parrot: " .. msg.text) end end }
             """)
-        let (summary, lines) = try await run("""
+        let (summary, lines) = try await run(
+            """
             return { max_hops = 4, bots = { { id = "parrot", plugins = "parrot" } },
               cases = {
                 { name = "four hops", steps = { { message = "hi", expect = { replies = {
@@ -151,7 +163,9 @@ final class RunnerTests: XCTestCase {
     /// Recorded HTTP responses answer `ctx.http`; an unrecorded URL fails as a value the plugin sees, and a
     /// body over the plugin's cap fails as too large.
     func testRecordedHTTPResponses() async throws {
-        try write("fetch.lua", """
+        try write(
+            "fetch.lua",
+            """
             return {
               on_receive = function(msg, ctx)
                 local id, err = ctx.http.get(msg.text, function(res, ctx)
@@ -161,7 +175,9 @@ final class RunnerTests: XCTestCase {
               end,
             }
             """)
-        try write("tests/fetch.test.lua", """
+        try write(
+            "tests/fetch.test.lua",
+            """
             return {
               http = { ["GET https://api.example.org/a"] = { body = { answer = 42 } },
                        ["GET https://api.example.org/big"] = { body = string.rep("x", 2 * 1024 * 1024) } },
@@ -192,7 +208,9 @@ final class RunnerTests: XCTestCase {
     /// `hookbot test` prints the report and exits non-zero when a case fails.
     func testCommandExitStatus() throws {
         guard let binary = builtProduct("hookbot") else { throw XCTSkip("hookbot is not built") }
-        try write("tests/echo.test.lua", """
+        try write(
+            "tests/echo.test.lua",
+            """
             return { cases = { { name = "wrong", steps = { { message = "hi", expect = { replies = { "nope" } } } } } } }
             """)
         let (status, output) = try runProcess(binary, ["test", dir.path])

@@ -1,7 +1,8 @@
 import Foundation
 import IMCore
-@testable import IMProto
 import XCTest
+
+@testable import IMProto
 
 /// JSON ⇄ model ⇄ protobuf, for every command shape the server receives or sends.
 final class CodecRoundTripTests: XCTestCase {
@@ -17,100 +18,287 @@ final class CodecRoundTripTests: XCTestCase {
             list.append(command)
         }
         // Sessions.
-        add(.session, .open, i: 1) { $0.peerId = "Tom"; $0.tag = "Mobile"; $0.deviceId = "d1"; $0.r = true; $0.ua = "js/5.0" }
-        add(.session, .open, i: 2) { $0.peerId = "Tom"; $0.appId = "app"; $0.t = 1_763_700_000; $0.n = "nonce"; $0.s = "abc123" }
-        add(.session, .open, i: 3) { $0.peerId = "Tom"; $0.st = "token" }
-        add(.session, .opened, i: 1) { $0.peerId = "Tom"; $0.st = "token"; $0.stTtl = 86400; $0.t = 1_763_700_000_123 }
-        add(.session, .closed, i: 4) { $0.code = 4102; $0.reason = "SIGNATURE_FAILED"; $0.detail = "stale" }
-        add(.session, .closed) { $0.code = 4111; $0.reason = "SESSION_CONFLICT"; $0.detail = "logged in elsewhere" }
+        add(.session, .open, i: 1) {
+            $0.peerId = "Tom"
+            $0.tag = "Mobile"
+            $0.deviceId = "d1"
+            $0.r = true
+            $0.ua = "js/5.0"
+        }
+        add(.session, .open, i: 2) {
+            $0.peerId = "Tom"
+            $0.appId = "app"
+            $0.t = 1_763_700_000
+            $0.n = "nonce"
+            $0.s = "abc123"
+        }
+        add(.session, .open, i: 3) {
+            $0.peerId = "Tom"
+            $0.st = "token"
+        }
+        add(.session, .opened, i: 1) {
+            $0.peerId = "Tom"
+            $0.st = "token"
+            $0.stTtl = 86400
+            $0.t = 1_763_700_000_123
+        }
+        add(.session, .closed, i: 4) {
+            $0.code = 4102
+            $0.reason = "SIGNATURE_FAILED"
+            $0.detail = "stale"
+        }
+        add(.session, .closed) {
+            $0.code = 4111
+            $0.reason = "SESSION_CONFLICT"
+            $0.detail = "logged in elsewhere"
+        }
         add(.session, .close, i: 5)
         add(.echo, i: 6)
         add(.echo, i: 6) { $0.t = 1_763_700_000_999 }
         add(.goaway)
         // Errors.
-        add(.error, i: 7) { $0.code = 4901; $0.reason = "MALFORMED_COMMAND"; $0.detail = "invalid value for field 'm'" }
-        add(.error, i: 8) { $0.code = 4305; $0.reason = "CONVERSATION_REJECTED_BY_APP"; $0.appCode = 42 }
+        add(.error, i: 7) {
+            $0.code = 4901
+            $0.reason = "MALFORMED_COMMAND"
+            $0.detail = "invalid value for field 'm'"
+        }
+        add(.error, i: 8) {
+            $0.code = 4305
+            $0.reason = "CONVERSATION_REJECTED_BY_APP"
+            $0.appCode = 42
+        }
         // Conversations.
         add(.conv, .start, i: 9) {
-            $0.m = ["Jerry", "Spike"]; $0.name = "Cat & mouse"; $0.attr = ["type": "private", "level": 3]
-            $0.unique = true; $0.t = 1_763_700_000; $0.n = "n"; $0.s = "s"
+            $0.m = ["Jerry", "Spike"]
+            $0.name = "Cat & mouse"
+            $0.attr = ["type": "private", "level": 3]
+            $0.unique = true
+            $0.t = 1_763_700_000
+            $0.n = "n"
+            $0.s = "s"
         }
-        add(.conv, .start, i: 10) { $0.name = "Lobby"; $0.transient = true }
+        add(.conv, .start, i: 10) {
+            $0.name = "Lobby"
+            $0.transient = true
+        }
         add(.conv, .start, i: 11) { $0.m = ["Jerry"] }
-        add(.conv, .started, i: 9) { $0.cid = "c1"; $0.cdate = 1_763_700_000_123; $0.unique = true }
-        add(.conv, .add, i: 12) { $0.cid = "c1"; $0.m = ["Spike"] }
+        add(.conv, .started, i: 9) {
+            $0.cid = "c1"
+            $0.cdate = 1_763_700_000_123
+            $0.unique = true
+        }
+        add(.conv, .add, i: 12) {
+            $0.cid = "c1"
+            $0.m = ["Spike"]
+        }
         add(.conv, .join, i: 13) { $0.cid = "c1" }
-        add(.conv, .added, i: 12) { $0.cid = "c1"; $0.m = ["Spike"] }
-        add(.conv, .remove, i: 14) { $0.cid = "c1"; $0.m = ["Spike"] }
+        add(.conv, .added, i: 12) {
+            $0.cid = "c1"
+            $0.m = ["Spike"]
+        }
+        add(.conv, .remove, i: 14) {
+            $0.cid = "c1"
+            $0.m = ["Spike"]
+        }
         add(.conv, .quit, i: 15) { $0.cid = "c1" }
-        add(.conv, .removed, i: 14) { $0.cid = "c1"; $0.m = ["Spike"] }
-        add(.conv, .joined) { $0.cid = "c1"; $0.initBy = "Tom" }
-        add(.conv, .invited) { $0.cid = "c1"; $0.initBy = "Tom" }
-        add(.conv, .left) { $0.cid = "c1"; $0.initBy = "Tom" }
-        add(.conv, .kicked) { $0.cid = "c1"; $0.initBy = "Tom" }
-        add(.conv, .membersJoined) { $0.cid = "c1"; $0.m = ["Spike", "Tyke"]; $0.initBy = "Tom" }
-        add(.conv, .membersLeft) { $0.cid = "c1"; $0.m = ["Spike"]; $0.initBy = "Tom" }
+        add(.conv, .removed, i: 14) {
+            $0.cid = "c1"
+            $0.m = ["Spike"]
+        }
+        add(.conv, .joined) {
+            $0.cid = "c1"
+            $0.initBy = "Tom"
+        }
+        add(.conv, .invited) {
+            $0.cid = "c1"
+            $0.initBy = "Tom"
+        }
+        add(.conv, .left) {
+            $0.cid = "c1"
+            $0.initBy = "Tom"
+        }
+        add(.conv, .kicked) {
+            $0.cid = "c1"
+            $0.initBy = "Tom"
+        }
+        add(.conv, .membersJoined) {
+            $0.cid = "c1"
+            $0.m = ["Spike", "Tyke"]
+            $0.initBy = "Tom"
+        }
+        add(.conv, .membersLeft) {
+            $0.cid = "c1"
+            $0.m = ["Spike"]
+            $0.initBy = "Tom"
+        }
         add(.conv, .count, i: 16) { $0.cid = "c1" }
-        add(.conv, .result, i: 16) { $0.cid = "c1"; $0.count = 3 }
+        add(.conv, .result, i: 16) {
+            $0.cid = "c1"
+            $0.count = 3
+        }
         add(.conv, .query, i: 17) {
-            $0.where = ["m": "Tom", "attr.level": ["$gte": 2]]; $0.sort = "-lm"; $0.limit = 20; $0.skip = 5
+            $0.where = ["m": "Tom", "attr.level": ["$gte": 2]]
+            $0.sort = "-lm"
+            $0.limit = 20
+            $0.skip = 5
         }
         add(.conv, .results, i: 17) {
             var first = ConversationInfo(objectId: "c1")
-            first.name = "Cat & mouse"; first.m = ["Jerry", "Tom"]; first.c = "Tom"; first.tr = false; first.unique = true
-            first.attr = ["type": "private"]; first.mu = ["Jerry"]; first.lm = 1_763_700_001_000
-            first.createdAt = 1_763_700_000_123; first.updatedAt = 1_763_700_000_456
+            first.name = "Cat & mouse"
+            first.m = ["Jerry", "Tom"]
+            first.c = "Tom"
+            first.tr = false
+            first.unique = true
+            first.attr = ["type": "private"]
+            first.mu = ["Jerry"]
+            first.lm = 1_763_700_001_000
+            first.createdAt = 1_763_700_000_123
+            first.updatedAt = 1_763_700_000_456
             var room = ConversationInfo(objectId: "c2")
-            room.name = "Lobby"; room.tr = true; room.createdAt = 0
+            room.name = "Lobby"
+            room.tr = true
+            room.createdAt = 0
             $0.results = [first, room]
         }
         add(.conv, .results, i: 18) { $0.results = [] }
-        add(.conv, .update, i: 19) { $0.cid = "c1"; $0.attr = ["name": "New", "attr.level": 4, "attr.old": ["__op": "Delete"]] }
-        add(.conv, .updated, i: 19) { $0.cid = "c1"; $0.udate = 1_763_700_002_000 }
-        add(.conv, .updated) { $0.cid = "c1"; $0.attr = ["name": "New"]; $0.initBy = "Tom"; $0.udate = 1_763_700_002_000 }
+        add(.conv, .update, i: 19) {
+            $0.cid = "c1"
+            $0.attr = ["name": "New", "attr.level": 4, "attr.old": ["__op": "Delete"]]
+        }
+        add(.conv, .updated, i: 19) {
+            $0.cid = "c1"
+            $0.udate = 1_763_700_002_000
+        }
+        add(.conv, .updated) {
+            $0.cid = "c1"
+            $0.attr = ["name": "New"]
+            $0.initBy = "Tom"
+            $0.udate = 1_763_700_002_000
+        }
         add(.conv, .mute, i: 20) { $0.cid = "c1" }
         add(.conv, .unmute, i: 21) { $0.cid = "c1" }
         add(.conv, .muted, i: 20) { $0.cid = "c1" }
         add(.conv, .unmuted, i: 21) { $0.cid = "c1" }
         // Messages.
         let text = TypedMessage.text("hi 👋").encoded()
-        add(.direct, i: 22) { $0.cid = "c1"; $0.msg = text; $0.r = true; $0.dt = "dedupe"; $0.priority = "high" }
-        add(.direct, i: 23) { $0.cid = "c1"; $0.msg = "plain text"; $0.transient = true; $0.mentionPids = ["Jerry"]; $0.mentionAll = false }
-        add(.direct, i: 24) { $0.cid = "c1"; $0.msg = text; $0.priority = "urgent" }
-        add(.direct) {
-            $0.cid = "c1"; $0.id = "m1"; $0.msg = text; $0.fromPeerId = "Tom"; $0.timestamp = 1_763_700_000_123
-            $0.r = true; $0.offline = true; $0.hasMore = true; $0.priority = "low"
+        add(.direct, i: 22) {
+            $0.cid = "c1"
+            $0.msg = text
+            $0.r = true
+            $0.dt = "dedupe"
+            $0.priority = "high"
         }
-        add(.ack, i: 22) { $0.uid = "m1"; $0.t = 1_763_700_000_123 }
-        add(.ack, i: 22) { $0.code = 4402; $0.reason = "MESSAGE_REJECTED_BY_APP"; $0.detail = "spam"; $0.appCode = 7 }
+        add(.direct, i: 23) {
+            $0.cid = "c1"
+            $0.msg = "plain text"
+            $0.transient = true
+            $0.mentionPids = ["Jerry"]
+            $0.mentionAll = false
+        }
+        add(.direct, i: 24) {
+            $0.cid = "c1"
+            $0.msg = text
+            $0.priority = "urgent"
+        }
+        add(.direct) {
+            $0.cid = "c1"
+            $0.id = "m1"
+            $0.msg = text
+            $0.fromPeerId = "Tom"
+            $0.timestamp = 1_763_700_000_123
+            $0.r = true
+            $0.offline = true
+            $0.hasMore = true
+            $0.priority = "low"
+        }
+        add(.ack, i: 22) {
+            $0.uid = "m1"
+            $0.t = 1_763_700_000_123
+        }
+        add(.ack, i: 22) {
+            $0.code = 4402
+            $0.reason = "MESSAGE_REJECTED_BY_APP"
+            $0.detail = "spam"
+            $0.appCode = 7
+        }
         add(.ack, i: 25)
-        add(.ack) { $0.cid = "c1"; $0.mid = "m1"; $0.t = 1_763_700_000_123 }
-        add(.ack) { $0.cid = "c1"; $0.ids = ["m1", "m2"]; $0.t = 1_763_700_000_123 }
-        add(.ack) { $0.cid = "c1"; $0.tt = 1_763_700_000_100; $0.t = 1_763_700_000_123 }
-        add(.rcp) { $0.id = "m1"; $0.cid = "c1"; $0.t = 1_763_700_000_500; $0.from = "Jerry" }
-        add(.rcp) { $0.id = "m1"; $0.cid = "c1"; $0.t = 1_763_700_000_500; $0.from = "Jerry"; $0.read = true }
+        add(.ack) {
+            $0.cid = "c1"
+            $0.mid = "m1"
+            $0.t = 1_763_700_000_123
+        }
+        add(.ack) {
+            $0.cid = "c1"
+            $0.ids = ["m1", "m2"]
+            $0.t = 1_763_700_000_123
+        }
+        add(.ack) {
+            $0.cid = "c1"
+            $0.tt = 1_763_700_000_100
+            $0.t = 1_763_700_000_123
+        }
+        add(.rcp) {
+            $0.id = "m1"
+            $0.cid = "c1"
+            $0.t = 1_763_700_000_500
+            $0.from = "Jerry"
+        }
+        add(.rcp) {
+            $0.id = "m1"
+            $0.cid = "c1"
+            $0.t = 1_763_700_000_500
+            $0.from = "Jerry"
+            $0.read = true
+        }
         // History.
-        add(.logs, i: 26) { $0.cid = "c1"; $0.limit = 50; $0.t = 1_763_700_000_000; $0.mid = "m9" }
-        add(.logs, i: 27) { $0.cid = "c1"; $0.tt = 1_763_600_000_000; $0.tmid = "m0"; $0.reversed = true }
+        add(.logs, i: 26) {
+            $0.cid = "c1"
+            $0.limit = 50
+            $0.t = 1_763_700_000_000
+            $0.mid = "m9"
+        }
+        add(.logs, i: 27) {
+            $0.cid = "c1"
+            $0.tt = 1_763_600_000_000
+            $0.tmid = "m0"
+            $0.reversed = true
+        }
         add(.logs, i: 26) {
             $0.cid = "c1"
             var first = LogItem(msgId: "m1", from: "Tom", data: text, timestamp: 1_763_700_000_123)
-            first.ackAt = 1_763_700_000_200; first.readAt = 1_763_700_000_300
+            first.ackAt = 1_763_700_000_200
+            first.readAt = 1_763_700_000_300
             var second = LogItem(msgId: "m2", from: "Jerry", data: #"{"_lctype":-127}"#, timestamp: 1_763_700_000_124)
-            second.recalled = true; second.priority = "high"
+            second.recalled = true
+            second.priority = "high"
             $0.logs = [first, second]
         }
-        add(.logs, i: 28) { $0.cid = "c1"; $0.logs = [] }
+        add(.logs, i: 28) {
+            $0.cid = "c1"
+            $0.logs = []
+        }
         // Unread, read, recall.
         add(.unread) {
             var info = UnreadInfo(cid: "c1", unread: 3)
-            info.mid = "m3"; info.timestamp = 1_763_700_000_125; info.from = "Jerry"; info.data = text
+            info.mid = "m3"
+            info.timestamp = 1_763_700_000_125
+            info.from = "Jerry"
+            info.data = text
             $0.convs = [info, UnreadInfo(cid: "c2", unread: 1)]
         }
-        add(.read, i: 29) { $0.cid = "c1"; $0.mid = "m3" }
-        add(.read, i: 30) { $0.cid = "c1"; $0.t = 1_763_700_000_125 }
+        add(.read, i: 29) {
+            $0.cid = "c1"
+            $0.mid = "m3"
+        }
+        add(.read, i: 30) {
+            $0.cid = "c1"
+            $0.t = 1_763_700_000_125
+        }
         add(.read) { $0.cid = "c1" }
-        add(.read, i: 29) { $0.cid = "c1"; $0.t = 1_763_700_000_125 }
+        add(.read, i: 29) {
+            $0.cid = "c1"
+            $0.t = 1_763_700_000_125
+        }
         add(.patch, .modify, i: 31) {
             var item = PatchItem(cid: "c1", mid: "m1", timestamp: 1_763_700_000_123)
             item.recall = true
@@ -119,7 +307,10 @@ final class CodecRoundTripTests: XCTestCase {
         add(.patch, .modified, i: 31) { $0.t = 1_763_700_003_000 }
         add(.patch, .modify) {
             var item = PatchItem(cid: "c1", mid: "m1", timestamp: 1_763_700_000_123)
-            item.recall = true; item.data = #"{"_lctype":-127}"#; item.from = "Tom"; item.patchTimestamp = 1_763_700_003_000
+            item.recall = true
+            item.data = #"{"_lctype":-127}"#
+            item.from = "Tom"
+            item.patchTimestamp = 1_763_700_003_000
             $0.patches = [item]
         }
         return list
@@ -293,7 +484,10 @@ final class CodecRoundTripTests: XCTestCase {
 
     func testMalformedFrames() {
         func decodeError(_ bytes: [UInt8]) -> CommandDecodingError? {
-            do { _ = try protobuf.decode(bytes); return nil } catch { return error }
+            do {
+                _ = try protobuf.decode(bytes)
+                return nil
+            } catch { return error }
         }
         XCTAssertEqual(decodeError([0xFF, 0xFF, 0xFF])?.error.code, 4901)
         // A GenericCommand with i but no cmd.

@@ -1,9 +1,9 @@
 import Foundation
 import HookbotTestSupport
 import IMCore
-import IMSignatures
 import IMProto
 import IMServer
+import IMSignatures
 import XCTest
 
 /// The server driven over LeanCloud's protobuf subprotocols (binary and base64), with the scenarios
@@ -74,7 +74,10 @@ final class ServerProtobufTests: XCTestCase {
     }
 
     func testSessionTokenReuseWithSignatures() async throws {
-        let server = try await ServerHarness.start { $0.appID = "app"; $0.masterKey = "secret" }
+        let server = try await ServerHarness.start {
+            $0.appID = "app"
+            $0.masterKey = "secret"
+        }
         let signer = Signer(appID: "app", masterKey: "secret")
         for mode in Self.modes {
             let first = try await WireClient.connect(port: server.port, mode: mode)

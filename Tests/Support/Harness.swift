@@ -20,8 +20,10 @@ public final class ServerHarness: Sendable {
     }
 
     /// Starts a server; `port` 0 picks a free one.
-    public static func start(directory: URL? = nil, port: Int = 0, logger: Logger? = nil,
-                      configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> ServerHarness {
+    public static func start(
+        directory: URL? = nil, port: Int = 0, logger: Logger? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> ServerHarness {
         let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-sdk-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = ServerConfiguration()
@@ -65,8 +67,10 @@ public final class ServerHarness: Sendable {
         return options
     }
 
-    public func client(_ clientId: String, tag: String? = nil, registry: IMMessageRegistry = IMMessageRegistry(),
-                configure: (inout IMClientOptions) -> Void = { _ in }) -> IMClient {
+    public func client(
+        _ clientId: String, tag: String? = nil, registry: IMMessageRegistry = IMMessageRegistry(),
+        configure: (inout IMClientOptions) -> Void = { _ in }
+    ) -> IMClient {
         var options = options()
         configure(&options)
         var logger = Logger(label: "sdk-test-\(clientId)")
@@ -118,8 +122,10 @@ public final class EventLog: Sendable {
     public var history: [IMEvent] { recorded.withLock { $0 } }
 
     /// Takes the first unconsumed event for which `extract` returns a value, waiting up to `timeout`.
-    public func next<T: Sendable>(_ what: String, timeout: Duration = .seconds(15),
-                                  _ extract: @escaping @Sendable (IMEvent) -> T?) async throws -> T {
+    public func next<T: Sendable>(
+        _ what: String, timeout: Duration = .seconds(15),
+        _ extract: @escaping @Sendable (IMEvent) -> T?
+    ) async throws -> T {
         guard let event = await inbox.take(timeout: timeout, where: { extract($0) != nil }), let value = extract(event) else {
             throw Timeout(waitingFor: what)
         }

@@ -47,7 +47,10 @@ public final class Inbox<Element: Sendable>: Sendable {
     /// Takes the first kept or arriving element that matches, waiting up to `timeout`; nil on timeout
     /// or when the inbox is closed.
     public func take(timeout: Duration, where match: @escaping @Sendable (Element) -> Bool) async -> Element? {
-        let id = state.withLock { state -> Int in state.nextID += 1; return state.nextID }
+        let id = state.withLock { state -> Int in
+            state.nextID += 1
+            return state.nextID
+        }
         return await withTaskGroup(of: Element?.self) { group in
             group.addTask {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in

@@ -1,8 +1,9 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A WebSocket client on a plain socket, for clients that misbehave on purpose (one that stops reading)
@@ -31,7 +32,7 @@ public final class RawWebSocket: @unchecked Sendable {
         request += "\r\n"
         try write(Array(request.utf8))
         guard try readUntil(timeout: 5, { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") }),
-              let end = String(decoding: received, as: UTF8.self).range(of: "\r\n\r\n")
+            let end = String(decoding: received, as: UTF8.self).range(of: "\r\n\r\n")
         else { throw POSIXError(.ETIMEDOUT) }
         let text = String(decoding: received, as: UTF8.self)
         handshake = String(text[..<end.lowerBound])

@@ -17,15 +17,17 @@ struct Poll: IMCustomMessage {
 
     init(typedMessage: TypedMessage) throws {
         guard let attrs = typedMessage.attributes, let question = attrs["question"]?.stringValue,
-              let options = attrs["options"]?.arrayValue?.compactMap(\.stringValue) else {
+            let options = attrs["options"]?.arrayValue?.compactMap(\.stringValue)
+        else {
             throw IMError(.invalidArgument, "not a poll")
         }
         self.init(question: question, options: options)
     }
 
     func typedMessage() throws -> TypedMessage {
-        TypedMessage(type: Self.messageType, text: "Poll: \(question)",
-                     attributes: ["question": .string(question), "options": .array(options.map { .string($0) })])
+        TypedMessage(
+            type: Self.messageType, text: "Poll: \(question)",
+            attributes: ["question": .string(question), "options": .array(options.map { .string($0) })])
     }
 }
 
@@ -46,7 +48,8 @@ struct LinkCard: IMCustomMessage {
 
     init(typedMessage: TypedMessage) throws {
         guard let attrs = typedMessage.attributes, let url = attrs["url"]?.stringValue,
-              let title = attrs["title"]?.stringValue else { throw IMError(.invalidArgument, "not a link card") }
+            let title = attrs["title"]?.stringValue
+        else { throw IMError(.invalidArgument, "not a link card") }
         self.init(url: url, title: title, summary: attrs["summary"]?.stringValue, image: attrs["image"]?.stringValue)
     }
 

@@ -14,9 +14,11 @@ let work = FileManager.default.temporaryDirectory.appendingPathComponent("custom
 let plugins = work.appendingPathComponent("plugins")
 try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: work) }
-for (source, name) in [(example.appendingPathComponent("plugins/poll.lua"), "poll.lua"),
-                       (example.appendingPathComponent("plugins/linkcard.lua"), "linkcard.lua"),
-                       (repository.appendingPathComponent("plugins/typing.lua"), "typing.lua")] {
+for (source, name) in [
+    (example.appendingPathComponent("plugins/poll.lua"), "poll.lua"),
+    (example.appendingPathComponent("plugins/linkcard.lua"), "linkcard.lua"),
+    (repository.appendingPathComponent("plugins/typing.lua"), "typing.lua"),
+] {
     try FileManager.default.copyItem(at: source, to: plugins.appendingPathComponent(name))
 }
 
@@ -66,7 +68,8 @@ for name in ["Tom", "Jerry"] {
     inboxes.append(inbox)
 }
 let (tom, jerry) = (clients[0].conversation(hub.lobbyID), clients[1].conversation(hub.lobbyID))
-let tomInbox = inboxes[0], jerryInbox = inboxes[1]
+let tomInbox = inboxes[0]
+let jerryInbox = inboxes[1]
 let bot = configuration.clientID
 
 // 1. A poll: Tom posts it, both vote, the bot answers with the tally it keeps in plugin state.
@@ -80,11 +83,16 @@ _ = try await waitFor(tomInbox, "Tom's vote") { $0.from == bot && ($0.content.te
 _ = try await jerry.send(.text("/vote 1"))
 let tally = try await waitFor(tomInbox, "the tally") { $0.from == bot && ($0.content.text ?? "").contains("(2 votes)") }
 print("bot: \(tally.content.text ?? "")")
-guard tally.content.text == "Lunch? Pizza 2, Sushi 0 (2 votes)" else { print("unexpected tally"); exit(1) }
+guard tally.content.text == "Lunch? Pizza 2, Sushi 0 (2 votes)" else {
+    print("unexpected tally")
+    exit(1)
+}
 
 // 2. Link cards: Jerry shares one; Tom mentions a link the bot knows and the bot posts its card.
-_ = try await jerry.send(LinkCard(url: "https://example.org/cats", title: "Cats rule", summary: "A study.",
-                                  image: "https://example.org/cat.png"))
+_ = try await jerry.send(
+    LinkCard(
+        url: "https://example.org/cats", title: "Cats rule", summary: "A study.",
+        image: "https://example.org/cat.png"))
 let shared = try await waitFor(jerryInbox, "the share count") { $0.from == bot && ($0.content.text ?? "").contains("shared") }
 print("bot: \(shared.content.text ?? "")")
 _ = try await tom.send(.text("news: https://news.example/hookbot-1-0"))

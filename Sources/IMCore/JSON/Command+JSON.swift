@@ -362,77 +362,290 @@ extension Command {
     func writeJSON(into out: inout JSONOutput) {
         out.appendJSONRaw(#"{"cmd":"#)
         out.appendJSONString(cmd.rawValue)
-        if let v = op { out.appendJSONRaw(#","op":"#); out.appendJSONString(v.rawValue) }
-        if let v = self.i { out.appendJSONRaw(#","i":"#); out.appendJSONInt(v) }
-        if let v = self.peerId { out.appendJSONRaw(#","peerId":"#); out.appendJSONString(v) }
-        if let v = self.appId { out.appendJSONRaw(#","appId":"#); out.appendJSONString(v) }
-        if let v = self.serverTs { out.appendJSONRaw(#","serverTs":"#); out.appendJSONInt(v) }
-        if let v = self.code { out.appendJSONRaw(#","code":"#); out.appendJSONInt(v) }
-        if let v = self.reason { out.appendJSONRaw(#","reason":"#); out.appendJSONString(v) }
-        if let v = self.detail { out.appendJSONRaw(#","detail":"#); out.appendJSONString(v) }
-        if let v = self.appCode { out.appendJSONRaw(#","appCode":"#); out.appendJSONInt(v) }
-        if let v = self.tag { out.appendJSONRaw(#","tag":"#); out.appendJSONString(v) }
-        if let v = self.deviceId { out.appendJSONRaw(#","deviceId":"#); out.appendJSONString(v) }
-        if let v = self.r { out.appendJSONRaw(#","r":"#); out.appendJSONBool(v) }
-        if let v = self.t { out.appendJSONRaw(#","t":"#); out.appendJSONInt(v) }
-        if let v = self.n { out.appendJSONRaw(#","n":"#); out.appendJSONString(v) }
-        if let v = self.s { out.appendJSONRaw(#","s":"#); out.appendJSONString(v) }
-        if let v = self.st { out.appendJSONRaw(#","st":"#); out.appendJSONString(v) }
-        if let v = self.stTtl { out.appendJSONRaw(#","stTtl":"#); out.appendJSONInt(v) }
-        if let v = self.ua { out.appendJSONRaw(#","ua":"#); out.appendJSONString(v) }
-        if let v = self.cid { out.appendJSONRaw(#","cid":"#); out.appendJSONString(v) }
-        if let v = self.msg { out.appendJSONRaw(#","msg":"#); out.appendJSONString(v) }
-        if let v = self.id { out.appendJSONRaw(#","id":"#); out.appendJSONString(v) }
-        if let v = self.fromPeerId { out.appendJSONRaw(#","fromPeerId":"#); out.appendJSONString(v) }
-        if let v = self.timestamp { out.appendJSONRaw(#","timestamp":"#); out.appendJSONInt(v) }
-        if let v = self.transient { out.appendJSONRaw(#","transient":"#); out.appendJSONBool(v) }
-        if let v = self.offline { out.appendJSONRaw(#","offline":"#); out.appendJSONBool(v) }
-        if let v = self.hasMore { out.appendJSONRaw(#","hasMore":"#); out.appendJSONBool(v) }
-        if let v = self.dt { out.appendJSONRaw(#","dt":"#); out.appendJSONString(v) }
-        if let v = self.priority { out.appendJSONRaw(#","priority":"#); out.appendJSONString(v) }
-        if let v = self.mentionPids { out.appendJSONRaw(#","mentionPids":"#); out.appendJSONStrings(v) }
-        if let v = self.mentionAll { out.appendJSONRaw(#","mentionAll":"#); out.appendJSONBool(v) }
-        if let v = self.action { out.appendJSONRaw(#","action":"#); out.appendJSONString(v) }
-        if let v = self.ext { out.appendJSONRaw(#","ext":"#); out.appendJSONObject(v) }
-        if let v = self.uid { out.appendJSONRaw(#","uid":"#); out.appendJSONString(v) }
-        if let v = self.mid { out.appendJSONRaw(#","mid":"#); out.appendJSONString(v) }
-        if let v = self.ids { out.appendJSONRaw(#","ids":"#); out.appendJSONStrings(v) }
-        if let v = self.read { out.appendJSONRaw(#","read":"#); out.appendJSONBool(v) }
-        if let v = self.from { out.appendJSONRaw(#","from":"#); out.appendJSONString(v) }
-        if let v = self.m { out.appendJSONRaw(#","m":"#); out.appendJSONStrings(v) }
-        if let v = self.unique { out.appendJSONRaw(#","unique":"#); out.appendJSONBool(v) }
-        if let v = self.name { out.appendJSONRaw(#","name":"#); out.appendJSONString(v) }
-        if let v = self.attr { out.appendJSONRaw(#","attr":"#); out.appendJSONValue(v) }
-        if let v = self.`where` { out.appendJSONRaw(#","where":"#); out.appendJSONValue(v) }
-        if let v = self.limit { out.appendJSONRaw(#","limit":"#); out.appendJSONInt(v) }
-        if let v = self.skip { out.appendJSONRaw(#","skip":"#); out.appendJSONInt(v) }
-        if let v = self.sort { out.appendJSONRaw(#","sort":"#); out.appendJSONString(v) }
-        if let v = self.c { out.appendJSONRaw(#","c":"#); out.appendJSONString(v) }
-        if let v = self.initBy { out.appendJSONRaw(#","initBy":"#); out.appendJSONString(v) }
-        if let v = self.results { out.appendJSONRaw(#","results":"#); out.appendJSONArray(v) { $0.writeJSON(into: &$1) } }
-        if let v = self.count { out.appendJSONRaw(#","count":"#); out.appendJSONInt(v) }
-        if let v = self.lm { out.appendJSONRaw(#","lm":"#); out.appendJSONInt(v) }
-        if let v = self.mu { out.appendJSONRaw(#","mu":"#); out.appendJSONStrings(v) }
-        if let v = self.cdate { out.appendJSONRaw(#","cdate":"#); out.appendJSONInt(v) }
-        if let v = self.udate { out.appendJSONRaw(#","udate":"#); out.appendJSONInt(v) }
-        if let v = self.tt { out.appendJSONRaw(#","tt":"#); out.appendJSONInt(v) }
-        if let v = self.tmid { out.appendJSONRaw(#","tmid":"#); out.appendJSONString(v) }
-        if let v = self.logs { out.appendJSONRaw(#","logs":"#); out.appendJSONArray(v) { $0.writeJSON(into: &$1) } }
-        if let v = self.reversed { out.appendJSONRaw(#","reversed":"#); out.appendJSONBool(v) }
-        if let v = self.convs { out.appendJSONRaw(#","convs":"#); out.appendJSONArray(v) { $0.writeJSON(into: &$1) } }
-        if let v = self.patches { out.appendJSONRaw(#","patches":"#); out.appendJSONArray(v) { $0.writeJSON(into: &$1) } }
-        if let v = self.verdict { out.appendJSONRaw(#","verdict":"#); out.appendJSONString(v) }
-        if let v = self.silent { out.appendJSONRaw(#","silent":"#); out.appendJSONBool(v) }
-        if let v = self.kind { out.appendJSONRaw(#","kind":"#); out.appendJSONString(v) }
-        if let v = self.tempConv { out.appendJSONRaw(#","tempConv":"#); out.appendJSONBool(v) }
-        if let v = self.tempConvTTL { out.appendJSONRaw(#","tempConvTTL":"#); out.appendJSONInt(v) }
-        if let v = self.tempConvIds { out.appendJSONRaw(#","tempConvIds":"#); out.appendJSONStrings(v) }
-        if let v = self.allowedPids { out.appendJSONRaw(#","allowedPids":"#); out.appendJSONStrings(v) }
-        if let v = self.failedPids { out.appendJSONRaw(#","failedPids":"#); out.appendJSONArray(v) { $0.writeJSON(into: &$1) } }
-        if let v = self.sessionPeerIds { out.appendJSONRaw(#","sessionPeerIds":"#); out.appendJSONStrings(v) }
-        if let v = self.onlineSessionPeerIds { out.appendJSONRaw(#","onlineSessionPeerIds":"#); out.appendJSONStrings(v) }
-        if let v = self.maxReadTimestamp { out.appendJSONRaw(#","maxReadTimestamp":"#); out.appendJSONInt(v) }
-        if let v = self.maxAckTimestamp { out.appendJSONRaw(#","maxAckTimestamp":"#); out.appendJSONInt(v) }
+        if let v = op {
+            out.appendJSONRaw(#","op":"#)
+            out.appendJSONString(v.rawValue)
+        }
+        if let v = self.i {
+            out.appendJSONRaw(#","i":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.peerId {
+            out.appendJSONRaw(#","peerId":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.appId {
+            out.appendJSONRaw(#","appId":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.serverTs {
+            out.appendJSONRaw(#","serverTs":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.code {
+            out.appendJSONRaw(#","code":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.reason {
+            out.appendJSONRaw(#","reason":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.detail {
+            out.appendJSONRaw(#","detail":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.appCode {
+            out.appendJSONRaw(#","appCode":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.tag {
+            out.appendJSONRaw(#","tag":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.deviceId {
+            out.appendJSONRaw(#","deviceId":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.r {
+            out.appendJSONRaw(#","r":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.t {
+            out.appendJSONRaw(#","t":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.n {
+            out.appendJSONRaw(#","n":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.s {
+            out.appendJSONRaw(#","s":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.st {
+            out.appendJSONRaw(#","st":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.stTtl {
+            out.appendJSONRaw(#","stTtl":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.ua {
+            out.appendJSONRaw(#","ua":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.cid {
+            out.appendJSONRaw(#","cid":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.msg {
+            out.appendJSONRaw(#","msg":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.id {
+            out.appendJSONRaw(#","id":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.fromPeerId {
+            out.appendJSONRaw(#","fromPeerId":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.timestamp {
+            out.appendJSONRaw(#","timestamp":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.transient {
+            out.appendJSONRaw(#","transient":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.offline {
+            out.appendJSONRaw(#","offline":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.hasMore {
+            out.appendJSONRaw(#","hasMore":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.dt {
+            out.appendJSONRaw(#","dt":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.priority {
+            out.appendJSONRaw(#","priority":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.mentionPids {
+            out.appendJSONRaw(#","mentionPids":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.mentionAll {
+            out.appendJSONRaw(#","mentionAll":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.action {
+            out.appendJSONRaw(#","action":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.ext {
+            out.appendJSONRaw(#","ext":"#)
+            out.appendJSONObject(v)
+        }
+        if let v = self.uid {
+            out.appendJSONRaw(#","uid":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.mid {
+            out.appendJSONRaw(#","mid":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.ids {
+            out.appendJSONRaw(#","ids":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.read {
+            out.appendJSONRaw(#","read":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.from {
+            out.appendJSONRaw(#","from":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.m {
+            out.appendJSONRaw(#","m":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.unique {
+            out.appendJSONRaw(#","unique":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.name {
+            out.appendJSONRaw(#","name":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.attr {
+            out.appendJSONRaw(#","attr":"#)
+            out.appendJSONValue(v)
+        }
+        if let v = self.`where` {
+            out.appendJSONRaw(#","where":"#)
+            out.appendJSONValue(v)
+        }
+        if let v = self.limit {
+            out.appendJSONRaw(#","limit":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.skip {
+            out.appendJSONRaw(#","skip":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.sort {
+            out.appendJSONRaw(#","sort":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.c {
+            out.appendJSONRaw(#","c":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.initBy {
+            out.appendJSONRaw(#","initBy":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.results {
+            out.appendJSONRaw(#","results":"#)
+            out.appendJSONArray(v) { $0.writeJSON(into: &$1) }
+        }
+        if let v = self.count {
+            out.appendJSONRaw(#","count":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.lm {
+            out.appendJSONRaw(#","lm":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.mu {
+            out.appendJSONRaw(#","mu":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.cdate {
+            out.appendJSONRaw(#","cdate":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.udate {
+            out.appendJSONRaw(#","udate":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.tt {
+            out.appendJSONRaw(#","tt":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.tmid {
+            out.appendJSONRaw(#","tmid":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.logs {
+            out.appendJSONRaw(#","logs":"#)
+            out.appendJSONArray(v) { $0.writeJSON(into: &$1) }
+        }
+        if let v = self.reversed {
+            out.appendJSONRaw(#","reversed":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.convs {
+            out.appendJSONRaw(#","convs":"#)
+            out.appendJSONArray(v) { $0.writeJSON(into: &$1) }
+        }
+        if let v = self.patches {
+            out.appendJSONRaw(#","patches":"#)
+            out.appendJSONArray(v) { $0.writeJSON(into: &$1) }
+        }
+        if let v = self.verdict {
+            out.appendJSONRaw(#","verdict":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.silent {
+            out.appendJSONRaw(#","silent":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.kind {
+            out.appendJSONRaw(#","kind":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.tempConv {
+            out.appendJSONRaw(#","tempConv":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.tempConvTTL {
+            out.appendJSONRaw(#","tempConvTTL":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.tempConvIds {
+            out.appendJSONRaw(#","tempConvIds":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.allowedPids {
+            out.appendJSONRaw(#","allowedPids":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.failedPids {
+            out.appendJSONRaw(#","failedPids":"#)
+            out.appendJSONArray(v) { $0.writeJSON(into: &$1) }
+        }
+        if let v = self.sessionPeerIds {
+            out.appendJSONRaw(#","sessionPeerIds":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.onlineSessionPeerIds {
+            out.appendJSONRaw(#","onlineSessionPeerIds":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.maxReadTimestamp {
+            out.appendJSONRaw(#","maxReadTimestamp":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.maxAckTimestamp {
+            out.appendJSONRaw(#","maxAckTimestamp":"#)
+            out.appendJSONInt(v)
+        }
         out.append(.closeBrace)
     }
 }
@@ -479,17 +692,50 @@ extension ConversationInfo {
     func writeJSON(into out: inout JSONOutput) {
         out.appendJSONRaw(#"{"objectId":"#)
         out.appendJSONString(objectId)
-        if let v = name { out.appendJSONRaw(#","name":"#); out.appendJSONString(v) }
-        if let v = m { out.appendJSONRaw(#","m":"#); out.appendJSONStrings(v) }
-        if let v = c { out.appendJSONRaw(#","c":"#); out.appendJSONString(v) }
-        if let v = tr { out.appendJSONRaw(#","tr":"#); out.appendJSONBool(v) }
-        if let v = unique { out.appendJSONRaw(#","unique":"#); out.appendJSONBool(v) }
-        if let v = attr { out.appendJSONRaw(#","attr":"#); out.appendJSONValue(v) }
-        if let v = mu { out.appendJSONRaw(#","mu":"#); out.appendJSONStrings(v) }
-        if let v = lm { out.appendJSONRaw(#","lm":"#); out.appendJSONInt(v) }
-        if let v = createdAt { out.appendJSONRaw(#","createdAt":"#); out.appendJSONInt(v) }
-        if let v = updatedAt { out.appendJSONRaw(#","updatedAt":"#); out.appendJSONInt(v) }
-        if let v = ttl { out.appendJSONRaw(#","ttl":"#); out.appendJSONInt(v) }
+        if let v = name {
+            out.appendJSONRaw(#","name":"#)
+            out.appendJSONString(v)
+        }
+        if let v = m {
+            out.appendJSONRaw(#","m":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = c {
+            out.appendJSONRaw(#","c":"#)
+            out.appendJSONString(v)
+        }
+        if let v = tr {
+            out.appendJSONRaw(#","tr":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = unique {
+            out.appendJSONRaw(#","unique":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = attr {
+            out.appendJSONRaw(#","attr":"#)
+            out.appendJSONValue(v)
+        }
+        if let v = mu {
+            out.appendJSONRaw(#","mu":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = lm {
+            out.appendJSONRaw(#","lm":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = createdAt {
+            out.appendJSONRaw(#","createdAt":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = updatedAt {
+            out.appendJSONRaw(#","updatedAt":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = ttl {
+            out.appendJSONRaw(#","ttl":"#)
+            out.appendJSONInt(v)
+        }
         out.append(.closeBrace)
     }
 }
@@ -535,7 +781,10 @@ extension FailedPids {
         out.appendJSONInt(code)
         out.appendJSONRaw(#","reason":"#)
         out.appendJSONString(reason)
-        if let v = detail { out.appendJSONRaw(#","detail":"#); out.appendJSONString(v) }
+        if let v = detail {
+            out.appendJSONRaw(#","detail":"#)
+            out.appendJSONString(v)
+        }
         out.append(.closeBrace)
     }
 }
@@ -595,12 +844,30 @@ extension LogItem {
         out.appendJSONString(data)
         out.appendJSONRaw(#","timestamp":"#)
         out.appendJSONInt(timestamp)
-        if let v = ackAt { out.appendJSONRaw(#","ackAt":"#); out.appendJSONInt(v) }
-        if let v = readAt { out.appendJSONRaw(#","readAt":"#); out.appendJSONInt(v) }
-        if let v = recalled { out.appendJSONRaw(#","recalled":"#); out.appendJSONBool(v) }
-        if let v = priority { out.appendJSONRaw(#","priority":"#); out.appendJSONString(v) }
-        if let v = mentionPids { out.appendJSONRaw(#","mentionPids":"#); out.appendJSONStrings(v) }
-        if let v = mentionAll { out.appendJSONRaw(#","mentionAll":"#); out.appendJSONBool(v) }
+        if let v = ackAt {
+            out.appendJSONRaw(#","ackAt":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = readAt {
+            out.appendJSONRaw(#","readAt":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = recalled {
+            out.appendJSONRaw(#","recalled":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = priority {
+            out.appendJSONRaw(#","priority":"#)
+            out.appendJSONString(v)
+        }
+        if let v = mentionPids {
+            out.appendJSONRaw(#","mentionPids":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = mentionAll {
+            out.appendJSONRaw(#","mentionAll":"#)
+            out.appendJSONBool(v)
+        }
         out.append(.closeBrace)
     }
 }
@@ -645,11 +912,26 @@ extension UnreadInfo {
         out.appendJSONString(cid)
         out.appendJSONRaw(#","unread":"#)
         out.appendJSONInt(unread)
-        if let v = mid { out.appendJSONRaw(#","mid":"#); out.appendJSONString(v) }
-        if let v = timestamp { out.appendJSONRaw(#","timestamp":"#); out.appendJSONInt(v) }
-        if let v = from { out.appendJSONRaw(#","from":"#); out.appendJSONString(v) }
-        if let v = data { out.appendJSONRaw(#","data":"#); out.appendJSONString(v) }
-        if let v = mentioned { out.appendJSONRaw(#","mentioned":"#); out.appendJSONBool(v) }
+        if let v = mid {
+            out.appendJSONRaw(#","mid":"#)
+            out.appendJSONString(v)
+        }
+        if let v = timestamp {
+            out.appendJSONRaw(#","timestamp":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = from {
+            out.appendJSONRaw(#","from":"#)
+            out.appendJSONString(v)
+        }
+        if let v = data {
+            out.appendJSONRaw(#","data":"#)
+            out.appendJSONString(v)
+        }
+        if let v = mentioned {
+            out.appendJSONRaw(#","mentioned":"#)
+            out.appendJSONBool(v)
+        }
         out.append(.closeBrace)
     }
 }
@@ -699,10 +981,22 @@ extension PatchItem {
         out.appendJSONString(mid)
         out.appendJSONRaw(#","timestamp":"#)
         out.appendJSONInt(timestamp)
-        if let v = recall { out.appendJSONRaw(#","recall":"#); out.appendJSONBool(v) }
-        if let v = data { out.appendJSONRaw(#","data":"#); out.appendJSONString(v) }
-        if let v = from { out.appendJSONRaw(#","from":"#); out.appendJSONString(v) }
-        if let v = patchTimestamp { out.appendJSONRaw(#","patchTimestamp":"#); out.appendJSONInt(v) }
+        if let v = recall {
+            out.appendJSONRaw(#","recall":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = data {
+            out.appendJSONRaw(#","data":"#)
+            out.appendJSONString(v)
+        }
+        if let v = from {
+            out.appendJSONRaw(#","from":"#)
+            out.appendJSONString(v)
+        }
+        if let v = patchTimestamp {
+            out.appendJSONRaw(#","patchTimestamp":"#)
+            out.appendJSONInt(v)
+        }
         out.append(.closeBrace)
     }
 }

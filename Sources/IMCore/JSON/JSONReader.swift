@@ -233,12 +233,20 @@ struct JSONReader {
         var high: UInt8 = 0xBF
         switch lead {
         case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; low = 0xA0
+        case 0xE0:
+            length = 3
+            low = 0xA0
         case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; high = 0x9F
-        case 0xF0: length = 4; low = 0x90
+        case 0xED:
+            length = 3
+            high = 0x9F
+        case 0xF0:
+            length = 4
+            low = 0x90
         case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; high = 0x8F
+        case 0xF4:
+            length = 4
+            high = 0x8F
         default: throw error("invalid UTF-8")
         }
         guard bytes.count - position >= length else { throw error("invalid UTF-8") }
@@ -491,8 +499,10 @@ struct JSONReader {
         // last non-zero one matter, the zeros after them scale the value.
         var digitCount = 0
         var fractionDigits = 0
-        var firstNonZero = -1, lastNonZero = -1
-        var firstPosition = 0, lastPosition = 0
+        var firstNonZero = -1
+        var lastNonZero = -1
+        var firstPosition = 0
+        var lastPosition = 0
         var inFraction = false
         while index < token.end {
             let b = bytes[index]

@@ -9,19 +9,20 @@ extension IMService {
     /// commands are returned unchanged.
     func resolvingRangeAcknowledgement(_ command: Command, on connection: Connection) async -> Command {
         guard command.cmd == .ack, command.ids == nil, command.mid == nil,
-              let cid = command.cid, let to = command.t, let from = command.tt, from <= to,
-              let clientID = connection.clientID
+            let cid = command.cid, let to = command.t, let from = command.tt, from <= to,
+            let clientID = connection.clientID
         else { return command }
-        let ids = (try? await db.read { db in
-            try String.fetchAll(
-                db,
-                sql: """
-                    SELECT id FROM messages
-                    WHERE cid = ? AND t >= ? AND t <= ? AND receipt = 1 AND from_id <> ?
-                    ORDER BY t LIMIT 1000
-                    """,
-                arguments: [cid, from, to, clientID])
-        }) ?? []
+        let ids =
+            (try? await db.read { db in
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT id FROM messages
+                        WHERE cid = ? AND t >= ? AND t <= ? AND receipt = 1 AND from_id <> ?
+                        ORDER BY t LIMIT 1000
+                        """,
+                    arguments: [cid, from, to, clientID])
+            }) ?? []
         var resolved = command
         if !ids.isEmpty { resolved.ids = ids }
         return resolved

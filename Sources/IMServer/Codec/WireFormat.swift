@@ -68,8 +68,9 @@ struct FrameCodec: Sendable {
         case (.json, .text(let text)):
             return Result { () throws(CommandDecodingError) in [try json.decode(text)] }
         case (.json, .binary):
-            return .failure(CommandDecodingError(
-                IMError(.malformedCommand, "binary frames need a protobuf subprotocol (lc.protobuf2.3)"), requestSerial: nil))
+            return .failure(
+                CommandDecodingError(
+                    IMError(.malformedCommand, "binary frames need a protobuf subprotocol (lc.protobuf2.3)"), requestSerial: nil))
         case (.protobuf, .binary(let buffer)), (.protobufBase64, .binary(let buffer)):
             return Result { () throws(CommandDecodingError) in try protobuf.decode(Array(buffer.readableBytesView)) }
         case (.protobufBase64, .text(let text)):
@@ -77,9 +78,11 @@ struct FrameCodec: Sendable {
         case (.local, _):
             return .failure(CommandDecodingError(IMError(.malformedCommand, "in-process connections carry no frames"), requestSerial: nil))
         case (.protobuf, .text):
-            return .failure(CommandDecodingError(
-                IMError(.malformedCommand, "text frames need the JSON protocol or lc.proto2base64.3; send GenericCommand in binary frames"),
-                requestSerial: nil))
+            return .failure(
+                CommandDecodingError(
+                    IMError(
+                        .malformedCommand, "text frames need the JSON protocol or lc.proto2base64.3; send GenericCommand in binary frames"),
+                    requestSerial: nil))
         }
     }
 
@@ -91,7 +94,7 @@ struct FrameCodec: Sendable {
         func appended(_ bytes: some Collection<UInt8>) -> [UInt8] {
             var out = Array(bytes)
             let name = Array(peerID.utf8)
-            out.append(0x22)  // field 4, length-delimited
+            out.append(0x22) // field 4, length-delimited
             var length = UInt(name.count)
             while length >= 0x80 {
                 out.append(UInt8(length & 0x7F) | 0x80)

@@ -212,14 +212,17 @@ final class InterceptorHub: Sendable {
             return state.stats.policyApplied
         }
         metrics.policyDecision(cause: cause.metricName, policy: configuration.failurePolicy.rawValue)
-        logger.warning("interception failure policy applied", metadata: [
-            "policy": "\(configuration.failurePolicy.rawValue)", "cause": "\(cause.rawValue)", "interceptor": "\(clientID)",
-            "kind": "\(request.kind ?? "")", "cid": "\(request.cid ?? "")", "from": "\(request.fromPeerId ?? request.initBy ?? "")",
-            "policy_decisions_total": "\(total)",
-        ])
+        logger.warning(
+            "interception failure policy applied",
+            metadata: [
+                "policy": "\(configuration.failurePolicy.rawValue)", "cause": "\(cause.rawValue)", "interceptor": "\(clientID)",
+                "kind": "\(request.kind ?? "")", "cid": "\(request.cid ?? "")", "from": "\(request.fromPeerId ?? request.initBy ?? "")",
+                "policy_decisions_total": "\(total)",
+            ])
         switch configuration.failurePolicy {
         case .failOpen: return .allow
-        case .failClosed: return .drop(IMError(.messageRejectedByApp, "no verdict from the interceptor (fail-closed policy)"), silent: false)
+        case .failClosed:
+            return .drop(IMError(.messageRejectedByApp, "no verdict from the interceptor (fail-closed policy)"), silent: false)
         }
     }
 

@@ -73,8 +73,10 @@ final class MessagePipeline: Sendable {
     private let writer: any EventLoop
     private let timestampCacheLimit = 10_000
 
-    init(db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms,
-         counters: StorageCounters, metrics: ServerMetrics, logger: Logger) {
+    init(
+        db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms,
+        counters: StorageCounters, metrics: ServerMetrics, logger: Logger
+    ) {
         self.db = db
         self.counters = counters
         self.metrics = metrics
@@ -171,9 +173,11 @@ final class MessagePipeline: Sendable {
                 }
                 for (message, outcome) in zip(batch, outcomes) { publish(message, outcome) }
             } catch {
-                logger.error("message batch failed", metadata: [
-                    "error": "\(error)", "count": "\(batch.count)", "cursor_moves": "\(moves.count)",
-                ])
+                logger.error(
+                    "message batch failed",
+                    metadata: [
+                        "error": "\(error)", "count": "\(batch.count)", "cursor_moves": "\(moves.count)",
+                    ])
                 for message in batch { publish(message, .failed(IMError(.internalError, "storage failure"))) }
             }
             let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -197,8 +201,9 @@ final class MessagePipeline: Sendable {
         outcomes.reserveCapacity(batch.count)
         for message in batch {
             let conversation: ConversationRecord?
-            if let cached = conversations[message.cid] { conversation = cached }
-            else {
+            if let cached = conversations[message.cid] {
+                conversation = cached
+            } else {
                 conversation = try ConversationStore.find(db, id: message.cid)
                 conversations[message.cid] = conversation
             }
@@ -207,9 +212,11 @@ final class MessagePipeline: Sendable {
                 continue
             }
             let members: [String]
-            if let cached = memberLists[message.cid] { members = cached }
-            else {
-                members = conversation.transient
+            if let cached = memberLists[message.cid] {
+                members = cached
+            } else {
+                members =
+                    conversation.transient
                     ? Array(rooms.clientIDs(in: message.cid))
                     : try ConversationStore.members(db, cid: message.cid)
                 memberLists[message.cid] = members
@@ -223,8 +230,11 @@ final class MessagePipeline: Sendable {
                 continue
             }
             let last: Int64
-            if let t = timestamps[message.cid] ?? knownTimestamps[message.cid] { last = t }
-            else { last = try MessageStore.lastTimestamp(db, cid: message.cid) }
+            if let t = timestamps[message.cid] ?? knownTimestamps[message.cid] {
+                last = t
+            } else {
+                last = try MessageStore.lastTimestamp(db, cid: message.cid)
+            }
             let t = max(now, last + 1)
             timestamps[message.cid] = t
             let record = MessageRecord(
@@ -246,7 +256,8 @@ final class MessagePipeline: Sendable {
         case .stored(let record, let members, let room):
             if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
             let frame = SharedFrame(Self.directCommand(record))
-            let recipients = room
+            let recipients =
+                room
                 ? rooms.connections(in: record.cid)
                 : members.flatMap { registry.connections(of: $0) }
             var delivered = 0

@@ -41,7 +41,8 @@ final class SignatureVerifier: Sendable {
             if purge { try db.execute(sql: "DELETE FROM signature_nonces WHERE seen_at < ?", arguments: [now - window]) }
             if let seenAt = try Int64.fetchOne(
                 db, sql: "SELECT seen_at FROM signature_nonces WHERE scope = ? AND nonce = ?", arguments: [scope, nonce]),
-               seenAt >= now - window {
+                seenAt >= now - window
+            {
                 return true
             }
             try db.execute(

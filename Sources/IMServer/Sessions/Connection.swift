@@ -1,8 +1,8 @@
 import Foundation
 import IMCore
 import NIOCore
-import Synchronization
 import NIOWebSocket
+import Synchronization
 
 /// One session of a client transport (`Transport`: a WebSocket, or an in-process attachment whose
 /// commands cross as values). Everything sent to a connection leaves in the order it was queued (WebSocket
@@ -85,7 +85,8 @@ final class Connection: Sendable {
         let encoded = shared.encoded(for: format, using: transport.encoder)
         var frame = encoded
         if transport.namesSessions, shared.command.peerId == nil, let clientID {
-            frame = FrameCodec.naming(encoded, format: format, peerID: clientID)
+            frame =
+                FrameCodec.naming(encoded, format: format, peerID: clientID)
                 ?? transport.encoder(named(shared.command, clientID))
         }
         let sendNow = state.withLock { state -> Bool in

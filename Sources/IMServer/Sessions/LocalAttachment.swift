@@ -13,8 +13,10 @@ final class LocalAttachments: Sendable {
     private let attached = Mutex<[UInt64: Attached]>([:])
 
     /// Starts serving a new in-process connection.
-    func attach(allocateID: @escaping @Sendable () -> UInt64, service: IMService, receive: @escaping @Sendable (Command) -> Void,
-                closed: @escaping @Sendable () -> Void, review: (@Sendable (Command) async -> Command)?) -> LocalConnection {
+    func attach(
+        allocateID: @escaping @Sendable () -> UInt64, service: IMService, receive: @escaping @Sendable (Command) -> Void,
+        closed: @escaping @Sendable () -> Void, review: (@Sendable (Command) async -> Command)?
+    ) -> LocalConnection {
         let (commands, input) = AsyncStream<Command>.makeStream()
         let transport = Transport(
             remoteAddress: "in-process", format: .local, encoder: { .command($0) },
@@ -55,6 +57,7 @@ extension IMServer: LocalEndpoint {
         review: (@Sendable (Command) async -> Command)?
     ) -> LocalConnection? {
         guard isRunning else { return nil }
-        return locals.attach(allocateID: { [self] in allocateConnectionID() }, service: service, receive: receive, closed: closed, review: review)
+        return locals.attach(
+            allocateID: { [self] in allocateConnectionID() }, service: service, receive: receive, closed: closed, review: review)
     }
 }

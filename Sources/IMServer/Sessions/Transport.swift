@@ -38,11 +38,13 @@ final class Transport: Sendable {
     private let state = Mutex(State())
 
     /// A transport that hands what it sends to `emit`; `finish` runs once, when its last session closes.
-    init(remoteAddress: String, format: WireFormat, encoder: @escaping @Sendable (Command) -> Connection.Outbound,
-         emit: @escaping @Sendable (Connection.Outbound) -> Void, finish: @escaping @Sendable () -> Void,
-         review: (@Sendable (Command) async -> Command)? = nil, notifiesUnreadOnly: Bool = false,
-         overflowBytes: Int = .max, overflow: @escaping @Sendable () -> Void = {},
-         allocateID: @escaping @Sendable () -> UInt64) {
+    init(
+        remoteAddress: String, format: WireFormat, encoder: @escaping @Sendable (Command) -> Connection.Outbound,
+        emit: @escaping @Sendable (Connection.Outbound) -> Void, finish: @escaping @Sendable () -> Void,
+        review: (@Sendable (Command) async -> Command)? = nil, notifiesUnreadOnly: Bool = false,
+        overflowBytes: Int = .max, overflow: @escaping @Sendable () -> Void = {},
+        allocateID: @escaping @Sendable () -> UInt64
+    ) {
         self.overflowBytes = overflowBytes
         self.overflow = overflow
         self.remoteAddress = remoteAddress

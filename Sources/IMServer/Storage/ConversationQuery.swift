@@ -125,7 +125,10 @@ struct ConversationQuery {
                         throw IMError(.invalidField, "\(path).\(op) must be an array of at most 1000 values")
                     }
                     if op == "$in", name == "objectId" { indexed = true }
-                    if items.isEmpty { clauses.append(op == "$in" ? "0" : "1"); continue }
+                    if items.isEmpty {
+                        clauses.append(op == "$in" ? "0" : "1")
+                        continue
+                    }
                     for item in items { values.append(try bindable(item, path: path)) }
                     let list = Array(repeating: "?", count: items.count).joined(separator: ", ")
                     clauses.append(op == "$in" ? "\(column) IN (\(list))" : "(\(column) IS NULL OR \(column) NOT IN (\(list)))")

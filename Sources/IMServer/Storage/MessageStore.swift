@@ -17,8 +17,10 @@ struct MessageRecord: Sendable, Equatable {
     var mentionPids: [String]?
     var mentionAll: Bool
 
-    init(id: String, cid: String, from: String, data: String, t: Int64, receipt: Bool, priority: String?,
-         mentionPids: [String]? = nil, mentionAll: Bool = false) {
+    init(
+        id: String, cid: String, from: String, data: String, t: Int64, receipt: Bool, priority: String?,
+        mentionPids: [String]? = nil, mentionAll: Bool = false
+    ) {
         self.id = id
         self.cid = cid
         self.from = from
@@ -45,7 +47,6 @@ struct MessageRecord: Sendable, Equatable {
         mentionPids = ClientIDList.parse(row["mention_pids"])
         mentionAll = row["mention_all"]
     }
-
 
     var logItem: LogItem {
         var item = LogItem(msgId: id, from: from, data: data, timestamp: t)
@@ -88,8 +89,10 @@ enum MessageStore {
 
     /// `limit` messages strictly between `afterT` and `beforeT`, returned in ascending order: the newest
     /// ones, or with `oldestFirst` the oldest ones. Uses the (cid, t) index: O(log n + limit).
-    static func history(_ db: Database, cid: String, limit: Int, beforeT: Int64?, afterT: Int64?,
-                        viewer: String? = nil, oldestFirst: Bool = false) throws -> [MessageRecord] {
+    static func history(
+        _ db: Database, cid: String, limit: Int, beforeT: Int64?, afterT: Int64?,
+        viewer: String? = nil, oldestFirst: Bool = false
+    ) throws -> [MessageRecord] {
         let viewer = viewer ?? ""
         let rows = try Row.fetchAll(
             db,

@@ -61,14 +61,22 @@ final class RegexCache: Sendable {
                 closedGroupRepeats = false
                 continue
             }
-            if c == "\\" { escaped = true; continue }
-            if inClass { if c == "]" { inClass = false }; continue }
+            if c == "\\" {
+                escaped = true
+                continue
+            }
+            if inClass {
+                if c == "]" { inClass = false }
+                continue
+            }
             switch c {
-            case "[": inClass = true; closedGroupRepeats = false
+            case "[":
+                inClass = true
+                closedGroupRepeats = false
             case "(":
                 groups.append(false)
                 closedGroupRepeats = false
-                if index + 1 < scalars.count, scalars[index + 1] == "?" { index += 1 }  // (?: (?= (?i) …
+                if index + 1 < scalars.count, scalars[index + 1] == "?" { index += 1 } // (?: (?= (?i) …
             case ")":
                 closedGroupRepeats = groups.popLast() ?? false
                 if closedGroupRepeats, let last = groups.indices.last { groups[last] = true }
@@ -99,8 +107,8 @@ final class RegexCache: Sendable {
     /// The SQL function; values that are not text, or longer than `maxSubjectBytes`, never match.
     static let function = DatabaseFunction("hookbot_regexp", argumentCount: 3, pure: true) { values in
         guard let pattern = String.fromDatabaseValue(values[0]), let options = String.fromDatabaseValue(values[1]),
-              let text = String.fromDatabaseValue(values[2]), text.utf8.count <= maxSubjectBytes,
-              let regex = try? shared.regex(pattern, options: options)
+            let text = String.fromDatabaseValue(values[2]), text.utf8.count <= maxSubjectBytes,
+            let regex = try? shared.regex(pattern, options: options)
         else { return false }
         return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
     }

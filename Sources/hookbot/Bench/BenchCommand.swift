@@ -22,4 +22,3 @@ struct BenchCommand: AsyncParsableCommand {
         if summary { print(report.summaryTable) }
     }
 }
-

@@ -14,8 +14,10 @@ extension ServerHarness {
 
 extension TestClient {
     /// Starts a conversation and returns its id.
-    func startConversation(members: [String], name: String? = nil, unique: Bool = false,
-                           attr: JSONValue? = nil) async throws -> String {
+    func startConversation(
+        members: [String], name: String? = nil, unique: Bool = false,
+        attr: JSONValue? = nil
+    ) async throws -> String {
         var start = Command(cmd: .conv, op: .start)
         start.m = members
         start.name = name
@@ -30,8 +32,10 @@ extension TestClient {
 
     /// Sends a text message and returns the ack.
     @discardableResult
-    func sendText(_ text: String, to cid: String, transient: Bool = false, receipt: Bool = false,
-                  dedupeToken: String? = nil) async throws -> Command {
+    func sendText(
+        _ text: String, to cid: String, transient: Bool = false, receipt: Bool = false,
+        dedupeToken: String? = nil
+    ) async throws -> Command {
         var direct = Command(cmd: .direct)
         direct.cid = cid
         direct.msg = TypedMessage.text(text).encoded()

@@ -1,5 +1,5 @@
-import HookbotTestSupport
 import Foundation
+import HookbotTestSupport
 
 /// The `hookbot server` executable running as a child process.
 final class ServerProcess: @unchecked Sendable {

@@ -1,9 +1,9 @@
 import Foundation
+import HookbotTestSupport
 import HummingbirdWSClient
 import IMCore
 import IMServer
 import Logging
-import HookbotTestSupport
 import Synchronization
 
 /// A raw protocol client for tests: sends commands over a real WebSocket (or an in-process attachment)
@@ -67,19 +67,23 @@ final class TestClient: Sendable {
         let task = Task {
             var logger = Logger(label: "test-client")
             logger.logLevel = .critical
-            do { _ = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/ws", configuration: .init(maxFrameSize: 16 << 20), logger: logger) { inbound, outbound, _ in
-                readyContinuation.yield()
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await frame in frames { try await outbound.write(.text(frame)) }
-                        try await outbound.close(.normalClosure, reason: nil)
+            do {
+                _ = try await WebSocketClient.connect(
+                    url: "ws://127.0.0.1:\(port)/ws", configuration: .init(maxFrameSize: 16 << 20), logger: logger
+                ) { inbound, outbound, _ in
+                    readyContinuation.yield()
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for await frame in frames { try await outbound.write(.text(frame)) }
+                            try await outbound.close(.normalClosure, reason: nil)
+                        }
+                        for try await message in inbound.messages(maxSize: 16 << 20) {
+                            if case .text(let text) = message { holder.withLock { $0 }?.receive(text) }
+                        }
+                        group.cancelAll()
                     }
-                    for try await message in inbound.messages(maxSize: 16 << 20) {
-                        if case .text(let text) = message { holder.withLock { $0 }?.receive(text) }
-                    }
-                    group.cancelAll()
                 }
-            } } catch { if ProcessInfo.processInfo.environment["TEST_LOG"] != nil { print("test client ended: \(error)") } }
+            } catch { if ProcessInfo.processInfo.environment["TEST_LOG"] != nil { print("test client ended: \(error)") } }
             readyContinuation.finish()
             holder.withLock { $0 }?.markClosed()
         }
@@ -90,8 +94,10 @@ final class TestClient: Sendable {
     }
 
     /// Connects and opens a session.
-    static func login(_ clientID: String, port: Int, tag: String? = nil, deviceID: String? = nil,
-                      reopen: Bool = false) async throws -> TestClient {
+    static func login(
+        _ clientID: String, port: Int, tag: String? = nil, deviceID: String? = nil,
+        reopen: Bool = false
+    ) async throws -> TestClient {
         let client = try await connect(port: port)
         var open = Command(cmd: .session, op: .open)
         open.peerId = clientID
@@ -109,7 +115,10 @@ final class TestClient: Sendable {
 
     private func markClosed() {
         inbox.close()
-        let waiting = reviews.withLock { reviews in defer { reviews.removeAll() }; return Array(reviews.values) }
+        let waiting = reviews.withLock { reviews in
+            defer { reviews.removeAll() }
+            return Array(reviews.values)
+        }
         for review in waiting { review.resume(returning: Command(cmd: .hook, op: .verdict)) }
     }
 
@@ -128,7 +137,8 @@ final class TestClient: Sendable {
         case .webSocket(let outbox): outbox.yield(codec.encode(command))
         case .local(let connection):
             if command.cmd == .hook, command.op == .verdict,
-               let review = reviews.withLock({ $0.removeValue(forKey: command.id ?? "") }) {
+                let review = reviews.withLock({ $0.removeValue(forKey: command.id ?? "") })
+            {
                 review.resume(returning: command)
             } else {
                 connection.send(command)
@@ -146,8 +156,10 @@ final class TestClient: Sendable {
     }
 
     /// Waits for the next received command matching `predicate` (including ones already received).
-    func next(timeout: Duration = .seconds(10), _ what: String = "command",
-              where predicate: @escaping @Sendable (Command) -> Bool) async throws -> Command {
+    func next(
+        timeout: Duration = .seconds(10), _ what: String = "command",
+        where predicate: @escaping @Sendable (Command) -> Bool
+    ) async throws -> Command {
         guard let command = await inbox.take(timeout: timeout, where: predicate) else { throw Timeout(waitingFor: what) }
         return command
     }

@@ -1,6 +1,6 @@
 import Foundation
-import IMCore
 import HookbotTestSupport
+import IMCore
 import IMServer
 import Logging
 import XCTest

@@ -178,8 +178,10 @@ final class WireClient: Sendable {
         return try await next(timeout: timeout, "reply to i=\(i)") { $0.i == i }
     }
 
-    func next(timeout: Duration = .seconds(10), _ what: String = "command",
-              where predicate: @escaping @Sendable (Command) -> Bool) async throws -> Command {
+    func next(
+        timeout: Duration = .seconds(10), _ what: String = "command",
+        where predicate: @escaping @Sendable (Command) -> Bool
+    ) async throws -> Command {
         guard let command = await inbox.take(timeout: timeout, where: predicate) else { throw Timeout(waitingFor: what) }
         return command
     }
