@@ -52,6 +52,7 @@ let package = Package(
             dependencies: [
                 "IMCore", "IMProto", "IMSignatures", "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

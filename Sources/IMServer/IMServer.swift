@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import IMCore
 import Logging
@@ -20,6 +21,7 @@ public final class IMServer: Sendable {
     /// How to drop each open WebSocket connection at once (by connection id), for shutdown.
     private let sockets = Mutex<[UInt64: @Sendable () -> Void]>([:])
     let locals = LocalAttachments()
+    let connectionGuard: ConnectionGuard
 
     private let routes = Mutex<[@Sendable (Router<BasicRequestContext>) -> Void]>([])
     private let readinessChecks = Mutex<[@Sendable () async -> String?]>([])
@@ -33,7 +35,9 @@ public final class IMServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.telemetry = telemetry
-        service = try IMService(configuration: configuration, logger: logger, metrics: ServerMetrics(factory: telemetry.factory))
+        let metrics = ServerMetrics(factory: telemetry.factory)
+        service = try IMService(configuration: configuration, logger: logger, metrics: metrics)
+        connectionGuard = ConnectionGuard(configuration: configuration, metrics: metrics, logger: logger)
     }
 
     /// Adds HTTP routes to the server's port (the console, for example); call before `start()` or `run()`.
@@ -139,27 +143,46 @@ public final class IMServer: Sendable {
         for register in routes.withLock({ $0 }) { register(router) }
         var wsConfig = WebSocketServerConfiguration()
         wsConfig.maxFrameSize = configuration.maxFrameBytes
-        wsConfig.autoPing = .enabled(timePeriod: .seconds(30))
+        wsConfig.autoPing = .enabled(timePeriod: configuration.pingInterval)
+        let connectionGuard = connectionGuard
+        let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(
+                additionalChannelHandlers: [FirstRequestArrived(connectionGuard)], idleTimeout: TimeAmount(configuration.httpIdleTimeout)),
+            ws: wsConfig)
+        let server = HTTPServerBuilder { responder in
+            GuardedChildChannel(
+                inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: channelConfiguration) {
+                    [self] request, channel, _ in
+                    connectionGuard.requestArrived(on: channel)
+                    return try await self.upgrade(request, channel: channel)
+                },
+                connectionGuard: connectionGuard)
+        }
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(configuration: .init(ws: wsConfig)) { [self] request, channel, _ in
-                guard request.path?.split(separator: "?").first == "/ws" else { return .dontUpgrade }
-                let remote = channel.remoteAddress?.description ?? "unknown"
-                // Subprotocol negotiation (see Codec/WireFormat.swift): JSON or LeanCloud protobuf.
-                let (format, subprotocol) = WireFormat.negotiate(offered: request.headerFields[values: .secWebSocketProtocol])
-                var headers = HTTPFields()
-                if let subprotocol { headers[.secWebSocketProtocol] = subprotocol }
-                return .upgrade(headers) { inbound, outbound, _ in
-                    await self.serve(
-                        inbound: inbound, outbound: outbound, remote: remote, format: format,
-                        notifiesUnreadOnly: subprotocol?.hasSuffix(".3") == true,
-                        abort: { channel.close(promise: nil) })
-                }
-            },
+            server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "hookbot"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
             logger: logger
         )
+    }
+
+    /// Upgrades requests for `/ws` to a WebSocket in the negotiated wire format.
+    private func upgrade(_ request: HTTPRequest, channel: any Channel) async throws
+        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>>
+    {
+        guard request.path?.split(separator: "?").first == "/ws" else { return .dontUpgrade }
+        let remote = channel.remoteAddress?.description ?? "unknown"
+        // Subprotocol negotiation (see Codec/WireFormat.swift): JSON or LeanCloud protobuf.
+        let (format, subprotocol) = WireFormat.negotiate(offered: request.headerFields[values: .secWebSocketProtocol])
+        var headers = HTTPFields()
+        if let subprotocol { headers[.secWebSocketProtocol] = subprotocol }
+        return .upgrade(headers) { inbound, outbound, _ in
+            await self.serve(
+                inbound: inbound, outbound: outbound, remote: remote, format: format,
+                notifiesUnreadOnly: subprotocol?.hasSuffix(".3") == true,
+                abort: { channel.close(promise: nil) })
+        }
     }
 
     private func serve(
@@ -186,6 +209,14 @@ public final class IMServer: Sendable {
             service.metrics.connectionClosed(format)
         }
         logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
+        // A WebSocket that has not logged in by the deadline is closed (it would hold a socket for nothing).
+        let loginDeadline = Task { [configuration, connectionGuard] in
+            try? await Task.sleep(for: configuration.loginTimeout)
+            guard !Task.isCancelled, !transport.hasLoggedIn else { return }
+            connectionGuard.refused(.loginTimeout, address: remote)
+            abort()
+        }
+        defer { loginDeadline.cancel() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {

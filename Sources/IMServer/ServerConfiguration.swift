@@ -44,6 +44,19 @@ public struct ServerConfiguration: Sendable {
     /// (a client that never answers the close handshake would otherwise hold the shutdown forever).
     public var shutdownGrace: Duration = .seconds(5)
 
+    /// Most connections open at once from one IP address; more are closed at once (see `ConnectionGuard`).
+    public var maxConnectionsPerAddress: Int = 256
+    /// How long a new TCP connection may take to send its first complete HTTP request (the WebSocket
+    /// upgrade); a connection that stays silent longer is closed.
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// How long a WebSocket may stay open without a logged-in session (`session open`).
+    public var loginTimeout: Duration = .seconds(30)
+    /// The server pings every WebSocket this often; one that has not answered the previous ping by then
+    /// is closed, so a dead or unresponsive peer holds its connection at most two intervals.
+    public var pingInterval: Duration = .seconds(30)
+    /// How long an HTTP connection (probes, metrics, console) may stay idle between requests.
+    public var httpIdleTimeout: Duration = .seconds(60)
+
     /// Pre-delivery interception by bot hosts.
     public var interception = InterceptionConfiguration()
 

@@ -27,6 +27,8 @@ final class ServerMetrics: Sendable {
     private let interceptionVerdicts: [String: Counter]
     let interceptionTimeouts: Counter
     private let policyDecisions = Mutex<[String: Counter]>([:])
+    /// Connections the server closed to protect itself, by reason (see `ConnectionGuard`).
+    private let connectionsRefused: [ConnectionGuard.Reason: Counter]
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -50,7 +52,14 @@ final class ServerMetrics: Sendable {
                 (verdict, Counter(label: "hookbot_interception_verdicts_total", dimensions: [("verdict", verdict)], factory: factory))
             })
         interceptionTimeouts = Counter(label: "hookbot_interception_timeouts_total", factory: factory)
+        connectionsRefused = Dictionary(
+            uniqueKeysWithValues: ConnectionGuard.Reason.allCases.map { reason in
+                (reason, Counter(label: "hookbot_connections_refused_total", dimensions: [("reason", reason.rawValue)], factory: factory))
+            })
     }
+
+    /// Counts a connection the server closed to protect itself.
+    func connectionRefused(_ reason: ConnectionGuard.Reason) { connectionsRefused[reason]?.increment() }
 
     func connectionOpened(_ format: WireFormat) { connectionGauges[format]?.increment() }
     func connectionClosed(_ format: WireFormat) { connectionGauges[format]?.decrement() }

@@ -27,6 +27,10 @@ struct ServerCommand: AsyncParsableCommand {
     var interceptionFailure = "open"
     @Flag(help: "Do not send membership changes (join, invite, kick, quit) to the interceptors.")
     var noMembershipReview = false
+    @Option(help: "Most connections open at once from one IP address.") var maxConnectionsPerAddress = 256
+    @Option(help: "Seconds a new connection may take to send its WebSocket upgrade.") var handshakeTimeout = 10.0
+    @Option(help: "Seconds a WebSocket may stay open without logging in.") var loginTimeout = 30.0
+    @Option(help: "Seconds between the server's pings; a peer that misses one is closed.") var pingInterval = 30.0
 
     func run() async throws {
         let logger = makeLogger(label: "hookbot.server", level: logLevel)
@@ -40,6 +44,13 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.appID = appId
         configuration.masterKey = masterKey ?? ProcessInfo.processInfo.environment["HOOKBOT_MASTER_KEY"]
         configuration.interception = try interception()
+        guard maxConnectionsPerAddress > 0, handshakeTimeout > 0, loginTimeout > 0, pingInterval > 0 else {
+            throw ValidationError("--max-connections-per-address and the timeouts must be positive")
+        }
+        configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
+        configuration.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
+        configuration.loginTimeout = .milliseconds(Int64(loginTimeout * 1000))
+        configuration.pingInterval = .milliseconds(Int64(pingInterval * 1000))
         let server = try IMServer(configuration: configuration, logger: logger)
         try await server.run { port in
             logger.info("listening", metadata: ["url": "ws://\(host):\(port)/ws", "db": "\(db)"])

@@ -88,6 +88,9 @@ final class Transport: Sendable {
         return connection
     }
 
+    /// Whether any session has logged in on this transport.
+    var hasLoggedIn: Bool { state.withLock { $0.sessions.contains { $0.identity != nil } } }
+
     /// Every connection this transport carries that has not closed.
     var connections: [Connection] { state.withLock { $0.sessions } }
 
