@@ -92,7 +92,7 @@ let package = Package(
         .target(
             name: "BotHost",
             dependencies: [
-                "IMCore", "IMClient", "HookRuntime", "BotRouting",
+                "IMCore", "IMClient", "HookRuntime", "BotRouting", "HookbotConfig",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -138,6 +138,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // hookbot.toml: TOML (TOMLKit) into JSON values, with errors that name file, line and key.
+        .target(
+            name: "HookbotConfig",
+            dependencies: ["IMCore", .product(name: "TOMLKit", package: "TOMLKit")]
+        ),
         // The routing core a running bot and `hookbot test` share: no transport, no server.
         .target(
             name: "BotRouting",
@@ -147,6 +152,13 @@ let package = Package(
             name: "PluginTester",
             dependencies: ["HookRuntime", "BotRouting", .product(name: "Logging", package: "swift-log")]
         ),
+        // Fuzz targets (libFuzzer): `make fuzz` builds them with coverage, AddressSanitizer and -DFUZZING and
+        // runs each for a bounded time; a normal build makes them replay files (`fuzz-json-command crash-…`).
+        .target(name: "FuzzSupport", path: "Fuzz/Support"),
+        .executableTarget(name: "fuzz-json-command", dependencies: ["FuzzSupport", "IMCore"], path: "Fuzz/JSONCommand"),
+        .executableTarget(
+            name: "fuzz-protobuf-command", dependencies: ["FuzzSupport", "IMCore", "IMProto"], path: "Fuzz/ProtobufCommand"),
+        .executableTarget(name: "fuzz-toml-config", dependencies: ["FuzzSupport", "HookbotConfig"], path: "Fuzz/TOMLConfig"),
         .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
         .testTarget(name: "HookRuntimeTests", dependencies: ["HookRuntime"]),

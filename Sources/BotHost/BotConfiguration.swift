@@ -1,6 +1,7 @@
 import BotRouting
 import Foundation
 import HookRuntime
+@_exported import HookbotConfig
 import IMCore
 
 /// Settings of a bot host, usually read from `hookbot.toml`.
@@ -290,30 +291,6 @@ public enum BotAttachment: String, Sendable, CaseIterable {
     case inProcess = "in-process"
     /// A WebSocket on loopback with JSON frames, exactly as a bot on another machine.
     case webSocket = "websocket"
-}
-
-/// A configuration that could not be used: what is wrong, and where when it comes from a file
-/// (`hookbot.toml:12: plugins.autoreply.rulez: unknown key`).
-public struct ConfigurationError: Error, CustomStringConvertible {
-    public var message: String
-    public var file: String?
-    public var line: Int?
-    /// The key, as a dotted path (`bot.client_id`).
-    public var key: String?
-
-    public init(message: String, file: String? = nil, line: Int? = nil, key: String? = nil) {
-        self.message = message
-        self.file = file
-        self.line = line
-        self.key = key
-    }
-
-    public var description: String {
-        var prefix = ""
-        if let file { prefix = line.map { "\(file):\($0): " } ?? "\(file): " }
-        if let key { prefix += "\(key): " }
-        return prefix + message
-    }
 }
 
 /// Reads typed values out of a TOML table and reports keys nobody read.

@@ -61,6 +61,35 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertTrue(failure("when = 1979-05-27")?.description.hasPrefix("bot.toml:1: when: dates") == true)
     }
 
+    /// TOMLKit's parser aborts the process on a table header whose first key starts with a character that
+    /// cannot start a key (found by `make fuzz`): such headers are syntax errors with their line instead.
+    func testTableHeadersThatCannotStartWithAKeyAreErrorsNotCrashes() throws {
+        for (text, line) in [("[bot]\nx = 1\n\n[/bot]\n", 4), ("[[ +rules]]\n", 1), ("\n[\u{e9}t\u{e9}]\n", 2), ("[\u{1}]", 1)] {
+            XCTAssertThrowsError(try ConfigFile(text: text), text) { error in
+                let error = error as? ConfigurationError
+                XCTAssertEqual(error?.line, line, "\(text): \(String(describing: error))")
+                XCTAssertTrue(error?.message.contains("expected a key") == true, "\(String(describing: error))")
+            }
+        }
+        // Brackets inside values, strings and comments are not headers.
+        let valid = """
+            x = [
+              [1, 2],
+              [+3],
+            ]
+            s = \"\"\"
+            [/not a header]
+            \"\"\"
+            # [/comment]
+            ["quoted key"]
+            t = '[/x]'
+            """
+        let file = try ConfigFile(text: valid)
+        XCTAssertEqual(file.root["x"], .array([.array([1, 2]), .array([3])]))
+        XCTAssertEqual(file.root["s"], .string("[/not a header]\n"))
+        XCTAssertEqual(file.root["quoted key"]?["t"], .string("[/x]"))
+    }
+
     func testKeysAreLocated() throws {
         let file = try ConfigFile(
             text: #"""

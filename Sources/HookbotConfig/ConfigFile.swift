@@ -17,6 +17,9 @@ public struct ConfigFile: Sendable {
     /// Parses TOML text; syntax errors are `ConfigurationError`s with the line.
     public init(text: String, name: String = "hookbot.toml") throws(ConfigurationError) {
         self.name = name
+        if let problem = TableHeaders.firstProblem(in: text) {
+            throw ConfigurationError(message: problem.message, file: name, line: problem.line)
+        }
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)
@@ -177,5 +180,83 @@ struct KeyLines: Sendable {
         }
         parts.append(current.trimmingCharacters(in: .whitespaces))
         return parts
+    }
+}
+
+/// Finds table headers whose first key starts with a character that cannot start a key (`[/bot]`,
+/// `[[ +rules]]`). The toml++ parser TOMLKit 0.6.0 bundles asserts on them (`parse_key()`: "is_bare_key_character
+/// || is_string_delimiter") and aborts the process instead of reporting a syntax error, so such headers are
+/// refused here first (found by `make fuzz`). A header is a `[` at the start of a line outside strings and
+/// outside the brackets of a value, which is all this scan tracks.
+enum TableHeaders {
+    static func firstProblem(in text: String) -> (line: Int, message: String)? {
+        let bytes = Array(text.utf8)
+        var index = 0
+        var line = 1
+        var depth = 0 // open [ and { of a value
+        var atLineStart = true
+        func peek(_ offset: Int) -> UInt8? { index + offset < bytes.count ? bytes[index + offset] : nil }
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\n"):
+                line += 1
+                atLineStart = true
+                index += 1
+                continue
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"):
+                index += 1
+                continue
+            case UInt8(ascii: "#"):
+                while index < bytes.count, bytes[index] != UInt8(ascii: "\n") { index += 1 }
+                continue
+            case UInt8(ascii: "\""), UInt8(ascii: "'"):
+                let multiline = peek(1) == byte && peek(2) == byte
+                let quote = multiline ? [byte, byte, byte] : [byte]
+                index += quote.count
+                while index < bytes.count, !bytes[index...].starts(with: quote) {
+                    if bytes[index] == UInt8(ascii: "\n") { line += 1 }
+                    if byte == UInt8(ascii: "\""), bytes[index] == UInt8(ascii: "\\") { index += 1 }
+                    index += 1
+                }
+                index += quote.count
+            case UInt8(ascii: "["):
+                if atLineStart, depth == 0 {
+                    var next = index + 1
+                    if next < bytes.count, bytes[next] == UInt8(ascii: "[") { next += 1 }
+                    while next < bytes.count, bytes[next] == UInt8(ascii: " ") || bytes[next] == UInt8(ascii: "\t") { next += 1 }
+                    if next < bytes.count, !startsKey(bytes[next]) {
+                        let shown =
+                            (0x21..<0x7F).contains(bytes[next]) ? "'\(Character(UnicodeScalar(bytes[next])))'" : "byte \(bytes[next])"
+                        return (line, "Error while parsing table header: expected a key, saw \(shown)")
+                    }
+                    while index < bytes.count, bytes[index] != UInt8(ascii: "\n") { index += 1 }
+                    continue
+                }
+                depth += 1
+                index += 1
+            case UInt8(ascii: "{"):
+                depth += 1
+                index += 1
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth = max(depth - 1, 0)
+                index += 1
+            default:
+                index += 1
+            }
+            atLineStart = false
+        }
+        return nil
+    }
+
+    /// Whether a key may start with `byte`: a bare-key character (ASCII letters, digits, `_`, `-`) or a quote.
+    private static func startsKey(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "\""), UInt8(ascii: "'"):
+            true
+        default:
+            false
+        }
     }
 }
