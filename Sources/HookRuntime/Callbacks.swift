@@ -55,16 +55,16 @@ private func argNumber(_ L: LuaRef, _ i: Int32) -> Double? {
 }
 
 let cbLog: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard let lv = argString(L, 1), let level = HookLogLevel(rawValue: lv) else {
         return fail(
             L, "ctx.log: unknown level '\(argString(L, 1) ?? luaTypeName(L, 1))' (use trace, debug, info, notice, warning, error, critical)"
         )
     }
     let text = argString(L, 2) ?? ""
-    p.env.logger.log(level: level.swiftLog, "\(text)", metadata: ["plugin": "\(p.name)"])
-    if p.pending.count < maxActionsPerCall {
-        p.pending.append(HookAction(plugin: p.name, kind: .log(level: level, message: text)))
+    plugin.env.logger.log(level: level.swiftLog, "\(text)", metadata: ["plugin": "\(plugin.name)"])
+    if plugin.pending.count < maxActionsPerCall {
+        plugin.pending.append(HookAction(plugin: plugin.name, kind: .log(level: level, message: text)))
     }
     return 0
 }
@@ -76,8 +76,8 @@ let cbWhere: hb_swift_fn = { L in
 }
 
 let cbNow: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
-    lua_pushnumber(L, p.env.clock.now())
+    guard let L, let plugin = pluginOf(L) else { return 0 }
+    lua_pushnumber(L, plugin.env.clock.now())
     return 1
 }
 
@@ -94,7 +94,7 @@ func isValidModuleName(_ n: String) -> Bool {
 }
 
 let cbRequireSource: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard let name = luaString(L, 1), isValidModuleName(name) else {
         return fail(
             L,
@@ -102,7 +102,7 @@ let cbRequireSource: hb_swift_fn = { L in
         )
     }
     let rel = "lib/" + name.replacingOccurrences(of: ".", with: "/") + ".lua"
-    let url = p.env.directory.appendingPathComponent(rel)
+    let url = plugin.env.directory.appendingPathComponent(rel)
     guard let data = FileManager.default.contents(atPath: url.path) else {
         return fail(L, "require: module '\(name)' not found (looked for \(rel))")
     }
@@ -127,10 +127,12 @@ private func invalidStateKey(_ L: LuaRef, _ what: String) -> Int32 {
 }
 
 let cbStateGet: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard let key = stateKey(L) else { return invalidStateKey(L, "get") }
     let v: JSONValue?
-    do { v = try p.env.store.get(plugin: p.name, key: key, now: p.env.clock.now()) } catch { return fail(L, "state.get: \(error)") }
+    do { v = try plugin.env.store.get(plugin: plugin.name, key: key, now: plugin.env.clock.now()) } catch {
+        return fail(L, "state.get: \(error)")
+    }
     guard let v else {
         lua_pushnil(L)
         return 1
@@ -140,7 +142,7 @@ let cbStateGet: hb_swift_fn = { L in
 }
 
 let cbStateSet: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard let key = stateKey(L) else { return invalidStateKey(L, "set") }
     let value: JSONValue
     do { value = try luaToJSON(L, 2) } catch { return fail(L, "state.set(\(key)): \(error)") }
@@ -149,14 +151,14 @@ let cbStateSet: hb_swift_fn = { L in
         guard let t = argNumber(L, 3), t > 0, t.isFinite else { return fail(L, "state.set: ttl must be a positive number of seconds") }
         ttl = t
     }
-    do { try p.env.store.set(plugin: p.name, key: key, value: value, ttl: ttl, now: p.env.clock.now()) } catch {
+    do { try plugin.env.store.set(plugin: plugin.name, key: key, value: value, ttl: ttl, now: plugin.env.clock.now()) } catch {
         return fail(L, "state.set: \(error)")
     }
     return 0
 }
 
 let cbStateIncr: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard let key = stateKey(L) else { return invalidStateKey(L, "incr") }
     var by: JSONValue = .int(1)
     if lua_type(L, 2) != LUA_TNIL && lua_type(L, 2) != LUA_TNONE {
@@ -171,7 +173,7 @@ let cbStateIncr: hb_swift_fn = { L in
         ttl = t
     }
     let r: JSONValue
-    do { r = try p.env.store.incr(plugin: p.name, key: key, by: by, ttl: ttl, now: p.env.clock.now()) } catch {
+    do { r = try plugin.env.store.incr(plugin: plugin.name, key: key, by: by, ttl: ttl, now: plugin.env.clock.now()) } catch {
         return fail(L, "state.incr(\(key)): \(error)")
     }
     _ = luaPush(L, json: r)
@@ -179,17 +181,17 @@ let cbStateIncr: hb_swift_fn = { L in
 }
 
 let cbStateDelete: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard let key = stateKey(L) else { return invalidStateKey(L, "delete") }
-    do { try p.env.store.delete(plugin: p.name, key: key) } catch { return fail(L, "state.delete: \(error)") }
+    do { try plugin.env.store.delete(plugin: plugin.name, key: key) } catch { return fail(L, "state.delete: \(error)") }
     return 0
 }
 
 let cbStateKeys: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     let prefix = luaString(L, 1) ?? ""
     let keys: [String]
-    do { keys = try p.env.store.keys(plugin: p.name, prefix: prefix, now: p.env.clock.now()) } catch {
+    do { keys = try plugin.env.store.keys(plugin: plugin.name, prefix: prefix, now: plugin.env.clock.now()) } catch {
         return fail(L, "state.keys: \(error)")
     }
     lua_createtable(L, Int32(clamping: keys.count), 0)
@@ -203,35 +205,35 @@ let cbStateKeys: hb_swift_fn = { L in
 // MARK: timers
 
 let cbTimerAdd: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     let repeating = lua_toboolean(L, 2) != 0
     let what = repeating ? "ctx.every" : "ctx.after"
     guard let s = argNumber(L, 1), s.isFinite, s >= 0, s < 1e9, !(repeating && s < 0.001) else {
         return fail(L, "\(what): seconds must be a number \(repeating ? ">= 0.001" : ">= 0")")
     }
-    guard p.timers.count < maxTimersPerPlugin else { return fail(L, "\(what): too many timers (\(maxTimersPerPlugin))") }
-    let id = p.nextTimerID
-    p.nextTimerID += 1
-    p.timers[id] = PluginTimer(id: id, due: p.env.clock.now() + s, interval: repeating ? s : nil)
+    guard plugin.timers.count < maxTimersPerPlugin else { return fail(L, "\(what): too many timers (\(maxTimersPerPlugin))") }
+    let id = plugin.nextTimerID
+    plugin.nextTimerID += 1
+    plugin.timers[id] = PluginTimer(id: id, due: plugin.env.clock.now() + s, interval: repeating ? s : nil)
     lua_pushinteger(L, Int64(id))
     return 1
 }
 
 let cbTimerCancel: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard lua_type(L, 1) == LUA_TNUMBER else {
         lua_pushboolean(L, 0)
         return 1
     }
     let id = Int(lua_tointegerx(L, 1, nil))
-    lua_pushboolean(L, p.timers.removeValue(forKey: id) != nil ? 1 : 0)
+    lua_pushboolean(L, plugin.timers.removeValue(forKey: id) != nil ? 1 : 0)
     return 1
 }
 
 // MARK: commands and roles
 
 let cbCommandAdd: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     let spec: JSONValue
     do { spec = try luaToJSON(L, 1, path: "command") } catch { return fail(L, "ctx.commands.add: \(error)") }
     guard let name = spec["name"]?.stringValue, !name.isEmpty, name.count <= 32,
@@ -257,8 +259,8 @@ let cbCommandAdd: hb_swift_fn = { L in
     guard cooldown.isFinite, cooldown >= 0, cooldown < 1e7 else { return fail(L, "ctx.commands.add: cooldown must be seconds >= 0") }
     let command = CommandSpec(
         name: name, arguments: arguments, signature: signature, roles: roles, cooldown: cooldown,
-        description: spec["description"]?.stringValue, plugin: p.name)
-    if let problem = p.env.commands.register(command, owner: p.instanceID) { return fail(L, "ctx.commands.add: \(problem)") }
+        description: spec["description"]?.stringValue, plugin: plugin.name)
+    if let problem = plugin.env.commands.register(command, owner: plugin.instanceID) { return fail(L, "ctx.commands.add: \(problem)") }
     luaPush(L, name)
     return 1
 }
@@ -266,26 +268,26 @@ let cbCommandAdd: hb_swift_fn = { L in
 /// `ctx.http.request(opts)`: checks the call against the plugin's policy and starts it; the call's id, or
 /// nil and why it was refused (a value the plugin sees, not an error).
 let cbHTTPStart: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     func refuse(_ reason: String) -> Int32 {
-        p.usage?.httpRefused()
+        plugin.usage?.httpRefused()
         lua_pushnil(L)
         luaPush(L, "ctx.http: \(reason)")
         return 2
     }
     guard let options = try? luaToJSON(L, 1, path: "request") else { return refuse("expects a table {url = ..., method = ...}") }
-    p.env.nextHTTPID += 1
-    switch (p.env.httpPolicies[p.name] ?? HTTPPolicy()).check(
-        options, plugin: p.name, id: p.env.nextHTTPID,
-        inFlight: p.usage?.http.inFlight ?? 0)
+    plugin.env.nextHTTPID += 1
+    switch (plugin.env.httpPolicies[plugin.name] ?? HTTPPolicy()).check(
+        options, plugin: plugin.name, id: plugin.env.nextHTTPID,
+        inFlight: plugin.usage?.http.inFlight ?? 0)
     {
     case .failure(let problem): return refuse(problem.description)
     case .success(var call):
-        guard let start = p.env.startHTTP else { return refuse("this host makes no HTTP calls") }
-        call.instanceID = p.instanceID
-        call.cid = p.currentCid
-        call.messageID = p.currentMessageID
-        p.usage?.httpStarted()
+        guard let start = plugin.env.startHTTP else { return refuse("this host makes no HTTP calls") }
+        call.instanceID = plugin.instanceID
+        call.cid = plugin.currentCid
+        call.messageID = plugin.currentMessageID
+        plugin.usage?.httpStarted()
         start(call)
         lua_pushinteger(L, Int64(call.id))
         return 1
@@ -301,19 +303,19 @@ func hasRole(_ env: PluginEnvironment, user: String, role: String) -> Bool {
 }
 
 let cbRoles: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard let op = argString(L, 1), let user = argString(L, 2), !user.isEmpty, let role = argString(L, 3), !role.isEmpty else {
         return fail(L, "ctx.roles: expects (user, role)")
     }
     let key = "role:\(role):\(user)"
     do {
         switch op {
-        case "has": lua_pushboolean(L, hasRole(p.env, user: user, role: role) ? 1 : 0)
+        case "has": lua_pushboolean(L, hasRole(plugin.env, user: user, role: role) ? 1 : 0)
         case "grant":
-            try p.env.store.set(plugin: hostStatePlugin, key: key, value: .bool(true), now: p.env.clock.now())
+            try plugin.env.store.set(plugin: hostStatePlugin, key: key, value: .bool(true), now: plugin.env.clock.now())
             lua_pushboolean(L, 1)
         default:
-            try p.env.store.delete(plugin: hostStatePlugin, key: key)
+            try plugin.env.store.delete(plugin: hostStatePlugin, key: key)
             lua_pushboolean(L, 1)
         }
     } catch {
@@ -325,7 +327,7 @@ let cbRoles: hb_swift_fn = { L in
 // MARK: types
 
 let cbTypesRegister: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard lua_type(L, 1) == LUA_TTABLE else {
         return fail(L, "ctx.types.register: expects a table {type = n, name = s, fields = {...}}")
     }
@@ -355,8 +357,8 @@ let cbTypesRegister: hb_swift_fn = { L in
     case .array(let a) where a.isEmpty: break
     default: return fail(L, "ctx.types.register: fields must be a table of name = type")
     }
-    let t = CustomMessageType(number: num, name: name, fields: fields, plugin: p.name)
-    if let err = p.env.registry.register(t, owner: p.instanceID) {
+    let t = CustomMessageType(number: num, name: name, fields: fields, plugin: plugin.name)
+    if let err = plugin.env.registry.register(t, owner: plugin.instanceID) {
         return fail(L, "ctx.types.register: \(err)")
     }
     lua_pushinteger(L, Int64(num))
@@ -364,19 +366,19 @@ let cbTypesRegister: hb_swift_fn = { L in
 }
 
 let cbTypesValidate: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     let m: HookMessage
     do { m = try luaToMessage(L, 1, base: HookMessage()) } catch {
         lua_pushboolean(L, 0)
         luaPush(L, "\(error)")
         return 2
     }
-    if m.type > 0, p.env.registry.type(number: m.type) == nil {
+    if m.type > 0, plugin.env.registry.type(number: m.type) == nil {
         lua_pushboolean(L, 0)
         luaPush(L, "unknown message type \(m.type)")
         return 2
     }
-    if let err = p.env.registry.validate(m) {
+    if let err = plugin.env.registry.validate(m) {
         lua_pushboolean(L, 0)
         luaPush(L, err)
         return 2
@@ -386,8 +388,8 @@ let cbTypesValidate: hb_swift_fn = { L in
 }
 
 let cbTypesName: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
-    guard lua_type(L, 1) == LUA_TNUMBER, let n = p.env.registry.name(of: Int(lua_tointegerx(L, 1, nil))) else {
+    guard let L, let plugin = pluginOf(L) else { return 0 }
+    guard lua_type(L, 1) == LUA_TNUMBER, let n = plugin.env.registry.name(of: Int(lua_tointegerx(L, 1, nil))) else {
         lua_pushnil(L)
         return 1
     }
@@ -396,10 +398,10 @@ let cbTypesName: hb_swift_fn = { L in
 }
 
 let cbTypesNumber: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     if lua_type(L, 1) == LUA_TNUMBER {
         let n = Int(lua_tointegerx(L, 1, nil))
-        if p.env.registry.name(of: n) != nil { lua_pushinteger(L, Int64(n)) } else { lua_pushnil(L) }
+        if plugin.env.registry.name(of: n) != nil { lua_pushinteger(L, Int64(n)) } else { lua_pushnil(L) }
         return 1
     }
     guard let s = luaString(L, 1) else {
@@ -410,7 +412,7 @@ let cbTypesNumber: hb_swift_fn = { L in
         lua_pushinteger(L, Int64(b.key))
         return 1
     }
-    if let t = p.env.registry.type(named: s) {
+    if let t = plugin.env.registry.type(named: s) {
         lua_pushinteger(L, Int64(t.number))
         return 1
     }
@@ -424,14 +426,14 @@ enum ActionKind: String, CaseIterable {
     case reply, send, send_cmd, send_transient, recall, kick, mute, add, warn, update_attr
 }
 
-private func messageArg(_ L: LuaRef, _ i: Int32, cid: String, p: LuaPlugin, what: String) throws -> HookMessage {
+private func messageArg(_ L: LuaRef, _ i: Int32, cid: String, plugin: LuaPlugin, what: String) throws -> HookMessage {
     switch lua_type(L, i) {
     case LUA_TSTRING, LUA_TNUMBER:
         return HookMessage(cid: cid, type: HookMessageType.text, text: argString(L, i))
     case LUA_TTABLE:
         var m = try luaToMessage(L, i, base: HookMessage(cid: cid))
         m.cid = cid
-        if let err = p.env.registry.validate(m) { throw LuaConversionError(err) }
+        if let err = plugin.env.registry.validate(m) { throw LuaConversionError(err) }
         return m
     default:
         throw LuaConversionError("message must be a string or a table, got \(luaTypeName(L, i))")
@@ -439,25 +441,25 @@ private func messageArg(_ L: LuaRef, _ i: Int32, cid: String, p: LuaPlugin, what
 }
 
 /// Conversation argument: a string, or nil for the current event's conversation.
-private func cidArg(_ L: LuaRef, _ i: Int32, _ p: LuaPlugin) -> String? {
-    if lua_type(L, i) <= LUA_TNIL { return p.currentCid }
+private func cidArg(_ L: LuaRef, _ i: Int32, _ plugin: LuaPlugin) -> String? {
+    if lua_type(L, i) <= LUA_TNIL { return plugin.currentCid }
     return argString(L, i)
 }
 
 let cbAction: hb_swift_fn = { L in
-    guard let L, let p = pluginOf(L) else { return 0 }
+    guard let L, let plugin = pluginOf(L) else { return 0 }
     guard let kindName = luaString(L, lua_upvalueindex_swift(2)), let kind = ActionKind(rawValue: kindName) else { return 0 }
     let fname = "ctx." + kindName
-    guard p.pending.count < maxActionsPerCall else { return fail(L, "\(fname): too many actions in one call (\(maxActionsPerCall))") }
+    guard plugin.pending.count < maxActionsPerCall else { return fail(L, "\(fname): too many actions in one call (\(maxActionsPerCall))") }
     let action: HookAction.Kind
     do {
         switch kind {
         case .reply:
-            guard let cid = p.currentCid else { return fail(L, "ctx.reply: no current conversation (use ctx.send)") }
-            action = .send(cid: cid, message: try messageArg(L, 1, cid: cid, p: p, what: fname), replyTo: p.currentMessageID)
+            guard let cid = plugin.currentCid else { return fail(L, "ctx.reply: no current conversation (use ctx.send)") }
+            action = .send(cid: cid, message: try messageArg(L, 1, cid: cid, plugin: plugin, what: fname), replyTo: plugin.currentMessageID)
         case .send, .send_transient:
-            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
-            var m = try messageArg(L, 2, cid: cid, p: p, what: fname)
+            guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
+            var m = try messageArg(L, 2, cid: cid, plugin: plugin, what: fname)
             if kind == .send_transient {
                 m.transient = true
                 action = .sendTransient(cid: cid, message: m)
@@ -465,7 +467,7 @@ let cbAction: hb_swift_fn = { L in
                 action = .send(cid: cid, message: m, replyTo: nil)
             }
         case .send_cmd:
-            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
             guard let act = luaString(L, 2), !act.isEmpty else { return fail(L, "\(fname): action name expected") }
             var ext: [String: JSONValue] = [:]
             if lua_type(L, 3) > LUA_TNIL {
@@ -484,11 +486,11 @@ let cbAction: hb_swift_fn = { L in
             }
             action = .sendCommand(cid: cid, command: HookCommand(action: act, ext: ext, cid: cid, from: ""))
         case .recall:
-            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
             guard let id = argString(L, 2) else { return fail(L, "\(fname): message id expected") }
             action = .recall(cid: cid, messageID: id)
         case .kick, .add, .warn:
-            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
             guard let user = argString(L, 2) else { return fail(L, "\(fname): user id expected") }
             let reason = argString(L, 3)
             action =
@@ -496,7 +498,7 @@ let cbAction: hb_swift_fn = { L in
                 ? .kick(cid: cid, user: user, reason: reason)
                 : kind == .warn ? .warn(cid: cid, user: user, reason: reason) : .add(cid: cid, user: user)
         case .mute:
-            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
             guard let user = argString(L, 2) else { return fail(L, "\(fname): user id expected") }
             var secs: Int? = nil
             if lua_type(L, 3) > LUA_TNIL {
@@ -505,17 +507,17 @@ let cbAction: hb_swift_fn = { L in
             }
             action = .mute(cid: cid, user: user, seconds: secs, reason: argString(L, 4))
         case .update_attr:
-            guard let cid = cidArg(L, 1, p) else { return fail(L, "\(fname): conversation id expected") }
+            guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
             guard let key = argString(L, 2), !key.isEmpty else { return fail(L, "\(fname): attribute key expected") }
             action = .updateAttribute(cid: cid, key: key, value: try luaToJSON(L, 3, path: key))
         }
     } catch {
         return fail(L, "\(fname): \(error)")
     }
-    if let reach = p.env.reach, let cid = action.conversation, cid != p.currentCid, !reach.contains(cid) {
+    if let reach = plugin.env.reach, let cid = action.conversation, cid != plugin.currentCid, !reach.contains(cid) {
         return fail(L, "\(fname): the bot is not a member of conversation \(cid)")
     }
-    p.pending.append(HookAction(plugin: p.name, kind: action))
+    plugin.pending.append(HookAction(plugin: plugin.name, kind: action))
     return 0
 }
 

@@ -21,8 +21,8 @@ extension PluginEngine {
     public func fireDueTimers(now: Double? = nil) -> HookResult {
         let t = now ?? clock.now()
         var due: [(plugin: LuaPlugin, order: Int, timer: PluginTimer)] = []
-        for (i, p) in ordered.enumerated() where !p.disabled {
-            for timer in p.timers.values where timer.due <= t { due.append((p, i, timer)) }
+        for (i, plugin) in ordered.enumerated() where !plugin.disabled {
+            for timer in plugin.timers.values where timer.due <= t { due.append((plugin, i, timer)) }
         }
         due.sort { a, b in
             if a.timer.due != b.timer.due { return a.timer.due < b.timer.due }
@@ -30,17 +30,17 @@ extension PluginEngine {
             return a.timer.id < b.timer.id
         }
         var result = HookResult()
-        for (p, _, timer) in due {
-            guard !p.disabled, p.L != nil, let current = p.timers[timer.id] else { continue }
+        for (plugin, _, timer) in due {
+            guard !plugin.disabled, plugin.L != nil, let current = plugin.timers[timer.id] else { continue }
             if limits.timerShare > 0 {
                 let now = Self.monotonicSeconds()
-                if now - p.timerWindow.start >= 1 { p.timerWindow = (now, 0, false) }
-                if p.timerWindow.spent >= limits.timerShare {
+                if now - plugin.timerWindow.start >= 1 { plugin.timerWindow = (now, 0, false) }
+                if plugin.timerWindow.spent >= limits.timerShare {
                     // Out of its share this second: the timer waits for the next window.
-                    p.timers[timer.id]?.due = t + (1 - (now - p.timerWindow.start))
-                    if !p.timerWindow.overrun {
-                        p.timerWindow.overrun = true
-                        account(p, HookError(plugin: p.name, hook: "timer", reason: .timerBudget), into: &result.errors)
+                    plugin.timers[timer.id]?.due = t + (1 - (now - plugin.timerWindow.start))
+                    if !plugin.timerWindow.overrun {
+                        plugin.timerWindow.overrun = true
+                        account(plugin, HookError(plugin: plugin.name, hook: "timer", reason: .timerBudget), into: &result.errors)
                     }
                     continue
                 }
@@ -49,13 +49,13 @@ extension PluginEngine {
             if let iv = current.interval {
                 var next = current.due + iv
                 if next <= t { next = t + iv }
-                p.timers[timer.id]?.due = next
+                plugin.timers[timer.id]?.due = next
             } else {
-                p.timers[timer.id] = nil
+                plugin.timers[timer.id] = nil
             }
             let started = Self.monotonicSeconds()
-            let fired = call(p, cid: nil, messageID: nil) { plugin in plugin.fireTimer(id: timer.id, once: once) }
-            p.timerWindow.spent += Self.monotonicSeconds() - started
+            let fired = call(plugin, cid: nil, messageID: nil) { plugin in plugin.fireTimer(id: timer.id, once: once) }
+            plugin.timerWindow.spent += Self.monotonicSeconds() - started
             result.errors += fired.errors
             result.actions += fired.actions
         }
