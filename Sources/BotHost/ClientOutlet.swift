@@ -11,7 +11,9 @@ struct ClientOutlet: BotOutlet {
     /// Where failures that surface later (a refused ack) are reported.
     let report: @Sendable (RoutingNote) -> Void
 
-    func send(_ message: HookMessage, transient: Bool, mentions: [String], replyTo: String?, plugin: String) async throws {
+    nonisolated(nonsending) func send(_ message: HookMessage, transient: Bool, mentions: [String], replyTo: String?, plugin: String)
+        async throws
+    {
         let what = transient ? "send_transient" : "send"
         metrics.executed(what)
         let content = IMMessageContent.typed(HookMapping.typedMessage(message))
@@ -25,7 +27,7 @@ struct ClientOutlet: BotOutlet {
         }
     }
 
-    func perform(_ action: HookAction) async throws {
+    nonisolated(nonsending) func perform(_ action: HookAction) async throws {
         switch action.kind {
         case .sendCommand(let cid, let command):
             metrics.executed("send_cmd")

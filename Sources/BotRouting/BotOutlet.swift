@@ -7,8 +7,9 @@ import IMCore
 public protocol BotOutlet: Sendable {
     /// Sends one of the bot's messages: screened by `before_send` and moderation, within the rate limits,
     /// with its hop count in `attrs["hookbot.hop"]`.
-    func send(_ message: HookMessage, transient: Bool, mentions: [String], replyTo: String?, plugin: String) async throws
+    nonisolated(nonsending) func send(_ message: HookMessage, transient: Bool, mentions: [String], replyTo: String?, plugin: String)
+        async throws
     /// Carries out any other action: cmd messages, recalls, kicks, adds, attribute updates, and the mutes,
     /// warnings and log lines the core has handled already (for hosts that record or count them).
-    func perform(_ action: HookAction) async throws
+    nonisolated(nonsending) func perform(_ action: HookAction) async throws
 }

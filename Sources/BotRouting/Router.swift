@@ -46,7 +46,7 @@ public final class Router: Sendable {
     // MARK: Arrivals
 
     /// Routes a delivered message (common or typed; transient ones go to `transient(_:)`).
-    public func message(_ message: HookMessage) async {
+    nonisolated(nonsending) public func message(_ message: HookMessage) async {
         guard message.from != settings.botID else { return note(.ignored(hops: 0)) }
         note(.arrived(.message))
         let hops = message.attrs[LoopGuard.hopKey]?.intValue ?? 0
@@ -87,27 +87,27 @@ public final class Router: Sendable {
     }
 
     /// Routes a transient message to `on_transient`.
-    public func transient(_ message: HookMessage) async {
+    nonisolated(nonsending) public func transient(_ message: HookMessage) async {
         guard message.from != settings.botID else { return }
         note(.arrived(.transient))
         await finish(await plugins.transient(message))
     }
 
     /// Routes a cmd message to `on_cmd`.
-    public func command(_ command: HookCommand) async {
+    nonisolated(nonsending) public func command(_ command: HookCommand) async {
         guard command.from != settings.botID else { return }
         note(.arrived(.command))
         await finish(await plugins.command(command))
     }
 
     /// Routes a conversation event (membership, update, recall) to its hook.
-    public func event(_ event: HookEvent) async {
+    nonisolated(nonsending) public func event(_ event: HookEvent) async {
         note(.arrived(.event))
         await finish(await plugins.handle(event))
     }
 
     /// Asks the translation providers directly (what `hookbot test`'s translate step does).
-    public func translate(text: String, from: String?, to: String, messageID: String?) async -> String? {
+    nonisolated(nonsending) public func translate(text: String, from: String?, to: String, messageID: String?) async -> String? {
         let translation = await plugins.translate(text: text, from: from, to: to, messageID: messageID)
         await finish(HookResult(actions: translation.actions, errors: translation.errors))
         return translation.text
@@ -145,7 +145,7 @@ public final class Router: Sendable {
 
     /// Reviews a message before delivery: a muted sender's message is dropped; otherwise moderation and,
     /// unless it blocks, `before_send` decide, as one call that runs no hook past `until`.
-    public func review(_ message: HookMessage, until: ContinuousClock.Instant? = nil) async -> Review {
+    nonisolated(nonsending) public func review(_ message: HookMessage, until: ContinuousClock.Instant? = nil) async -> Review {
         if let end = mutes.mutedUntil(message.from, in: message.cid) {
             note(.verdict(.muted(until: end)))
             let date = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: end))
@@ -178,7 +178,7 @@ public final class Router: Sendable {
     }
 
     /// Reviews a proposed membership change with the `membership` chain.
-    public func reviewMembership(
+    nonisolated(nonsending) public func reviewMembership(
         cid: String, by: String, members: [String], action: String,
         until: ContinuousClock.Instant? = nil
     ) async -> Review {
@@ -194,7 +194,7 @@ public final class Router: Sendable {
 
     /// Reports a result's hook errors (the plugin runtime has logged them) and executes its actions, which
     /// answer a message that carried `hops` bot hops (0 for anything else).
-    public func finish(
+    nonisolated(nonsending) public func finish(
         _ result: HookResult, replyingTo hops: Int = 0,
         screenings: [Int: PluginRuntime.Screening] = [:]
     ) async {
@@ -204,7 +204,7 @@ public final class Router: Sendable {
 
     /// Executes actions in order; `screenings` holds send actions' screening done already (by index).
     /// At most `sendsPerEvent` of them may send, however many conversations they aim at.
-    private func execute(_ actions: [HookAction], hops: Int, screenings: [Int: PluginRuntime.Screening]) async {
+    nonisolated(nonsending) private func execute(_ actions: [HookAction], hops: Int, screenings: [Int: PluginRuntime.Screening]) async {
         var sends = 0
         var refused: [HookAction] = []
         for (index, action) in actions.enumerated() {
@@ -244,7 +244,7 @@ public final class Router: Sendable {
     /// What a warning says when the plugin gave no reason.
     static let warning = "please follow the conversation rules"
 
-    private func execute(_ action: HookAction, hops: Int, screening: PluginRuntime.Screening?) async {
+    nonisolated(nonsending) private func execute(_ action: HookAction, hops: Int, screening: PluginRuntime.Screening?) async {
         let plugin = action.plugin
         switch action.kind {
         case .send(let cid, let message, let replyTo):
@@ -286,7 +286,7 @@ public final class Router: Sendable {
         }
     }
 
-    private func perform(_ action: HookAction, _ what: String, _ cid: String) async {
+    nonisolated(nonsending) private func perform(_ action: HookAction, _ what: String, _ cid: String) async {
         do { try await outlet.perform(action) } catch { failed(what, cid, plugin: action.plugin, error) }
     }
 
@@ -306,7 +306,7 @@ public final class Router: Sendable {
 
     /// Screens one of the bot's own messages (unless done already), applies the rate limits, marks its
     /// hop count and hands it to the outlet.
-    private func send(
+    nonisolated(nonsending) private func send(
         _ message: HookMessage, to cid: String, hops: Int, plugin: String, transient: Bool,
         replyTo: String? = nil, mentions: [String] = [], screening: PluginRuntime.Screening? = nil
     ) async {

@@ -37,8 +37,7 @@ extension PluginEngine {
             let limit = timeout(until: until)
             var value: Value?
             var failed = false
-            let cutByBudget = { (error: HookError) in self.isBudgetCut(error, timeout: limit) }
-            let result = call(plugin, cid: cid, messageID: messageID, cutByBudget: cutByBudget) { plugin in
+            let result = call(plugin, cid: cid, messageID: messageID, budget: limit) { plugin in
                 if let error = plugin.invoke(hook, timeout: limit, push) {
                     failed = true
                     return error
@@ -65,18 +64,18 @@ extension PluginEngine {
     }
 
     /// One call into one plugin: sets the event's conversation and message, runs `body` (which returns the
-    /// call's error), clears the Lua stack, records the outcome for the circuit breaker, and collects the
+    /// call's error), clears the Lua stack, records the outcome for the circuit breaker (a deadline that came
+    /// from the caller's `budget`, not the hook's own, is not held against the plugin), and collects the
     /// actions the plugin asked for.
     func call(
-        _ plugin: LuaPlugin, cid: String?, messageID: String?, cutByBudget: (HookError) -> Bool = { _ in false },
-        _ body: (LuaPlugin) -> HookError?
+        _ plugin: LuaPlugin, cid: String?, messageID: String?, budget: Double? = nil, _ body: (LuaPlugin) -> HookError?
     ) -> HookResult {
         plugin.currentCid = cid
         plugin.currentMessageID = messageID
         let error = body(plugin)
         if let L = plugin.L { lua_settop(L, 0) }
         var result = HookResult()
-        account(plugin, error, into: &result.errors, cutByBudget: error.map(cutByBudget) ?? false)
+        account(plugin, error, into: &result.errors, cutByBudget: isBudgetCut(error, timeout: budget))
         result.actions = plugin.takeActions()
         return result
     }

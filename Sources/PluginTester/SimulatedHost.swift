@@ -183,7 +183,9 @@ struct RecordingOutlet: BotOutlet {
     let runtime: PluginRuntime
     let recorder: StepRecorder
 
-    func send(_ message: HookMessage, transient: Bool, mentions: [String], replyTo: String?, plugin: String) async throws {
+    nonisolated(nonsending) func send(_ message: HookMessage, transient: Bool, mentions: [String], replyTo: String?, plugin: String)
+        async throws
+    {
         var o: [String: JSONValue] = ["cid": .string(message.cid), "plugin": .string(plugin), "from": .string(bot)]
         if let text = message.text { o["text"] = .string(text) }
         if message.type != HookMessageType.text {
@@ -202,7 +204,7 @@ struct RecordingOutlet: BotOutlet {
         }
     }
 
-    func perform(_ action: HookAction) async throws {
+    nonisolated(nonsending) func perform(_ action: HookAction) async throws {
         let plugin = JSONValue.string(action.plugin)
         func record(_ fields: [String: JSONValue], reason: String? = nil) {
             var o = fields
