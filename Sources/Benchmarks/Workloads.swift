@@ -341,6 +341,8 @@ struct Bench {
         process.arguments = [
             "server", "--port", "\(port)", "--db", try directory("rss").appendingPathComponent("s.sqlite").path,
             "--log-level", "error",
+            // Every benchmark client connects from loopback: let them all past the per-address cap.
+            "--max-connections-per-address", "\(connections + 16)",
         ]
         try process.run()
         defer { process.terminate() }

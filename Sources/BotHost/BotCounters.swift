@@ -27,20 +27,21 @@ final class BotCounters: Sendable {
 
     /// Counts one thing the routing core did.
     func count(_ note: RoutingNote) {
-        stats.withLock { stats in
-            switch note {
-            case .arrived(.message): stats.messages += 1
-            case .arrived(.transient): stats.transients += 1
-            case .arrived(.command): stats.commands += 1
-            case .arrived(.event): stats.events += 1
-            case .verdict(.block), .verdict(.drop): stats.blocked += 1
-            case .undecided: stats.undecided += 1
-            case .notSent(_, _, "rate limit", _, _), .notSent(_, _, "sends per event", _, _): stats.rateLimited += 1
-            case .notSent: stats.dropped += 1
-            case .sent: stats.sent += 1
-            case .actionFailed: stats.actionErrors += 1
-            default: break
-            }
+        // Only the notes that are counted take the lock (most notes of a message are not).
+        let counter: WritableKeyPath<BotStats, Int>
+        switch note {
+        case .arrived(.message): counter = \.messages
+        case .arrived(.transient): counter = \.transients
+        case .arrived(.command): counter = \.commands
+        case .arrived(.event): counter = \.events
+        case .verdict(.block), .verdict(.drop): counter = \.blocked
+        case .undecided: counter = \.undecided
+        case .notSent(_, _, "rate limit", _, _), .notSent(_, _, "sends per event", _, _): counter = \.rateLimited
+        case .notSent: counter = \.dropped
+        case .sent: counter = \.sent
+        case .actionFailed: counter = \.actionErrors
+        default: return
         }
+        stats.withLock { $0[keyPath: counter] += 1 }
     }
 }

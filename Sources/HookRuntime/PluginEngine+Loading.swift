@@ -171,9 +171,7 @@ extension PluginEngine {
 
         guard let data = FileManager.default.contents(atPath: src.path) else {
             let e = HookError(plugin: src.key, hook: "load", reason: .io("cannot read \(src.path)"))
-            recordFailure(src, e)
-            report.errors.append(e)
-            return report
+            return failed(src, e)
         }
         let source = String(decoding: data, as: UTF8.self)
         let plugin: LuaPlugin
@@ -184,14 +182,10 @@ extension PluginEngine {
                 env: env, key: src.key, path: src.path, chunkName: src.chunkName, source: source,
                 generation: generation, hostConfig: { name in settings[name] ?? settings[src.key] })
         } catch let e as HookError {
-            recordFailure(src, e)
-            report.errors.append(e)
-            return report
+            return failed(src, e)
         } catch {
             let e = HookError(plugin: src.key, hook: "load", reason: .invalidPlugin("\(error)"))
-            recordFailure(src, e)
-            report.errors.append(e)
-            return report
+            return failed(src, e)
         }
         plugin.usage = usage(of: plugin.name)
         // unique names
@@ -201,9 +195,7 @@ extension PluginEngine {
                 plugin: plugin.name, hook: "load",
                 reason: .invalidPlugin("name \(plugin.name) is already used by \(clash.path)"))
             plugin.close()
-            recordFailure(src, e)
-            report.errors.append(e)
-            return report
+            return failed(src, e)
         }
         // on_load in the fresh state; the old version keeps serving events meanwhile
         if plugin.has(.onLoad) {
@@ -214,9 +206,7 @@ extension PluginEngine {
                 env.registry.restore(registered)
                 env.commands.restore(commands)
                 plugin.close()
-                recordFailure(src, e)
-                report.errors.append(e)
-                return report
+                return failed(src, e)
             }
             if let L = plugin.L { lua_settop(L, 0) }
             report.actions += plugin.takeActions()
@@ -245,10 +235,12 @@ extension PluginEngine {
         return created
     }
 
-    private func recordFailure(_ src: Source, _ e: HookError) {
-        usage(of: e.plugin).loaded(ok: false)
+    /// Records a failed load of `src` (the running version, if any, stays) and reports it.
+    private func failed(_ src: Source, _ error: HookError) -> ReloadReport {
+        usage(of: error.plugin).loaded(ok: false)
         fingerprints[src.key] = src.fingerprint // do not retry an unchanged broken file
-        failedSources[src.key] = (src.path, e)
+        failedSources[src.key] = (src.path, error)
+        return ReloadReport(errors: [error])
     }
 
     /// Runs `on_unload` and disposes of everything the instance owns.

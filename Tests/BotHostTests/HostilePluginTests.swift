@@ -45,7 +45,7 @@ final class HostilePluginTests: XCTestCase {
             end }
             """)
         let bot = try await harness.bot()
-        let before = try Self.residentMiB()
+        let before = try residentMemoryMiB()
         let tom = harness.server.client("Tom")
         let logs = try await openClients([tom])
         let conversation = try await tom.createConversation(members: ["modbot"])
@@ -79,17 +79,8 @@ final class HostilePluginTests: XCTestCase {
         XCTAssertEqual(plugins["ping"]?.state, .loaded)
         let stats = await bot.statistics
         XCTAssertEqual(stats.blocked, 8)
-        let grown = try Self.residentMiB() - before
+        let grown = try residentMemoryMiB() - before
         XCTAssertLessThan(grown, Self.memoryCeilingMiB, "resident memory grew by \(grown) MiB")
         await bot.stop()
-    }
-
-    /// The test process's resident set size, in MiB (`VmRSS` in /proc/self/status).
-    static func residentMiB() throws -> Double {
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kib = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-        else { throw POSIXError(.EINVAL) }
-        return kib / 1024
     }
 }

@@ -74,10 +74,10 @@ final class HostileClientTests: XCTestCase {
             configuration.maxConnectionsPerAddress = 1000
         }
         try await Self.assertServed(server, as: "Warmup")
-        let before = try Self.residentMiB()
+        let before = try residentMemoryMiB()
         let attackers = try (0..<300).map { _ in try SilentSocket(port: server.port, from: "127.0.0.3") }
         try await Self.assertServed(server, as: "Tom")
-        let during = try Self.residentMiB()
+        let during = try residentMemoryMiB()
         XCTAssertLessThan(during - before, Self.memoryCeilingMiB, "300 silent connections: \(before) → \(during) MiB")
         let closed = await SilentSocket.closeTimes(of: attackers, since: Date(), timeout: 10).compactMap { $0 }.count
         XCTAssertEqual(closed, 300, "every silent connection is closed at the handshake deadline")
@@ -100,15 +100,6 @@ final class HostileClientTests: XCTestCase {
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(5))
         await client.close()
     }
-
-    /// The test process's resident set size, in MiB (`VmRSS` in /proc/self/status).
-    static func residentMiB() throws -> Double {
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kib = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-        else { throw POSIXError(.EINVAL) }
-        return kib / 1024
-    }
 }
 
 /// A TCP connection from a chosen loopback address that never sends anything.
@@ -116,25 +107,7 @@ private final class SilentSocket: Sendable {
     let fd: Int32
 
     init(port: Int, from source: String) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EMFILE) }
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_addr.s_addr = inet_addr(source)
-        let bound = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        var remote = sockaddr_in()
-        remote.sin_family = sa_family_t(AF_INET)
-        remote.sin_port = in_port_t(UInt16(port).bigEndian)
-        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &remote) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, connected == 0 else {
-            close(fd)
-            throw POSIXError(.ECONNREFUSED)
-        }
+        fd = try connectLoopback(port: port, from: source)
     }
 
     deinit { close(fd) }

@@ -16,16 +16,7 @@ public final class RawWebSocket: @unchecked Sendable {
 
     /// Connects to `ws://127.0.0.1:port/ws`, offering `subprotocols` (a `Sec-WebSocket-Protocol` value).
     public init(port: Int, offering subprotocols: String? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        fd = try connectLoopback(port: port)
         var request = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         if let subprotocols { request += "Sec-WebSocket-Protocol: \(subprotocols)\r\n" }
@@ -102,4 +93,32 @@ public final class RawWebSocket: @unchecked Sendable {
             return found >= count
         }
     }
+}
+
+/// A TCP socket connected to 127.0.0.1:`port`, from the loopback address `source` when given (so that a
+/// test can play a client on another address, such as 127.0.0.2).
+public func connectLoopback(port: Int, from source: String? = nil) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EMFILE) }
+    func address(_ host: String, port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr(host)
+        return address
+    }
+    func call(_ address: sockaddr_in, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        withUnsafePointer(to: address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
+    if let source, call(address(source, port: 0), { bind(fd, $0, $1) }) != 0 {
+        close(fd)
+        throw POSIXError(.EADDRNOTAVAIL)
+    }
+    guard call(address("127.0.0.1", port: port), { connect(fd, $0, $1) }) == 0 else {
+        close(fd)
+        throw POSIXError(.ECONNREFUSED)
+    }
+    return fd
 }

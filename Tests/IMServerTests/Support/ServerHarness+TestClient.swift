@@ -12,39 +12,7 @@ extension ServerHarness {
     }
 }
 
-extension TestClient {
-    /// Starts a conversation and returns its id.
-    func startConversation(
-        members: [String], name: String? = nil, unique: Bool = false,
-        attr: JSONValue? = nil
-    ) async throws -> String {
-        var start = Command(cmd: .conv, op: .start)
-        start.m = members
-        start.name = name
-        start.unique = unique ? true : nil
-        start.attr = attr
-        let reply = try await request(start)
-        guard reply.op == .started, let cid = reply.cid else {
-            throw IMError(code: reply.code ?? 0, reason: reply.reason ?? "conv start failed")
-        }
-        return cid
-    }
-
-    /// Sends a text message and returns the ack.
-    @discardableResult
-    func sendText(
-        _ text: String, to cid: String, transient: Bool = false, receipt: Bool = false,
-        dedupeToken: String? = nil
-    ) async throws -> Command {
-        var direct = Command(cmd: .direct)
-        direct.cid = cid
-        direct.msg = TypedMessage.text(text).encoded()
-        direct.transient = transient ? true : nil
-        direct.r = receipt ? true : nil
-        direct.dt = dedupeToken
-        return try await request(direct)
-    }
-
+extension TestClient: CommandRequesting {
     /// Waits for the next message delivered to this client.
     func nextMessage(timeout: Duration = .seconds(10)) async throws -> Command {
         try await next(timeout: timeout, "direct") { $0.cmd == .direct }
