@@ -53,7 +53,7 @@ public final class IMServer: Sendable {
     /// Nil when the server can serve (its storage answers, and every added check passes), else why not.
     public func notReadyReason() async -> String? {
         do {
-            _ = try await service.db.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+            try await service.store.ping()
         } catch {
             return "storage is not available: \(error)"
         }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IMCore
 import IMSignatures
 import NIOWebSocket
@@ -14,17 +13,15 @@ extension IMService {
             if let error = ClientID.validate(member) { throw IMError(.invalidField, "member '\(member)': \(error.detail ?? error.reason)") }
         }
         if let attr = command.attr, attr.objectValue == nil { throw IMError(.invalidField, "attr must be a JSON object") }
-        try ConversationStore.checkLimits(name: command.name, attr: command.attr)
+        try ConversationRecord.checkLimits(name: command.name, attr: command.attr)
         let temporaryTTL = try temporaryLifetime(command)
         try await signatures?.verify(
             .startConversation(members: members), by: clientID, command: command, failure: .conversationSignatureFailed)
         let now = Identifiers.nowMillis()
-        let (record, created) = try await db.write { db in
-            if temporaryTTL != nil { try ConversationStore.purgeExpired(db, now: now) }
-            return try ConversationStore.create(
-                db, creator: clientID, members: members, name: command.name, attr: command.attr,
-                unique: command.unique == true, transient: command.transient == true, temporaryTTL: temporaryTTL, now: now)
-        }
+        let (record, created) = try await store.createConversation(
+            NewConversation(
+                creator: clientID, members: members, name: command.name, attr: command.attr,
+                unique: command.unique == true, transient: command.transient == true, temporaryTTL: temporaryTTL, now: now))
         var reply = Command(cmd: .conv, op: .started, i: command.i)
         reply.cid = record.id
         reply.cdate = record.createdAt
@@ -36,7 +33,7 @@ extension IMService {
             return
         }
         guard created else { return }
-        let all = try await db.read { db in try ConversationStore.members(db, cid: record.id) }
+        let all = try await store.members(of: record.id)
         var invited = Command(cmd: .conv, op: .invited)
         invited.cid = record.id
         invited.initBy = clientID
@@ -71,18 +68,16 @@ extension IMService {
         guard let cid = command.cid else { throw IMError(.invalidField, "missing field 'cid'") }
         let limit = command.limit ?? configuration.historyDefaultLimit
         guard limit >= 1 else { throw IMError(.invalidField, "limit must be at least 1") }
-        let records = try await db.read { db -> [MessageRecord] in
-            let conversation = try ConversationStore.existing(db, id: cid)
-            if !conversation.transient, try !ConversationStore.isMember(db, cid: cid, clientID: clientID) {
-                throw IMError(.conversationLogRejected, "\(clientID) is not a member of \(cid)")
-            }
-            // With `reversed`, paging runs forwards: `t` is where to start and `tt` where to stop.
-            let forwards = command.reversed == true
-            return try MessageStore.history(
-                db, cid: cid, limit: min(limit, self.configuration.historyMaxLimit),
-                beforeT: forwards ? command.tt : command.t, afterT: forwards ? command.t : command.tt,
-                viewer: clientID, oldestFirst: forwards)
+        let conversation = try StoreRules.existing(await store.conversation(cid), cid)
+        if !conversation.transient, try await !store.isMember(clientID, of: cid) {
+            throw IMError(.conversationLogRejected, "\(clientID) is not a member of \(cid)")
         }
+        // With `reversed`, paging runs forwards: `t` is where to start and `tt` where to stop.
+        let forwards = command.reversed == true
+        let records = try await store.history(
+            cid: cid, limit: min(limit, configuration.historyMaxLimit),
+            beforeT: forwards ? command.tt : command.t, afterT: forwards ? command.t : command.tt,
+            viewer: clientID, oldestFirst: forwards)
         var reply = Command(cmd: .logs, i: command.i)
         reply.cid = cid
         reply.logs = Self.withinReplySize(records, keepingNewest: command.reversed != true).map(\.logItem)

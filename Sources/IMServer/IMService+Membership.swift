@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IMCore
 import IMSignatures
 
@@ -13,27 +12,23 @@ extension IMService {
         try await signatures?.verify(
             selfJoin ? .join(conversationId: cid) : .invite(conversationId: cid, members: requested), by: clientID,
             command: command, failure: .conversationSignatureFailed)
+        let request = MembershipRequest(kind: .add, cid: cid, actor: clientID, clientIDs: requested, now: now)
         // Interceptors review only changes the server would make: authorize first (and again in the write).
-        _ = try await db.read { db in try Self.authorizeAdding(db, cid: cid, actor: clientID, selfJoin: selfJoin) }
+        try await authorize(request)
         try await reviewMembership(cid: cid, actor: clientID, members: requested, action: selfJoin ? "join" : "invite")
-        let change = try await db.write { db -> (record: ConversationRecord, added: [String], members: [String]) in
-            let record = try Self.authorizeAdding(db, cid: cid, actor: clientID, selfJoin: selfJoin)
-            if record.transient { return (record, [clientID], []) }
-            let added = try ConversationStore.addMembers(db, cid: cid, clientIDs: requested, now: now)
-            return (record, added, try ConversationStore.members(db, cid: cid))
-        }
+        let change = try await store.changeMembers(request)
         if change.record.transient {
             rooms.enter(connection, room: cid)
         }
         var reply = Command(cmd: .conv, op: .added, i: command.i)
         reply.cid = cid
-        reply.m = change.added
+        reply.m = change.changed
         // Members already in the conversation count as added: the request's outcome holds for them.
         reply.allowedPids = change.record.transient ? [clientID] : requested.filter(change.members.contains)
         connection.send(reply)
-        guard !change.record.transient, !change.added.isEmpty else { return }
+        guard !change.record.transient, !change.changed.isEmpty else { return }
 
-        for member in change.added {
+        for member in change.changed {
             var event = Command(cmd: .conv, op: member == clientID ? .joined : .invited)
             event.cid = cid
             event.initBy = clientID
@@ -41,7 +36,7 @@ extension IMService {
         }
         var joined = Command(cmd: .conv, op: .membersJoined)
         joined.cid = cid
-        joined.m = change.added
+        joined.m = change.changed
         joined.initBy = clientID
         notify(change.members, joined)
     }
@@ -54,29 +49,25 @@ extension IMService {
                 .kick(conversationId: cid, members: requested), by: clientID,
                 command: command, failure: .conversationSignatureFailed)
         }
-        _ = try await db.read { db in try Self.authorizeRemoving(db, cid: cid, actor: clientID, requested: requested) }
+        let request = MembershipRequest(kind: .remove, cid: cid, actor: clientID, clientIDs: requested, now: Identifiers.nowMillis())
+        try await authorize(request)
         try await reviewMembership(cid: cid, actor: clientID, members: requested, action: requested == [clientID] ? "quit" : "kick")
-        let change = try await db.write { db -> (record: ConversationRecord, removed: [String], remaining: [String]) in
-            let record = try Self.authorizeRemoving(db, cid: cid, actor: clientID, requested: requested)
-            if record.transient { return (record, [clientID], []) }
-            let removed = try ConversationStore.removeMembers(db, cid: cid, clientIDs: requested)
-            return (record, removed, try ConversationStore.members(db, cid: cid))
-        }
+        let change = try await store.changeMembers(request)
         if change.record.transient {
             rooms.leave(connection, room: cid)
         }
         var reply = Command(cmd: .conv, op: .removed, i: command.i)
         reply.cid = cid
-        reply.m = change.removed
-        reply.allowedPids = change.removed
-        let notMembers = requested.filter { !change.removed.contains($0) }
+        reply.m = change.changed
+        reply.allowedPids = change.changed
+        let notMembers = requested.filter { !change.changed.contains($0) }
         if !notMembers.isEmpty {
             reply.failedPids = [FailedPids(pids: notMembers, error: IMError(.invalidMessagingTarget, "not a member of \(cid)"))]
         }
         connection.send(reply)
-        guard !change.record.transient, !change.removed.isEmpty else { return }
+        guard !change.record.transient, !change.changed.isEmpty else { return }
 
-        for member in change.removed {
+        for member in change.changed {
             var event = Command(cmd: .conv, op: member == clientID ? .left : .kicked)
             event.cid = cid
             event.initBy = clientID
@@ -84,48 +75,33 @@ extension IMService {
         }
         var left = Command(cmd: .conv, op: .membersLeft)
         left.cid = cid
-        left.m = change.removed
+        left.m = change.changed
         left.initBy = clientID
-        notify(change.remaining, left)
+        notify(change.members, left)
     }
 
-    /// The conversation, when `actor` may add members to it (itself, with `selfJoin`).
-    private static func authorizeAdding(_ db: Database, cid: String, actor: String, selfJoin: Bool) throws -> ConversationRecord {
-        let record = try ConversationStore.existing(db, id: cid)
-        if record.transient {
-            guard selfJoin else { throw IMError(.conversationNotAllowed, "chat rooms can only be joined by the client itself") }
-        } else if !selfJoin, try !ConversationStore.isMember(db, cid: cid, clientID: actor) {
-            throw IMError(.conversationMembershipRequired, "only members may add others to \(cid)")
-        }
-        return record
-    }
-
-    /// The conversation, when `actor` may remove `requested` from it.
-    private static func authorizeRemoving(_ db: Database, cid: String, actor: String, requested: [String]) throws -> ConversationRecord {
-        let record = try ConversationStore.existing(db, id: cid)
-        if record.transient {
-            guard requested == [actor] else { throw IMError(.conversationNotAllowed, "chat rooms have no members to remove") }
-        } else if try !ConversationStore.isMember(db, cid: cid, clientID: actor) {
-            throw IMError(.conversationMembershipRequired, "only members may remove members of \(cid)")
-        }
-        return record
+    /// Checks a membership change before the interceptors review it (the store checks again when it writes).
+    private func authorize(_ request: MembershipRequest) async throws {
+        let record = try StoreRules.existing(await store.conversation(request.cid), request.cid)
+        try StoreRules.authorize(request, record: record, actorIsMember: try await store.isMember(request.actor, of: request.cid))
     }
 
     func countMembers(_ command: Command, on connection: Connection) async throws {
         let cid = try requiredCID(command)
         let clientID = connection.clientID ?? ""
-        let count = try await db.read { db -> Int? in
-            guard let record = try ConversationStore.find(db, id: cid) else { return nil }
-            if record.transient { return -1 }
-            guard try ConversationStore.isMember(db, cid: cid, clientID: clientID) else {
+        let record = try StoreRules.existing(await store.conversation(cid), cid)
+        let count: Int
+        if record.transient {
+            count = await roomOccupancy(cid)
+        } else {
+            guard try await store.isMember(clientID, of: cid) else {
                 throw IMError(.conversationMembershipRequired, "only members may count the members of \(cid)")
             }
-            return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM members WHERE cid = ?", arguments: [cid]) ?? 0
+            count = try await store.memberCount(of: cid)
         }
-        guard let count else { throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist") }
         var reply = Command(cmd: .conv, op: .result, i: command.i)
         reply.cid = cid
-        reply.count = count >= 0 ? count : rooms.clientIDs(in: cid).count
+        reply.count = count
         connection.send(reply)
     }
 
@@ -149,6 +125,14 @@ extension IMService {
             }
         }
     }
+
+    /// Sends `command` to every connection in the chat room `cid`.
+    func notifyRoom(_ cid: String, _ command: Command, except skipped: Connection? = nil) {
+        for connection in rooms.connections(in: cid) where connection !== skipped { connection.send(command) }
+    }
+
+    /// How many distinct clients are in the chat room `cid`.
+    func roomOccupancy(_ cid: String) async -> Int { rooms.clientIDs(in: cid).count }
 
     func requiredCID(_ command: Command) throws -> String {
         guard let cid = command.cid, !cid.isEmpty else { throw IMError(.invalidField, "missing field 'cid'") }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IMCore
 import NIOWebSocket
 
@@ -69,10 +68,10 @@ extension IMService {
         _ template: Command, cid: String, from clientID: String, on connection: Connection,
         serial: Int?
     ) async throws {
-        let members = try await db.read { db -> [String]? in
-            guard let record = try ConversationStore.find(db, id: cid) else { return nil }
-            return record.transient ? nil : try ConversationStore.members(db, cid: cid)
+        guard let conversation = try await store.conversation(cid) else {
+            throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist")
         }
+        let members = conversation.transient ? nil : try await store.members(of: cid)
         let recipients: [Connection]
         if let members {
             guard members.contains(clientID) else {
@@ -81,8 +80,7 @@ extension IMService {
             recipients = members.flatMap { registry.connections(of: $0) }
         } else {
             guard rooms.room(of: connection) == cid else {
-                let exists = try await db.read { db in try ConversationStore.find(db, id: cid) != nil }
-                throw IMError(.invalidMessagingTarget, exists ? "join the chat room \(cid) first" : "conversation \(cid) does not exist")
+                throw IMError(.invalidMessagingTarget, "join the chat room \(cid) first")
             }
             recipients = rooms.connections(in: cid)
         }
@@ -120,9 +118,7 @@ extension IMService {
         let memberOf =
             conversations.isEmpty
             ? []
-            : (try? await db.read { db in
-                try conversations.filter { try ConversationStore.isMember(db, cid: $0, clientID: clientID) }
-            }) ?? []
+            : await conversations.asyncFilter { (try? await store.isMember(clientID, of: $0)) == true }
         for (id, entry) in tracked where memberOf.contains(entry.cid) {
             var rcp = Command(cmd: .rcp)
             rcp.id = id

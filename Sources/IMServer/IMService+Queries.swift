@@ -1,46 +1,20 @@
 import Foundation
-import GRDB
 import IMCore
 
 /// Conversation queries, attribute updates and mute.
 extension IMService {
     func queryConversations(_ command: Command, on connection: Connection) async throws {
         if let ids = command.tempConvIds { return try await queryTemporaryConversations(ids, command, on: connection) }
-        let query = try ConversationQuery.compile(command.where)
-        let order = try ConversationQuery.orderBy(command.sort)
+        let query = try ConversationQuery.compile(command.where, dialect: store.queryDialect)
         let limit = min(command.limit ?? 10, 1000)
         let skip = command.skip ?? 0
         guard limit >= 1 else { throw IMError(.invalidField, "limit must be at least 1") }
         guard skip >= 0 else { throw IMError(.invalidField, "skip must not be negative") }
-        let scanLimit = configuration.queryScanLimit
-        let viewer = connection.clientID ?? ""
-        let results = try await db.read { db -> [ConversationInfo] in
-            if !query.indexed {
-                let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM conversations") ?? 0
-                if total > scanLimit {
-                    throw IMError(
-                        .conversationQueryFailed,
-                        "query would scan \(total) conversations; add a condition on objectId, m or lm")
-                }
-            }
-            var arguments = query.arguments
-            arguments += [viewer, limit, skip]
-            // A client sees the conversations it is a member of, chat rooms, and conversations whose
-            // attributes say `public: true` (without their member lists); nothing else.
-            let rows = try Row.fetchAll(db, sql: query.select(orderBy: order), arguments: arguments)
-            return try rows.map(ConversationRecord.init).map { record in
-                guard !record.transient else { return record.info(members: nil) }
-                let members = try ConversationStore.members(db, cid: record.id)
-                guard members.contains(viewer) else {
-                    var outsider = record.info(members: nil)
-                    outsider.mu = nil
-                    return outsider
-                }
-                return record.info(members: members)
-            }
-        }
+        // A client sees the conversations it is a member of, chat rooms, and conversations whose
+        // attributes say `public: true` (without their member lists); nothing else.
         var reply = Command(cmd: .conv, op: .results, i: command.i)
-        reply.results = results
+        reply.results = try await store.queryConversations(
+            query, sort: command.sort, viewer: connection.clientID ?? "", limit: limit, skip: skip, scanLimit: configuration.queryScanLimit)
         connection.send(reply)
     }
 
@@ -48,16 +22,8 @@ extension IMService {
     /// is a member of, with the seconds they have left in `ttl`.
     private func queryTemporaryConversations(_ ids: [String], _ command: Command, on connection: Connection) async throws {
         guard ids.count <= 100 else { throw IMError(.invalidField, "at most 100 tempConvIds") }
-        let clientID = connection.clientID ?? ""
-        let results = try await db.read { db -> [ConversationInfo] in
-            try ids.compactMap { id -> ConversationInfo? in
-                guard id.hasPrefix("_tmp:"), let record = try ConversationStore.find(db, id: id) else { return nil }
-                let members = try ConversationStore.members(db, cid: id)
-                return members.contains(clientID) ? record.info(members: members) : nil
-            }
-        }
         var reply = Command(cmd: .conv, op: .results, i: command.i)
-        reply.results = results
+        reply.results = try await store.temporaryConversations(ids, viewer: connection.clientID ?? "")
         connection.send(reply)
     }
 
@@ -68,19 +34,7 @@ extension IMService {
         }
         let now = Identifiers.nowMillis()
         let inRoom = rooms.room(of: connection) == cid
-        let members = try await db.write { db -> [String] in
-            let record = try ConversationStore.existing(db, id: cid)
-            let members = try ConversationStore.members(db, cid: cid)
-            if record.transient ? !inRoom : !members.contains(clientID) {
-                throw IMError(
-                    .conversationUpdateRejected, "\(clientID) is not \(record.transient ? "in the chat room" : "a member of") \(cid)")
-            }
-            let (name, attr) = try AttributePatch.apply(patch, name: record.name, attr: record.attr)
-            try db.execute(
-                sql: "UPDATE conversations SET name = ?, attr = ?, updated_at = ? WHERE id = ?",
-                arguments: [name, attr.jsonString(), now, cid])
-            return members
-        }
+        let members = try await store.updateConversation(cid: cid, by: clientID, inRoom: inRoom, patch: patch, now: now)
         var reply = Command(cmd: .conv, op: .updated, i: command.i)
         reply.cid = cid
         reply.udate = now
@@ -92,23 +46,13 @@ extension IMService {
         event.udate = now
         notify(members, event, except: connection)
         // Chat rooms have no member list: the clients in the room hear of it.
-        for occupant in rooms.connections(in: cid) where occupant !== connection { occupant.send(event) }
+        notifyRoom(cid, event, except: connection)
     }
 
     func setMuted(_ command: Command, by clientID: String, on connection: Connection) async throws {
         let cid = try requiredCID(command)
         let mute = command.op == .mute
-        try await db.write { db in
-            let record = try ConversationStore.existing(db, id: cid)
-            if try !ConversationStore.isMember(db, cid: cid, clientID: clientID) {
-                throw IMError(.conversationMembershipRequired, "only members may mute \(cid)")
-            }
-            var muted = record.muted.filter { $0 != clientID }
-            if mute { muted.append(clientID) }
-            try db.execute(
-                sql: "UPDATE conversations SET muted = ? WHERE id = ?",
-                arguments: [ClientIDList.text(muted), cid])
-        }
+        try await store.setMuted(cid: cid, clientID: clientID, muted: mute)
         var reply = Command(cmd: .conv, op: mute ? .muted : .unmuted, i: command.i)
         reply.cid = cid
         connection.send(reply)
@@ -144,7 +88,7 @@ enum AttributePatch {
             }
         }
         let result = JSONValue.object(attributes)
-        try ConversationStore.checkLimits(name: name, attr: result)
+        try ConversationRecord.checkLimits(name: name, attr: result)
         return (name, result)
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IMCore
 import IMSignatures
 import NIOWebSocket
@@ -32,17 +31,8 @@ extension IMService {
         let deviceID = command.deviceId ?? "connection-\(connection.id)"
         if let tag {
             let forced = command.r != true
-            let kicked = try await db.write { db -> Bool in
-                let holder = try String.fetchOne(
-                    db, sql: "SELECT device_id FROM device_tags WHERE client_id = ? AND tag = ?", arguments: [clientID, tag])
-                if !forced, let holder, holder != deviceID { return true }
-                try db.execute(
-                    sql:
-                        "INSERT INTO device_tags (client_id, tag, device_id) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET device_id = excluded.device_id",
-                    arguments: [clientID, tag, deviceID])
-                return false
-            }
-            if kicked {
+            let claimed = try await store.claimTag(clientID: clientID, tag: tag, deviceID: deviceID, forced: forced)
+            if claimed == nil {
                 throw IMError(.sessionConflict, "another device logged in with tag '\(tag)'; open with force to take over")
             }
         }
@@ -94,13 +84,7 @@ extension IMService {
         let limit = configuration.backlogLimitPerConversation
         let backlog: [(records: [MessageRecord], hasMore: Bool)]
         do {
-            backlog = try await db.read { db in
-                try ConversationStore.memberships(db, clientID: clientID).map { membership in
-                    let records = try MessageStore.backlog(
-                        db, cid: membership.cid, clientID: clientID, after: membership.deliveredT, limit: limit + 1)
-                    return (Array(records.prefix(limit)), records.count > limit)
-                }
-            }
+            backlog = try await store.backlog(clientID: clientID, limit: limit)
         } catch {
             // The client is told, rather than left believing it has everything.
             logger.error("offline backlog failed", metadata: ["client": "\(clientID)", "error": "\(error)"])

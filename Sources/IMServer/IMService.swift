@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IMCore
 import IMSignatures
 import Logging
@@ -9,7 +8,7 @@ import NIOWebSocket
 /// of frames: connections decode commands before handing them here and encode what it sends.
 final class IMService: Sendable {
     let configuration: ServerConfiguration
-    let db: DatabasePool
+    let store: any ServerStore
     let registry = SessionRegistry()
     let receipts = ReceiptTracker()
     let rooms = ChatRooms()
@@ -27,11 +26,11 @@ final class IMService: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
-        let db = try ServerDatabase.open(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
-        self.db = db
-        tokens = SessionTokens(db: db, ttl: TimeInterval(configuration.sessionTokenTTL))
+        let store = try Self.openStore(configuration, logger: logger)
+        self.store = store
+        tokens = SessionTokens(store: store, ttl: TimeInterval(configuration.sessionTokenTTL))
         pipeline = MessagePipeline(
-            db: db, registry: registry, receipts: receipts, rooms: rooms,
+            store: store, registry: registry, receipts: receipts, rooms: rooms,
             counters: storageCounters, metrics: metrics, logger: logger)
         interceptors = InterceptorHub(configuration: configuration.interception, metrics: metrics, logger: logger)
         interception = InterceptionStage(
@@ -45,17 +44,23 @@ final class IMService: Sendable {
                 return (
                     interceptor.clientID,
                     SignatureVerifier(
-                        signer: signer, windowSeconds: configuration.signatureWindow, db: db, scope: "interceptor:\(interceptor.clientID)")
+                        signer: signer, windowSeconds: configuration.signatureWindow, store: store,
+                        scope: "interceptor:\(interceptor.clientID)")
                 )
             })
         if let appID = configuration.appID, let key = configuration.masterKey {
             signatures = SignatureVerifier(
-                signer: Signer(appID: appID, masterKey: key), windowSeconds: configuration.signatureWindow, db: db, scope: "app")
+                signer: Signer(appID: appID, masterKey: key), windowSeconds: configuration.signatureWindow, store: store, scope: "app")
             logger.info("signatures required for login and conversation actions", metadata: ["appId": "\(appID)"])
         } else {
             signatures = nil
             logger.notice("signatures are off: no app id and master key configured; any client id may log in")
         }
+    }
+
+    /// The store the configuration names: PostgreSQL for a `databaseURL`, else the SQLite file.
+    static func openStore(_ configuration: ServerConfiguration, logger: Logger) throws -> any ServerStore {
+        try SQLiteStore(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
     }
 
     /// Handles one command received on a transport, in the session it belongs to (see `Transport`).

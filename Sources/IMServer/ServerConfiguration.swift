@@ -6,8 +6,12 @@ public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port to bind; 0 picks a free port (see `IMServer.start()`).
     public var port: Int = 8080
-    /// Path of the SQLite file.
+    /// Path of the SQLite file (the embedded store), used when `databaseURL` is nil.
     public var databasePath: String = "hookbot.sqlite"
+    /// A PostgreSQL URL (`postgres://user:password@host:port/database`, optionally `?schema=NAME`): the
+    /// server keeps its state there instead of in SQLite, and several servers on one database serve clients
+    /// together (see docs/DEPLOY.md).
+    public var databaseURL: String?
     /// Largest message body (`msg`) accepted, in bytes; larger ones are refused with 4109.
     public var maxMessageBytes: Int = 64 * 1024
     /// Largest WebSocket frame; a larger frame closes the connection (WebSocket code 1009).

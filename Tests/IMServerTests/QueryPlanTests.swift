@@ -11,7 +11,7 @@ final class QueryPlanTests: XCTestCase {
     func testMemberConditionsDriveTheQueryFromTheMembersIndex() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("plan-\(UUID().uuidString).sqlite").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try ServerDatabase.open(path: path, synchronousFull: false)
+        let db = try SQLiteSchema.open(path: path, synchronousFull: false)
         let conditions: [JSONValue] = [
             ["m": "Tom"], ["m": ["$in": ["Tom", "Jerry"]]], ["m": ["$all": ["Tom", "Jerry"]]],
             ["m": "Tom", "attr.topic": ["$regex": "^cats"]], ["m": "Tom", "name": "x"],
@@ -22,7 +22,7 @@ final class QueryPlanTests: XCTestCase {
             let plan = try db.read { db in
                 try Row.fetchAll(
                     db, sql: "EXPLAIN QUERY PLAN " + query.select(orderBy: order),
-                    arguments: query.arguments + ["viewer", 10, 0]
+                    arguments: SQLiteStore.arguments(query.values) + ["viewer", 10, 0]
                 ).map { $0["detail"] as String }
             }
             let text = plan.joined(separator: " | ")

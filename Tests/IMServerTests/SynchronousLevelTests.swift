@@ -12,7 +12,7 @@ final class SynchronousLevelTests: XCTestCase {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         for (full, expected) in [(true, 2), (false, 1)] {
-            let pool = try ServerDatabase.open(path: directory.appendingPathComponent("db-\(full).sqlite").path, synchronousFull: full)
+            let pool = try SQLiteSchema.open(path: directory.appendingPathComponent("db-\(full).sqlite").path, synchronousFull: full)
             let level = try pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
             XCTAssertEqual(level, expected, "synchronousFull = \(full)")
             let journal = try pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }

@@ -1,4 +1,3 @@
-import GRDB
 import IMCore
 
 extension IMService {
@@ -13,16 +12,7 @@ extension IMService {
             let clientID = connection.clientID
         else { return command }
         let ids =
-            (try? await db.read { db in
-                try String.fetchAll(
-                    db,
-                    sql: """
-                        SELECT id FROM messages
-                        WHERE cid = ? AND t >= ? AND t <= ? AND receipt = 1 AND from_id <> ?
-                        ORDER BY t LIMIT 1000
-                        """,
-                    arguments: [cid, from, to, clientID])
-            }) ?? []
+            (try? await store.receiptMessageIDs(cid: cid, from: from, to: to, excluding: clientID)) ?? []
         var resolved = command
         if !ids.isEmpty { resolved.ids = ids }
         return resolved

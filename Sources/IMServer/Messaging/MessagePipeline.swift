@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import IMCore
 import Logging
 import NIOCore
@@ -36,17 +35,14 @@ struct OutgoingMessage: Sendable {
 /// cursor moves to the timestamp of the newest acknowledged *stored* message, read from the database, so
 /// acks of transient or cmd messages (or forged timestamps) never skip stored messages.
 ///
-/// The pipeline writes on a thread of its own (a single-thread event loop): `enqueue` only appends and
-/// wakes it, and it commits synchronously there, so a batch costs one thread wake-up instead of hops
-/// between the cooperative pool and GRDB's queue, and no shared thread ever blocks on a commit.
+/// With SQLite the pipeline writes on a thread of its own (a single-thread event loop): `enqueue` only
+/// appends and wakes it, and it commits synchronously there, so a batch costs one thread wake-up instead
+/// of hops between the cooperative pool and GRDB's queue, and no shared thread ever blocks on a commit.
+/// With PostgreSQL (an asynchronous driver) the same loop runs as a task that suspends on each commit.
+///
+/// Where a `delivery` is set (a cluster), stored messages are not fanned out here: every node, this one
+/// included, delivers them when the database announces their commit, so all nodes deliver in commit order.
 final class MessagePipeline: Sendable {
-    private enum Outcome: Sendable {
-        /// Stored; `members` receive it, or, for a chat room (`room`), the connections in the room.
-        case stored(MessageRecord, members: [String], room: Bool)
-        case duplicate(MessageRecord)
-        case failed(IMError)
-    }
-
     private struct State {
         var queue: [OutgoingMessage] = []
         var cursorMoves: [CursorKey: CursorMove] = [:]
@@ -61,7 +57,9 @@ final class MessagePipeline: Sendable {
         var lastTimestamps: [String: Int64] = [:]
     }
 
-    private let db: DatabasePool
+    private let writeBatch: BatchWriter
+    /// Set in a cluster: stored messages reach connections through the cluster's announcements.
+    private let fansOutLocally: Bool
     private let registry: SessionRegistry
     private let receipts: ReceiptTracker
     private let rooms: ChatRooms
@@ -74,10 +72,11 @@ final class MessagePipeline: Sendable {
     private let timestampCacheLimit = 10_000
 
     init(
-        db: DatabasePool, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms,
-        counters: StorageCounters, metrics: ServerMetrics, logger: Logger
+        store: any ServerStore, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms,
+        counters: StorageCounters, metrics: ServerMetrics, logger: Logger, fansOutLocally: Bool = true
     ) {
-        self.db = db
+        writeBatch = store.batchWriter
+        self.fansOutLocally = fansOutLocally
         self.counters = counters
         self.metrics = metrics
         self.registry = registry
@@ -97,7 +96,15 @@ final class MessagePipeline: Sendable {
             defer { state.drainQueued = true }
             return !state.drainQueued
         }
-        if wake { writer.execute { self.drain() } }
+        if wake { startDrain() }
+    }
+
+    /// Runs `drain` where the store commits: on the writer thread, or as a task.
+    private func startDrain() {
+        switch writeBatch {
+        case .blocking(let write): writer.execute { self.drain(write) }
+        case .suspending(let write): Task { await self.drain(write) }
+        }
     }
 
     /// How long cursor moves alone wait for a message batch to ride along with, before they get a
@@ -122,7 +129,7 @@ final class MessagePipeline: Sendable {
                     defer { state.drainQueued = true }
                     return !state.drainQueued
                 }
-                if run { self.drain() }
+                if run { self.startDrain() }
             }
         }
     }
@@ -142,132 +149,78 @@ final class MessagePipeline: Sendable {
     }
 
     /// Runs on the writer thread: commits batches until nothing is queued.
-    private func drain() {
-        while true {
-            let next = state.withLock { state -> (batch: [OutgoingMessage], moves: [CursorKey: CursorMove], known: [String: Int64])? in
-                if state.queue.isEmpty && state.cursorMoves.isEmpty {
-                    state.drainQueued = false
-                    return nil
-                }
-                defer {
-                    state.queue.removeAll(keepingCapacity: true)
-                    state.cursorMoves.removeAll()
-                    state.batchesStarted += 1
-                }
-                return (state.queue, state.cursorMoves, state.lastTimestamps)
-            }
-            guard let (batch, moves, known) = next else { return }
-            do {
-                let started = ServerMetrics.now()
-                let (outcomes, timestamps) = try db.write { db in
-                    let result = try Self.commit(db, batch, knownTimestamps: known, rooms: rooms, now: Identifiers.nowMillis())
-                    try MessageStore.advanceCursors(db, moves)
-                    return result
-                }
-                counters.committed(messages: batch.count)
-                ServerMetrics.record(metrics.commitLatency, since: started)
-                metrics.commitBatchSize.record(batch.count)
-                state.withLock { state in
-                    if state.lastTimestamps.count + timestamps.count > timestampCacheLimit { state.lastTimestamps.removeAll() }
-                    state.lastTimestamps.merge(timestamps) { _, new in new }
-                }
-                for (message, outcome) in zip(batch, outcomes) { publish(message, outcome) }
-            } catch {
-                logger.error(
-                    "message batch failed",
-                    metadata: [
-                        "error": "\(error)", "count": "\(batch.count)", "cursor_moves": "\(moves.count)",
-                    ])
-                for message in batch { publish(message, .failed(IMError(.internalError, "storage failure"))) }
-            }
-            let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.batchesFinished += 1
-                let finished = state.batchesFinished
-                let ready = state.flushWaiters.filter { $0.batch <= finished }.map(\.continuation)
-                state.flushWaiters.removeAll { $0.batch <= finished }
-                return ready
-            }
-            for waiter in ready { waiter.resume() }
+    private func drain(_ write: @Sendable (MessageBatch) throws -> BatchResult) {
+        while let batch = nextBatch() {
+            let started = ServerMetrics.now()
+            finish(batch, Result { try write(batch) }, started: started)
         }
     }
 
-    private static func commit(
-        _ db: Database, _ batch: [OutgoingMessage], knownTimestamps: [String: Int64], rooms: ChatRooms, now: Int64
-    ) throws -> ([Outcome], [String: Int64]) {
-        var timestamps: [String: Int64] = [:]
-        var conversations: [String: ConversationRecord?] = [:]
-        var memberLists: [String: [String]] = [:]
-        var outcomes: [Outcome] = []
-        outcomes.reserveCapacity(batch.count)
-        for message in batch {
-            let conversation: ConversationRecord?
-            if let cached = conversations[message.cid] {
-                conversation = cached
-            } else {
-                conversation = try ConversationStore.find(db, id: message.cid)
-                conversations[message.cid] = conversation
-            }
-            guard let conversation else {
-                outcomes.append(.failed(IMError(.invalidMessagingTarget, "conversation \(message.cid) does not exist")))
-                continue
-            }
-            let members: [String]
-            if let cached = memberLists[message.cid] {
-                members = cached
-            } else {
-                members =
-                    conversation.transient
-                    ? Array(rooms.clientIDs(in: message.cid))
-                    : try ConversationStore.members(db, cid: message.cid)
-                memberLists[message.cid] = members
-            }
-            guard members.contains(message.from) else {
-                outcomes.append(.failed(IMError(.invalidMessagingTarget, "\(message.from) is not a member of \(message.cid)")))
-                continue
-            }
-            if let token = message.dedupeToken, let existing = try MessageStore.find(db, from: message.from, dedupeToken: token) {
-                outcomes.append(.duplicate(existing))
-                continue
-            }
-            let last: Int64
-            if let t = timestamps[message.cid] ?? knownTimestamps[message.cid] {
-                last = t
-            } else {
-                last = try MessageStore.lastTimestamp(db, cid: message.cid)
-            }
-            let t = max(now, last + 1)
-            timestamps[message.cid] = t
-            let record = MessageRecord(
-                id: Identifiers.messageID(), cid: message.cid, from: message.from, data: message.data, t: t,
-                receipt: message.receipt && !conversation.transient, priority: message.priority,
-                mentionPids: message.mentionPids, mentionAll: message.mentionAll == true)
-            try MessageStore.insert(db, record, dedupeToken: message.dedupeToken, recipients: message.recipients)
-            let audience = message.recipients.map { allowed in members.filter(allowed.contains) } ?? members
-            outcomes.append(.stored(record, members: audience, room: conversation.transient && message.recipients == nil))
+    /// The same loop, suspending on each commit.
+    private func drain(_ write: @Sendable (MessageBatch) async throws -> BatchResult) async {
+        while let batch = nextBatch() {
+            let started = ServerMetrics.now()
+            let result: Result<BatchResult, any Error>
+            do { result = .success(try await write(batch)) } catch { result = .failure(error) }
+            finish(batch, result, started: started)
         }
-        let touch = try db.cachedStatement(sql: "UPDATE conversations SET lm = ? WHERE id = ?")
-        for (cid, t) in timestamps { try touch.execute(arguments: [t, cid]) }
-        return (outcomes, timestamps)
     }
 
-    private func publish(_ message: OutgoingMessage, _ outcome: Outcome) {
+    /// Takes everything queued as the next batch, or ends the drain when nothing is.
+    private func nextBatch() -> MessageBatch? {
+        state.withLock { state -> MessageBatch? in
+            if state.queue.isEmpty && state.cursorMoves.isEmpty {
+                state.drainQueued = false
+                return nil
+            }
+            defer {
+                state.queue.removeAll(keepingCapacity: true)
+                state.cursorMoves.removeAll()
+                state.batchesStarted += 1
+            }
+            return MessageBatch(
+                messages: state.queue, moves: state.cursorMoves, knownTimestamps: state.lastTimestamps, now: Identifiers.nowMillis(),
+                roomMembers: { [rooms] cid in Array(rooms.clientIDs(in: cid)) })
+        }
+    }
+
+    /// Acknowledges (and, on one node, delivers) a committed batch, or fails its messages; wakes flushes.
+    private func finish(_ batch: MessageBatch, _ result: Result<BatchResult, any Error>, started: UInt64) {
+        switch result {
+        case .success(let result):
+            counters.committed(messages: batch.messages.count)
+            ServerMetrics.record(metrics.commitLatency, since: started)
+            metrics.commitBatchSize.record(batch.messages.count)
+            state.withLock { state in
+                if state.lastTimestamps.count + result.timestamps.count > timestampCacheLimit { state.lastTimestamps.removeAll() }
+                state.lastTimestamps.merge(result.timestamps) { _, new in new }
+            }
+            for (message, outcome) in zip(batch.messages, result.outcomes) { publish(message, outcome) }
+        case .failure(let error):
+            logger.error(
+                "message batch failed",
+                metadata: ["error": "\(error)", "count": "\(batch.messages.count)", "cursor_moves": "\(batch.moves.count)"])
+            for message in batch.messages { publish(message, .failed(IMError(.internalError, "storage failure"))) }
+        }
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.batchesFinished += 1
+            let finished = state.batchesFinished
+            let ready = state.flushWaiters.filter { $0.batch <= finished }.map(\.continuation)
+            state.flushWaiters.removeAll { $0.batch <= finished }
+            return ready
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    private func publish(_ message: OutgoingMessage, _ outcome: BatchOutcome) {
         var ack = Command(cmd: .ack, i: message.serial)
         switch outcome {
         case .stored(let record, let members, let room):
-            if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
-            let frame = SharedFrame(Self.directCommand(record))
-            let recipients =
-                room
-                ? rooms.connections(in: record.cid)
-                : members.flatMap { registry.connections(of: $0) }
-            var delivered = 0
-            for connection in recipients where connection.clientID != record.from {
-                connection.deliver(messageID: record.id, frame)
-                delivered += 1
-            }
             metrics.messagesStored.increment()
-            metrics.messagesDelivered.increment(by: delivered)
-            ServerMetrics.record(metrics.deliveryLatency, since: message.received)
+            if fansOutLocally {
+                deliver(record, members: members, room: room)
+                ServerMetrics.record(metrics.deliveryLatency, since: message.received)
+            }
             ack.uid = record.id
             ack.t = record.t
         case .duplicate(let record):
@@ -278,6 +231,20 @@ final class MessagePipeline: Sendable {
             ack = IMService.errorReply(error, to: Command(cmd: .direct, i: message.serial))
         }
         message.sender.send(ack)
+    }
+
+    /// Delivers a stored message to this node's connections of its members (or, for a chat room, of the
+    /// room), the sender's own excepted.
+    func deliver(_ record: MessageRecord, members: [String], room: Bool) {
+        if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
+        let frame = SharedFrame(Self.directCommand(record))
+        let recipients = room ? rooms.connections(in: record.cid) : members.flatMap { registry.connections(of: $0) }
+        var delivered = 0
+        for connection in recipients where connection.clientID != record.from {
+            connection.deliver(messageID: record.id, frame)
+            delivered += 1
+        }
+        metrics.messagesDelivered.increment(by: delivered)
     }
 
     /// The `direct` command that delivers a stored message.

@@ -1,24 +1,23 @@
 import Foundation
-import GRDB
 import IMCore
 import IMSignatures
 import Synchronization
 
 /// Checks signatures on login and conversation actions: valid, fresh (within the window) and not replayed
-/// (each nonce once per window). Used nonces are written to the database in the check's transaction, so a
-/// captured login cannot be replayed after a restart either.
+/// (each nonce once per window). Used nonces are written to the store in the check's transaction, so a
+/// captured login cannot be replayed after a restart, nor on another node.
 final class SignatureVerifier: Sendable {
     let signer: Signer
     private let window: Int64
-    private let db: DatabasePool
+    private let store: any ServerStore
     /// Separates the nonces of different verifiers (the app's, each interceptor's).
     private let scope: String
     private let writes = Atomic<Int>(0)
 
-    init(signer: Signer, windowSeconds: Int, db: DatabasePool, scope: String) {
+    init(signer: Signer, windowSeconds: Int, store: any ServerStore, scope: String) {
         self.signer = signer
         window = Int64(windowSeconds)
-        self.db = db
+        self.store = store
         self.scope = scope
     }
 
@@ -36,20 +35,7 @@ final class SignatureVerifier: Sendable {
             throw IMError(failure, "signature does not match")
         }
         let purge = writes.wrappingAdd(1, ordering: .relaxed).newValue % 1000 == 0
-        let (scope, window) = (scope, window)
-        let replayed = try await db.write { db -> Bool in
-            if purge { try db.execute(sql: "DELETE FROM signature_nonces WHERE seen_at < ?", arguments: [now - window]) }
-            if let seenAt = try Int64.fetchOne(
-                db, sql: "SELECT seen_at FROM signature_nonces WHERE scope = ? AND nonce = ?", arguments: [scope, nonce]),
-                seenAt >= now - window
-            {
-                return true
-            }
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO signature_nonces (scope, nonce, seen_at) VALUES (?, ?, ?)",
-                arguments: [scope, nonce, now])
-            return false
-        }
+        let replayed = try await store.useNonce(scope: scope, nonce: nonce, now: now, window: window, purge: purge)
         if replayed { throw IMError(failure, "nonce already used") }
     }
 }

@@ -1,15 +1,31 @@
 import Foundation
-import GRDB
 import IMCore
 
-/// Compiles a `conv query` `where` (LeanCloud/Parse dialect) into SQL over the conversations table.
+/// A value bound to a compiled query's placeholder.
+enum QueryValue: Sendable, Equatable {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+    case bool(Bool)
+    /// JSON text compared with a JSON attribute (PostgreSQL's `jsonb`).
+    case json(String)
+}
+
+/// Compiles a `conv query` `where` (LeanCloud/Parse dialect) into SQL over the conversations table, for
+/// SQLite or PostgreSQL.
 ///
 /// Fields: `objectId`, `name`, `c`, `tr`, `lm`, `createdAt`, `updatedAt`, `m` (membership, through the
-/// members table) and `attr.<path>` (JSON inside `attr`). Every value is bound as a parameter; field names
-/// and paths are checked against a fixed grammar, so no text from the request reaches the SQL itself.
-struct ConversationQuery {
+/// members table) and `attr.<path>` (JSON inside `attr`). Every value is bound as a parameter (written `?`;
+/// the PostgreSQL store numbers them); field names and paths are checked against a fixed grammar, so no
+/// text from the request reaches the SQL itself. `$regex` runs the Swift regex function in SQLite and
+/// PostgreSQL's own `~` operator there (under a statement timeout).
+struct ConversationQuery: Sendable {
+    enum Dialect: Sendable { case sqlite, postgres }
+
+    var dialect: Dialect
     var sql: String
-    var arguments: StatementArguments
+    var values: [QueryValue]
     /// True when a condition can drive an index (`objectId`, `m` containment or an `lm` range), so the
     /// query does not scan the whole table.
     var indexed: Bool
@@ -26,46 +42,61 @@ struct ConversationQuery {
     /// and the offset. A viewer sees the conversations it is a member of, chat rooms, and conversations
     /// whose attributes say `public: true`; never expired temporary conversations nor other temporary ones.
     func select(orderBy order: String) -> String {
-        """
-        SELECT c.* FROM conversations c
-        WHERE (\(sql)) AND c.expires_at IS NULL
-          AND (c.transient = 1 OR json_extract(c.attr, '$.public') IS 1
-               OR EXISTS (SELECT 1 FROM members mv WHERE mv.cid = c.id AND mv.client_id = ?))
-        ORDER BY \(order) LIMIT ? OFFSET ?
-        """
+        let isPublic = dialect == .sqlite ? "json_extract(c.attr, '$.public') IS 1" : "c.attr -> 'public' = 'true'::jsonb"
+        return """
+            SELECT c.* FROM conversations c
+            WHERE (\(sql)) AND c.expires_at IS NULL
+              AND (c.transient = TRUE OR \(isPublic)
+                   OR EXISTS (SELECT 1 FROM members mv WHERE mv.cid = c.id AND mv.client_id = ?))
+            ORDER BY \(order) LIMIT ? OFFSET ?
+            """
     }
 
     /// Compiles a where object; throws 4903 with a detail naming the offending part.
-    static func compile(_ condition: JSONValue?) throws -> ConversationQuery {
-        var compiler = Compiler()
+    static func compile(_ condition: JSONValue?, dialect: Dialect = .sqlite) throws -> ConversationQuery {
+        var compiler = Compiler(dialect: dialect)
         let sql = try compiler.object(condition ?? .object([:]), path: "where", depth: 0)
-        return ConversationQuery(sql: sql, arguments: StatementArguments(compiler.values), indexed: compiler.indexed)
+        return ConversationQuery(dialect: dialect, sql: sql, values: compiler.values, indexed: compiler.indexed)
     }
 
     /// `ORDER BY` terms for a sort string such as `-lm,name`.
-    static func orderBy(_ sort: String?) throws -> String {
-        guard let sort, !sort.isEmpty else { return "c.lm DESC, c.id" }
+    static func orderBy(_ sort: String?, dialect: Dialect = .sqlite) throws -> String {
+        guard let sort, !sort.isEmpty else { return dialect == .sqlite ? "c.lm DESC, c.id" : "c.lm DESC NULLS LAST, c.id" }
         var terms: [String] = []
         for raw in sort.split(separator: ",") {
             var field = raw.trimmingCharacters(in: .whitespaces)
             let descending = field.hasPrefix("-")
             if descending { field.removeFirst() }
-            terms.append("\(try expression(for: field, path: "sort")) \(descending ? "DESC" : "ASC")")
+            // SQLite sorts NULL first ascending; PostgreSQL is told to do the same, so pages match.
+            let nulls = dialect == .postgres ? (descending ? " NULLS LAST" : " NULLS FIRST") : ""
+            terms.append("\(try expression(for: field, path: "sort", dialect: dialect).sql) \(descending ? "DESC" : "ASC")\(nulls)")
         }
         return (terms + ["c.id"]).joined(separator: ", ")
     }
 
-    static func expression(for field: String, path: String) throws -> String {
-        if let column = columns[field] { return column }
+    /// The kind of value a field holds, which decides how a compared value is bound.
+    enum FieldKind { case text, integer, boolean, json }
+
+    /// The SQL expression of a field, and its kind.
+    static func expression(for field: String, path: String, dialect: Dialect) throws -> (sql: String, kind: FieldKind) {
+        if let column = columns[field] { return (column, columnKinds[field] ?? .text) }
         if field.hasPrefix("attr.") {
             let segments = field.dropFirst(5).split(separator: ".", omittingEmptySubsequences: false)
             guard !segments.isEmpty, segments.allSatisfy(isSafeSegment) else {
                 throw IMError(.invalidField, "\(path): invalid attribute path '\(field)'")
             }
-            return "json_extract(c.attr, '$.\(segments.joined(separator: "."))')"
+            switch dialect {
+            case .sqlite: return ("json_extract(c.attr, '$.\(segments.joined(separator: "."))')", .json)
+            // A JSON null counts as absent, as SQLite's json_extract has it.
+            case .postgres: return ("NULLIF(c.attr #> '{\(segments.joined(separator: ","))}', 'null'::jsonb)", .json)
+            }
         }
         throw IMError(.invalidField, "\(path): unknown field '\(field)'")
     }
+
+    private static let columnKinds: [String: FieldKind] = [
+        "tr": .boolean, "lm": .integer, "createdAt": .integer, "updatedAt": .integer,
+    ]
 
     private static func isSafeSegment(_ segment: Substring) -> Bool {
         !segment.isEmpty && segment.count <= 64
@@ -73,9 +104,12 @@ struct ConversationQuery {
     }
 
     private struct Compiler {
-        var values: [(any DatabaseValueConvertible)?] = []
+        let dialect: Dialect
+        var values: [QueryValue] = []
         var indexed = false
         var conditions = 0
+
+        init(dialect: Dialect) { self.dialect = dialect }
 
         mutating func object(_ value: JSONValue, path: String, depth: Int) throws -> String {
             guard depth <= ConversationQuery.maxDepth else { throw IMError(.invalidField, "\(path): nested too deeply") }
@@ -96,14 +130,14 @@ struct ConversationQuery {
                     clauses.append(try field(key, condition, path: "\(path).\(key)"))
                 }
             }
-            return clauses.isEmpty ? "1" : clauses.joined(separator: " AND ")
+            return clauses.isEmpty ? "TRUE" : clauses.joined(separator: " AND ")
         }
 
         mutating func field(_ name: String, _ condition: JSONValue, path: String) throws -> String {
             conditions += 1
             guard conditions <= ConversationQuery.maxConditions else { throw IMError(.invalidField, "where has too many conditions") }
             if name == "m" { return try members(condition, path: path) }
-            let column = try ConversationQuery.expression(for: name, path: path)
+            let column = try ConversationQuery.expression(for: name, path: path, dialect: dialect)
             guard case .object(let ops) = condition, ops.keys.contains(where: { $0.hasPrefix("$") }) else {
                 if name == "objectId" { indexed = true }
                 return try compare(column, "=", condition, path: path)
@@ -126,22 +160,33 @@ struct ConversationQuery {
                     }
                     if op == "$in", name == "objectId" { indexed = true }
                     if items.isEmpty {
-                        clauses.append(op == "$in" ? "0" : "1")
+                        clauses.append(op == "$in" ? "FALSE" : "TRUE")
                         continue
                     }
-                    for item in items { values.append(try bindable(item, path: path)) }
-                    let list = Array(repeating: "?", count: items.count).joined(separator: ", ")
-                    clauses.append(op == "$in" ? "\(column) IN (\(list))" : "(\(column) IS NULL OR \(column) NOT IN (\(list)))")
+                    for item in items { values.append(try bindable(item, kind: column.kind, path: path)) }
+                    let list = Array(repeating: placeholder(column.kind), count: items.count).joined(separator: ", ")
+                    clauses.append(
+                        op == "$in" ? "\(column.sql) IN (\(list))" : "(\(column.sql) IS NULL OR \(column.sql) NOT IN (\(list)))")
                 case "$exists":
                     guard let exists = operand.boolValue else { throw IMError(.invalidField, "\(path).$exists must be true or false") }
-                    clauses.append("\(column) IS \(exists ? "NOT NULL" : "NULL")")
+                    clauses.append("\(column.sql) IS \(exists ? "NOT NULL" : "NULL")")
                 case "$regex":
                     guard let pattern = operand.stringValue else { throw IMError(.invalidField, "\(path).$regex must be a string") }
                     let options = ops["$options"]?.stringValue ?? ""
                     _ = try RegexCache.shared.regex(pattern, options: options, path: path)
-                    values.append(pattern)
-                    values.append(options)
-                    clauses.append("hookbot_regexp(?, ?, \(column))")
+                    switch dialect {
+                    case .sqlite:
+                        values.append(.text(pattern))
+                        values.append(.text(options))
+                        clauses.append("hookbot_regexp(?, ?, \(column.sql))")
+                    case .postgres:
+                        // Mongo's options as PostgreSQL's embedded ones: `m` alone is newline-sensitive (n), `s`
+                        // alone the default (s), both together `w`; `i` and `x` are the same letters.
+                        let flags = Self.postgresFlags(options)
+                        values.append(.text(flags.isEmpty ? pattern : "(?\(flags))" + pattern))
+                        let text = column.kind == .json ? "(\(column.sql) #>> '{}')" : "(\(column.sql))::text"
+                        clauses.append("(length(\(text)) <= \(RegexCache.maxSubjectBytes) AND \(text) ~ ?)")
+                    }
                 case "$options":
                     guard ops["$regex"] != nil else { throw IMError(.invalidField, "\(path).$options needs $regex") }
                 default:
@@ -157,7 +202,7 @@ struct ConversationQuery {
             func bind(_ ids: [JSONValue]) throws -> String {
                 for id in ids {
                     guard let string = id.stringValue else { throw IMError(.invalidField, "\(path): member ids must be strings") }
-                    values.append(string)
+                    values.append(.text(string))
                 }
                 return Array(repeating: "?", count: ids.count).joined(separator: ", ")
             }
@@ -209,7 +254,7 @@ struct ConversationQuery {
                     clauses.append(try memberOf([operand]))
                 case "$exists":
                     guard let flag = operand.boolValue else { throw IMError(.invalidField, "\(path).$exists must be true or false") }
-                    clauses.append(flag ? "c.transient = 0" : "c.transient = 1")
+                    clauses.append(flag ? "c.transient = FALSE" : "c.transient = TRUE")
                 default:
                     throw IMError(.invalidField, "\(path): unsupported operator '\(op)' on m")
                 }
@@ -217,27 +262,67 @@ struct ConversationQuery {
             return "(" + clauses.joined(separator: " AND ") + ")"
         }
 
-        mutating func compare(_ column: String, _ op: String, _ value: JSONValue, path: String) throws -> String {
-            if case .null = value { return "\(column) IS \(op == "IS NOT" ? "NOT NULL" : "NULL")" }
-            values.append(try bindable(value, path: path))
-            return "\(column) \(op == "=" ? "IS" : op) ?"
+        mutating func compare(_ column: (sql: String, kind: FieldKind), _ op: String, _ value: JSONValue, path: String) throws -> String {
+            if case .null = value { return "\(column.sql) IS \(op == "IS NOT" ? "NOT NULL" : "NULL")" }
+            values.append(try bindable(value, kind: column.kind, path: path))
+            let sqlOp: String
+            switch (op, dialect) {
+            case ("=", .sqlite): sqlOp = "IS"
+            case ("=", .postgres): sqlOp = "IS NOT DISTINCT FROM"
+            case ("IS NOT", .postgres): sqlOp = "IS DISTINCT FROM"
+            default: sqlOp = op
+            }
+            return "\(column.sql) \(sqlOp) \(placeholder(column.kind))"
         }
 
-        func bindable(_ value: JSONValue, path: String) throws -> (any DatabaseValueConvertible)? {
-            switch value {
-            case .null: return nil
-            case .bool(let b): return b ? 1 : 0
-            case .int(let i): return i
-            case .double(let d): return d
-            case .string(let s): return s
-            case .object(let o):
-                if o["__type"]?.stringValue == "Date", let iso = o["iso"]?.stringValue, let date = Self.parseISODate(iso) {
-                    return Int64(date.timeIntervalSince1970 * 1000)
+        /// A placeholder; PostgreSQL compares JSON attributes with `jsonb` values.
+        func placeholder(_ kind: FieldKind) -> String {
+            dialect == .postgres && kind == .json ? "?::jsonb" : "?"
+        }
+
+        /// The value bound for a comparison with a field of `kind`. SQLite compares anything with anything;
+        /// PostgreSQL's columns are typed, so a value of the wrong type is refused (4903) there.
+        func bindable(_ value: JSONValue, kind: FieldKind, path: String) throws -> QueryValue {
+            var comparable = value
+            if case .object(let o) = value {
+                guard o["__type"]?.stringValue == "Date", let iso = o["iso"]?.stringValue, let date = Self.parseISODate(iso) else {
+                    throw IMError(.invalidField, "\(path): objects are not comparable values")
                 }
-                throw IMError(.invalidField, "\(path): objects are not comparable values")
-            case .array:
-                throw IMError(.invalidField, "\(path): arrays are not comparable values")
+                comparable = .int(Int(date.timeIntervalSince1970 * 1000))
             }
+            if case .array = value { throw IMError(.invalidField, "\(path): arrays are not comparable values") }
+            if dialect == .postgres {
+                switch (kind, comparable) {
+                case (_, .null): return .null
+                case (.json, _): return .json(comparable.jsonString())
+                case (.text, .string(let s)): return .text(s)
+                case (.integer, .int(let i)): return .int(Int64(i))
+                case (.integer, .double(let d)) where d == d.rounded() && abs(d) < 9e18: return .int(Int64(d))
+                case (.boolean, .bool(let b)): return .bool(b)
+                case (.boolean, .int(let i)) where i == 0 || i == 1: return .bool(i == 1)
+                default: throw IMError(.invalidField, "\(path): \(comparable.jsonString()) cannot be compared with this field")
+                }
+            }
+            switch comparable {
+            case .null: return .null
+            case .bool(let b): return .int(b ? 1 : 0)
+            case .int(let i): return .int(Int64(i))
+            case .double(let d): return .double(d)
+            case .string(let s): return .text(s)
+            case .object, .array: throw IMError(.invalidField, "\(path): objects are not comparable values")
+            }
+        }
+
+        static func postgresFlags(_ options: String) -> String {
+            var flags = ""
+            if options.contains("i") { flags += "i" }
+            if options.contains("x") { flags += "x" }
+            switch (options.contains("m"), options.contains("s")) {
+            case (true, true): flags += "w"
+            case (true, false): flags += "n"
+            default: break
+            }
+            return flags
         }
 
         static func parseISODate(_ text: String) -> Date? {

@@ -2,86 +2,39 @@ import Foundation
 import GRDB
 import IMCore
 
-/// A conversation row.
-struct ConversationRecord: Sendable, Equatable {
-    var id: String
-    var name: String?
-    var creator: String
-    var transient: Bool
-    var uniqueKey: String?
-    var attr: JSONValue
-    var muted: [String]
-    var lm: Int64?
-    var createdAt: Int64
-    var updatedAt: Int64
-    /// When a temporary conversation expires (ms); nil for the others.
-    var expiresAt: Int64?
-
+extension ConversationRecord {
     init(row: Row) {
-        id = row["id"]
-        name = row["name"]
-        creator = row["creator"]
-        transient = row["transient"]
-        uniqueKey = row["unique_key"]
-        attr = JSONValue.parse(row["attr"] ?? "{}") ?? .object([:])
-        muted = ClientIDList.parse(row["muted"]) ?? []
-        lm = row["lm"]
-        createdAt = row["created_at"]
-        updatedAt = row["updated_at"]
-        expiresAt = row["expires_at"]
-    }
-
-    /// The wire form; `members` is nil for chat rooms.
-    func info(members: [String]?) -> ConversationInfo {
-        var info = ConversationInfo(objectId: id)
-        info.name = name
-        info.c = creator
-        info.m = transient ? nil : members
-        info.tr = transient
-        info.unique = uniqueKey != nil
-        info.attr = attr
-        info.mu = muted
-        info.lm = lm
-        info.createdAt = createdAt
-        info.updatedAt = updatedAt
-        if let expiresAt { info.ttl = Int(clamping: max(0, (expiresAt - Identifiers.nowMillis()) / 1000)) }
-        return info
+        self.init(
+            id: row["id"], name: row["name"], creator: row["creator"], transient: row["transient"], uniqueKey: row["unique_key"],
+            attr: JSONValue.parse(row["attr"] ?? "{}") ?? .object([:]), muted: ClientIDList.parse(row["muted"]) ?? [],
+            lm: row["lm"], createdAt: row["created_at"], updatedAt: row["updated_at"], expiresAt: row["expires_at"])
     }
 }
 
 /// Conversation and membership queries. Functions take a GRDB `Database` so callers choose the transaction.
-enum ConversationStore {
-    static func uniqueKey(for members: [String]) -> String {
-        Array(Set(members)).sorted().joined(separator: "\u{1F}")
-    }
-
-    /// Creates a conversation with `creator` among its members, or, for `unique`, returns the existing
+enum ConversationTable {
+    /// Creates a conversation with its creator among its members, or, for a unique one, returns the existing
     /// conversation with the same member set. Runs inside the caller's write transaction, so concurrent
     /// unique starts resolve to one row.
-    /// A temporary conversation (`temporaryTTL` seconds) is never unique and gets an id starting `_tmp:`.
-    static func create(
-        _ db: Database, creator: String, members: [String], name: String?, attr: JSONValue?,
-        unique: Bool, transient: Bool, temporaryTTL: Int? = nil, now: Int64
-    ) throws -> (record: ConversationRecord, created: Bool) {
-        var all = [creator]
-        for member in members where !all.contains(member) { all.append(member) }
-        let key = unique && !transient && temporaryTTL == nil ? uniqueKey(for: all) : nil
+    static func create(_ db: Database, _ new: NewConversation) throws -> (record: ConversationRecord, created: Bool) {
+        let key = new.uniqueKey
         if let key, let row = try Row.fetchOne(db, sql: "SELECT * FROM conversations WHERE unique_key = ?", arguments: [key]) {
             return (ConversationRecord(row: row), false)
         }
-        let id = temporaryTTL == nil ? Identifiers.conversationID() : "_tmp:" + Identifiers.conversationID()
-        let expiresAt = temporaryTTL.map { now + Int64($0) * 1000 }
+        let id = new.newID()
         try db.execute(
             sql: """
                 INSERT INTO conversations (id, name, creator, transient, unique_key, attr, created_at, updated_at, expires_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [id, name, creator, transient, key, (attr ?? .object([:])).jsonString(), now, now, expiresAt])
-        if !transient {
-            for member in all {
+            arguments: [
+                id, new.name, new.creator, new.transient, key, (new.attr ?? .object([:])).jsonString(), new.now, new.now, new.expiresAt,
+            ])
+        if !new.transient {
+            for member in new.allMembers {
                 try db.execute(
                     sql: "INSERT INTO members (cid, client_id, joined_at, delivered_t, read_t) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [id, member, now, now, now])
+                    arguments: [id, member, new.now, new.now, new.now])
             }
         }
         guard let record = try find(db, id: id) else { throw IMError(.internalError, "conversation vanished") }
@@ -90,25 +43,7 @@ enum ConversationStore {
 
     /// The conversation, or error 4401 when there is none with that id.
     static func existing(_ db: Database, id: String) throws -> ConversationRecord {
-        guard let record = try find(db, id: id) else {
-            throw IMError(.invalidMessagingTarget, "conversation \(id) does not exist")
-        }
-        return record
-    }
-
-    /// The largest conversation name, in UTF-8 bytes.
-    static let maxNameBytes = 1024
-    /// The largest attribute object, as compact JSON.
-    static let maxAttributeBytes = 64 * 1024
-
-    /// Refuses names and attributes over the limits (4903), at creation and on every update alike.
-    static func checkLimits(name: String?, attr: JSONValue?) throws {
-        if let name, name.utf8.count > maxNameBytes {
-            throw IMError(.invalidField, "name exceeds \(maxNameBytes) bytes")
-        }
-        if let attr, attr.jsonString().utf8.count > maxAttributeBytes {
-            throw IMError(.invalidField, "attributes exceed \(maxAttributeBytes / 1024) KiB")
-        }
+        try StoreRules.existing(find(db, id: id), id)
     }
 
     /// The conversation with this id; an expired temporary conversation no longer exists.
@@ -138,7 +73,7 @@ enum ConversationStore {
 
     /// Memberships of a client in conversations that exist (not expired), with its delivery cursor and
     /// read mark in each.
-    static func memberships(_ db: Database, clientID: String) throws -> [(cid: String, deliveredT: Int64, readT: Int64)] {
+    static func memberships(_ db: Database, clientID: String) throws -> [Membership] {
         try Row.fetchAll(
             db,
             sql: """
@@ -146,15 +81,15 @@ enum ConversationStore {
                 WHERE m.client_id = ? AND (c.expires_at IS NULL OR c.expires_at > ?)
                 """,
             arguments: [clientID, Identifiers.nowMillis()]
-        ).map { ($0["cid"], $0["delivered_t"], $0["read_t"]) }
+        ).map { Membership(cid: $0["cid"], deliveredT: $0["delivered_t"], readT: $0["read_t"]) }
     }
 }
 
-extension ConversationStore {
+extension ConversationTable {
     /// Adds members; returns those who were not members yet. New members' cursors start at the last
     /// message, so older messages reach them through history, not as offline backlog.
     static func addMembers(_ db: Database, cid: String, clientIDs: [String], now: Int64) throws -> [String] {
-        let last = try MessageStore.lastTimestamp(db, cid: cid)
+        let last = try MessageTable.lastTimestamp(db, cid: cid)
         var added: [String] = []
         for clientID in clientIDs {
             try db.execute(

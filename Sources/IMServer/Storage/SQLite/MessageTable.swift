@@ -2,64 +2,17 @@ import Foundation
 import GRDB
 import IMCore
 
-/// A stored message row.
-struct MessageRecord: Sendable, Equatable {
-    var id: String
-    var cid: String
-    var from: String
-    var data: String
-    var t: Int64
-    var receipt: Bool
-    var priority: String?
-    var recalled: Bool
-    var patchT: Int64?
-    /// Members the message mentions, and whether it mentions everyone.
-    var mentionPids: [String]?
-    var mentionAll: Bool
-
-    init(
-        id: String, cid: String, from: String, data: String, t: Int64, receipt: Bool, priority: String?,
-        mentionPids: [String]? = nil, mentionAll: Bool = false
-    ) {
-        self.id = id
-        self.cid = cid
-        self.from = from
-        self.data = data
-        self.t = t
-        self.receipt = receipt
-        self.priority = priority
-        self.recalled = false
-        self.patchT = nil
-        self.mentionPids = mentionPids?.isEmpty == false ? mentionPids : nil
-        self.mentionAll = mentionAll
-    }
-
+extension MessageRecord {
     init(row: Row) {
-        id = row["id"]
-        cid = row["cid"]
-        from = row["from_id"]
-        data = row["data"]
-        t = row["t"]
-        receipt = row["receipt"]
-        priority = row["priority"]
-        recalled = row["recalled"]
-        patchT = row["patch_t"]
-        mentionPids = ClientIDList.parse(row["mention_pids"])
-        mentionAll = row["mention_all"]
-    }
-
-    var logItem: LogItem {
-        var item = LogItem(msgId: id, from: from, data: data, timestamp: t)
-        item.recalled = recalled ? true : nil
-        item.priority = priority
-        item.mentionPids = mentionPids
-        item.mentionAll = mentionAll ? true : nil
-        return item
+        self.init(
+            id: row["id"], cid: row["cid"], from: row["from_id"], data: row["data"], t: row["t"], receipt: row["receipt"],
+            priority: row["priority"], mentionPids: ClientIDList.parse(row["mention_pids"]), mentionAll: row["mention_all"],
+            recalled: row["recalled"], patchT: row["patch_t"])
     }
 }
 
 /// Message history, offline backlog and delivery cursors.
-enum MessageStore {
+enum MessageTable {
     static func insert(_ db: Database, _ m: MessageRecord, dedupeToken: String?, recipients: [String]? = nil) throws {
         let audience = recipients.map(ClientIDList.text)
         let mentions = m.mentionPids.map(ClientIDList.text)
@@ -132,28 +85,4 @@ enum MessageStore {
             if let newest { try update.execute(arguments: [newest, key.cid, key.clientID]) }
         }
     }
-}
-
-/// Identifies one member's delivery cursor.
-struct CursorKey: Hashable, Sendable {
-    var cid: String
-    var clientID: String
-}
-
-/// What a member acknowledged in one conversation since the last transaction.
-struct CursorMove: Sendable {
-    /// Acknowledged message ids.
-    var ids: Set<String> = []
-    /// The end of the newest acknowledged timestamp range (LeanCloud's `ackMessage.tots`).
-    var through: Int64?
-
-    mutating func add(_ messageIDs: [String], through: Int64?) {
-        ids.formUnion(messageIDs)
-        if let through { self.through = max(self.through ?? through, through) }
-    }
-}
-
-extension MessageStore {
-    /// The content a recalled message is replaced with.
-    static let recalledPlaceholder = TypedMessage(type: MessageType.recalled.rawValue).encoded()
 }

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 /// Opens the server's SQLite file (WAL mode) and migrates its schema.
-enum ServerDatabase {
+enum SQLiteSchema {
     static func open(path: String, synchronousFull: Bool) throws -> DatabasePool {
         var config = Configuration()
         config.busyMode = .timeout(5)

@@ -1,0 +1,164 @@
+import Foundation
+import IMCore
+
+/// Everything the server keeps durably: conversations, members, messages, delivery cursors and read marks,
+/// device tags, session tokens and signature nonces. Each call is one transaction.
+///
+/// Two implementations: `SQLiteStore` (an embedded file, one node; the default) and `PostgresStore` (one
+/// database that several nodes share). Rules that decide what a change may do live beside this protocol
+/// (`StoreRules`), so both apply the same checks with the same errors.
+protocol ServerStore: Sendable {
+    /// Throws when the storage does not answer (readiness).
+    func ping() async throws
+    /// Closes the storage's connections.
+    func shutdown() async
+    /// The SQL dialect `conv query` compiles to.
+    var queryDialect: ConversationQuery.Dialect { get }
+
+    // MARK: Sessions
+
+    /// Gives `tag` of `clientID` to `deviceID`; with `forced` false, refuses (returns nil) while another
+    /// device holds it. Returns how many times the tag has been taken, so that across nodes the newest
+    /// login of a tag wins.
+    func claimTag(clientID: String, tag: String, deviceID: String, forced: Bool) async throws -> Int64?
+    func issueToken(_ token: String, clientID: String, expiresAt: Int64, now: Int64) async throws
+    func revokeToken(_ token: String) async throws
+    func clientID(forToken token: String, now: Int64) async throws -> String?
+    /// Records a signature nonce; true when it was already used within the window (a replay).
+    func useNonce(scope: String, nonce: String, now: Int64, window: Int64, purge: Bool) async throws -> Bool
+
+    // MARK: Conversations
+
+    /// Creates a conversation, or returns the unique one with the same members; purges expired temporary
+    /// conversations first when a temporary one is created.
+    func createConversation(_ new: NewConversation) async throws -> (record: ConversationRecord, created: Bool)
+    /// The conversation with this id; an expired temporary conversation no longer exists.
+    func conversation(_ cid: String) async throws -> ConversationRecord?
+    func members(of cid: String) async throws -> [String]
+    func isMember(_ clientID: String, of cid: String) async throws -> Bool
+    func memberCount(of cid: String) async throws -> Int
+    func memberships(of clientID: String) async throws -> [Membership]
+    /// Adds or removes members after `StoreRules.authorize` allows the actor, in one transaction.
+    func changeMembers(_ request: MembershipRequest) async throws -> MembershipChange
+    /// Applies a `conv update` patch; returns the members (to notify).
+    func updateConversation(cid: String, by clientID: String, inRoom: Bool, patch: [String: JSONValue], now: Int64) async throws
+        -> [String]
+    func setMuted(cid: String, clientID: String, muted: Bool) async throws
+    /// Runs a compiled `conv query` as `viewer`, refusing unindexed queries over `scanLimit` conversations.
+    func queryConversations(_ query: ConversationQuery, sort: String?, viewer: String, limit: Int, skip: Int, scanLimit: Int)
+        async throws -> [ConversationInfo]
+    /// The temporary conversations among `ids` that exist and `viewer` is a member of.
+    func temporaryConversations(_ ids: [String], viewer: String) async throws -> [ConversationInfo]
+
+    // MARK: Messages
+
+    /// How the message pipeline commits a batch (see `MessageBatch`).
+    var batchWriter: BatchWriter { get }
+    func message(_ id: String) async throws -> MessageRecord?
+    /// `limit` messages strictly between `afterT` and `beforeT` visible to `viewer`, in ascending order:
+    /// the newest ones, or with `oldestFirst` the oldest ones.
+    func history(cid: String, limit: Int, beforeT: Int64?, afterT: Int64?, viewer: String, oldestFirst: Bool) async throws
+        -> [MessageRecord]
+    /// Per conversation of the client, the stored messages after its delivery cursor that others sent
+    /// (at most `limit` each, and whether there are more).
+    func backlog(clientID: String, limit: Int) async throws -> [(records: [MessageRecord], hasMore: Bool)]
+    /// Unread counts per conversation after the member's read marks.
+    func unreadCounts(clientID: String) async throws -> [UnreadInfo]
+    /// Recalls a message (`StoreRules.checkRecall`); returns it and the members to tell.
+    func recall(cid: String, messageID: String, by clientID: String, now: Int64, window: Int64) async throws
+        -> (record: MessageRecord, conversation: ConversationRecord, members: [String])
+    /// Moves the read mark (and the delivery cursor) of a member; returns the new mark and the newest
+    /// receipt-asking message of each sender it covers.
+    func markRead(cid: String, clientID: String, messageID: String?, t: Int64?) async throws -> (readT: Int64, receipts: [ReadReceipt])
+    /// The newest read mark and delivery cursor of the other members (`conv max-read`).
+    func receiptTimestamps(cid: String, clientID: String) async throws -> (readT: Int64, deliveredT: Int64)
+    /// Ids of the receipt-asking messages others sent in a timestamp range (LeanCloud range acks).
+    func receiptMessageIDs(cid: String, from: Int64, to: Int64, excluding clientID: String) async throws -> [String]
+}
+
+/// A group commit: the messages to store and the cursor moves to write, in one transaction.
+struct MessageBatch: Sendable {
+    var messages: [OutgoingMessage]
+    var moves: [CursorKey: CursorMove]
+    /// Newest timestamps of recently active conversations, as this node last committed them (a hint the
+    /// single-node store may use instead of reading them; a shared database allocates them itself).
+    var knownTimestamps: [String: Int64]
+    var now: Int64
+    /// The client ids in a chat room on this node (chat rooms have no stored members).
+    var roomMembers: @Sendable (String) -> [String]
+}
+
+/// What became of each message of a batch.
+enum BatchOutcome: Sendable {
+    /// Stored; `members` receive it, or, for a chat room (`room`), the connections in the room.
+    case stored(MessageRecord, members: [String], room: Bool)
+    case duplicate(MessageRecord)
+    case failed(IMError)
+}
+
+/// The outcome of each message, in order, and the conversations' new newest timestamps.
+struct BatchResult: Sendable {
+    var outcomes: [BatchOutcome]
+    var timestamps: [String: Int64]
+}
+
+/// How a store commits batches: on the pipeline's own thread (SQLite: a blocking commit on a thread that
+/// does nothing else) or suspending (PostgreSQL: the driver is asynchronous).
+enum BatchWriter: Sendable {
+    case blocking(@Sendable (MessageBatch) throws -> BatchResult)
+    case suspending(@Sendable (MessageBatch) async throws -> BatchResult)
+}
+
+/// The checks both stores apply inside their transactions, so they refuse the same things with the same
+/// errors.
+enum StoreRules {
+    /// The conversation, or error 4401.
+    static func existing(_ record: ConversationRecord?, _ cid: String) throws -> ConversationRecord {
+        guard let record else { throw IMError(.invalidMessagingTarget, "conversation \(cid) does not exist") }
+        return record
+    }
+
+    /// Whether `request.actor` may make the change (join itself, invite, quit, kick).
+    static func authorize(_ request: MembershipRequest, record: ConversationRecord, actorIsMember: Bool) throws {
+        let selfChange = request.clientIDs == [request.actor]
+        switch request.kind {
+        case .add:
+            if record.transient {
+                guard selfChange else { throw IMError(.conversationNotAllowed, "chat rooms can only be joined by the client itself") }
+            } else if !selfChange, !actorIsMember {
+                throw IMError(.conversationMembershipRequired, "only members may add others to \(request.cid)")
+            }
+        case .remove:
+            if record.transient {
+                guard selfChange else { throw IMError(.conversationNotAllowed, "chat rooms have no members to remove") }
+            } else if !actorIsMember {
+                throw IMError(.conversationMembershipRequired, "only members may remove members of \(request.cid)")
+            }
+        }
+    }
+
+    /// Whether `clientID` may update the conversation (a member, or in the chat room).
+    static func authorizeUpdate(record: ConversationRecord, members: [String], clientID: String, inRoom: Bool) throws {
+        if record.transient ? !inRoom : !members.contains(clientID) {
+            throw IMError(
+                .conversationUpdateRejected, "\(clientID) is not \(record.transient ? "in the chat room" : "a member of") \(record.id)")
+        }
+    }
+
+    /// The message to recall, when `clientID` may recall it now.
+    static func checkRecall(_ record: MessageRecord?, cid: String, messageID: String, by clientID: String, now: Int64, window: Int64)
+        throws -> MessageRecord
+    {
+        guard let record, record.cid == cid else { throw IMError(.messageNotFound, "message \(messageID) is not in \(cid)") }
+        guard record.from == clientID else { throw IMError(.messageOwnershipRequired, "only the sender may recall a message") }
+        guard now - record.t <= window else {
+            throw IMError(.messageRecallDisabled, "the recall window of \(window / 1000) s has passed")
+        }
+        return record
+    }
+
+    /// The members' error for `conv max-read`, `conv count`, `conv mute` by a non-member.
+    static func membershipRequired(_ clientID: String, _ cid: String, to action: String) -> IMError {
+        IMError(.conversationMembershipRequired, "only members may \(action) \(cid)")
+    }
+}
