@@ -3,9 +3,11 @@ SWIFT ?= swift
 APT_PACKAGES := liblua5.4-dev libsqlite3-dev pkg-config
 ## Headless Chromium and its WebDriver, for the console's browser test.
 BROWSER_PACKAGES := chromium chromium-driver
+## PostgreSQL's server, for the cluster tests and the server suites on PostgreSQL (a throwaway cluster per run).
+POSTGRES_PACKAGES := postgresql-15
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps browser apt-install build test lint format fuzz run bench clean
+.PHONY: deps browser postgres apt-install build test test-suites lint format fuzz run bench clean
 
 ## Install the system packages the build needs (Debian/Ubuntu), only when missing.
 deps:
@@ -14,6 +16,10 @@ deps:
 ## Install headless Chromium and chromedriver (the console's browser test), only when missing.
 browser:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(BROWSER_PACKAGES)"
+
+## Install PostgreSQL's server binaries (tests start clusters of their own; no service is started), only when missing.
+postgres:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(POSTGRES_PACKAGES)"
 
 apt-install:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -26,12 +32,21 @@ build: deps
 	$(SWIFT) build
 
 ## Build everything and run the whole test suite (the console's browser test included); the format check first.
-test: deps browser lint
+## The XCTest suites run beside a throwaway PostgreSQL cluster (scripts/with-postgres.sh): everything once on
+## SQLite (the cluster tests included), then the server, protobuf and SDK suites again on PostgreSQL.
+test: deps browser postgres lint
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --disable-swift-testing
+	scripts/with-postgres.sh $(MAKE) --no-print-directory test-suites
 	$(SWIFT) run --skip-build custom-types-example
 	$(SWIFT) run --skip-build hookbot test plugins/ examples/CustomTypes/plugins/
 	$(MAKE) --no-print-directory fuzz
+
+## The XCTest suites (make test runs them beside a PostgreSQL cluster).
+POSTGRES_SUITES := IMServerTests|ProtobufTests|IMClientTests
+SQLITE_ONLY := QueryPlanTests|SynchronousLevelTests|DurabilityTests/testAcknowledgedMessagesSurviveSIGKILL|ClusterTests
+test-suites:
+	$(SWIFT) test --skip-build --disable-swift-testing
+	HOOKBOT_TEST_BACKEND=postgres $(SWIFT) test --skip-build --disable-swift-testing --filter '$(POSTGRES_SUITES)' --skip '$(SQLITE_ONLY)'
 
 ## Check the formatting (.swift-format) without changing anything; `make format` fixes it.
 FORMATTED := Sources Tests Fuzz examples Package.swift

@@ -8,8 +8,10 @@ public struct BenchReport: Encodable {
     }
 
     var machine: Machine
-    /// How the bot was attached, and the SQLite synchronous level.
+    /// How the bot was attached, the store (SQLite, or PostgreSQL with how many nodes), and the SQLite
+    /// synchronous level.
     var bot: String
+    var store: String
     var synchronous: String
     var hooks: HookBenchmark.Result?
     var w1a: PingPongResult?
@@ -19,7 +21,7 @@ public struct BenchReport: Encodable {
     var rssMB: Double?
 
     enum CodingKeys: String, CodingKey {
-        case machine, bot, synchronous, hooks, w1a, w1b, w2, w3
+        case machine, bot, store, synchronous, hooks, w1a, w1b, w2, w3
         case rssMB = "rss_mb"
     }
 }
@@ -71,12 +73,14 @@ extension BenchReport {
     /// Runs the `workloads` named (w1a, w1b, w2, w3, rss, hooks); `quick` runs a tenth of the messages.
     public static func run(
         _ workloads: Set<String>, quick: Bool = false, relaxedSync: Bool = false,
-        remoteBot: Bool = false
+        remoteBot: Bool = false, database: String? = nil, nodes: Int = 1
     ) async throws -> BenchReport {
         let scale = quick ? 0.1 : 1.0
-        let bench = try Bench(scale: scale, relaxedSync: relaxedSync, remoteBot: remoteBot)
+        let bench = try Bench(
+            scale: scale, relaxedSync: relaxedSync, remoteBot: remoteBot, cluster: database.map { (url: $0, nodes: max(1, nodes)) })
         var report = BenchReport(
             machine: BenchReport.Machine(), bot: remoteBot ? "remote process (WebSocket)" : "in process",
+            store: database == nil ? "SQLite" : "PostgreSQL, \(max(1, nodes)) node(s)",
             synchronous: relaxedSync ? "NORMAL" : "FULL")
         if workloads.contains("hooks") { report.hooks = try HookBenchmark.run(iterations: quick ? 20_000 : 200_000) }
         if workloads.contains("w1a") { report.w1a = try await bench.pingPong(messages: Int(2000 * scale), warmup: 200, inFlight: 1) }
@@ -95,12 +99,12 @@ extension BenchReport {
             guard let value else { return "-" }
             return String(format: "%.\(digits)f", value)
         }
-        var rows: [[String]] = [["workload", "rate", "p50 ms", "p99 ms", "cpu s/1k", "bot cpu s/1k", "tx/1k"]]
+        var rows: [[String]] = [["workload", "rate", "p50 ms", "p99 ms", "cpu s/1k", "bot cpu s/1k", "tx/1k", "db tx/1k"]]
         func add(_ name: String, _ rate: String, _ latency: LatencyStats, _ efficiency: Efficiency) {
             rows.append([
                 name, rate, number(latency.p50, 3), number(latency.p99, 3),
                 number(efficiency.cpuSecondsPer1000Messages, 3), number(efficiency.botCPUSecondsPer1000Messages, 3),
-                number(efficiency.transactionsPer1000Messages, 1),
+                number(efficiency.transactionsPer1000Messages, 1), number(efficiency.databaseTransactionsPer1000Messages, 1),
             ])
         }
         if let w1a { add("w1a ping-pong x1", "\(number(w1a.repliesPerSecond))/s", w1a.latencyMs, w1a.efficiency) }
@@ -110,11 +114,11 @@ extension BenchReport {
             rows.append([
                 "w2 burst x\(w2.burst.messages)",
                 "leaked \(w2.burst.leaked), policy \(w2.burst.policyDecisions), \(number(w2.burst.messagesPerSecond))/s",
-                "-", "-", "-", "-", "-",
+                "-", "-", "-", "-", "-", "-",
             ])
         }
         if let w3 { add("w3 fan-out x\(w3.members)", "\(number(w3.deliveriesPerSecond))/s", w3.latencyMs, w3.efficiency) }
-        var lines = ["", "bot: \(bot), synchronous=\(synchronous)"]
+        var lines = ["", "bot: \(bot), store: \(store), synchronous=\(synchronous)"]
         if rows.count > 1 {
             let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
             for row in rows {

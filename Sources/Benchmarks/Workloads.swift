@@ -13,6 +13,9 @@ struct Bench {
     let relaxedSync: Bool
     /// Run the bot as a separate `hookbot run` process over WebSocket instead of attached in process.
     let remoteBot: Bool
+    /// With a PostgreSQL URL, w1b and w3 run on `nodes` server nodes sharing that database (a new schema per
+    /// workload): w3's members are spread over the nodes, w1b's user is on a node the bot is not on.
+    let cluster: (url: String, nodes: Int)?
     let root: URL
     let logger: Logger
 
@@ -33,10 +36,11 @@ struct Bench {
         """,
     ]
 
-    init(scale: Double, relaxedSync: Bool, remoteBot: Bool) throws {
+    init(scale: Double, relaxedSync: Bool, remoteBot: Bool, cluster: (url: String, nodes: Int)? = nil) throws {
         self.scale = scale
         self.relaxedSync = relaxedSync
         self.remoteBot = remoteBot
+        self.cluster = cluster
         root = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         var logger = Logger(label: "hookbot.bench")
@@ -50,6 +54,38 @@ struct Bench {
         let url = root.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
+    }
+
+    /// A schema of its own for a workload, on the cluster's database.
+    private func schemaURL(_ name: String) -> String? {
+        guard let cluster else { return nil }
+        let schema = "bench_" + name.filter { $0.isLetter || $0.isNumber } + "_" + UUID().uuidString.prefix(8).lowercased()
+        return cluster.url + (cluster.url.contains("?") ? "&" : "?") + "schema=" + schema
+    }
+
+    /// More nodes on the database `url`, with `interceptor` configured (the bot on the first node).
+    private func extraNodes(url: String, count: Int, interceptor: InterceptionConfiguration.Interceptor?, deadline: Int)
+        async throws -> [(server: IMServer, port: Int)]
+    {
+        var nodes: [(IMServer, Int)] = []
+        for _ in 0..<count {
+            var configuration = ServerConfiguration()
+            configuration.port = 0
+            configuration.databaseURL = url
+            if let interceptor { configuration.interception.interceptors = [interceptor] }
+            configuration.interception.deadlineMillis = deadline
+            let server = try IMServer(configuration: configuration, logger: logger)
+            nodes.append((server, try await server.start()))
+        }
+        return nodes
+    }
+
+    /// In a cluster, the nodes beside the bot's, which list the bot as their interceptor.
+    private func otherNodes(beside hub: BenchHub) async throws -> [(server: IMServer, port: Int)] {
+        guard let cluster, cluster.nodes > 1, let url = hub.server.configuration.databaseURL else { return [] }
+        let interceptor = InterceptionConfiguration.Interceptor(
+            clientID: hub.botID, secret: hub.server.configuration.interception.interceptors.first?.secret ?? "")
+        return try await extraNodes(url: url, count: cluster.nodes - 1, interceptor: interceptor, deadline: 1000)
     }
 
     /// A server with the benchmark bot as its interceptor (in process, or a separate process).
@@ -70,6 +106,8 @@ struct Bench {
         configuration.globalReplyLimit = Int.max
         configuration.sendsPerEvent = Int.max
         configuration.interceptionDeadlineMillis = 1000
+        configuration.serverDatabaseURL = schemaURL(name)
+        configuration.interceptorSecret = UUID().uuidString
         if remoteBot {
             var server = ServerConfiguration()
             server.port = 0
@@ -82,14 +120,17 @@ struct Bench {
         return .embedded(try await EmbeddedHub.start(configuration: configuration, logger: logger))
     }
 
-    /// A server without interceptors.
-    private func plainServer(_ name: String) async throws -> (IMServer, Int) {
+    /// Servers without interceptors: one on SQLite, or the cluster's nodes on a fresh schema.
+    private func plainServers(_ name: String) async throws -> [(server: IMServer, port: Int)] {
+        if let cluster, let url = schemaURL(name) {
+            return try await extraNodes(url: url, count: cluster.nodes, interceptor: nil, deadline: 200)
+        }
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.databasePath = try directory(name).appendingPathComponent("server.sqlite").path
         configuration.synchronousFull = !relaxedSync
         let server = try IMServer(configuration: configuration, logger: logger)
-        return (server, try await server.start())
+        return [(server, try await server.start())]
     }
 
     private func client(_ id: String, port: Int) -> IMClient {
@@ -103,8 +144,20 @@ struct Bench {
 
     func pingPong(messages: Int, warmup: Int, inFlight: Int) async throws -> PingPongResult {
         let hub = try await hub("w1-\(inFlight)")
-        defer { Task { await hub.stop() } }
-        let user = client("bench-user", port: hub.port)
+        // In a cluster, the user talks to another node: its messages are reviewed and answered across nodes.
+        let others = try await otherNodes(beside: hub)
+        if !others.isEmpty {
+            for node in others {
+                for _ in 0..<200 where !node.server.isInterceptorAttached(hub.botID) { try await Task.sleep(for: .milliseconds(50)) }
+            }
+        }
+        defer {
+            Task {
+                for node in others { await node.server.stop() }
+                await hub.stop()
+            }
+        }
+        let user = client("bench-user", port: others.first?.port ?? hub.port)
         let waiter = ReplyWaiter()
         let watchdog = waiter.watchdog()
         defer { watchdog.cancel() }
@@ -130,7 +183,7 @@ struct Bench {
             return (clock.now - start).milliseconds
         }
         for k in 0..<warmup { _ = try await roundTrip(1_000_000 + k) }
-        let meter = Meter(server: hub.server, bot: hub)
+        let meter = await Meter(servers: [hub.server] + others.map(\.server), bot: hub)
         let started = clock.now
         let samples = try await withThrowingTaskGroup(of: Double.self) { group in
             var samples: [Double] = []
@@ -151,7 +204,7 @@ struct Bench {
             return samples
         }
         let elapsed = (clock.now - started).milliseconds / 1000
-        let efficiency = meter.finish()
+        let efficiency = await meter.finish()
         await user.close()
         return PingPongResult(
             messages: messages, inFlight: inFlight, repliesPerSecond: (Double(messages) / elapsed).rounded(),
@@ -161,13 +214,13 @@ struct Bench {
     // MARK: w2: moderation before delivery
 
     func moderation(messages: Int) async throws -> ModerationResult {
-        let plain = try await plainServer("w2-plain")
-        let without = try await deliveryRun(port: plain.1, messages: messages, prefix: "plain")
-        await plain.0.stop()
+        let plain = try await plainServers("w2-plain")[0]
+        let without = try await deliveryRun(port: plain.port, messages: messages, prefix: "plain")
+        await plain.server.stop()
         let hub = try await hub("w2-bot")
-        let meter = Meter(server: hub.server, bot: hub)
+        let meter = await Meter(servers: [hub.server], bot: hub)
         let with = try await deliveryRun(port: hub.port, messages: messages, prefix: "mod")
-        let efficiency = meter.finish()
+        let efficiency = await meter.finish()
         let burst = try await burstRun(hub: hub, messages: messages)
         await hub.stop()
         let blocked = (0..<messages).filter { $0 % 10 == 0 }.count
@@ -272,9 +325,9 @@ struct Bench {
     // MARK: w3: group fan-out
 
     func groupFanOut(messages: Int, members: Int) async throws -> FanOutResult {
-        let (server, port) = try await plainServer("w3")
-        defer { Task { await server.stop() } }
-        let sender = client("w3-sender", port: port)
+        let nodes = try await plainServers("w3")
+        defer { Task { for node in nodes { await node.server.stop() } } }
+        let sender = client("w3-sender", port: nodes[0].port)
         try await sender.open()
         let clock = ContinuousClock()
         let sentAt = Locked([Int: ContinuousClock.Instant]())
@@ -284,7 +337,7 @@ struct Bench {
         var receivers: [IMClient] = []
         var listeners: [Task<Void, Never>] = []
         for m in 0..<members {
-            let receiver = client("w3-m\(m)", port: port)
+            let receiver = client("w3-m\(m)", port: nodes[m % nodes.count].port)
             let events = receiver.events()
             listeners.append(
                 Task {
@@ -304,7 +357,7 @@ struct Bench {
             receivers.append(receiver)
         }
         let conversation = try await sender.createConversation(members: receivers.map(\.clientId))
-        let meter = Meter(server: server, bot: nil)
+        let meter = await Meter(servers: nodes.map(\.server), bot: nil)
         let started = clock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for lane in 0..<8 {
@@ -319,7 +372,7 @@ struct Bench {
         }
         for await _ in done { break }
         let elapsed = (clock.now - started).milliseconds / 1000
-        let efficiency = meter.finish()
+        let efficiency = await meter.finish()
         for listener in listeners { listener.cancel() }
         for receiver in receivers { await receiver.close() }
         await sender.close()
@@ -439,34 +492,53 @@ struct Efficiency: Encodable {
     var cpuSecondsPer1000Messages: Double
     /// CPU seconds of the separate bot process per 1,000 (`--remote-bot` only).
     var botCPUSecondsPer1000Messages: Double?
-    /// SQLite transactions committed by the message pipeline per 1,000 (group commit shows as < 1,000).
+    /// Transactions committed by the message pipeline per 1,000 (group commit shows as < 1,000); in a
+    /// cluster, all nodes' together.
     var transactionsPer1000Messages: Double
+    /// On PostgreSQL: every transaction the database committed per 1,000 (the pipeline's, presence,
+    /// announcements, logins…), from `pg_stat_database`.
+    var databaseTransactionsPer1000Messages: Double?
 }
 
 /// Measures `Efficiency` between its creation and `finish()`.
 struct Meter {
-    let server: IMServer
+    let servers: [IMServer]
     let bot: BenchHub?
     let cpu = ProcessCPU.current()
     let botCPU: Double?
     let storage: (transactions: Int, messages: Int)
+    let databaseTransactions: Int?
 
-    init(server: IMServer, bot: BenchHub?) {
-        self.server = server
+    init(servers: [IMServer], bot: BenchHub?) async {
+        self.servers = servers
         self.bot = bot
         botCPU = bot?.botCPUSeconds
-        storage = server.storageStats
+        storage = Self.storageStats(servers)
+        databaseTransactions = await servers.first?.databaseTransactionCount()
     }
 
-    func finish() -> Efficiency {
-        let now = server.storageStats
+    private static func storageStats(_ servers: [IMServer]) -> (transactions: Int, messages: Int) {
+        servers.map(\.storageStats).reduce((0, 0)) { ($0.0 + $1.transactions, $0.1 + $1.messages) }
+    }
+
+    func finish() async -> Efficiency {
+        let now = Self.storageStats(servers)
+        let cpuNow = ProcessCPU.current()
+        let botNow = bot?.botCPUSeconds
         let stored = max(now.messages - storage.messages, 1)
         let per1000 = { (value: Double) in (value / Double(stored) * 1000 * 1000).rounded() / 1000 }
+        var databaseTransactions: Double?
+        if let before = self.databaseTransactions {
+            // PostgreSQL publishes a backend's counts at most once a second.
+            try? await Task.sleep(for: .milliseconds(1_500))
+            if let after = await servers.first?.databaseTransactionCount() { databaseTransactions = per1000(Double(after - before)) }
+        }
         return Efficiency(
             storedMessages: stored,
-            cpuSecondsPer1000Messages: per1000(ProcessCPU.current() - cpu),
-            botCPUSecondsPer1000Messages: botCPU.flatMap { start in bot?.botCPUSeconds.map { per1000($0 - start) } },
-            transactionsPer1000Messages: per1000(Double(now.transactions - storage.transactions)))
+            cpuSecondsPer1000Messages: per1000(cpuNow - cpu),
+            botCPUSecondsPer1000Messages: botCPU.flatMap { start in botNow.map { per1000($0 - start) } },
+            transactionsPer1000Messages: per1000(Double(now.transactions - storage.transactions)),
+            databaseTransactionsPer1000Messages: databaseTransactions)
     }
 }
 

@@ -45,6 +45,8 @@ public struct BotConfiguration: Sendable {
     public var serverHost = "127.0.0.1"
     public var serverPort = 8080
     public var serverDatabase = "hookbot.sqlite"
+    /// `[server] database`: a PostgreSQL URL the embedded server keeps its state in instead of SQLite.
+    public var serverDatabaseURL: String?
     /// SQLite `synchronous=FULL` for the embedded server (false: `NORMAL`).
     public var serverSynchronousFull = true
     public var interceptionDeadlineMillis = 200
@@ -195,6 +197,13 @@ public struct BotConfiguration: Sendable {
             config.serverHost = try r.string("host") ?? config.serverHost
             config.serverPort = try r.int("port") ?? config.serverPort
             config.serverDatabase = try r.string("db").map { Self.resolve($0, against: base).path } ?? config.serverDatabase
+            if let url = try r.string("database") {
+                let resolved = try Self.expandingEnvironment(url)
+                guard resolved.hasPrefix("postgres://") || resolved.hasPrefix("postgresql://") else {
+                    throw file.error("server.database", "must be a postgres:// URL (server.db names a SQLite file)")
+                }
+                config.serverDatabaseURL = resolved
+            }
             config.interceptionDeadlineMillis = try r.int("interception_deadline_ms") ?? config.interceptionDeadlineMillis
             if let policy = try r.string("interception_policy") {
                 guard ["open", "closed"].contains(policy) else {

@@ -35,6 +35,7 @@ public final class EmbeddedHub: Sendable {
         server.host = configuration.serverHost
         server.port = configuration.serverPort
         server.databasePath = configuration.serverDatabase
+        server.databaseURL = configuration.serverDatabaseURL
         server.synchronousFull = configuration.serverSynchronousFull
         server.appID = configuration.appID
         server.masterKey = configuration.masterKey

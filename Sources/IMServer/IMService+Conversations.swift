@@ -29,7 +29,7 @@ extension IMService {
         reply.tempConvTTL = temporaryTTL
         connection.send(reply)
         if record.transient {
-            rooms.enter(connection, room: record.id)
+            await setRoom(connection, record.id)
             return
         }
         guard created else { return }
@@ -37,12 +37,12 @@ extension IMService {
         var invited = Command(cmd: .conv, op: .invited)
         invited.cid = record.id
         invited.initBy = clientID
-        notify(all.filter { $0 != clientID }, invited)
+        await notify(all.filter { $0 != clientID }, invited)
         var joined = Command(cmd: .conv, op: .membersJoined)
         joined.cid = record.id
         joined.m = all
         joined.initBy = clientID
-        notify(all, joined, except: connection)
+        await notify(all, joined, except: connection)
     }
 
     /// Default and largest lifetime of a temporary conversation, in seconds (one day, thirty days).

@@ -23,9 +23,9 @@ extension IMService {
         var event = Command(cmd: .patch, op: .modify)
         event.patches = [item]
         if conversation.transient {
-            notifyRoom(record.cid, event, except: connection)
+            await notifyRoom(record.cid, event, except: connection)
         } else {
-            notify(members, event, except: connection)
+            await notify(members, event, except: connection)
         }
     }
 
@@ -43,7 +43,7 @@ extension IMService {
             rcp.t = readT
             rcp.read = true
             rcp.from = clientID
-            notify([receipt.sender], rcp)
+            await notify([receipt.sender], rcp)
         }
     }
 

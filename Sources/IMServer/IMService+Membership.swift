@@ -18,7 +18,7 @@ extension IMService {
         try await reviewMembership(cid: cid, actor: clientID, members: requested, action: selfJoin ? "join" : "invite")
         let change = try await store.changeMembers(request)
         if change.record.transient {
-            rooms.enter(connection, room: cid)
+            await setRoom(connection, cid)
         }
         var reply = Command(cmd: .conv, op: .added, i: command.i)
         reply.cid = cid
@@ -32,13 +32,13 @@ extension IMService {
             var event = Command(cmd: .conv, op: member == clientID ? .joined : .invited)
             event.cid = cid
             event.initBy = clientID
-            notify([member], event)
+            await notify([member], event)
         }
         var joined = Command(cmd: .conv, op: .membersJoined)
         joined.cid = cid
         joined.m = change.changed
         joined.initBy = clientID
-        notify(change.members, joined)
+        await notify(change.members, joined)
     }
 
     func removeMembers(_ command: Command, by clientID: String, on connection: Connection) async throws {
@@ -54,7 +54,7 @@ extension IMService {
         try await reviewMembership(cid: cid, actor: clientID, members: requested, action: requested == [clientID] ? "quit" : "kick")
         let change = try await store.changeMembers(request)
         if change.record.transient {
-            rooms.leave(connection, room: cid)
+            await setRoom(connection, nil, leaving: cid)
         }
         var reply = Command(cmd: .conv, op: .removed, i: command.i)
         reply.cid = cid
@@ -71,13 +71,13 @@ extension IMService {
             var event = Command(cmd: .conv, op: member == clientID ? .left : .kicked)
             event.cid = cid
             event.initBy = clientID
-            notify([member], event)
+            await notify([member], event)
         }
         var left = Command(cmd: .conv, op: .membersLeft)
         left.cid = cid
         left.m = change.changed
         left.initBy = clientID
-        notify(change.members, left)
+        await notify(change.members, left)
     }
 
     /// Checks a membership change before the interceptors review it (the store checks again when it writes).
@@ -92,7 +92,7 @@ extension IMService {
         let record = try StoreRules.existing(await store.conversation(cid), cid)
         let count: Int
         if record.transient {
-            count = await roomOccupancy(cid)
+            count = try await roomOccupancy(cid)
         } else {
             guard try await store.isMember(clientID, of: cid) else {
                 throw IMError(.conversationMembershipRequired, "only members may count the members of \(cid)")
@@ -117,22 +117,45 @@ extension IMService {
         }
     }
 
-    /// Sends `command` to every connection of the given clients.
-    func notify(_ clientIDs: [String], _ command: Command, except skipped: Connection? = nil) {
-        for clientID in clientIDs {
-            for connection in registry.connections(of: clientID) where connection !== skipped {
-                connection.send(command)
-            }
+    /// Sends `command` to every connection of the given clients, on every node.
+    func notify(_ clientIDs: [String], _ command: Command, except skipped: Connection? = nil) async {
+        deliverLocally(command, to: clientIDs.flatMap { registry.connections(of: $0) }, except: skipped)
+        if let cluster, !clientIDs.isEmpty { await cluster.announce(.clients(clientIDs, command, origin: cluster.id)) }
+    }
+
+    /// Sends `command` to every connection in the chat room `cid`, on every node.
+    func notifyRoom(_ cid: String, _ command: Command, except skipped: Connection? = nil) async {
+        deliverLocally(command, to: rooms.connections(in: cid), except: skipped)
+        if let cluster { await cluster.announce(.room(cid, command, origin: cluster.id)) }
+    }
+
+    /// Sends a command to this node's connections; a message (`direct`) is delivered (held behind a
+    /// backlog being sent) and not to its sender's own connections.
+    func deliverLocally(_ command: Command, to connections: [Connection], except skipped: Connection? = nil) {
+        guard command.cmd == .direct, let id = command.id else {
+            for connection in connections where connection !== skipped { connection.send(command) }
+            return
         }
+        let frame = SharedFrame(command)
+        var delivered = 0
+        for connection in connections where connection !== skipped && connection.clientID != command.fromPeerId {
+            connection.deliver(messageID: id, frame)
+            delivered += 1
+        }
+        metrics.messagesDelivered.increment(by: delivered)
     }
 
-    /// Sends `command` to every connection in the chat room `cid`.
-    func notifyRoom(_ cid: String, _ command: Command, except skipped: Connection? = nil) {
-        for connection in rooms.connections(in: cid) where connection !== skipped { connection.send(command) }
+    /// How many distinct clients are in the chat room `cid` (on every node).
+    func roomOccupancy(_ cid: String) async throws -> Int {
+        guard let cluster else { return rooms.clientIDs(in: cid).count }
+        return try await cluster.roomOccupancy(cid)
     }
 
-    /// How many distinct clients are in the chat room `cid`.
-    func roomOccupancy(_ cid: String) async -> Int { rooms.clientIDs(in: cid).count }
+    /// Puts a connection in a chat room (or takes it out, with nil), here and in the cluster's presence.
+    func setRoom(_ connection: Connection, _ cid: String?, leaving left: String? = nil) async {
+        if let cid { rooms.enter(connection, room: cid) } else { rooms.leave(connection, room: left) }
+        await cluster?.room(connection.id, is: rooms.room(of: connection))
+    }
 
     func requiredCID(_ command: Command) throws -> String {
         guard let cid = command.cid, !cid.isEmpty else { throw IMError(.invalidField, "missing field 'cid'") }

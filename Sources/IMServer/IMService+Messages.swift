@@ -89,13 +89,10 @@ extension IMService {
         direct.id = Identifiers.messageID()
         direct.fromPeerId = clientID
         direct.timestamp = Identifiers.nowMillis()
-        let frame = SharedFrame(direct)
-        var delivered = 0
-        for recipient in recipients where recipient.clientID != clientID {
-            recipient.deliver(messageID: direct.id ?? "", frame)
-            delivered += 1
+        deliverLocally(direct, to: recipients)
+        if let cluster {
+            await cluster.announce(members.map { .clients($0, direct, origin: cluster.id) } ?? .room(cid, direct, origin: cluster.id))
         }
-        metrics.messagesDelivered.increment(by: delivered)
         var ack = Command(cmd: .ack, i: serial)
         ack.uid = direct.id
         ack.t = direct.timestamp
@@ -125,7 +122,7 @@ extension IMService {
             rcp.cid = entry.cid
             rcp.t = now
             rcp.from = clientID
-            for sender in registry.connections(of: entry.sender) { sender.send(rcp) }
+            await notify([entry.sender], rcp)
         }
         if let serial = command.i { connection.send(Command(cmd: .ack, i: serial)) }
     }

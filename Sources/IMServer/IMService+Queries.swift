@@ -44,9 +44,9 @@ extension IMService {
         event.attr = .object(patch)
         event.initBy = clientID
         event.udate = now
-        notify(members, event, except: connection)
+        await notify(members, event, except: connection)
         // Chat rooms have no member list: the clients in the room hear of it.
-        notifyRoom(cid, event, except: connection)
+        await notifyRoom(cid, event, except: connection)
     }
 
     func setMuted(_ command: Command, by clientID: String, on connection: Connection) async throws {

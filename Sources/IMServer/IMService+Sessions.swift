@@ -29,15 +29,16 @@ extension IMService {
         }
         let tag = command.tag.flatMap { $0.isEmpty ? nil : $0 }
         let deviceID = command.deviceId ?? "connection-\(connection.id)"
+        var generation: Int64 = 0
         if let tag {
             let forced = command.r != true
-            let claimed = try await store.claimTag(clientID: clientID, tag: tag, deviceID: deviceID, forced: forced)
-            if claimed == nil {
+            guard let claimed = try await store.claimTag(clientID: clientID, tag: tag, deviceID: deviceID, forced: forced) else {
                 throw IMError(.sessionConflict, "another device logged in with tag '\(tag)'; open with force to take over")
             }
+            generation = claimed
         }
         let token = try await tokens.issue(for: clientID)
-        connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID, sessionToken: token))
+        connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID, sessionToken: token, tagGeneration: generation))
         // The reply goes out before the session is registered, so a racing login that takes the tag kicks
         // it only after it was told it had opened.
         var opened = Command(cmd: .session, op: .opened, i: command.i)
@@ -47,14 +48,13 @@ extension IMService {
         opened.t = Identifiers.nowMillis()
         connection.send(opened)
         metrics.sessionOpened(connection.transport.format)
-        for other in registry.add(connection, clientID: clientID, tag: tag) {
-            var closed = Command(cmd: .session, op: .closed)
-            closed.code = IMErrorCode.sessionConflict.rawValue
-            closed.reason = IMErrorCode.sessionConflict.reason
-            closed.detail = "logged in on another device with tag '\(tag ?? "")'"
-            other.send(closed)
-            connectionClosed(other)
-            other.close(code: .normalClosure, reason: "SESSION_CONFLICT")
+        for other in registry.add(connection, clientID: clientID, tag: tag) { kick(other, tag: tag) }
+        if let cluster {
+            await cluster.sessionOpened(connection.id, clientID: clientID, tag: tag, interceptor: interceptors.isInterceptor(clientID))
+            if let tag {
+                await cluster.announce(
+                    .kick(clientID: clientID, tag: tag, generation: generation, keep: .init(node: cluster.id, connection: connection.id)))
+            }
         }
         if interceptors.isInterceptor(clientID) { interceptors.attach(connection, as: clientID) }
         logger.info("session opened", metadata: ["client": "\(clientID)", "tag": "\(tag ?? "")", "conn": "\(connection.id)"])
@@ -105,23 +105,36 @@ extension IMService {
         connection.markReady(alreadySent: sent)
     }
 
+    /// Closes a session whose tag another login took (4111).
+    func kick(_ connection: Connection, tag: String?) {
+        var closed = Command(cmd: .session, op: .closed)
+        closed.code = IMErrorCode.sessionConflict.rawValue
+        closed.reason = IMErrorCode.sessionConflict.reason
+        closed.detail = "logged in on another device with tag '\(tag ?? "")'"
+        connection.send(closed)
+        connectionClosed(connection)
+        connection.close(code: .normalClosure, reason: "SESSION_CONFLICT")
+    }
+
     /// Forgets a connection that closed or was kicked.
     func connectionClosed(_ connection: Connection) {
         guard let identity = connection.identity else { return }
         registry.remove(connection, clientID: identity.clientID)
         metrics.sessionClosed(connection.transport.format)
         rooms.leave(connection)
+        if let cluster { Task { await cluster.sessionClosed(connection.id) } }
         interceptors.detach(connection)
         connection.setIdentity(nil)
         logger.info("session closed", metadata: ["client": "\(identity.clientID)", "conn": "\(connection.id)"])
     }
 
-    /// `session query`: which of up to 20 client ids are logged in somewhere.
-    func onlineStatus(_ command: Command, on connection: Connection) throws {
+    /// `session query`: which of up to 20 client ids are logged in somewhere (on any node).
+    func onlineStatus(_ command: Command, on connection: Connection) async throws {
         let ids = try validatedMembers(command.sessionPeerIds, field: "sessionPeerIds")
         guard ids.count <= 20 else { throw IMError(.invalidField, "at most 20 ids in 'sessionPeerIds'") }
         var reply = Command(cmd: .session, op: .queryResult, i: command.i)
-        reply.onlineSessionPeerIds = ids.filter { !registry.connections(of: $0).isEmpty }
+        let elsewhere = try await cluster?.online(ids) ?? []
+        reply.onlineSessionPeerIds = ids.filter { !registry.connections(of: $0).isEmpty || elsewhere.contains($0) }
         connection.send(reply)
     }
 

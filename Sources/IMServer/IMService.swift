@@ -19,6 +19,8 @@ final class IMService: Sendable {
     let signatures: SignatureVerifier?
     let interceptors: InterceptorHub
     let interception: InterceptionStage
+    /// Set when the store is shared by several nodes (PostgreSQL).
+    let cluster: ClusterNode?
     private let interceptorLogins: [String: SignatureVerifier]
     let logger: Logger
 
@@ -28,11 +30,14 @@ final class IMService: Sendable {
         self.metrics = metrics
         let store = try Self.openStore(configuration, logger: logger)
         self.store = store
+        cluster = (store as? PostgresStore).map {
+            ClusterNode(store: $0, address: "\(configuration.host):\(configuration.port)", logger: logger)
+        }
         tokens = SessionTokens(store: store, ttl: TimeInterval(configuration.sessionTokenTTL))
         pipeline = MessagePipeline(
             store: store, registry: registry, receipts: receipts, rooms: rooms,
-            counters: storageCounters, metrics: metrics, logger: logger)
-        interceptors = InterceptorHub(configuration: configuration.interception, metrics: metrics, logger: logger)
+            counters: storageCounters, metrics: metrics, logger: logger, fansOutLocally: cluster == nil)
+        interceptors = InterceptorHub(configuration: configuration.interception, metrics: metrics, logger: logger, cluster: cluster)
         interception = InterceptionStage(
             hub: interceptors, pipeline: pipeline, metrics: metrics,
             admission: ReviewAdmission(
@@ -60,7 +65,10 @@ final class IMService: Sendable {
 
     /// The store the configuration names: PostgreSQL for a `databaseURL`, else the SQLite file.
     static func openStore(_ configuration: ServerConfiguration, logger: Logger) throws -> any ServerStore {
-        try SQLiteStore(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
+        if let url = configuration.databaseURL {
+            return try PostgresStore(url: url, logger: logger)
+        }
+        return try SQLiteStore(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
     }
 
     /// Handles one command received on a transport, in the session it belongs to (see `Transport`).
@@ -133,7 +141,7 @@ final class IMService: Sendable {
         case (.conv, .remove?), (.conv, .quit?):
             try await removeMembers(command, by: identity.clientID, on: connection)
         case (.session, .query?):
-            try onlineStatus(command, on: connection)
+            try await onlineStatus(command, on: connection)
         case (.conv, .maxRead?):
             try await receiptTimestamps(command, for: identity.clientID, on: connection)
         case (.conv, .count?):

@@ -9,7 +9,12 @@ struct ServerCommand: AsyncParsableCommand {
 
     @Option(help: "Address to bind.") var host = "127.0.0.1"
     @Option(help: "Port to listen on (0 picks a free port).") var port = 8080
-    @Option(help: "SQLite database file.") var db = "hookbot.sqlite"
+    @Option(help: "SQLite database file (the embedded store, one node).") var db = "hookbot.sqlite"
+    @Option(
+        help: ArgumentHelp(
+            "A PostgreSQL URL (postgres://user:password@host:port/database, optionally ?schema=NAME) instead of SQLite: every server given the same database serves clients together (see docs/DEPLOY.md). May be env:VARIABLE.",
+            valueName: "url"))
+    var database: String?
     @Option(help: "Largest message body in bytes.") var maxMessageBytes = 64 * 1024
     @Flag(help: "Use PRAGMA synchronous=NORMAL instead of FULL (faster; a power loss may lose the last commits).")
     var relaxedSync = false
@@ -38,6 +43,7 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.databasePath = db
+        configuration.databaseURL = try database.map(Self.databaseURL)
         configuration.maxMessageBytes = maxMessageBytes
         configuration.synchronousFull = !relaxedSync
         configuration.recallWindow = recallWindow
@@ -53,12 +59,29 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.pingInterval = .milliseconds(Int64(pingInterval * 1000))
         let server = try IMServer(configuration: configuration, logger: logger)
         try await server.run { port in
-            logger.info("listening", metadata: ["url": "ws://\(host):\(port)/ws", "db": "\(db)"])
+            logger.info(
+                "listening", metadata: ["url": "ws://\(host):\(port)/ws", "store": "\(database == nil ? db : "postgres")"])
         }
     }
 }
 
 extension ServerCommand {
+    /// A `--database` value: a PostgreSQL URL, or `env:VARIABLE` naming one (it carries a password).
+    static func databaseURL(_ value: String) throws -> String {
+        var url = value
+        if value.hasPrefix("env:") {
+            let name = String(value.dropFirst(4))
+            guard let set = ProcessInfo.processInfo.environment[name], !set.isEmpty else {
+                throw ValidationError("--database: environment variable \(name) is not set")
+            }
+            url = set
+        }
+        guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
+            throw ValidationError("--database takes a postgres:// URL (use --db for a SQLite file)")
+        }
+        return url
+    }
+
     /// The interception settings given on the command line.
     func interception() throws -> InterceptionConfiguration {
         var interception = InterceptionConfiguration()

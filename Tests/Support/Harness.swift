@@ -7,7 +7,8 @@ import Synchronization
 import XCTest
 
 /// The one test server of every test target (the way Hummingbird ships HummingbirdTesting): a real server on a
-/// loopback port with its own SQLite file in a temporary directory.
+/// loopback port with its own SQLite file in a temporary directory, or, with `HOOKBOT_TEST_BACKEND=postgres`,
+/// its own schema in the PostgreSQL cluster `HOOKBOT_TEST_POSTGRES_URL` names (see `TestDatabase`).
 public final class ServerHarness: Sendable {
     public let directory: URL
     public let server: IMServer
@@ -29,6 +30,9 @@ public final class ServerHarness: Sendable {
         var configuration = ServerConfiguration()
         configuration.port = port
         configuration.databasePath = directory.appendingPathComponent("hookbot.sqlite").path
+        if TestDatabase.backend == .postgres {
+            configuration.databaseURL = try TestDatabase.postgresURL(schema: TestDatabase.schemaName(for: directory))
+        }
         configure(&configuration)
         var defaultLogger = Logger(label: "sdk-test-server")
         defaultLogger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
@@ -219,5 +223,34 @@ public final class LogRecorder: Sendable {
             let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
             recorder.append(Record(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
         }
+    }
+}
+
+/// The database the server suites run on: SQLite files by default; PostgreSQL (a schema per test server in
+/// the throwaway cluster `scripts/with-postgres.sh` starts) with `HOOKBOT_TEST_BACKEND=postgres`.
+public enum TestDatabase {
+    public enum Backend: Sendable { case sqlite, postgres }
+
+    public static var backend: Backend {
+        ProcessInfo.processInfo.environment["HOOKBOT_TEST_BACKEND"] == "postgres" ? .postgres : .sqlite
+    }
+
+    /// The throwaway cluster's URL, when one runs.
+    public static var clusterURL: String? {
+        ProcessInfo.processInfo.environment["HOOKBOT_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// A URL of the throwaway cluster with `schema` (created by the server on start).
+    public static func postgresURL(schema: String) throws -> String {
+        guard let url = clusterURL else {
+            throw XCTSkip("no PostgreSQL cluster: run under scripts/with-postgres.sh (make test does)")
+        }
+        return url + (url.contains("?") ? "&" : "?") + "schema=" + schema
+    }
+
+    /// A new schema name, or the one that belongs to a test server's directory (so a restart finds its data).
+    public static func schemaName(for directory: URL? = nil) -> String {
+        let seed = directory?.lastPathComponent ?? UUID().uuidString
+        return "t_" + String(seed.lowercased().filter { $0.isLetter || $0.isNumber }.suffix(40))
     }
 }

@@ -10,10 +10,10 @@ enum Announcement: Sendable, Equatable {
     /// nodes read the message and its members from the database.
     case message(MessageRecord?, id: String, cid: String, members: [String]?, room: Bool)
     /// A command for every connection of these clients (membership events, receipts, updates, recalls,
-    /// unstored messages), except one connection of the origin node.
-    case clients([String], Command, except: ConnectionRef?)
-    /// A command for every connection in a chat room.
-    case room(String, Command, except: ConnectionRef?)
+    /// unstored messages) on the other nodes: the origin node delivered it to its own connections already.
+    case clients([String], Command, origin: String)
+    /// A command for every connection in a chat room, on the other nodes.
+    case room(String, Command, origin: String)
     /// A login took `tag` of `clientID` for the `generation`-th time: connections holding it from an
     /// earlier login are closed with 4111.
     case kick(clientID: String, tag: String, generation: Int64, keep: ConnectionRef)
@@ -50,14 +50,10 @@ enum Announcement: Sendable, Equatable {
             if let members { object["to"] = .array(members.map(JSONValue.string)) }
             if let record { object["msg"] = Self.codec.encode(MessagePipeline.directCommand(record)).asJSONValue }
             return .object(object)
-        case .clients(let ids, let command, let except):
-            var object: [String: JSONValue] = ["k": "c", "to": .array(ids.map(JSONValue.string)), "cmd": command.asJSONValue]
-            if let except { object["x"] = except.json }
-            return .object(object)
-        case .room(let cid, let command, let except):
-            var object: [String: JSONValue] = ["k": "r", "cid": .string(cid), "cmd": command.asJSONValue]
-            if let except { object["x"] = except.json }
-            return .object(object)
+        case .clients(let ids, let command, let origin):
+            return .object(["k": "c", "to": .array(ids.map(JSONValue.string)), "cmd": command.asJSONValue, "origin": .string(origin)])
+        case .room(let cid, let command, let origin):
+            return .object(["k": "r", "cid": .string(cid), "cmd": command.asJSONValue, "origin": .string(origin)])
         case .kick(let clientID, let tag, let generation, let keep):
             return .object(["k": "k", "client": .string(clientID), "tag": .string(tag), "gen": .int(Int(generation)), "x": keep.json])
         case .review(let interceptor, let origin, let request):
@@ -81,11 +77,13 @@ enum Announcement: Sendable, Equatable {
             let record = command("msg").flatMap(MessageRecord.init(direct:))
             self = .message(record, id: id, cid: cid, members: ids("to"), room: object["room"]?.boolValue ?? false)
         case "c":
-            guard let to = ids("to"), let cmd = command("cmd") else { return nil }
-            self = .clients(to, cmd, except: except)
+            guard let to = ids("to"), let cmd = command("cmd"), let origin = object["origin"]?.stringValue else { return nil }
+            self = .clients(to, cmd, origin: origin)
         case "r":
-            guard let cid = object["cid"]?.stringValue, let cmd = command("cmd") else { return nil }
-            self = .room(cid, cmd, except: except)
+            guard let cid = object["cid"]?.stringValue, let cmd = command("cmd"), let origin = object["origin"]?.stringValue else {
+                return nil
+            }
+            self = .room(cid, cmd, origin: origin)
         case "k":
             guard let client = object["client"]?.stringValue, let tag = object["tag"]?.stringValue,
                 let generation = object["gen"]?.intValue, let except

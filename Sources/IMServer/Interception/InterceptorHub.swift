@@ -19,6 +19,12 @@ public struct InterceptionStats: Sendable, Equatable {
 }
 
 /// Sends hook requests to the connected interceptors and waits for their verdicts, with a deadline.
+///
+/// In a cluster, an interceptor is connected to one node. A node whose message needs a review by an
+/// interceptor connected elsewhere announces the request (`Announcement.review`); the interceptor's node
+/// forwards it under an id of its own and announces the answer back (`Announcement.verdict`). The deadline,
+/// failure policy and counters stay with the node that asked, so they are the same wherever the
+/// interceptor is.
 final class InterceptorHub: Sendable {
     enum Subject: Sendable {
         case message(OutgoingMessage)
@@ -40,26 +46,40 @@ final class InterceptorHub: Sendable {
 
     private struct Pending {
         var continuation: CheckedContinuation<Answer, Never>
+        /// The interceptor's connection here, or `remote` when the request went to another node.
         var connectionID: UInt64
         var timeout: Task<Void, Never>?
+    }
+
+    /// A request forwarded for another node to this node's interceptor connection.
+    private struct Forward {
+        var origin: String
+        var originalID: String
+        var connectionID: UInt64
+        var expires: ContinuousClock.Instant
     }
 
     private struct State {
         var connections: [String: Connection] = [:]
         var pending: [String: Pending] = [:]
+        var forwards: [String: Forward] = [:]
         var stats = InterceptionStats()
         var nextID: UInt64 = 0
     }
+
+    private static let remote: UInt64 = 0
 
     let configuration: InterceptionConfiguration
     private let state = Mutex(State())
     private let logger: Logger
     private let metrics: ServerMetrics
+    private let cluster: ClusterNode?
 
-    init(configuration: InterceptionConfiguration, metrics: ServerMetrics, logger: Logger) {
+    init(configuration: InterceptionConfiguration, metrics: ServerMetrics, logger: Logger, cluster: ClusterNode? = nil) {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
+        self.cluster = cluster
     }
 
     var isActive: Bool { !configuration.interceptors.isEmpty }
@@ -74,7 +94,9 @@ final class InterceptorHub: Sendable {
     func inScope(_ cid: String) -> Bool { configuration.conversations?.contains(cid) ?? true }
 
     /// Whether an interceptor with this client id is logged in.
-    func isAttached(_ clientID: String) -> Bool { state.withLock { $0.connections[clientID] != nil } }
+    func isAttached(_ clientID: String) -> Bool {
+        state.withLock { $0.connections[clientID] != nil } || cluster?.isInterceptorOnline(clientID) == true
+    }
 
     /// Records a logged-in interceptor connection (the newest login of an id replaces the older one).
     func attach(_ connection: Connection, as clientID: String) {
@@ -86,6 +108,7 @@ final class InterceptorHub: Sendable {
     func detach(_ connection: Connection) {
         let abandoned = state.withLock { state -> [Pending] in
             for (id, attached) in state.connections where attached === connection { state.connections[id] = nil }
+            state.forwards = state.forwards.filter { $0.value.connectionID != connection.id }
             let ids = state.pending.filter { $0.value.connectionID == connection.id }.map(\.key)
             return ids.compactMap { state.pending.removeValue(forKey: $0) }
         }
@@ -98,15 +121,67 @@ final class InterceptorHub: Sendable {
     /// Delivers an interceptor's answer; false when no request with that id is waiting on that connection.
     func resolve(_ command: Command, from connection: Connection) -> Bool {
         guard let id = command.id else { return false }
-        let pending = state.withLock { state -> Pending? in
-            guard let pending = state.pending[id], pending.connectionID == connection.id else { return nil }
-            return state.pending.removeValue(forKey: id)
+        let (pending, forward) = state.withLock { state -> (Pending?, Forward?) in
+            if let pending = state.pending[id], pending.connectionID == connection.id {
+                return (state.pending.removeValue(forKey: id), nil)
+            }
+            guard let forward = state.forwards[id], forward.connectionID == connection.id else { return (nil, nil) }
+            return (nil, state.forwards.removeValue(forKey: id))
+        }
+        if let forward, let cluster {
+            var answer = command
+            answer.id = forward.originalID
+            Task { await cluster.announce(.verdict(origin: forward.origin, answer: answer)) }
+            return true
         }
         guard let pending else { return false }
+        resume(pending, with: command)
+        return true
+    }
+
+    /// Delivers an answer another node relayed for a request of this node.
+    func resolveRelayed(_ command: Command) {
+        guard let id = command.id else { return }
+        let pending = state.withLock { state -> Pending? in
+            guard state.pending[id]?.connectionID == Self.remote else { return nil }
+            return state.pending.removeValue(forKey: id)
+        }
+        if let pending { resume(pending, with: command) }
+    }
+
+    /// Sends another node's request to this node's interceptor connection, if it is here.
+    func forward(_ request: Command, to clientID: String, from origin: String) {
+        guard let originalID = request.id else { return }
+        let now = ContinuousClock.now
+        let target = state.withLock { state -> (String, Connection)? in
+            guard let connection = state.connections[clientID] else { return nil }
+            // The asking node stops waiting at its deadline; an entry never answered goes after twice that.
+            state.forwards = state.forwards.filter { $0.value.expires > now }
+            state.nextID += 1
+            let id = "f\(state.nextID)"
+            state.forwards[id] = Forward(
+                origin: origin, originalID: originalID, connectionID: connection.id,
+                expires: now + .milliseconds(2 * configuration.deadlineMillis))
+            return (id, connection)
+        }
+        guard let (id, connection) = target else { return }
+        var forwarded = request
+        forwarded.id = id
+        send(forwarded, to: connection)
+    }
+
+    private func send(_ request: Command, to connection: Connection) {
+        if let review = connection.review {
+            Task { _ = self.resolve(await review(request), from: connection) }
+        } else {
+            connection.send(request)
+        }
+    }
+
+    private func resume(_ pending: Pending, with command: Command) {
         pending.timeout?.cancel()
         let answer: Answer = command.verdict == "none" ? .declined : Verdict(command).map(Answer.verdict) ?? .invalid
         pending.continuation.resume(returning: answer)
-        return true
     }
 
     /// Runs the interceptor chain over a subject and returns the combined verdict.
@@ -135,12 +210,14 @@ final class InterceptorHub: Sendable {
         let deadline = configuration.deadlineMillis
         metrics.interceptionRequests.increment()
         let answer: Answer = await withCheckedContinuation { continuation in
-            let registered = state.withLock { state -> (String, Connection)? in
+            let elsewhere = cluster.flatMap { $0.isInterceptorOnline(clientID) ? $0 : nil }
+            let registered = state.withLock { state -> (String, Connection?)? in
                 state.stats.requests += 1
-                guard let connection = state.connections[clientID] else { return nil }
+                let connection = state.connections[clientID]
+                guard connection != nil || elsewhere != nil else { return nil }
                 state.nextID += 1
                 let id = "h\(state.nextID)"
-                state.pending[id] = Pending(continuation: continuation, connectionID: connection.id, timeout: nil)
+                state.pending[id] = Pending(continuation: continuation, connectionID: connection?.id ?? Self.remote, timeout: nil)
                 return (id, connection)
             }
             guard let (id, connection) = registered else {
@@ -161,10 +238,10 @@ final class InterceptorHub: Sendable {
             state.withLock { $0.pending[id]?.timeout = timeout }
             var request = request
             request.id = id
-            if let review = connection.review {
-                Task { _ = self.resolve(await review(request), from: connection) }
-            } else {
-                connection.send(request)
+            if let connection {
+                send(request, to: connection)
+            } else if let elsewhere {
+                Task { await elsewhere.announce(.review(interceptor: clientID, origin: elsewhere.id, request: request)) }
             }
         }
         let verdict: Verdict

@@ -25,6 +25,9 @@ final class Connection: Sendable {
         var deviceID: String?
         /// The session token issued at this login (revoked when the session closes itself).
         var sessionToken: String?
+        /// How many times the tag had been taken when this login took it: in a cluster, a login of the same
+        /// tag with a higher number on another node closes this one.
+        var tagGeneration: Int64 = 0
     }
 
     private struct State {

@@ -12,10 +12,21 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Only these workloads (comma-separated: w1a,w1b,w2,w3,rss,hooks).") var only: String?
     @Flag(help: "Run the bot as a separate process over WebSocket instead of attached in process.") var remoteBot = false
     @Flag(help: "After the JSON, print a short summary table.") var summary = false
+    @Option(
+        help: ArgumentHelp(
+            "A PostgreSQL URL: w1b, w2 and w3 run on it (a new schema per workload) instead of SQLite. May be env:VARIABLE.",
+            valueName: "url"))
+    var database: String?
+    @Option(help: "With --database: server nodes sharing it (w3's members spread over them, w1b's user on a node without the bot).")
+    var nodes = 1
 
     func run() async throws {
         let workloads = Set((only ?? "w1a,w1b,w2,w3,rss,hooks").split(separator: ",").map(String.init))
-        let report = try await BenchReport.run(workloads, quick: quick, relaxedSync: relaxedSync, remoteBot: remoteBot)
+        guard nodes >= 1, nodes == 1 || database != nil else { throw ValidationError("--nodes needs --database") }
+        guard database == nil || !remoteBot else { throw ValidationError("--database runs the bot in process; drop --remote-bot") }
+        let report = try await BenchReport.run(
+            workloads, quick: quick, relaxedSync: relaxedSync, remoteBot: remoteBot, database: try database.map(ServerCommand.databaseURL),
+            nodes: nodes)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         print(String(decoding: try encoder.encode(report), as: UTF8.self))

@@ -26,12 +26,17 @@ final class ServerProcess: @unchecked Sendable {
     static func freePort() -> Int { Int.random(in: 20000..<60000) }
 
     static func launch(binary: URL, db: String) async throws -> ServerProcess {
+        try await launch(binary: binary, store: ["--db", db])
+    }
+
+    /// Starts `hookbot server` with these store options (`--db FILE` or `--database URL`).
+    static func launch(binary: URL, store: [String]) async throws -> ServerProcess {
         var lastError: (any Error)?
         for _ in 0..<5 {
             let port = freePort()
             let process = Process()
             process.executableURL = binary
-            process.arguments = ["server", "--port", "\(port)", "--db", db, "--log-level", "warning"]
+            process.arguments = ["server", "--port", "\(port)", "--log-level", "warning"] + store
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
