@@ -183,7 +183,7 @@ struct Bench {
             return (clock.now - start).milliseconds
         }
         for k in 0..<warmup { _ = try await roundTrip(1_000_000 + k) }
-        let meter = await Meter(servers: [hub.server] + others.map(\.server), bot: hub)
+        let meter = Meter(servers: [hub.server] + others.map(\.server), bot: hub)
         let started = clock.now
         let samples = try await withThrowingTaskGroup(of: Double.self) { group in
             var samples: [Double] = []
@@ -204,7 +204,7 @@ struct Bench {
             return samples
         }
         let elapsed = (clock.now - started).milliseconds / 1000
-        let efficiency = await meter.finish()
+        let efficiency = meter.finish()
         await user.close()
         return PingPongResult(
             messages: messages, inFlight: inFlight, repliesPerSecond: (Double(messages) / elapsed).rounded(),
@@ -218,9 +218,9 @@ struct Bench {
         let without = try await deliveryRun(port: plain.port, messages: messages, prefix: "plain")
         await plain.server.stop()
         let hub = try await hub("w2-bot")
-        let meter = await Meter(servers: [hub.server], bot: hub)
+        let meter = Meter(servers: [hub.server], bot: hub)
         let with = try await deliveryRun(port: hub.port, messages: messages, prefix: "mod")
-        let efficiency = await meter.finish()
+        let efficiency = meter.finish()
         let burst = try await burstRun(hub: hub, messages: messages)
         await hub.stop()
         let blocked = (0..<messages).filter { $0 % 10 == 0 }.count
@@ -357,7 +357,7 @@ struct Bench {
             receivers.append(receiver)
         }
         let conversation = try await sender.createConversation(members: receivers.map(\.clientId))
-        let meter = await Meter(servers: nodes.map(\.server), bot: nil)
+        let meter = Meter(servers: nodes.map(\.server), bot: nil)
         let started = clock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for lane in 0..<8 {
@@ -372,7 +372,7 @@ struct Bench {
         }
         for await _ in done { break }
         let elapsed = (clock.now - started).milliseconds / 1000
-        let efficiency = await meter.finish()
+        let efficiency = meter.finish()
         for listener in listeners { listener.cancel() }
         for receiver in receivers { await receiver.close() }
         await sender.close()
@@ -495,8 +495,8 @@ struct Efficiency: Encodable {
     /// Transactions committed by the message pipeline per 1,000 (group commit shows as < 1,000); in a
     /// cluster, all nodes' together.
     var transactionsPer1000Messages: Double
-    /// On PostgreSQL: every transaction the database committed per 1,000 (the pipeline's, presence,
-    /// announcements, logins…), from `pg_stat_database`.
+    /// On PostgreSQL: every transaction the nodes ran per 1,000 (the pipeline's, presence, announcements,
+    /// interception relays, logins…).
     var databaseTransactionsPer1000Messages: Double?
 }
 
@@ -509,29 +509,32 @@ struct Meter {
     let storage: (transactions: Int, messages: Int)
     let databaseTransactions: Int?
 
-    init(servers: [IMServer], bot: BenchHub?) async {
+    init(servers: [IMServer], bot: BenchHub?) {
         self.servers = servers
         self.bot = bot
         botCPU = bot?.botCPUSeconds
         storage = Self.storageStats(servers)
-        databaseTransactions = await servers.first?.databaseTransactionCount()
+        databaseTransactions = Self.databaseTransactions(servers)
+    }
+
+    private static func databaseTransactions(_ servers: [IMServer]) -> Int? {
+        let counts = servers.compactMap(\.databaseTransactionCount)
+        return counts.isEmpty ? nil : counts.reduce(0, +)
     }
 
     private static func storageStats(_ servers: [IMServer]) -> (transactions: Int, messages: Int) {
         servers.map(\.storageStats).reduce((0, 0)) { ($0.0 + $1.transactions, $0.1 + $1.messages) }
     }
 
-    func finish() async -> Efficiency {
+    func finish() -> Efficiency {
         let now = Self.storageStats(servers)
         let cpuNow = ProcessCPU.current()
         let botNow = bot?.botCPUSeconds
         let stored = max(now.messages - storage.messages, 1)
         let per1000 = { (value: Double) in (value / Double(stored) * 1000 * 1000).rounded() / 1000 }
         var databaseTransactions: Double?
-        if let before = self.databaseTransactions {
-            // PostgreSQL publishes a backend's counts at most once a second.
-            try? await Task.sleep(for: .milliseconds(1_500))
-            if let after = await servers.first?.databaseTransactionCount() { databaseTransactions = per1000(Double(after - before)) }
+        if let before = self.databaseTransactions, let after = Self.databaseTransactions(servers) {
+            databaseTransactions = per1000(Double(after - before))
         }
         return Efficiency(
             storedMessages: stored,
