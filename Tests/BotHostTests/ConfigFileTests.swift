@@ -160,6 +160,19 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(absolute.serverDatabase, "/var/h.sqlite")
     }
 
+    func testTheEmbeddedServerMayKeepItsStateInPostgreSQL() throws {
+        let url = "postgres://hookbot:secret@db:5432/hookbot?schema=chat"
+        let direct = try BotConfiguration.parse("[server]\ndatabase = \"\(url)\"")
+        XCTAssertEqual(direct.serverDatabaseURL, url)
+        XCTAssertNil(try BotConfiguration.parse("[server]\ndb = \"h.sqlite\"").serverDatabaseURL, "SQLite unless a URL is given")
+        setenv("HOOKBOT_TEST_DATABASE_URL", url, 1)
+        defer { unsetenv("HOOKBOT_TEST_DATABASE_URL") }
+        XCTAssertEqual(try BotConfiguration.parse("[server]\ndatabase = \"env:HOOKBOT_TEST_DATABASE_URL\"").serverDatabaseURL, url)
+        XCTAssertThrowsError(try BotConfiguration.parse("[bot]\nclient_id = \"bot\"\n[server]\ndatabase = \"mysql://db/x\"")) { error in
+            XCTAssertTrue("\(error)".contains(":4: server.database: must be a postgres:// URL"), "\(error)")
+        }
+    }
+
     func testTheInterceptionDeadlineMustLeaveRoomForAReview() throws {
         let tooShort = try BotConfiguration.parse("[server]\ninterception_deadline_ms = 20")
         XCTAssertThrowsError(try tooShort.validate()) { error in

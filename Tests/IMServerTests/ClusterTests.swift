@@ -164,10 +164,10 @@ final class ClusterTests: XCTestCase {
         }
         // The interceptor is on node 0; Tom and Jerry are on node 1.
         let bot = try await TestClient.connect(port: cluster[0].port)
-        let opened = try await bot.request(Self.signedInterceptorOpen())
+        let opened = try await bot.request(Command.interceptorOpen("modbot", secret: Self.secret))
         XCTAssertEqual(opened.op, .opened)
         try await waitUntilInterceptorAttached(cluster[1].server, "modbot")
-        let reviews = Acknowledged()
+        let reviews = Collected()
         let loop = Task {
             while !Task.isCancelled, let request = try? await bot.next(timeout: .seconds(30), where: { $0.cmd == .hook }) {
                 reviews.add(request.kind ?? "")
@@ -216,7 +216,7 @@ final class ClusterTests: XCTestCase {
     /// Clients on all three nodes (separate `hookbot server` processes) send as fast as they can; one node
     /// is killed with SIGKILL. Every acknowledged message is stored exactly once, and a member whose node
     /// died gets what it missed when it logs in on another node.
-    func testANodeKilledMidStreamLosesNothingAcknowledged() async throws {
+    func testANodeKilledMidStreamLosesNothingCollected() async throws {
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "build the hookbot executable first (swift build)")
         let url = try TestDatabase.postgresURL(schema: TestDatabase.schemaName())
         let processes = try await [
@@ -232,7 +232,7 @@ final class ClusterTests: XCTestCase {
         let cid = try await senders[0].startConversation(members: ["Jerry", "Spike", "Eve"])
         // Eve listens on the node that dies.
         let eve = try await TestClient.login("Eve", port: processes[2].port)
-        let acked = Acknowledged()
+        let acked = Collected()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, sender) in senders.enumerated() {
                 group.addTask {
@@ -269,21 +269,10 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(offline.union(eveSawLive), Set(stored), "Eve has every stored message after reconnecting")
         XCTAssertEqual(offline, Set(stored), "nothing Eve did not acknowledge is missing from her backlog")
     }
-
-    /// `session open` for `modbot`, signed with its interceptor secret.
-    private static func signedInterceptorOpen() -> Command {
-        let t = Int64(Date().timeIntervalSince1970)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = "modbot"
-        open.t = t
-        open.n = UUID().uuidString
-        open.s = Signer(appID: "hookbot", masterKey: secret).sign(.open, clientID: "modbot", timestamp: t, nonce: open.n ?? "")
-        return open
-    }
 }
 
 /// Strings collected from several tasks (acknowledged message ids, reviews seen).
-private final class Acknowledged: Sendable {
+private final class Collected: Sendable {
     private let ids = Mutex<[String]>([])
     func add(_ id: String) { ids.withLock { $0.append(id) } }
     var all: [String] { ids.withLock { $0 } }

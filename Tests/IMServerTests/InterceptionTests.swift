@@ -34,7 +34,7 @@ final class InterceptionTests: XCTestCase {
             case .webSocket: try await TestClient.connect(port: server.port)
             case .inProcess: try TestClient.attach(to: server.server)
             }
-        let reply = try await client.request(Self.signedInterceptorOpen())
+        let reply = try await client.request(Command.interceptorOpen("modbot", secret: Self.secret))
         XCTAssertEqual(reply.op, .opened)
         try await waitUntilInterceptorAttached(server.server, "modbot")
         XCTAssertTrue(server.server.isInterceptorAttached("modbot"))
@@ -48,17 +48,6 @@ final class InterceptionTests: XCTestCase {
             }
         }
         return (client, loop)
-    }
-
-    /// `session open` for `modbot`, signed with its interceptor secret.
-    private static func signedInterceptorOpen() -> Command {
-        let t = Int64(Date().timeIntervalSince1970)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = "modbot"
-        open.t = t
-        open.n = UUID().uuidString
-        open.s = Signer(appID: "hookbot", masterKey: secret).sign(.open, clientID: "modbot", timestamp: t, nonce: open.n ?? "")
-        return open
     }
 
     private static func verdict(_ kind: String) -> Command {
@@ -307,7 +296,7 @@ final class InterceptionTests: XCTestCase {
         let server = try await server()
         defer { Task { await server.stop() } }
         let first = try await TestClient.connect(port: server.port)
-        let opened = try await first.request(Self.signedInterceptorOpen())
+        let opened = try await first.request(Command.interceptorOpen("modbot", secret: Self.secret))
         let token = try XCTUnwrap(opened.st)
         await first.close()
         // The reconnect presents the token only (what an SDK does), and gets back in.

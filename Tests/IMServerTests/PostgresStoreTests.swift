@@ -6,8 +6,8 @@ import XCTest
 @testable import IMServer
 
 /// Exercises `PostgresStore` against a real PostgreSQL (`scripts/with-postgres.sh swift test --filter
-/// PostgresStoreSmokeTests`); skipped without HOOKBOT_TEST_POSTGRES_URL.
-final class PostgresStoreSmokeTests: XCTestCase {
+/// PostgresStoreTests`); skipped without HOOKBOT_TEST_POSTGRES_URL.
+final class PostgresStoreTests: XCTestCase {
     private static var logger: Logger {
         var logger = Logger(label: "postgres-smoke")
         logger.logLevel = .warning
