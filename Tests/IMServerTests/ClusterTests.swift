@@ -108,6 +108,32 @@ final class ClusterTests: XCTestCase {
         await stop(cluster)
     }
 
+    func testASignatureUsedOnOneNodeIsRefusedOnAnotherAndTokensWorkEverywhere() async throws {
+        let cluster = try await nodes(2) { configuration in
+            configuration.appID = "app"
+            configuration.masterKey = "master-secret"
+        }
+        let t = Int64(Date().timeIntervalSince1970)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "Tom"
+        open.t = t
+        open.n = UUID().uuidString
+        open.s = Signer(appID: "app", masterKey: "master-secret").sign(.open, clientID: "Tom", timestamp: t, nonce: open.n ?? "")
+        let first = try await TestClient.connect(port: cluster[0].port)
+        let opened = try await first.request(open)
+        XCTAssertEqual(opened.op, .opened)
+        let replay = try await TestClient.connect(port: cluster[1].port)
+        let refused = try await replay.request(open)
+        XCTAssertEqual(refused.code, IMErrorCode.signatureFailed.rawValue, "the nonce was spent on node 0")
+        // The session token from node 0 resumes the session on node 1.
+        var resume = Command(cmd: .session, op: .open)
+        resume.peerId = "Tom"
+        resume.st = opened.st
+        let resumed = try await replay.request(resume)
+        XCTAssertEqual(resumed.op, .opened)
+        await stop(cluster)
+    }
+
     func testUniqueStartsInParallelOnDifferentNodesMakeOneConversation() async throws {
         let cluster = try await nodes()
         var clients: [TestClient] = []
