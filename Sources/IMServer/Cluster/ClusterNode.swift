@@ -86,15 +86,16 @@ final class ClusterNode: Sendable {
         let connection = try await store.makeListenConnection(logger: logger)
         defer { Task { try? await connection.close() } }
         try await withTaskCancellationHandler {
-            let notifications = try await connection.listen(store.channel)
-            listening.store(true, ordering: .relaxed)
-            onReady()
-            for try await notification in notifications {
-                guard let announcement = Announcement(payload: notification.payload) else {
-                    logger.warning("malformed cluster announcement", metadata: ["payload": "\(notification.payload.prefix(200))"])
-                    continue
+            try await connection.listen(on: store.channel) { notifications in
+                listening.store(true, ordering: .relaxed)
+                onReady()
+                for try await notification in notifications {
+                    guard let announcement = Announcement(payload: notification.payload) else {
+                        logger.warning("malformed cluster announcement", metadata: ["payload": "\(notification.payload.prefix(200))"])
+                        continue
+                    }
+                    await handle(announcement)
                 }
-                await handle(announcement)
             }
         } onCancel: {
             Task { try? await connection.close() }
