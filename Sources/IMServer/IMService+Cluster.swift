@@ -21,6 +21,7 @@ extension IMService {
 
     func handle(_ announcement: Announcement) async {
         guard let cluster else { return }
+        metrics.announcementReceived(announcement)
         switch announcement {
         case .message(let record, let id, let cid, let members, let room):
             await deliverAnnounced(record, id: id, cid: cid, members: members, room: room)
@@ -54,6 +55,7 @@ extension IMService {
             var audience = members ?? []
             if !room, members == nil { audience = try await store.members(of: cid) }
             pipeline.deliver(record, members: audience, room: room)
+            metrics.clusterDeliveryLatency.recordMilliseconds(max(0, Identifiers.nowMillis() - record.t))
         } catch {
             logger.error("announced message could not be read", metadata: ["id": "\(id)", "error": "\(error)"])
         }

@@ -31,7 +31,7 @@ final class IMService: Sendable {
         let store = try Self.openStore(configuration, logger: logger)
         self.store = store
         cluster = (store as? PostgresStore).map {
-            ClusterNode(store: $0, address: "\(configuration.host):\(configuration.port)", logger: logger)
+            ClusterNode(store: $0, address: "\(configuration.host):\(configuration.port)", metrics: metrics, logger: logger)
         }
         tokens = SessionTokens(store: store, ttl: TimeInterval(configuration.sessionTokenTTL))
         pipeline = MessagePipeline(

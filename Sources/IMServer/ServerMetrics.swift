@@ -29,6 +29,15 @@ final class ServerMetrics: Sendable {
     private let policyDecisions = Mutex<[String: Counter]>([:])
     /// Connections the server closed to protect itself, by reason (see `ConnectionGuard`).
     private let connectionsRefused: [ConnectionGuard.Reason: Counter]
+    /// In a cluster: announcements this node sent (events; messages are announced by their commit), those
+    /// it received by kind, failures of its listening connection, and whether it listens (1) or not (0).
+    let clusterAnnouncementsSent: Counter
+    private let clusterAnnouncementsReceived: [String: Counter]
+    let clusterListenerFailures: Counter
+    let clusterListening: Gauge
+    /// In a cluster: from a message's stored timestamp to its delivery by this node (wall clocks of two
+    /// nodes; millisecond resolution).
+    let clusterDeliveryLatency: Timer
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -52,6 +61,14 @@ final class ServerMetrics: Sendable {
                 (verdict, Counter(label: "hookbot_interception_verdicts_total", dimensions: [("verdict", verdict)], factory: factory))
             })
         interceptionTimeouts = Counter(label: "hookbot_interception_timeouts_total", factory: factory)
+        clusterAnnouncementsSent = Counter(label: "hookbot_cluster_announcements_sent_total", factory: factory)
+        clusterAnnouncementsReceived = Dictionary(
+            uniqueKeysWithValues: Announcement.kinds.map { kind in
+                (kind, Counter(label: "hookbot_cluster_announcements_received_total", dimensions: [("kind", kind)], factory: factory))
+            })
+        clusterListenerFailures = Counter(label: "hookbot_cluster_listener_failures_total", factory: factory)
+        clusterListening = Gauge(label: "hookbot_cluster_listening", factory: factory)
+        clusterDeliveryLatency = Timer(label: "hookbot_cluster_delivery_latency_seconds", factory: factory)
         connectionsRefused = Dictionary(
             uniqueKeysWithValues: ConnectionGuard.Reason.allCases.map { reason in
                 (reason, Counter(label: "hookbot_connections_refused_total", dimensions: [("reason", reason.rawValue)], factory: factory))
@@ -80,6 +97,10 @@ final class ServerMetrics: Sendable {
             return counter
         }
         counter.increment()
+    }
+
+    func announcementReceived(_ announcement: Announcement) {
+        clusterAnnouncementsReceived[announcement.kind]?.increment()
     }
 
     func interceptionVerdict(_ verdict: Verdict) {

@@ -85,6 +85,11 @@ final class ClusterTests: XCTestCase {
         _ = try await tom.request(update)
         let updated = try await spike.next { $0.op == .updated && $0.i == nil }
         XCTAssertEqual(updated.cid, cid)
+        // The cluster's metrics: node 2 heard the 81 messages and the events, and listens.
+        let metrics = cluster[2].server.telemetry.exposition()
+        XCTAssertTrue(metrics.contains("hookbot_cluster_announcements_received_total{kind=\"message\"} 81"), metrics)
+        XCTAssertTrue(metrics.contains("hookbot_cluster_listening 1"), metrics)
+        XCTAssertTrue(metrics.contains("hookbot_cluster_delivery_latency_seconds_count"), metrics)
         await stop(cluster)
     }
 

@@ -28,6 +28,20 @@ enum Announcement: Sendable, Equatable {
         var connection: UInt64
     }
 
+    /// The kind, as metrics label it.
+    var kind: String {
+        switch self {
+        case .message: "message"
+        case .clients: "clients"
+        case .room: "room"
+        case .kick: "kick"
+        case .review: "review"
+        case .verdict: "verdict"
+        }
+    }
+
+    static let kinds = ["message", "clients", "room", "kick", "review", "verdict"]
+
     /// The largest payload PostgreSQL carries is 8,000 bytes; leave room.
     static let maxPayloadBytes = 7_900
 

@@ -35,9 +35,12 @@ final class ClusterNode: Sendable {
     static let heartbeat: Duration = .seconds(2)
     static let nodeTimeout: Int64 = 15_000
 
-    init(store: PostgresStore, address: String, logger: Logger) {
+    private let metrics: ServerMetrics
+
+    init(store: PostgresStore, address: String, metrics: ServerMetrics, logger: Logger) {
         id = Identifiers.random(length: 12)
         self.store = store
+        self.metrics = metrics
         self.address = address
         self.logger = logger
     }
@@ -61,6 +64,8 @@ final class ClusterNode: Sendable {
                     logger.error("cluster listener failed", metadata: ["node": "\(id)", "error": "\(String(reflecting: error))"])
                 }
                 guard !Task.isCancelled else { break }
+                metrics.clusterListenerFailures.increment()
+                metrics.clusterListening.record(0)
                 if listening.exchange(false, ordering: .relaxed) { lostAnnouncements() }
                 failures += 1
                 try? await Task.sleep(for: .milliseconds(min(5_000, 100 * (1 << min(failures, 6)))))
@@ -88,6 +93,7 @@ final class ClusterNode: Sendable {
         try await withTaskCancellationHandler {
             try await connection.listen(on: store.channel) { notifications in
                 listening.store(true, ordering: .relaxed)
+                metrics.clusterListening.record(1)
                 onReady()
                 for try await notification in notifications {
                     guard let announcement = Announcement(payload: notification.payload) else {
@@ -153,6 +159,7 @@ final class ClusterNode: Sendable {
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let start = outbox.withLock { outbox -> Bool in
+                metrics.clusterAnnouncementsSent.increment()
                 outbox.payloads.append(payload)
                 outbox.waiting.append(continuation)
                 defer { outbox.sending = true }
