@@ -244,6 +244,46 @@ final class ClusterTests: XCTestCase {
         await stop(cluster)
     }
 
+    /// A node whose listening connection is cut cannot know what it missed: it tells its clients to go away,
+    /// listens again and is ready again; what was sent meanwhile reaches a client that logs in again.
+    func testANodeThatLosesItsAnnouncementsSendsItsClientsAwayAndRecovers() async throws {
+        let cluster = try await nodes(2)
+        let tom = try await cluster[0].login("Tom")
+        let jerry = try await cluster[1].login("Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        _ = try await jerry.next { $0.op == .invited }
+        try psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'")
+        for client in [tom, jerry] { _ = try await client.next { $0.cmd == .goaway } }
+        for node in cluster {
+            let deadline = ContinuousClock.now + .seconds(15)
+            while await node.server.notReadyReason() != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            let reason = await node.server.notReadyReason()
+            XCTAssertNil(reason)
+        }
+        let tomAgain = try await cluster[0].login("Tom")
+        let sent = try await tomAgain.sendText("after the cut", to: cid)
+        let jerryAgain = try await cluster[1].login("Jerry")
+        let received = try await jerryAgain.nextMessage()
+        XCTAssertEqual(received.id, sent.uid)
+        let live = try await tomAgain.sendText("live again", to: cid)
+        let second = try await jerryAgain.nextMessage()
+        XCTAssertEqual(second.id, live.uid, "announcements flow again")
+        let failures = cluster[1].server.telemetry.exposition()
+        XCTAssertTrue(failures.contains("hookbot_cluster_listener_failures_total 1"), failures)
+        await stop(cluster)
+    }
+
+    /// Runs a statement on the throwaway cluster with psql.
+    private func psql(_ statement: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["psql", "-q", "-v", "ON_ERROR_STOP=1", try XCTUnwrap(TestDatabase.clusterURL), "-c", statement]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, "psql -c \(statement)")
+    }
+
     /// Clients on all three nodes (separate `hookbot server` processes) send as fast as they can; one node
     /// is killed with SIGKILL. Every acknowledged message is stored exactly once, and a member whose node
     /// died gets what it missed when it logs in on another node.

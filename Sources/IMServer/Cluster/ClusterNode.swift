@@ -58,7 +58,11 @@ final class ClusterNode: Sendable {
             var failures = 0
             while !Task.isCancelled {
                 do {
-                    try await listen(handle: handle) { readyContinuation.yield() }
+                    try await listen(handle: handle) {
+                        // Listening again: the next failure starts the backoff anew.
+                        failures = 0
+                        readyContinuation.yield()
+                    }
                 } catch {
                     if Task.isCancelled { break }
                     logger.error("cluster listener failed", metadata: ["node": "\(id)", "error": "\(String(reflecting: error))"])
