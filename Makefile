@@ -7,7 +7,7 @@ BROWSER_PACKAGES := chromium chromium-driver
 POSTGRES_PACKAGES := postgresql-15
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps browser postgres apt-install build test test-suites lint format fuzz run bench clean
+.PHONY: deps browser postgres apt-install build test test-suites lint format fuzz run bench bench-cluster clean
 
 ## Install the system packages the build needs (Debian/Ubuntu), only when missing.
 deps:
@@ -88,6 +88,12 @@ run: build
 bench: deps
 	$(SWIFT) run -c release hookbot bench --summary
 	$(SWIFT) run -c release hookbot bench --remote-bot --only w1a,w1b,w2 --summary
+
+## The cluster's numbers (release build): w1b and w3 on two nodes sharing a throwaway PostgreSQL, then one node.
+bench-cluster: deps postgres
+	$(SWIFT) build -c release --product hookbot
+	scripts/with-postgres.sh sh -c '.build/release/hookbot bench --only w1b,w3 --database "$$HOOKBOT_TEST_POSTGRES_URL" --nodes 2 --summary && \
+		.build/release/hookbot bench --only w1b,w3 --database "$$HOOKBOT_TEST_POSTGRES_URL" --nodes 1 --summary'
 
 clean:
 	rm -rf .build
