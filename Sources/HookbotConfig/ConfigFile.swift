@@ -17,7 +17,7 @@ public struct ConfigFile: Sendable {
     /// Parses TOML text; syntax errors are `ConfigurationError`s with the line.
     public init(text: String, name: String = "hookbot.toml") throws(ConfigurationError) {
         self.name = name
-        if let problem = TableHeaders.firstProblem(in: text) {
+        if let problem = ParserTraps.firstProblem(in: text) {
             throw ConfigurationError(message: problem.message, file: name, line: problem.line)
         }
         let table: TOMLTable
@@ -183,17 +183,20 @@ struct KeyLines: Sendable {
     }
 }
 
-/// Finds table headers whose first key starts with a character that cannot start a key (`[/bot]`,
-/// `[[ +rules]]`). The toml++ parser TOMLKit 0.6.0 bundles asserts on them (`parse_key()`: "is_bare_key_character
-/// || is_string_delimiter") and aborts the process instead of reporting a syntax error, so such headers are
-/// refused here first (found by `make fuzz`). A header is a `[` at the start of a line outside strings and
-/// outside the brackets of a value, which is all this scan tracks.
-enum TableHeaders {
+/// Finds the syntax errors the toml++ parser TOMLKit 0.6.0 bundles asserts on, aborting the process instead
+/// of reporting them, so that they are refused here first (both found by `make fuzz`):
+/// - a table header whose first key starts with a character that cannot start a key (`[/bot]`, `[[ +rules]]`;
+///   `parse_key()`: "is_bare_key_character || is_string_delimiter");
+/// - a `}` where an array expects a value (`rules = [ } ]`, `[1, }]`; `parse_value()`: "!is_value_terminator").
+/// A header is a `[` at the start of a line outside strings and outside the brackets of a value; the scan
+/// tracks strings, comments and the brackets of values, nothing more.
+enum ParserTraps {
     static func firstProblem(in text: String) -> (line: Int, message: String)? {
         let bytes = Array(text.utf8)
         var index = 0
         var line = 1
-        var depth = 0 // open [ and { of a value
+        var open: [UInt8] = [] // the [ and { of a value, innermost last
+        var expectingArrayValue = false // after an array's [ or a comma in it
         var atLineStart = true
         func peek(_ offset: Int) -> UInt8? { index + offset < bytes.count ? bytes[index + offset] : nil }
         while index < bytes.count {
@@ -220,8 +223,9 @@ enum TableHeaders {
                     index += 1
                 }
                 index += quote.count
+                expectingArrayValue = false
             case UInt8(ascii: "["):
-                if atLineStart, depth == 0 {
+                if atLineStart, open.isEmpty {
                     var next = index + 1
                     if next < bytes.count, bytes[next] == UInt8(ascii: "[") { next += 1 }
                     while next < bytes.count, bytes[next] == UInt8(ascii: " ") || bytes[next] == UInt8(ascii: "\t") { next += 1 }
@@ -233,15 +237,25 @@ enum TableHeaders {
                     while index < bytes.count, bytes[index] != UInt8(ascii: "\n") { index += 1 }
                     continue
                 }
-                depth += 1
+                open.append(byte)
+                expectingArrayValue = true
                 index += 1
             case UInt8(ascii: "{"):
-                depth += 1
+                open.append(byte)
+                expectingArrayValue = false
+                index += 1
+            case UInt8(ascii: ","):
+                expectingArrayValue = open.last == UInt8(ascii: "[")
                 index += 1
             case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                depth = max(depth - 1, 0)
+                if byte == UInt8(ascii: "}"), expectingArrayValue {
+                    return (line, "Error while parsing array: expected a value or closing ']', saw '}'")
+                }
+                _ = open.popLast()
+                expectingArrayValue = false
                 index += 1
             default:
+                expectingArrayValue = false
                 index += 1
             }
             atLineStart = false

@@ -61,6 +61,23 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertTrue(failure("when = 1979-05-27")?.description.hasPrefix("bot.toml:1: when: dates") == true)
     }
 
+    /// TOMLKit's parser also aborts on a `}` where an array expects a value (found by `make fuzz`): a syntax
+    /// error with its line instead; valid arrays and braces inside strings and comments are untouched.
+    func testABraceWhereAnArrayExpectsAValueIsAnErrorNotACrash() throws {
+        for (text, line) in [
+            ("[plugins.autoreply]\nrules = [ } ]\n", 2), ("x = [1, }]", 1), ("x = [\n  # nothing\n  }\n]", 3), ("x = [[ }]]", 1),
+        ] {
+            XCTAssertThrowsError(try ConfigFile(text: text), text) { error in
+                let error = error as? ConfigurationError
+                XCTAssertEqual(error?.line, line, "\(text): \(String(describing: error))")
+                XCTAssertTrue(error?.message.contains("saw '}'") == true, "\(String(describing: error))")
+            }
+        }
+        let valid = try ConfigFile(text: "x = [ {a = 1}, {b = [2, 3]}, ]\ny = \"[ } ]\" # [ }\nz = [\n  1, # }\n]")
+        XCTAssertEqual(valid.root["y"], .string("[ } ]"))
+        XCTAssertEqual(valid.root["z"], .array([.int(1)]))
+    }
+
     /// TOMLKit's parser aborts the process on a table header whose first key starts with a character that
     /// cannot start a key (found by `make fuzz`): such headers are syntax errors with their line instead.
     func testTableHeadersThatCannotStartWithAKeyAreErrorsNotCrashes() throws {
