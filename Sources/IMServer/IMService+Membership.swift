@@ -136,12 +136,7 @@ extension IMService {
             for connection in connections where connection !== skipped { connection.send(command) }
             return
         }
-        let frame = SharedFrame(command)
-        var delivered = 0
-        for connection in connections where connection !== skipped && connection.clientID != command.fromPeerId {
-            connection.deliver(messageID: id, frame)
-            delivered += 1
-        }
+        let delivered = SharedFrame(command).deliver(messageID: id, to: connections, sender: command.fromPeerId, except: skipped)
         metrics.messagesDelivered.increment(by: delivered)
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import IMCore
 
 /// What one node tells the others through PostgreSQL's `NOTIFY` (a JSON payload on the cluster's
-/// channel). Every node listens, the sender included, and handles announcements in the order the database
+/// channel; the commands it carries are their JSON wire text, encoded once and decoded once). Every node listens, the sender included, and handles announcements in the order the database
 /// delivers them: commit order.
 enum Announcement: Sendable, Equatable {
     /// A stored message, announced inside the transaction that stores it (so only once committed, and in
@@ -62,18 +62,20 @@ enum Announcement: Sendable, Equatable {
         case .message(let record, let id, let cid, let members, let room):
             var object: [String: JSONValue] = ["k": "m", "id": .string(id), "cid": .string(cid), "room": .bool(room)]
             if let members { object["to"] = .array(members.map(JSONValue.string)) }
-            if let record { object["msg"] = Self.codec.encode(MessagePipeline.directCommand(record)).asJSONValue }
+            if let record { object["msg"] = .string(Self.codec.encode(MessagePipeline.directCommand(record))) }
             return .object(object)
         case .clients(let ids, let command, let origin):
-            return .object(["k": "c", "to": .array(ids.map(JSONValue.string)), "cmd": command.asJSONValue, "origin": .string(origin)])
+            return .object([
+                "k": "c", "to": .array(ids.map(JSONValue.string)), "cmd": .string(Self.codec.encode(command)), "origin": .string(origin),
+            ])
         case .room(let cid, let command, let origin):
-            return .object(["k": "r", "cid": .string(cid), "cmd": command.asJSONValue, "origin": .string(origin)])
+            return .object(["k": "r", "cid": .string(cid), "cmd": .string(Self.codec.encode(command)), "origin": .string(origin)])
         case .kick(let clientID, let tag, let generation, let keep):
             return .object(["k": "k", "client": .string(clientID), "tag": .string(tag), "gen": .int(Int(generation)), "x": keep.json])
         case .review(let interceptor, let origin, let request):
-            return .object(["k": "q", "to": .string(interceptor), "origin": .string(origin), "cmd": request.asJSONValue])
+            return .object(["k": "q", "to": .string(interceptor), "origin": .string(origin), "cmd": .string(Self.codec.encode(request))])
         case .verdict(let origin, let answer):
-            return .object(["k": "v", "origin": .string(origin), "cmd": answer.asJSONValue])
+            return .object(["k": "v", "origin": .string(origin), "cmd": .string(Self.codec.encode(answer))])
         }
     }
 
@@ -81,7 +83,7 @@ enum Announcement: Sendable, Equatable {
     init?(payload: String) {
         guard let object = JSONValue.parse(payload)?.objectValue, let kind = object["k"]?.stringValue else { return nil }
         func command(_ key: String) -> Command? {
-            object[key].flatMap { try? Self.codec.decode($0.jsonString()) }
+            object[key]?.stringValue.flatMap { try? Self.codec.decode($0) }
         }
         func ids(_ key: String) -> [String]? { object[key]?.arrayValue?.compactMap(\.stringValue) }
         let except = object["x"].flatMap(ConnectionRef.init(json:))
@@ -124,15 +126,6 @@ extension Announcement.ConnectionRef {
         guard let node = json["n"]?.stringValue, let connection = json["c"]?.intValue else { return nil }
         self.init(node: node, connection: UInt64(connection))
     }
-}
-
-extension Command {
-    /// The command as a JSON value (its wire form), for embedding in an announcement.
-    fileprivate var asJSONValue: JSONValue { JSONCommandCodec().encode(self).asJSONValue }
-}
-
-extension String {
-    fileprivate var asJSONValue: JSONValue { JSONValue.parse(self) ?? .null }
 }
 
 extension MessageRecord {

@@ -40,7 +40,7 @@ struct OutgoingMessage: Sendable {
 /// of hops between the cooperative pool and GRDB's queue, and no shared thread ever blocks on a commit.
 /// With PostgreSQL (an asynchronous driver) the same loop runs as a task that suspends on each commit.
 ///
-/// Where a `delivery` is set (a cluster), stored messages are not fanned out here: every node, this one
+/// Without `fansOutLocally` (a cluster), stored messages are not fanned out here: every node, this one
 /// included, delivers them when the database announces their commit, so all nodes deliver in commit order.
 final class MessagePipeline: Sendable {
     private struct State {
@@ -58,6 +58,8 @@ final class MessagePipeline: Sendable {
     }
 
     private let writeBatch: BatchWriter
+    /// The client ids in a chat room here (a batch's membership check for chat rooms).
+    private let roomMembers: @Sendable (String) -> [String]
     /// Set in a cluster: stored messages reach connections through the cluster's announcements.
     private let fansOutLocally: Bool
     private let registry: SessionRegistry
@@ -76,6 +78,7 @@ final class MessagePipeline: Sendable {
         counters: StorageCounters, metrics: ServerMetrics, logger: Logger, fansOutLocally: Bool = true
     ) {
         writeBatch = store.batchWriter
+        roomMembers = { [rooms] cid in Array(rooms.clientIDs(in: cid)) }
         self.fansOutLocally = fansOutLocally
         cursorDelay = fansOutLocally ? .milliseconds(5) : .milliseconds(25)
         self.counters = counters
@@ -183,7 +186,7 @@ final class MessagePipeline: Sendable {
             }
             return MessageBatch(
                 messages: state.queue, moves: state.cursorMoves, knownTimestamps: state.lastTimestamps, now: Identifiers.nowMillis(),
-                roomMembers: { [rooms] cid in Array(rooms.clientIDs(in: cid)) })
+                roomMembers: roomMembers)
         }
     }
 
@@ -240,13 +243,8 @@ final class MessagePipeline: Sendable {
     /// room), the sender's own excepted.
     func deliver(_ record: MessageRecord, members: [String], room: Bool) {
         if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
-        let frame = SharedFrame(Self.directCommand(record))
         let recipients = room ? rooms.connections(in: record.cid) : members.flatMap { registry.connections(of: $0) }
-        var delivered = 0
-        for connection in recipients where connection.clientID != record.from {
-            connection.deliver(messageID: record.id, frame)
-            delivered += 1
-        }
+        let delivered = SharedFrame(Self.directCommand(record)).deliver(messageID: record.id, to: recipients, sender: record.from)
         metrics.messagesDelivered.increment(by: delivered)
     }
 

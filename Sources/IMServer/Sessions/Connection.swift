@@ -130,6 +130,17 @@ final class SharedFrame: Sendable {
 
     init(_ command: Command) { self.command = command }
 
+    /// Delivers a message (`Connection.deliver`) to `connections`, except `skipped` and the sender's own
+    /// connections; returns to how many.
+    func deliver(messageID: String, to connections: [Connection], sender: String?, except skipped: Connection? = nil) -> Int {
+        var delivered = 0
+        for connection in connections where connection !== skipped && connection.clientID != sender {
+            connection.deliver(messageID: messageID, self)
+            delivered += 1
+        }
+        return delivered
+    }
+
     func encoded(for format: WireFormat, using encode: (Command) -> Connection.Outbound) -> Connection.Outbound {
         if let frame = encoded.withLock({ $0[format] }) { return frame }
         let frame = encode(command)

@@ -156,9 +156,4 @@ enum StoreRules {
         }
         return record
     }
-
-    /// The members' error for `conv max-read`, `conv count`, `conv mute` by a non-member.
-    static func membershipRequired(_ clientID: String, _ cid: String, to action: String) -> IMError {
-        IMError(.conversationMembershipRequired, "only members may \(action) \(cid)")
-    }
 }
