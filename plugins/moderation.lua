@@ -57,6 +57,13 @@ local function count(text, pattern)
   return n
 end
 
+-- Links in the lowercased text, each once: those with a scheme (http://, https://), and bare www.
+-- names outside them ("https://www.x" is one link, not two).
+local function links(lower)
+  local bare = lower:gsub("https?://%S*", " ")
+  return count(lower, "https?://") + count(bare, "%f[%w]www%.")
+end
+
 -- Compiled once per loaded version (config does not change without a reload).
 local words, patterns, moderators, exempt
 
@@ -76,13 +83,14 @@ local function violation(msg, ctx)
   local c = ctx.config
   local text = msg.text or ""
   if c.flood and c.flood.messages then
+    -- A fixed window: the first message sets the counter's expiry, later ones keep it.
     local n = ctx.state.conv(msg.cid).incr("flood:" .. msg.from, 1, c.flood.seconds)
     if n > c.flood.messages then return "flood" end
   end
   if text == "" then return nil end
   local scan = text:sub(1, c.max_scan)
   local lower = scan:lower()
-  if c.max_links and count(lower, "https?://") + count(lower, "www%.") > c.max_links then return "links" end
+  if c.max_links and links(lower) > c.max_links then return "links" end
   if c.max_mentions and count(" " .. scan, "[%s]@[%w_%-]+") > c.max_mentions then return "mentions" end
   local norm, runs = normalize(scan)
   for _, w in ipairs(words) do
@@ -106,7 +114,8 @@ local function escalate(msg, ctx, rule)
   local c = ctx.config
   local conv = ctx.state.conv(msg.cid)
   local ttl = c.strike_ttl and c.strike_ttl > 0 and c.strike_ttl or nil
-  local strikes = conv.incr("strikes:" .. msg.from, 1, ttl)
+  -- Sliding: each strike keeps the earlier ones for another strike_ttl seconds.
+  local strikes = conv.incr("strikes:" .. msg.from, 1, ttl, "sliding")
   local step = c.ladder[math.min(strikes, #c.ladder)] or "warn"
   local reason = c.reasons[rule] or rule
   local actions = {}
@@ -180,7 +189,7 @@ return {
     flood = { messages = 5, seconds = 10 }, -- false disables
     ladder = { "warn", "mute", "kick" },    -- what the 1st, 2nd, 3rd... strike does
     mute_minutes = 10,
-    strike_ttl = 86400,     -- strikes are forgotten after this many seconds (0: never)
+    strike_ttl = 86400,     -- strikes are forgotten this many seconds after the last one (0: never)
     moderators = {},        -- hold the moderator role (!mod) and are not moderated
     exempt = { "modbot" },  -- never moderated (the bot's own client id belongs here)
     code = 4301,            -- application error code of blocked messages

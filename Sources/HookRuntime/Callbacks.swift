@@ -172,8 +172,17 @@ let cbStateIncr: hb_swift_fn = { L in
         guard let t = argNumber(L, 3), t > 0, t.isFinite else { return fail(L, "state.incr: ttl must be a positive number of seconds") }
         ttl = t
     }
+    var expiry = HookStateStore.Expiry.fixed
+    if lua_type(L, 4) != LUA_TNIL && lua_type(L, 4) != LUA_TNONE {
+        guard lua_type(L, 4) == LUA_TSTRING, let mode = HookStateStore.Expiry(rawValue: luaString(L, 4) ?? "") else {
+            return fail(L, "state.incr: the expiry mode must be \"fixed\" or \"sliding\"")
+        }
+        expiry = mode
+    }
     let r: JSONValue
-    do { r = try plugin.env.store.incr(plugin: plugin.name, key: key, by: by, ttl: ttl, now: plugin.env.clock.now()) } catch {
+    do {
+        r = try plugin.env.store.incr(plugin: plugin.name, key: key, by: by, ttl: ttl, expiry: expiry, now: plugin.env.clock.now())
+    } catch {
         return fail(L, "state.incr(\(key)): \(error)")
     }
     _ = luaPush(L, json: r)

@@ -331,7 +331,7 @@ let hookbotPrelude = #"""
       local v = {}
       v.get = function(k) return hb.state_get(prefix .. checkkey(k)) end
       v.set = function(k, value, ttl) return hb.state_set(prefix .. checkkey(k), value, ttl) end
-      v.incr = function(k, by, ttl) return hb.state_incr(prefix .. checkkey(k), by, ttl) end
+      v.incr = function(k, by, ttl, mode) return hb.state_incr(prefix .. checkkey(k), by, ttl, mode) end
       v.delete = function(k) return hb.state_delete(prefix .. checkkey(k)) end
       v.keys = function(p)
         if p ~= nil and type(p) ~= "string" then fail("state.keys: prefix must be a string") end

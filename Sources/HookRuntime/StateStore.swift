@@ -144,9 +144,23 @@ public final class HookStateStore: Sendable {
         }
     }
 
-    /// Atomically adds `by` to a numeric value (missing or expired counts as 0).
-    /// Keeps the existing expiry unless `ttl` is given. Returns the new value.
-    public func incr(plugin: String, key: String, by: JSONValue, ttl: Double? = nil, now: Double) throws -> JSONValue {
+    /// How `incr` treats the expiry of a key that already has one.
+    public enum Expiry: String, Sendable {
+        /// A fixed window: the `incr` that creates the key (or finds it expired, or without an expiry) sets
+        /// the expiry to now + `ttl`; later calls keep it, so a counter resets `ttl` seconds after its first
+        /// increment however often it is incremented.
+        case fixed
+        /// Every `incr` that passes a `ttl` moves the expiry to now + `ttl`: the key lives until `ttl`
+        /// seconds pass without an increment.
+        case sliding
+    }
+
+    /// Atomically adds `by` to a numeric value (missing or expired counts as 0). Returns the new value.
+    /// Without `ttl` the key keeps the expiry it has (none for a new key); with one, `expiry` says whether
+    /// it sets the expiry of a new window only (`.fixed`, the default) or on every call (`.sliding`).
+    public func incr(
+        plugin: String, key: String, by: JSONValue, ttl: Double? = nil, expiry: Expiry = .fixed, now: Double
+    ) throws -> JSONValue {
         try pool.write { db -> JSONValue in
             let row = try Row.fetchOne(
                 db,
@@ -159,7 +173,7 @@ public final class HookStateStore: Sendable {
                 current = try JSONValue(parsing: row["value"])
                 expires = row["expires_at"]
             }
-            if let ttl { expires = now + ttl }
+            if let ttl, expiry == .sliding || expires == nil { expires = now + ttl }
             let result: JSONValue
             switch (current, by) {
             case (.int(let a), .int(let b)):

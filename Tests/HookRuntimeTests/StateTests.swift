@@ -1,3 +1,4 @@
+import IMCore
 import XCTest
 
 @testable import HookRuntime
@@ -168,6 +169,94 @@ final class StateTests: XCTestCase {
         f.clock.advance(by: 30) // t = 65
         XCTAssertEqual(logMessages(rt.command(HookCommand(action: "get")).actions), ["nil nil 1"])
         XCTAssertEqual(try f.store.purgeExpired(now: f.clock.now), 2)
+    }
+
+    /// A plugin that increments `ext.key` by 1 with `ext.ttl` and `ext.mode` and logs the new value.
+    private func counter(_ f: Fixture) -> PluginEngine {
+        f.write(
+            "counter.lua",
+            #"""
+            return { on_cmd = function(cmd, ctx)
+              local e = cmd.ext
+              if cmd.action == "set" then ctx.state.set(e.key, e.value) return end
+              local ok, v = pcall(ctx.state.incr, e.key, 1, e.ttl, e.mode)
+              ctx.log(ok and tostring(v) or ("error: " .. v))
+            end }
+            """#)
+        let rt = f.runtime()
+        XCTAssertEqual(rt.loadAll().errors, [])
+        return rt
+    }
+
+    /// The expiry of the counter plugin's only key.
+    private func expiresAt(_ f: Fixture) async throws -> Double? {
+        try await f.store.entries(plugin: "counter", now: f.clock.now).first?.expiresAt
+    }
+
+    private func incr(_ rt: PluginEngine, _ key: String, ttl: Double? = nil, mode: String? = nil) -> String {
+        var ext: [String: JSONValue] = ["key": .string(key)]
+        if let ttl { ext["ttl"] = .double(ttl) }
+        if let mode { ext["mode"] = .string(mode) }
+        return logMessages(rt.command(HookCommand(action: "incr", ext: ext)).actions).joined()
+    }
+
+    /// The first `incr` of a window sets the expiry; later ones with the same ttl keep it, so a counter
+    /// incremented every 4 s still resets 10 s after its first increment (it used to move the expiry on
+    /// every call, and never reset while the calls kept coming).
+    func testIncrWithATTLCountsInAFixedWindow() async throws {
+        let f = Fixture()
+        let rt = counter(f)
+        var seen: [String] = []
+        for t in stride(from: 0.0, through: 28, by: 4) {
+            f.clock.set(t)
+            seen.append(incr(rt, "w", ttl: 10))
+        }
+        // t = 0, 4, 8 | 12, 16, 20 | 24, 28: windows opened at 0, 12 (0 + 10 passed) and 24.
+        XCTAssertEqual(seen, ["1", "2", "3", "1", "2", "3", "1", "2"])
+        let expiry = try await expiresAt(f)
+        XCTAssertEqual(expiry, 34)
+    }
+
+    /// `"sliding"` moves the expiry on every call: the key lives until `ttl` seconds pass without one.
+    func testIncrSlidingMovesTheExpiryOnEveryCall() async throws {
+        let f = Fixture()
+        let rt = counter(f)
+        var seen: [String] = []
+        for t in [0.0, 8, 16, 24, 35, 44] {
+            f.clock.set(t)
+            seen.append(incr(rt, "s", ttl: 10, mode: "sliding"))
+        }
+        XCTAssertEqual(seen, ["1", "2", "3", "4", "1", "2"])
+        var expiry = try await expiresAt(f)
+        XCTAssertEqual(expiry, 54)
+        // Without a ttl a call keeps whatever expiry the key has, in either mode.
+        f.clock.set(50)
+        XCTAssertEqual(incr(rt, "s"), "3")
+        expiry = try await expiresAt(f)
+        XCTAssertEqual(expiry, 54)
+        XCTAssertEqual(incr(rt, "s", ttl: 10, mode: "fixed"), "4")
+        expiry = try await expiresAt(f)
+        XCTAssertEqual(expiry, 54)
+    }
+
+    /// A key stored without an expiry gets one from the first `incr` with a ttl (a fixed window starts
+    /// there); a bad mode is an error that names the two.
+    func testIncrTTLOnAKeyWithoutExpiryAndBadModes() async throws {
+        let f = Fixture()
+        let rt = counter(f)
+        f.clock.set(100)
+        _ = rt.command(HookCommand(action: "set", ext: ["key": "n", "value": 5]))
+        XCTAssertEqual(incr(rt, "n", ttl: 10), "6")
+        f.clock.set(105)
+        XCTAssertEqual(incr(rt, "n", ttl: 10), "7")
+        let expiry = try await expiresAt(f)
+        XCTAssertEqual(expiry, 110)
+        f.clock.set(110)
+        XCTAssertEqual(incr(rt, "n", ttl: 10), "1")
+        for mode in ["slide", "FIXED", ""] {
+            XCTAssertTrue(incr(rt, "n", ttl: 10, mode: mode).contains(#"the expiry mode must be "fixed" or "sliding""#))
+        }
+        XCTAssertEqual(incr(rt, "n", ttl: 10), "2")
     }
 
     func testOnePluginCannotReadAnothersState() {

@@ -95,6 +95,15 @@ return {
       },
     },
     {
+      name = "each link counts once: https://www.x is one link, a bare www.x another",
+      steps = {
+        { message = "https://www.a.example/x https://www.b.example www.c.example", expect = { verdict = "allow" } },
+        { message = "HTTP://WWW.A.EXAMPLE and awww. so cute https://b.example/www.c", expect = { verdict = "allow" } },
+        { message = "https://www.a.example https://www.b.example www.c.example www.d.example",
+          expect = { verdict = "block", reason = "too many links" } },
+      },
+    },
+    {
       name = "mention limit",
       config = { max_mentions = 2 },
       steps = {
@@ -120,6 +129,30 @@ return {
         { message = { text = "other room", cid = "c2" }, expect = { verdict = "allow" } },
         { advance = 11 },
         { message = "after the window", expect = { verdict = "allow" } },
+      }),
+    },
+    {
+      name = "the flood window is fixed: a member writing every 3 s is never flooded",
+      config = { flood = { messages = 5, seconds = 10 } },
+      steps = (function()
+        -- 4 messages in every 10 s, for a minute: a window opened by the first message resets 10 s later.
+        local steps = {}
+        for i = 1, 20 do
+          steps[#steps + 1] = { message = "line " .. i, expect = { verdict = "allow", actions = {} } }
+          steps[#steps + 1] = { advance = 3 }
+        end
+        return steps
+      end)(),
+    },
+    {
+      name = "a burst of 6 within one window is flooding, even after a quiet minute",
+      config = { flood = { messages = 5, seconds = 10 } },
+      steps = with(quiet(5), {
+        { message = "sixth", expect = { verdict = "block", reason = "slow down, you are sending messages too fast" } },
+        { advance = 60 },
+      }, quiet(5), {
+        { message = "sixth again", expect = { verdict = "block", reason = "slow down, you are sending messages too fast",
+          actions = { { kind = "mute", seconds = 600 }, { kind = "warn" } } } },
       }),
     },
     {
@@ -159,6 +192,17 @@ return {
         { advance = 3601 },
         { message = "scam", expect = { actions = { { kind = "warn" } } } },
         { expect_state = { ["conv:c1:strikes:Tom"] = 1 } },
+      },
+    },
+    {
+      name = "strikes are forgotten strike_ttl after the last one, not the first",
+      config = { strike_ttl = 3600 },
+      steps = {
+        { message = "scam", expect = { actions = { { kind = "warn" } } } },
+        { advance = 3000 },
+        { message = "scam", expect = { actions = { { kind = "mute" }, { kind = "warn" } } } },
+        { advance = 3000 },
+        { message = "scam", expect = { actions = { { kind = "kick", user = "Tom" } } } },
       },
     },
     {
