@@ -16,7 +16,8 @@ extension IMClient {
     ) async throws(IMError) -> IMConversation {
         var start = Command(cmd: .conv, op: .start)
         let chatRoom = options.contains(.chatRoom)
-        start.m = chatRoom ? nil : members
+        // The creator is listed, as LeanCloud's SDKs do: a signed start with no members would sign a login's text.
+        start.m = chatRoom ? [clientId] : members.contains(clientId) ? members : members + [clientId]
         start.name = name
         start.attr = attributes.map(JSONValue.object)
         start.unique = options.contains(.unique) ? true : nil

@@ -43,7 +43,62 @@ public struct ProtobufCommandCodec: Sendable {
             throw CommandDecodingError(
                 IMError(.malformedCommand, "frame is not a protobuf GenericCommand"), requestSerial: nil)
         }
+        // `i` is an int32: a protobuf decoder keeps the low 32 bits of a larger varint (2^32 becomes 0),
+        // so the reply would answer another serial. Such a frame is refused, without a serial to echo.
+        if generic.hasI, !Self.serialsFitInt32(bytes) {
+            throw CommandDecodingError(
+                IMError(.invalidField, "i (the request serial) must be a 32-bit integer: the proto field is int32"),
+                requestSerial: nil)
+        }
         return try Self.commands(from: generic)
+    }
+
+    /// Whether every top-level field 5 (`i`) in a `GenericCommand`'s bytes holds an int32 value: at most
+    /// 2^31 - 1, or a negative int32 as protobuf encodes it (sign-extended to 64 bits).
+    static func serialsFitInt32(_ bytes: Data) -> Bool {
+        var reader = WireReader(bytes: bytes)
+        while let key = reader.varint() {
+            switch key & 7 {
+            case 0:
+                guard let value = reader.varint() else { return true }
+                if key >> 3 == 5, Int64(bitPattern: value) < Int64(Int32.min) || Int64(bitPattern: value) > Int64(Int32.max) {
+                    return false
+                }
+            case 1: reader.skip(8)
+            case 2: reader.skip(reader.varint().map { Int(clamping: $0) } ?? Int.max)
+            case 5: reader.skip(4)
+            default: return true // groups or garbage: SwiftProtobuf already accepted the frame; i was not seen
+            }
+        }
+        return true
+    }
+
+    /// Reads the protobuf wire format's varints and skips fields (just enough to find the raw `i`).
+    private struct WireReader {
+        let bytes: Data
+        var offset: Data.Index
+
+        init(bytes: Data) {
+            self.bytes = bytes
+            offset = bytes.startIndex
+        }
+
+        mutating func varint() -> UInt64? {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while offset < bytes.endIndex, shift < 64 {
+                let byte = bytes[offset]
+                offset += 1
+                value |= UInt64(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { return value }
+                shift += 7
+            }
+            return nil
+        }
+
+        mutating func skip(_ count: Int) {
+            offset = bytes.endIndex - offset < count ? bytes.endIndex : offset + count
+        }
     }
 
     public func decode(_ bytes: [UInt8]) throws(CommandDecodingError) -> [Command] {
@@ -89,7 +144,10 @@ public struct ProtobufCommandCodec: Sendable {
             }
             g.op = lcOp
         }
-        if let i = command.i { g.i = Int32(truncatingIfNeeded: i) }
+        if let i = command.i {
+            guard let serial = Int32(exactly: i) else { throw .unsupported("i \(i) does not fit the proto's int32 field") }
+            g.i = serial
+        }
         if let peerId = command.peerId { g.peerID = peerId }
         if let appId = command.appId { g.appID = appId }
         if let serverTs = command.serverTs { g.serverTs = serverTs }

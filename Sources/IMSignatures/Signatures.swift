@@ -16,6 +16,13 @@ public enum IMSignatureAction: Sendable, Equatable {
     case kick(conversationId: String, members: [String])
 
     /// The text that is signed, as LeanCloud defines it (timestamps in seconds).
+    ///
+    /// The texts are fields joined by `:`, so they are unambiguous only because the server refuses `:` in
+    /// client ids and nonces (conversation ids are generated and hold none after their `_tmp:` prefix;
+    /// timestamps are digits), refuses the nonces `join`, `invite` and `kick` (a `conv start` text ending in
+    /// one would read as that action's), and refuses a signed `conv start` with no members, whose text
+    /// (`app:client::t:n`) is a login's. LeanCloud's SDKs always list the creator among the members they sign
+    /// (so does IMClient), and the nonces the server has seen are shared by all actions.
     func text(appID: String, clientID: String, timestamp: Int64, nonce: String) -> String {
         func member(_ cid: String, _ members: [String], _ action: String) -> String {
             "\(appID):\(clientID):\(cid):\(members.sorted().joined(separator: ":")):\(timestamp):\(nonce):\(action)"

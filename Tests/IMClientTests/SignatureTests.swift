@@ -34,6 +34,12 @@ final class SignatureTests: XCTestCase {
         try await jerry.conversation(conversation.id).join()
         let count = try await conversation.countMembers()
         XCTAssertEqual(count, 3)
+        // A conversation of the creator alone and a chat room: the creator is among the signed members
+        // (the server refuses a signed start with none, whose text would be a login's).
+        let alone = try await tom.createConversation(name: "notes")
+        let aloneCount = try await alone.countMembers()
+        XCTAssertEqual(aloneCount, 1)
+        _ = try await tom.createChatRoom(name: "room")
 
         await server.stop()
         let second = try await ServerHarness.start(directory: server.directory, port: server.port, configure: configure)

@@ -2,8 +2,9 @@ import Foundation
 import HookbotTestSupport
 import IMCore
 import IMServer
-import IMSignatures
 import XCTest
+
+@testable import IMSignatures
 
 final class SignatureTests: XCTestCase {
     let signer = Signer(appID: "app", masterKey: "master-secret")
@@ -145,6 +146,72 @@ final class SignatureTests: XCTestCase {
         kick.s = signer.sign(.kick(conversationId: cid, members: ["Bob"]), clientID: "Tom", timestamp: t, nonce: "n-kick-2")
         let observed10 = try await tom.request(kick).op
         XCTAssertEqual(observed10, .removed)
+    }
+
+    /// Signed texts are fields joined by ':'. A conversation start by `eve` with member `x:` signs the text
+    /// of a login as `eve:x`, and a login's text is a start's with no members: client ids with ':' are
+    /// refused, a signed start must list its members, nonces are shared by all actions, and LeanCloud's
+    /// texts (the creator among the signed members) still verify.
+    func testSignedTextsOfDifferentActionsCannotBeConfused() async throws {
+        let server = try await ServerHarness.start {
+            $0.appID = "app"
+            $0.masterKey = "master-secret"
+        }
+        defer { Task { await server.stop() } }
+        let t = Int64(Date().timeIntervalSince1970)
+        func signed(_ command: Command, _ action: IMSignatureAction, by clientID: String, nonce: String) -> Command {
+            var command = command
+            command.t = t
+            command.n = nonce
+            command.s = signer.sign(action, clientID: clientID, timestamp: t, nonce: nonce)
+            return command
+        }
+
+        // A start signature of eve with member "x:" presented as a login of "eve:x".
+        let eveX = try await TestClient.connect(port: server.port)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "eve:x"
+        let forged = try await eveX.request(signed(open, .startConversation(members: ["x:"]), by: "eve", nonce: "n-confused"))
+        XCTAssertEqual(forged.code, 4103)
+        XCTAssertEqual(forged.detail, "client id contains ':', which separates the fields of signed texts")
+        let plain = try await eveX.request(signedOpen("eve:x"))
+        XCTAssertEqual(plain.code, 4103, "no client id with ':' logs in, signed or not")
+
+        let eve = try await TestClient.connect(port: server.port)
+        let opened = try await eve.request(signedOpen("eve"))
+        XCTAssertEqual(opened.op, .opened)
+        var start = Command(cmd: .conv, op: .start)
+        start.m = ["x:"]
+        let refusedMember = try await eve.request(signed(start, .startConversation(members: ["x:"]), by: "eve", nonce: "n-member"))
+        XCTAssertEqual(refusedMember.code, 4903)
+
+        // An unused login signature of eve presented as a start with no members (m empty or absent).
+        for members in [[], nil] as [[String]?] {
+            start.m = members
+            let nonce = "n-login-\(members == nil)"
+            let asStart = try await eve.request(signed(start, .open, by: "eve", nonce: nonce))
+            XCTAssertEqual(asStart.code, 4302)
+            XCTAssertTrue(asStart.detail?.contains("the creator included") == true, "\(asStart)")
+        }
+        // Nonces that would shift the fields.
+        start.m = ["Jerry", "eve"]
+        for nonce in ["a:b", "join", "kick"] {
+            let shifted = try await eve.request(signed(start, .startConversation(members: ["Jerry", "eve"]), by: "eve", nonce: nonce))
+            XCTAssertEqual(shifted.code, 4302, nonce)
+        }
+
+        // LeanCloud's own texts: the SDKs sign the sorted members with the creator among them.
+        let sdkStart = try await eve.request(signed(start, .startConversation(members: ["Jerry", "eve"]), by: "eve", nonce: "n-sdk"))
+        XCTAssertEqual(sdkStart.op, .started)
+        XCTAssertEqual(
+            IMSignatureAction.startConversation(members: ["eve", "Jerry"]).text(
+                appID: "app", clientID: "eve", timestamp: t, nonce: "n-sdk"),
+            "app:eve:Jerry:eve:\(t):n-sdk")
+        XCTAssertEqual(IMSignatureAction.open.text(appID: "app", clientID: "eve", timestamp: t, nonce: "n"), "app:eve::\(t):n")
+        // A nonce spent by one action is spent for all: the start's nonce cannot sign a login.
+        let reused = try await TestClient.connect(port: server.port).request(signedOpen("eve", timestamp: t, nonce: "n-sdk"))
+        XCTAssertEqual(reused.code, 4102)
+        XCTAssertEqual(reused.detail, "nonce already used")
     }
 
     func testSessionTokensSurviveARestart() async throws {

@@ -528,6 +528,32 @@ final class CodecRoundTripTests: XCTestCase {
         XCTAssertThrowsError(try protobuf.decodeBase64("***"))
     }
 
+    /// `i` is an int32 on the wire: a larger varint would be cut to its low 32 bits (2^32 to 0) and the
+    /// reply would carry another serial, so it is refused; every int32, negative ones included, decodes
+    /// intact, and the encoder refuses a serial it cannot carry.
+    func testRequestSerialOutsideInt32IsRefusedNotTruncated() throws {
+        var echo = LCProtoGenericCommand()
+        echo.cmd = .echo
+        let body: [UInt8] = try echo.serializedBytes()
+        // Field 5 (key 0x28) with the varint of 2^32, then of 2^32 + 7, then 2^31.
+        for varint: [UInt8] in [[0x80, 0x80, 0x80, 0x80, 0x10], [0x87, 0x80, 0x80, 0x80, 0x10], [0x80, 0x80, 0x80, 0x80, 0x08]] {
+            XCTAssertThrowsError(try protobuf.decode(body + [0x28] + varint)) { error in
+                let decoding = error as? CommandDecodingError
+                XCTAssertEqual(decoding?.error.code, 4903)
+                XCTAssertEqual(decoding?.requestSerial, nil)
+                XCTAssertTrue(decoding?.error.detail?.contains("32-bit") == true, "\(String(describing: decoding))")
+            }
+        }
+        for serial: Int32 in [1, Int32.max, -1, Int32.min] {
+            var command = echo
+            command.i = serial
+            XCTAssertEqual(try protobuf.decode(try command.serializedBytes() as [UInt8]).first?.i, Int(serial))
+        }
+        var tooLarge = Command(cmd: .echo)
+        tooLarge.i = 1 << 32
+        XCTAssertThrowsError(try protobuf.encode(tooLarge))
+    }
+
     func testJSONOnlyCommandsAreRefused() {
         var cmdMessage = Command(cmd: .direct)
         cmdMessage.action = "typing"

@@ -422,6 +422,21 @@ final class ServerProtobufTests: XCTestCase {
             XCTAssertFalse(tom.isClosed)
             await tom.close()
         }
+        // A serial above the proto's int32 is refused (it would be cut to 0), and the connection stays.
+        let large = try await WireClient.login("Spike", port: server.port, mode: .binary)
+        var echo = LCProtoGenericCommand()
+        echo.cmd = .echo
+        large.sendFrame(.binary(try echo.serializedBytes() + [0x28, 0x80, 0x80, 0x80, 0x80, 0x10]))
+        let refusedSerial = try await large.next { $0.cmd == .error }
+        XCTAssertEqual(refusedSerial.code, 4903)
+        XCTAssertNil(refusedSerial.i)
+        let zeroSerials = await large.settle { $0.i == 0 }
+        XCTAssertEqual(zeroSerials.count, 0, "no reply carries i = 0")
+        echo.i = Int32.max
+        large.send(echo)
+        let value14 = try await large.next { $0.cmd == .echo }.i
+        XCTAssertEqual(value14, Int(Int32.max))
+        await large.close()
         // JSON connections still refuse binary frames.
         let json = try await WireClient.login("Jerry", port: server.port, mode: .json)
         json.sendFrame(.binary([1, 2, 3]))

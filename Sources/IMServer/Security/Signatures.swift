@@ -26,6 +26,18 @@ final class SignatureVerifier: Sendable {
         guard let t = command.t, let nonce = command.n, !nonce.isEmpty, let signature = command.s else {
             throw IMError(failure, "signature required: send t (seconds), n (nonce) and s")
         }
+        // Signed texts are fields joined by ':' (see `IMSignatureAction.text`): a nonce holding one could
+        // shift the fields so that one action's signature verifies as another's, and a `conv start` text
+        // ending in an action's name could read as that action's.
+        guard !nonce.contains(":"), !["join", "invite", "kick"].contains(nonce) else {
+            throw IMError(failure, "the nonce must not contain ':' nor be join, invite or kick")
+        }
+        if case .startConversation(let members) = action, members.isEmpty {
+            throw IMError(
+                failure,
+                "a signed conv start lists its members in m, the creator included (as LeanCloud's SDKs do): with none its text is a login's"
+            )
+        }
         let now = Int64(Date().timeIntervalSince1970)
         // Compared as a range around now: `t` comes from the client and may be any Int64 (no overflow).
         guard t >= now - window, t <= now + window else {
