@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -62,6 +63,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -71,6 +73,7 @@ let package = Package(
                 "IMCore", "IMSignatures",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .systemLibrary(
@@ -164,7 +167,16 @@ let package = Package(
         .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
         .testTarget(name: "HookRuntimeTests", dependencies: ["HookRuntime"]),
-        .target(name: "HookbotTestSupport", dependencies: ["IMClient", "IMServer", "IMCore", "IMSignatures"], path: "Tests/Support"),
+        .target(
+            name: "HookbotTestSupport",
+            dependencies: [
+                "IMClient", "IMServer", "IMCore", "IMSignatures",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+            ],
+            path: "Tests/Support"),
         .testTarget(
             name: "BotHostTests",
             dependencies: ["BotHost", "BotHub", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport"]),

@@ -2,6 +2,7 @@ import Foundation
 import HummingbirdWSClient
 import IMCore
 import Logging
+import NIOSSL
 import Synchronization
 
 /// One connection to the server: a WebSocket, or an in-process attachment (`LocalEndpoint`) where
@@ -51,11 +52,15 @@ final class Link: Sendable {
         return Link(id: id, inbound: inbound, transport: .local(connection))
     }
 
-    /// Opens a WebSocket to `url`. Throws when the connection is not established within `timeout`.
+    /// Opens a WebSocket to `url` (over TLS for `wss://`, trusting `trustRoots`). Throws when the connection
+    /// is not established within `timeout`, with the reason when there is one (a refused connection, a
+    /// certificate that does not verify).
     static func connect(
         id: Int, url: String, timeout: Duration, pingInterval: Duration?, maxFrameSize: Int,
-        logger: Logger
+        trustRoots: IMTrustRoots = .system, logger: Logger
     ) async throws(IMError) -> Link {
+        let tls = url.lowercased().hasPrefix("wss://") ? try tlsConfiguration(trusting: trustRoots) : nil
+        let failure = Mutex<String?>(nil)
         let (frames, outbound) = AsyncStream<String>.makeStream()
         let (inbound, inboundContinuation) = AsyncStream<Frame>.makeStream()
         let (ready, readyContinuation) = AsyncStream<Bool>.makeStream()
@@ -65,7 +70,8 @@ final class Link: Sendable {
         let codec = JSONCommandCodec()
         let task = Task {
             do {
-                try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
+                try await WebSocketClient.connect(url: url, configuration: configuration, tlsConfiguration: tls, logger: logger) {
+                    inbound, outbound, _ in
                     readyContinuation.yield(true)
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
@@ -84,6 +90,7 @@ final class Link: Sendable {
                     }
                 }
             } catch {
+                failure.withLock { $0 = "\(error)" }
                 logger.debug("connection ended", metadata: ["error": "\(error)"])
             }
             readyContinuation.finish()
@@ -99,7 +106,28 @@ final class Link: Sendable {
         for await _ in ready { return link }
         task.cancel()
         link.close()
-        throw IMError(.connectionFailed, "could not connect to \(url)")
+        let reason = failure.withLock { $0 }.map { ": \($0)" } ?? ""
+        throw IMError(.connectionFailed, "could not connect to \(url)\(reason)")
+    }
+
+    /// The client side of TLS: TLS 1.2 at least, the server's certificate verified against `roots` and
+    /// the URL's host name.
+    static func tlsConfiguration(trusting roots: IMTrustRoots) throws(IMError) -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        do {
+            switch roots {
+            case .system: break
+            case .pemFile(let path): configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(path))
+            case .pem(let text): configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(text.utf8)))
+            }
+        } catch {
+            throw IMError(.connectionFailed, "the trust roots cannot be read as PEM certificates: \(error)")
+        }
+        if case .certificates(let list) = configuration.trustRoots, list.isEmpty {
+            throw IMError(.connectionFailed, "the trust roots hold no PEM certificate")
+        }
+        return configuration
     }
 
     /// Queues a command for sending. A command whose frame would be larger than the frame limit is not

@@ -191,7 +191,7 @@ public actor IMClient {
             } else {
                 link = try await Link.connect(
                     id: nextLinkID, url: options.url, timeout: options.connectTimeout, pingInterval: options.pingInterval,
-                    maxFrameSize: options.maxFrameSize, logger: logger)
+                    maxFrameSize: options.maxFrameSize, trustRoots: options.trustRoots, logger: logger)
             }
         } catch {
             return .failure(error)

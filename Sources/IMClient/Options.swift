@@ -3,8 +3,12 @@ import IMCore
 
 /// Settings of an `IMClient`.
 public struct IMClientOptions: Sendable {
-    /// The server's WebSocket endpoint.
+    /// The server's WebSocket endpoint: `ws://HOST:PORT/ws`, or `wss://HOST:PORT/ws` for a server (or a
+    /// proxy) that speaks TLS.
     public var url: String
+    /// For `wss://` URLs: the certificate authorities the server's certificate must chain to. The server's
+    /// name (the URL's host) must be in its certificate, and TLS 1.2 is the oldest version accepted.
+    public var trustRoots: IMTrustRoots = .system
     /// A server in the same process to attach to instead of `url` (no socket, no encoding); see
     /// `LocalEndpoint`. Everything else (login, reconnect, requests, events) works as over a WebSocket.
     public var localEndpoint: (any LocalEndpoint)?
@@ -53,4 +57,14 @@ public struct IMClientOptions: Sendable {
         let capped = min(reconnectBaseDelay * factor, reconnectMaxDelay)
         return capped * (0.5 + 0.5 * unit)
     }
+}
+
+/// The certificate authorities a `wss://` connection trusts.
+public enum IMTrustRoots: Sendable, Equatable {
+    /// The system's (Debian: /etc/ssl/certs).
+    case system
+    /// The CA certificates in this PEM file, instead of the system's: a self-hosted server's own CA.
+    case pemFile(String)
+    /// The CA certificates in this PEM text, instead of the system's.
+    case pem(String)
 }

@@ -23,11 +23,15 @@ public final class IMServer: Sendable {
     private let sockets = Mutex<[UInt64: @Sendable () -> Void]>([:])
     let locals = LocalAttachments()
     let connectionGuard: ConnectionGuard
+    /// The TLS certificate in use, when the port speaks TLS (`configuration.tls`).
+    let certificates: CertificateStore?
 
     private let routes = Mutex<[@Sendable (Router<BasicRequestContext>) -> Void]>([])
     private let readinessChecks = Mutex<[@Sendable () async -> String?]>([])
 
-    /// Opens (and migrates) the database. The server does not listen until `start()` or `run()`.
+    /// Checks the configuration and loads the TLS certificate (when configured): `ServerConfigurationError`
+    /// says what is wrong with them. Then opens (and migrates) the database. The server does not listen
+    /// until `start()` or `run()`.
     /// - Parameter telemetry: where the server records its metrics (a registry of its own by default).
     public init(
         configuration: ServerConfiguration, logger: Logger = Logger(label: "hookbot.server"),
@@ -36,6 +40,8 @@ public final class IMServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.telemetry = telemetry
+        try configuration.validate()
+        certificates = try configuration.tls.map { try CertificateStore(settings: $0, logger: logger) }
         let metrics = ServerMetrics(factory: telemetry.factory)
         service = try IMService(configuration: configuration, logger: logger, metrics: metrics)
         connectionGuard = ConnectionGuard(configuration: configuration, metrics: metrics, logger: logger)
@@ -96,7 +102,7 @@ public final class IMServer: Sendable {
             portContinuation.yield(port)
             portContinuation.finish()
         }
-        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let group = ServiceGroup(configuration: .init(services: [app] + certificateWatcher, logger: logger))
         let task = Task {
             defer { portContinuation.finish() }
             try await group.run()
@@ -139,11 +145,22 @@ public final class IMServer: Sendable {
         let app = makeApplication(onListening)
         let group = ServiceGroup(
             configuration: .init(
-                services: [app, GoAwayOnShutdown(server: self)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [app, GoAwayOnShutdown(server: self)] + certificateWatcher, gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
         try await group.run()
         await service.pipeline.flush()
         await service.leaveCluster()
     }
+
+    /// `wss` when the port speaks TLS, `ws` otherwise (and `https`/`http` for its HTTP endpoints).
+    public var webSocketScheme: String { certificates == nil ? "ws" : "wss" }
+
+    /// Loads the TLS certificate files now if they changed (the server also checks every
+    /// `TLSSettings.reloadInterval`). Returns true when a new certificate is in use.
+    @discardableResult
+    public func reloadCertificateIfChanged() -> Bool { certificates?.reloadIfChanged() ?? false }
+
+    private var certificateWatcher: [any Service] { certificates.map { [CertificateWatcher(store: $0)] } ?? [] }
 
     private func makeApplication(_ onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router()
@@ -153,18 +170,22 @@ public final class IMServer: Sendable {
         wsConfig.maxFrameSize = configuration.maxFrameBytes
         wsConfig.autoPing = .enabled(timePeriod: configuration.pingInterval)
         let connectionGuard = connectionGuard
+        let certificates = certificates
         let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
             http1: .init(
                 additionalChannelHandlers: [FirstRequestArrived(connectionGuard)], idleTimeout: TimeAmount(configuration.httpIdleTimeout)),
             ws: wsConfig)
-        let server = HTTPServerBuilder { responder in
-            GuardedChildChannel(
-                inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: channelConfiguration) {
-                    [self] request, channel, _ in
-                    connectionGuard.requestArrived(on: channel)
-                    return try await self.upgrade(request, channel: channel)
-                },
-                connectionGuard: connectionGuard)
+        let server = HTTPServerBuilder { responder -> any ServerChildChannel in
+            let http = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: channelConfiguration) {
+                [self] request, channel, _ in
+                connectionGuard.requestArrived(on: channel)
+                return try await self.upgrade(request, channel: channel)
+            }
+            // With TLS, the handshake comes first: the connection guard's deadline covers it too.
+            if let certificates {
+                return GuardedChildChannel(inner: ReloadingTLSChannel(base: http, store: certificates), connectionGuard: connectionGuard)
+            }
+            return GuardedChildChannel(inner: http, connectionGuard: connectionGuard)
         }
         return Application(
             router: router,

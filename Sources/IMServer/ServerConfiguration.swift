@@ -64,5 +64,27 @@ public struct ServerConfiguration: Sendable {
     /// Pre-delivery interception by bot hosts.
     public var interception = InterceptionConfiguration()
 
+    /// With a value, the port speaks TLS only (`wss://…/ws`, `https://…/metrics`): see `TLSSettings`.
+    public var tls: TLSSettings?
+
     public init() {}
+
+    /// Checks settings the server cannot start with; the error names the setting.
+    public func validate() throws {
+        var seen = Set<String>()
+        for interceptor in interception.interceptors where !seen.insert(interceptor.clientID).inserted {
+            throw ServerConfigurationError(
+                "interceptor \(interceptor.clientID) is listed more than once; give each interceptor client id once")
+        }
+    }
+}
+
+/// A setting the server cannot start with (a repeated interceptor, a TLS certificate or key that cannot be
+/// used: the server does not start, or, on a certificate reload, keeps the previous pair). The message
+/// names the setting or file and what is wrong with it.
+public struct ServerConfigurationError: Error, CustomStringConvertible, LocalizedError {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+    public var errorDescription: String? { message }
 }

@@ -36,6 +36,13 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds a new connection may take to send its WebSocket upgrade.") var handshakeTimeout = 10.0
     @Option(help: "Seconds a WebSocket may stay open without logging in.") var loginTimeout = 30.0
     @Option(help: "Seconds between the server's pings; a peer that misses one is closed.") var pingInterval = 30.0
+    @Option(
+        help: ArgumentHelp(
+            "TLS certificate chain (PEM): with --tls-key, the port speaks TLS only (wss://, https://). Reloaded when the file changes.",
+            valueName: "file"))
+    var tlsCert: String?
+    @Option(help: ArgumentHelp("The TLS certificate's private key (PEM).", valueName: "file")) var tlsKey: String?
+    @Option(help: "Seconds between checks of the TLS files for a renewed certificate.") var tlsReloadInterval = 5.0
 
     func run() async throws {
         let logger = makeLogger(label: "hookbot.server", level: logLevel)
@@ -57,10 +64,11 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
         configuration.loginTimeout = .milliseconds(Int64(loginTimeout * 1000))
         configuration.pingInterval = .milliseconds(Int64(pingInterval * 1000))
+        configuration.tls = try tls()
         let server = try IMServer(configuration: configuration, logger: logger)
-        try await server.run { port in
+        try await server.run { [scheme = server.webSocketScheme] port in
             logger.info(
-                "listening", metadata: ["url": "ws://\(host):\(port)/ws", "store": "\(database == nil ? db : "postgres")"])
+                "listening", metadata: ["url": "\(scheme)://\(host):\(port)/ws", "store": "\(database == nil ? db : "postgres")"])
         }
     }
 }
@@ -80,6 +88,19 @@ extension ServerCommand {
             throw ValidationError("--database takes a postgres:// URL (use --db for a SQLite file)")
         }
         return url
+    }
+
+    /// The TLS settings given on the command line (both files or neither).
+    func tls() throws -> TLSSettings? {
+        switch (tlsCert, tlsKey) {
+        case (nil, nil): return nil
+        case (let cert?, let key?):
+            guard tlsReloadInterval > 0 else { throw ValidationError("--tls-reload-interval must be positive") }
+            var settings = TLSSettings(certificatePath: cert, privateKeyPath: key)
+            settings.reloadInterval = .milliseconds(Int64(tlsReloadInterval * 1000))
+            return settings
+        default: throw ValidationError("--tls-cert and --tls-key go together")
+        }
     }
 
     /// The interception settings given on the command line.

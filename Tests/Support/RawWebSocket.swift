@@ -6,17 +6,39 @@ import Foundation
     import Darwin
 #endif
 
-/// A WebSocket client on a plain socket, for clients that misbehave on purpose (one that stops reading)
-/// and for looking at the upgrade handshake itself. Blocking calls; use from a test's own task.
+/// A WebSocket client on a plain socket (or a TLS connection), for clients that misbehave on purpose (one
+/// that stops reading) and for looking at the upgrade handshake itself. Blocking calls; use from a test's
+/// own task.
 public final class RawWebSocket: @unchecked Sendable {
-    private let fd: Int32
+    private enum Stream {
+        case plain(Int32)
+        case tls(TLSTestStream)
+    }
+
+    private let stream: Stream
     private var received: [UInt8] = []
     /// The server's answer to the upgrade request: status line and headers.
     public private(set) var handshake = ""
 
     /// Connects to `ws://127.0.0.1:port/ws`, offering `subprotocols` (a `Sec-WebSocket-Protocol` value).
     public init(port: Int, offering subprotocols: String? = nil) throws {
-        fd = try connectLoopback(port: port)
+        stream = .plain(try connectLoopback(port: port))
+        try upgrade(port: port, offering: subprotocols)
+    }
+
+    /// Connects to `wss://localhost:port/ws` (127.0.0.1) trusting only the CA certificates in `caFile`.
+    public init(tlsPort port: Int, trusting caFile: String, offering subprotocols: String? = nil) throws {
+        stream = .tls(try TLSTestStream(port: port, trusting: caFile))
+        try upgrade(port: port, offering: subprotocols)
+    }
+
+    /// Over TLS: the serial number (hex) of the certificate the server presented.
+    public var peerCertificateSerial: String? {
+        if case .tls(let tls) = stream { return tls.peerCertificateSerial }
+        return nil
+    }
+
+    private func upgrade(port: Int, offering subprotocols: String?) throws {
         var request = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         if let subprotocols { request += "Sec-WebSocket-Protocol: \(subprotocols)\r\n" }
@@ -29,7 +51,12 @@ public final class RawWebSocket: @unchecked Sendable {
         handshake = String(text[..<end.lowerBound])
     }
 
-    deinit { close(fd) }
+    deinit {
+        switch stream {
+        case .plain(let fd): close(fd)
+        case .tls(let tls): tls.close()
+        }
+    }
 
     /// Sends one masked text frame.
     public func sendText(_ text: String) throws {
@@ -51,6 +78,10 @@ public final class RawWebSocket: @unchecked Sendable {
     }
 
     private func write(_ bytes: [UInt8]) throws {
+        guard case .plain(let fd) = stream else {
+            if case .tls(let tls) = stream { try tls.write(bytes) }
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -67,6 +98,10 @@ public final class RawWebSocket: @unchecked Sendable {
         while !done(received) {
             let left = deadline.timeIntervalSinceNow
             if left <= 0 { return false }
+            guard case .plain(let fd) = stream else {
+                if case .tls(let tls) = stream { received += try tls.read(timeout: min(left, 1)) }
+                continue
+            }
             var pollfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&pollfd, 1, Int32(min(left, 1) * 1000)) > 0 else { continue }
             let count = recv(fd, &buffer, buffer.count, 0)

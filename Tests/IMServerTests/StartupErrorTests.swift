@@ -1,0 +1,70 @@
+import Foundation
+import IMServer
+import XCTest
+
+/// Settings the server cannot start with end in a clear error (and `hookbot server` in exit status 1 with
+/// the message), never in a trap.
+final class StartupErrorTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-startup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func testARepeatedInterceptorIsRefusedAtStartup() throws {
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.databasePath = directory.appendingPathComponent("hookbot.sqlite").path
+        configuration.interception.interceptors = [
+            .init(clientID: "guard", secret: "first"), .init(clientID: "other", secret: "x"),
+            .init(clientID: "guard", secret: "second"),
+        ]
+        XCTAssertThrowsError(try IMServer(configuration: configuration)) { error in
+            XCTAssertEqual(
+                "\(error)", "interceptor guard is listed more than once; give each interceptor client id once")
+        }
+    }
+
+    /// The command line: `Fatal error: Duplicate values for key` before; now exit status 1 and the reason.
+    func testHookbotServerExitsWithTheReason() throws {
+        let database = directory.appendingPathComponent("cli.sqlite").path
+        let repeated = try runHookbot(
+            "server", "--port", "0", "--db", database, "--interceptor", "guard=one", "--interceptor", "guard=env:HOME")
+        XCTAssertEqual(repeated.status, 1, repeated.output)
+        XCTAssertTrue(
+            repeated.output.contains("Error: interceptor guard is listed more than once"), repeated.output)
+        let missing = directory.appendingPathComponent("missing.pem").path
+        let tls = try runHookbot("server", "--port", "0", "--db", database, "--tls-cert", missing, "--tls-key", missing)
+        XCTAssertEqual(tls.status, 1, tls.output)
+        XCTAssertTrue(tls.output.contains("Error: TLS certificate \(missing): no such file"), tls.output)
+        let half = try runHookbot("server", "--port", "0", "--db", database, "--tls-cert", missing)
+        XCTAssertEqual(half.status, 64, half.output)
+        XCTAssertTrue(half.output.contains("--tls-cert and --tls-key go together"), half.output)
+    }
+
+    /// Runs the `hookbot` built beside this test bundle; its exit status (a signal shows as 128 + n) and
+    /// its output.
+    private func runHookbot(_ arguments: String...) throws -> (status: Int32, output: String) {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hookbot")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: binary.path])
+        }
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        return (status, text)
+    }
+}
