@@ -15,13 +15,15 @@ extension IMService {
         if let attr = command.attr, attr.objectValue == nil { throw IMError(.invalidField, "attr must be a JSON object") }
         try ConversationRecord.checkLimits(name: command.name, attr: command.attr)
         let temporaryTTL = try temporaryLifetime(command)
+        let joinPolicy = try JoinPolicy.requested(in: command.attr, transient: command.transient == true)
         try await signatures?.verify(
             .startConversation(members: members), by: clientID, command: command, failure: .conversationSignatureFailed)
         let now = Identifiers.nowMillis()
         let (record, created) = try await store.createConversation(
             NewConversation(
                 creator: clientID, members: members, name: command.name, attr: command.attr,
-                unique: command.unique == true, transient: command.transient == true, temporaryTTL: temporaryTTL, now: now))
+                unique: command.unique == true, transient: command.transient == true, temporaryTTL: temporaryTTL, now: now,
+                requestedJoinPolicy: joinPolicy))
         var reply = Command(cmd: .conv, op: .started, i: command.i)
         reply.cid = record.id
         reply.cdate = record.createdAt

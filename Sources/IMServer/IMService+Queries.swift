@@ -88,6 +88,7 @@ enum AttributePatch {
             }
         }
         let result = JSONValue.object(attributes)
+        try JoinPolicy.checkUnchanged(attr, result)
         try ConversationRecord.checkLimits(name: name, attr: result)
         return (name, result)
     }

@@ -94,6 +94,47 @@ final class LifecycleTests: XCTestCase {
         XCTAssertTrue(none.isEmpty, "nothing unread, no unread notice")
     }
 
+    /// `read` with a timestamp in the future marks up to the newest stored message, not up to that time:
+    /// other members' `max-read` stays at a real message, and later messages are unread, with receipts.
+    func testReadWithAFutureTimestampIsClampedToTheNewestMessage() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let bob = try await server.login("Bob")
+        let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
+        try await tom.sendText("one", to: cid)
+        let two = try await tom.sendText("two", to: cid, receipt: true)
+        let twoT = try required(two.t)
+
+        var read = Command(cmd: .read)
+        read.cid = cid
+        read.t = 9_999_999_999_999
+        let readReply = try await jerry.request(read)
+        XCTAssertEqual(readReply.t, twoT, "the mark is the newest stored message")
+        let receipt = try await tom.next { $0.cmd == .rcp && $0.read == true }
+        XCTAssertEqual(receipt.id, two.uid)
+        var maxRead = Command(cmd: .conv, op: .maxRead)
+        maxRead.cid = cid
+        let seen = try await bob.request(maxRead)
+        XCTAssertEqual(seen.maxReadTimestamp, twoT)
+        XCTAssertLessThanOrEqual(try required(seen.maxAckTimestamp), twoT)
+
+        // A message after it is unread for Jerry, and reading it sends Tom its receipt.
+        let three = try await tom.sendText("three", to: cid, receipt: true)
+        await jerry.close()
+        let jerryAgain = try await server.login("Jerry")
+        let unread = try await jerryAgain.next { $0.cmd == .unread }
+        XCTAssertEqual(unread.convs?.first { $0.cid == cid }?.unread, 1)
+        read.t = nil
+        let second = try await jerryAgain.request(read)
+        XCTAssertEqual(second.t, three.t)
+        let laterReceipt = try await tom.next { $0.cmd == .rcp && $0.read == true }
+        XCTAssertEqual(laterReceipt.id, three.uid)
+        let seenAgain = try await bob.request(maxRead)
+        XCTAssertEqual(seenAgain.maxReadTimestamp, three.t)
+    }
+
     func testCmdMessagesReachOnlineMembersOnlyAndAreNeverStored() async throws {
         let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }

@@ -60,6 +60,8 @@ struct ConversationRecord: Sendable, Equatable {
     var updatedAt: Int64
     /// When a temporary conversation expires (ms); nil for the others.
     var expiresAt: Int64?
+    /// Who may join by themselves (`StoreRules.mayJoin`).
+    var joinPolicy: JoinPolicy = .open
 
     /// The wire form; `members` is nil for chat rooms.
     func info(members: [String]?) -> ConversationInfo {
@@ -111,6 +113,42 @@ struct ConversationRecord: Sendable, Equatable {
     }
 }
 
+/// Who may join a conversation by themselves: anybody who knows its id (`open`), or only clients a member
+/// adds (`invite`). See "Join policy" in docs/PROTOCOL.md.
+enum JoinPolicy: String, Sendable, CaseIterable {
+    case open, invite
+
+    /// The custom attribute in which a creator asks for a policy at `conv start` (it stays in `attr`, so
+    /// members see it, and `conv update` cannot change it).
+    static let attributeKey = "joinPolicy"
+
+    /// The policy a `conv start`'s attributes ask for, if any; 4903 for a value the server does not know,
+    /// and for a chat room asked to be anything but open.
+    static func requested(in attr: JSONValue?, transient: Bool) throws -> JoinPolicy? {
+        guard let value = attr?.objectValue?[attributeKey] else { return nil }
+        guard let text = value.stringValue, let policy = JoinPolicy(rawValue: text) else {
+            if value.stringValue == "request" {
+                throw IMError(.invalidField, "joinPolicy 'request' is not supported yet: use 'open' or 'invite'")
+            }
+            throw IMError(.invalidField, "joinPolicy must be 'open' or 'invite'")
+        }
+        if transient, policy != .open { throw IMError(.invalidField, "a chat room is always open: joinPolicy must be 'open'") }
+        return policy
+    }
+
+    /// The policy in a stored row; a value this server does not know is treated as the stricter `invite`.
+    static func stored(_ text: String?) -> JoinPolicy {
+        text.map { JoinPolicy(rawValue: $0) ?? .invite } ?? .open
+    }
+
+    /// Refuses a `conv update` whose result changes the attribute (4903): the policy is fixed at creation.
+    static func checkUnchanged(_ old: JSONValue, _ new: JSONValue) throws {
+        if old.objectValue?[attributeKey] != new.objectValue?[attributeKey] {
+            throw IMError(.invalidField, "joinPolicy is set when the conversation is created and cannot be changed")
+        }
+    }
+}
+
 /// What `conv start` asks to create.
 struct NewConversation: Sendable {
     var creator: String
@@ -122,6 +160,18 @@ struct NewConversation: Sendable {
     /// Seconds a temporary conversation lives; nil for the others.
     var temporaryTTL: Int?
     var now: Int64
+    /// The join policy the creator asked for (`JoinPolicy.requested`), if any.
+    var requestedJoinPolicy: JoinPolicy? = nil
+
+    /// The policy the conversation gets: chat rooms are open; otherwise what the creator asked for, or
+    /// `invite` for temporary conversations and 1:1s (unique, two members with the creator), `open` for
+    /// the others (groups, as LeanCloud has them).
+    var joinPolicy: JoinPolicy {
+        if transient { return .open }
+        if let requestedJoinPolicy { return requestedJoinPolicy }
+        if temporaryTTL != nil { return .invite }
+        return unique && allMembers.count == 2 ? .invite : .open
+    }
 
     /// The creator first, then the other members, each once.
     var allMembers: [String] {

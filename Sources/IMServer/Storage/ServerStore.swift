@@ -127,6 +127,10 @@ enum StoreRules {
                 guard selfChange else { throw IMError(.conversationNotAllowed, "chat rooms can only be joined by the client itself") }
             } else if !selfChange, !actorIsMember {
                 throw IMError(.conversationMembershipRequired, "only members may add others to \(request.cid)")
+            } else if selfChange, !mayJoin(record, isMember: actorIsMember) {
+                throw IMError(
+                    .conversationNotAllowed,
+                    "\(request.cid) is invite-only (join policy '\(record.joinPolicy.rawValue)'): a member must add \(request.actor)")
             }
         case .remove:
             if record.transient {
@@ -135,6 +139,13 @@ enum StoreRules {
                 throw IMError(.conversationMembershipRequired, "only members may remove members of \(request.cid)")
             }
         }
+    }
+
+    /// Whether a client may join the conversation by itself (`conv join`, `conv add` of itself): chat rooms
+    /// and `open` conversations let anybody in, `invite` ones only their members. The one place the join
+    /// policy is decided, for joins and for anything that must answer "could this client join?".
+    static func mayJoin(_ record: ConversationRecord, isMember: Bool) -> Bool {
+        record.transient || isMember || record.joinPolicy == .open
     }
 
     /// Whether `clientID` may update the conversation (a member, or in the chat room).

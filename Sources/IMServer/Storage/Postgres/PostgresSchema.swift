@@ -17,8 +17,9 @@ enum PostgresSchema {
         var statements: [String]
     }
 
-    /// Creates the schema and its migration table, then applies the migrations not applied yet.
-    static func migrate(_ client: PostgresClient, schema: String, logger: Logger) async throws {
+    /// Creates the schema and its migration table, then applies the migrations not applied yet (up to and
+    /// including version `last`: tests build a database as an older server left it).
+    static func migrate(_ client: PostgresClient, schema: String, logger: Logger, through last: Int32 = .max) async throws {
         let quoted = "\"\(schema)\""
         try await PostgresStore.transaction(client, logger: logger) { connection in
             try await lock(connection, logger: logger)
@@ -34,7 +35,7 @@ enum PostgresSchema {
                         """), logger: logger
             ).collect()
         }
-        for migration in migrations(schema: quoted) {
+        for migration in migrations(schema: quoted) where migration.version <= last {
             let applied = try await PostgresStore.transaction(client, logger: logger) { connection -> Bool in
                 try await lock(connection, logger: logger)
                 let done = try await connection.query(
@@ -174,7 +175,19 @@ enum PostgresSchema {
                     """,
                     "CREATE INDEX presence_by_client ON \(s).presence (client_id)",
                     "CREATE INDEX presence_by_room ON \(s).presence (room)",
-                ])
+                ]),
+            // Conversations from before join policies: 1:1s (unique with two members) and temporary ones
+            // become invite-only, groups stay open as they were.
+            Migration(
+                version: 2, name: "join-policy",
+                statements: [
+                    "ALTER TABLE \(s).conversations ADD COLUMN join_policy TEXT NOT NULL DEFAULT 'open'",
+                    """
+                    UPDATE \(s).conversations SET join_policy = 'invite'
+                    WHERE NOT transient AND (expires_at IS NOT NULL
+                        OR length(unique_key) - length(replace(unique_key, chr(31), '')) = 1)
+                    """,
+                ]),
         ]
     }
 }

@@ -51,10 +51,10 @@ final class PostgresStore: ServerStore {
         let value = Atomic<Bool>(false)
     }
 
-    /// Creates or upgrades the schema (safe while other nodes start too).
-    func migrate() async throws {
+    /// Creates or upgrades the schema (safe while other nodes start too), up to migration `last`.
+    func migrate(through last: Int32 = .max) async throws {
         while !started.value.load(ordering: .acquiring) { await Task.yield() }
-        try await logged { try await PostgresSchema.migrate(client, schema: schema, logger: logger) }
+        try await logged { try await PostgresSchema.migrate(client, schema: schema, logger: logger, through: last) }
     }
 
     /// A connection of its own (outside the pool) to the same database, user and search path, for `LISTEN`.
@@ -64,6 +64,13 @@ final class PostgresStore: ServerStore {
     }
 
     private static let connectionIDs = Atomic<Int>(1_000_000)
+
+    /// Runs statements as they are, in one transaction (tests build a database as an older server left it).
+    func execute(unsafeSQL statements: [String]) async throws {
+        try await transaction { connection in
+            for statement in statements { _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).collect() }
+        }
+    }
 
     func ping() async throws {
         try await logged { _ = try await fetch("SELECT 1") }
@@ -223,9 +230,10 @@ final class PostgresStore: ServerStore {
                 // A unique conversation another transaction inserts meanwhile makes this one wait, then do nothing.
                 let inserted = try await connection.query(
                     """
-                    INSERT INTO conversations (id, name, creator, transient, unique_key, attr, created_at, updated_at, expires_at)
+                    INSERT INTO conversations
+                        (id, name, creator, transient, unique_key, attr, created_at, updated_at, expires_at, join_policy)
                     VALUES (\(id), \(new.name), \(new.creator), \(new.transient), \(key), \(attr)::jsonb, \(new.now), \(new.now), \
-                    \(new.expiresAt))
+                    \(new.expiresAt), \(new.joinPolicy.rawValue))
                     ON CONFLICT (unique_key) DO NOTHING
                     RETURNING *
                     """, logger: logger
@@ -838,7 +846,10 @@ final class PostgresStore: ServerStore {
                     else { throw IMError(.messageNotFound, "message \(messageID) is not in \(cid)") }
                     target = message.t
                 } else if let t {
-                    target = t
+                    // A mark is a stored message's timestamp: a future `t` would claim messages not sent yet.
+                    target =
+                        try await run("SELECT COALESCE(MAX(t), 0) FROM messages WHERE cid = \(cid) AND t <= \(t)").first?.decode(
+                            Int64.self) ?? 0
                 } else {
                     target = try await Self.lastTimestamp(run, cid: cid)
                 }
@@ -956,7 +967,8 @@ extension ConversationRecord {
             attr: JSONValue.parse(try row["attr"].decode(String.self)) ?? .object([:]),
             muted: ClientIDList.parse(try row["muted"].decode(String.self)) ?? [], lm: try row["lm"].decode(Int64?.self),
             createdAt: try row["created_at"].decode(Int64.self), updatedAt: try row["updated_at"].decode(Int64.self),
-            expiresAt: try row["expires_at"].decode(Int64?.self))
+            expiresAt: try row["expires_at"].decode(Int64?.self), joinPolicy: JoinPolicy.stored(try row["join_policy"].decode(String?.self))
+        )
     }
 }
 

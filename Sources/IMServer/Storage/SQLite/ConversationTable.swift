@@ -7,7 +7,8 @@ extension ConversationRecord {
         self.init(
             id: row["id"], name: row["name"], creator: row["creator"], transient: row["transient"], uniqueKey: row["unique_key"],
             attr: JSONValue.parse(row["attr"] ?? "{}") ?? .object([:]), muted: ClientIDList.parse(row["muted"]) ?? [],
-            lm: row["lm"], createdAt: row["created_at"], updatedAt: row["updated_at"], expiresAt: row["expires_at"])
+            lm: row["lm"], createdAt: row["created_at"], updatedAt: row["updated_at"], expiresAt: row["expires_at"],
+            joinPolicy: JoinPolicy.stored(row["join_policy"]))
     }
 }
 
@@ -24,11 +25,13 @@ enum ConversationTable {
         let id = new.newID()
         try db.execute(
             sql: """
-                INSERT INTO conversations (id, name, creator, transient, unique_key, attr, created_at, updated_at, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO conversations
+                    (id, name, creator, transient, unique_key, attr, created_at, updated_at, expires_at, join_policy)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 id, new.name, new.creator, new.transient, key, (new.attr ?? .object([:])).jsonString(), new.now, new.now, new.expiresAt,
+                new.joinPolicy.rawValue,
             ])
         if !new.transient {
             for member in new.allMembers {

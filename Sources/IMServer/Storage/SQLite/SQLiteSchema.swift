@@ -104,6 +104,17 @@ enum SQLiteSchema {
                     CREATE INDEX signature_nonces_by_time ON signature_nonces(seen_at);
                     """)
         }
+        migrator.registerMigration("v6-join-policy") { db in
+            // Conversations from before join policies: 1:1s (unique with two members) and temporary ones
+            // become invite-only, groups stay open as they were.
+            try db.execute(
+                sql: """
+                    ALTER TABLE conversations ADD COLUMN join_policy TEXT NOT NULL DEFAULT 'open';
+                    UPDATE conversations SET join_policy = 'invite'
+                    WHERE NOT transient AND (expires_at IS NOT NULL
+                        OR length(unique_key) - length(replace(unique_key, char(31), '')) = 1);
+                    """)
+        }
         return migrator
     }
 }

@@ -318,8 +318,13 @@ final class SQLiteStore: ServerStore {
                     throw IMError(.messageNotFound, "message \(messageID) is not in \(cid)")
                 }
                 target = message.t
+            } else if let t {
+                // A mark is a stored message's timestamp: a future `t` would claim messages not sent yet.
+                target =
+                    try Int64.fetchOne(
+                        db.cachedStatement(sql: "SELECT MAX(t) FROM messages WHERE cid = ? AND t <= ?"), arguments: [cid, t]) ?? 0
             } else {
-                target = try t ?? MessageTable.lastTimestamp(db, cid: cid)
+                target = try MessageTable.lastTimestamp(db, cid: cid)
             }
             target = max(target, previous)
             let receipts = try Row.fetchAll(
