@@ -47,6 +47,10 @@ public struct BotConfiguration: Sendable {
     public var serverDatabase = "hookbot.sqlite"
     /// `[server] database`: a PostgreSQL URL the embedded server keeps its state in instead of SQLite.
     public var serverDatabaseURL: String?
+    /// `[server] tls_cert` / `tls_key`: the embedded server speaks TLS with this certificate chain and key
+    /// (PEM files, reloaded when they change); nil: plain `ws://`.
+    public var serverTLSCertificate: String?
+    public var serverTLSKey: String?
     /// SQLite `synchronous=FULL` for the embedded server (false: `NORMAL`).
     public var serverSynchronousFull = true
     public var interceptionDeadlineMillis = 200
@@ -203,6 +207,11 @@ public struct BotConfiguration: Sendable {
                     throw file.error("server.database", "must be a postgres:// URL (server.db names a SQLite file)")
                 }
                 config.serverDatabaseURL = resolved
+            }
+            config.serverTLSCertificate = try r.string("tls_cert").map { Self.resolve($0, against: base).path }
+            config.serverTLSKey = try r.string("tls_key").map { Self.resolve($0, against: base).path }
+            if (config.serverTLSCertificate == nil) != (config.serverTLSKey == nil) {
+                throw file.error(config.serverTLSKey == nil ? "server.tls_cert" : "server.tls_key", "tls_cert and tls_key go together")
             }
             config.interceptionDeadlineMillis = try r.int("interception_deadline_ms") ?? config.interceptionDeadlineMillis
             if let policy = try r.string("interception_policy") {

@@ -42,6 +42,12 @@ public final class EmbeddedHub: Sendable {
         server.interception.interceptors = [.init(clientID: bot.clientID, secret: bot.interceptorSecret ?? "")]
         server.interception.deadlineMillis = configuration.interceptionDeadlineMillis
         server.interception.failurePolicy = configuration.failClosed ? .failClosed : .failOpen
+        if let certificate = configuration.serverTLSCertificate, let key = configuration.serverTLSKey {
+            guard configuration.attachment == .inProcess else {
+                throw ConfigurationError(message: "server.bot_attachment = \"websocket\" cannot be used with server.tls_cert")
+            }
+            server.tls = TLSSettings(certificatePath: certificate, privateKeyPath: key)
+        }
         let imServer = try IMServer(configuration: server, logger: logger)
         prepare(imServer)
         let port = try await imServer.start()

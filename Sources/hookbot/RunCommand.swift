@@ -66,11 +66,13 @@ struct RunCommand: AsyncParsableCommand {
             consoleServer = nil
             console.attach(.init(bot: bot, server: embedded.server, lobbyID: embedded.lobbyID))
             webhooks.attach(bot)
-            consoleURL = configuration.console.enabled ? console.url(host: configuration.serverHost, port: embedded.port) : nil
+            let tls = configuration.serverTLSCertificate != nil
+            let page = console.url(host: configuration.serverHost, port: embedded.port)
+            consoleURL = configuration.console.enabled ? (tls ? "https://" + page.dropFirst("http://".count) : page) : nil
             let pluginCount = await bot.runtime.plugins.count
             print(
                 """
-                Hookbot is running: ws://\(configuration.serverHost):\(embedded.port)/ws, bot \(configuration.clientID) with \
+                Hookbot is running: \(embedded.server.webSocketScheme)://\(configuration.serverHost):\(embedded.port)/ws, bot \(configuration.clientID) with \
                 \(pluginCount) plugin(s) from \(configuration.pluginsDirectory.path).
                 Talk to it in another terminal:
                   swift run hookbot chat --as Tom --conversation \(configuration.lobbyName) --port \(embedded.port)

@@ -190,6 +190,21 @@ final class ConfigFileTests: XCTestCase {
         }
     }
 
+    func testTheEmbeddedServerTakesATLSCertificateAndKeyTogether() throws {
+        let base = URL(fileURLWithPath: "/etc/hookbot")
+        let both = try BotConfiguration.parse(
+            "[server]\ntls_cert = \"tls/chain.pem\"\ntls_key = \"/keys/hookbot.key\"", relativeTo: base)
+        XCTAssertEqual(both.serverTLSCertificate, "/etc/hookbot/tls/chain.pem")
+        XCTAssertEqual(both.serverTLSKey, "/keys/hookbot.key")
+        XCTAssertNil(try BotConfiguration.parse("[server]\nport = 1").serverTLSCertificate)
+        XCTAssertThrowsError(try BotConfiguration.parse("[server]\nport = 1\ntls_cert = \"chain.pem\"")) { error in
+            XCTAssertEqual("\(error)", "hookbot.toml:3: server.tls_cert: tls_cert and tls_key go together")
+        }
+        XCTAssertThrowsError(try BotConfiguration.parse("[server]\ntls_key = \"key.pem\"")) { error in
+            XCTAssertEqual("\(error)", "hookbot.toml:2: server.tls_key: tls_cert and tls_key go together")
+        }
+    }
+
     func testTheInterceptionDeadlineMustLeaveRoomForAReview() throws {
         let tooShort = try BotConfiguration.parse("[server]\ninterception_deadline_ms = 20")
         XCTAssertThrowsError(try tooShort.validate()) { error in
