@@ -68,7 +68,9 @@ final class IMService: Sendable {
         if let url = configuration.databaseURL {
             return try PostgresStore(url: url, logger: logger)
         }
-        return try SQLiteStore(path: configuration.databasePath, synchronousFull: configuration.synchronousFull)
+        return try SQLiteStore(
+            path: configuration.databasePath, synchronousFull: configuration.synchronousFull,
+            integrityCheckSeconds: configuration.integrityCheckSeconds, logger: logger)
     }
 
     /// Handles one command received on a transport, in the session it belongs to (see `Transport`).

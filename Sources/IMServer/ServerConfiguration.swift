@@ -28,6 +28,9 @@ public struct ServerConfiguration: Sendable {
     public var backlogLimitPerConversation: Int = 1000
     /// `PRAGMA synchronous = FULL` (fsync on every commit) when true, `NORMAL` otherwise.
     public var synchronousFull: Bool = true
+    /// How long the start-up integrity check of the SQLite file (`PRAGMA quick_check`) may run, in seconds;
+    /// a damaged file is refused, a check that runs out of time is logged and the server starts. 0 skips it.
+    public var integrityCheckSeconds: Int = 30
     /// Lifetime of session tokens (`st`), in seconds.
     public var sessionTokenTTL: Int = 24 * 3600
 

@@ -1,23 +1,54 @@
 import Foundation
 import GRDB
+import Logging
 
-/// Opens the server's SQLite file (WAL mode) and migrates its schema.
+/// Opens the server's SQLite file (WAL mode), checks its integrity and migrates its schema.
 enum SQLiteSchema {
-    static func open(path: String, synchronousFull: Bool) throws -> DatabasePool {
-        var config = Configuration()
-        config.busyMode = .timeout(5)
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
-            db.add(function: RegexCache.function)
+    static func open(path: String, synchronousFull: Bool, integrityCheckSeconds: Int = 0, logger: Logger? = nil) throws
+        -> DatabasePool
+    {
+        do {
+            var config = Configuration()
+            config.busyMode = .timeout(5)
+            config.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
+                db.add(function: RegexCache.function)
+            }
+            let pool = try DatabasePool(path: path, configuration: config)
+            // GRDB switches its writer to synchronous=NORMAL when it enables WAL, after `prepareDatabase` ran;
+            // only the writer commits, so set the level there again (FULL: a commit is on disk before the ack).
+            try pool.barrierWriteWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
+            }
+            // Before migrating: a damaged file is not written to.
+            if integrityCheckSeconds > 0 { try checkIntegrity(pool, path: path, seconds: integrityCheckSeconds, logger: logger) }
+            try migrator.migrate(pool)
+            return pool
+        } catch let error as DatabaseError where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode) {
+            // Damage found by opening or migrating rather than by the check.
+            throw DamagedDatabase(path: path, problems: [error.message ?? "\(error)"])
         }
-        let pool = try DatabasePool(path: path, configuration: config)
-        // GRDB switches its writer to synchronous=NORMAL when it enables WAL, after `prepareDatabase` ran;
-        // only the writer commits, so set the level there again (FULL: a commit is on disk before the ack).
-        try pool.barrierWriteWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronousFull ? "FULL" : "NORMAL")")
+    }
+
+    /// Runs `PRAGMA quick_check` (every page and index entry, not the slower cross-checks of
+    /// `integrity_check`) for at most `seconds`: a file with problems throws `DamagedDatabase`; a check that
+    /// runs out of time is interrupted and logged, and the file is served.
+    static func checkIntegrity(_ pool: DatabasePool, path: String, seconds: Int, logger: Logger?) throws {
+        let started = ContinuousClock.now
+        let deadline = DispatchWorkItem { pool.interrupt() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds), execute: deadline)
+        defer { deadline.cancel() }
+        let problems: [String]
+        do {
+            problems = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check(20)") }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
+            logger?.warning(
+                "SQLite integrity check did not finish; serving the file unchecked",
+                metadata: ["path": "\(path)", "limit": "\(seconds) s", "hint": "raise --integrity-check-seconds, or 0 to skip the check"])
+            return
         }
-        try migrator.migrate(pool)
-        return pool
+        guard problems == ["ok"] else { throw DamagedDatabase(path: path, problems: problems) }
+        logger?.info("SQLite integrity check passed", metadata: ["path": "\(path)", "took": "\(ContinuousClock.now - started)"])
     }
 
     static var migrator: DatabaseMigrator {
@@ -117,4 +148,24 @@ enum SQLiteSchema {
         }
         return migrator
     }
+}
+
+/// The SQLite file is damaged: the server refuses to serve it (what it would serve could be wrong, and
+/// writes could spread the damage), and says what to do.
+public struct DamagedDatabase: Error, CustomStringConvertible, LocalizedError {
+    public let path: String
+    /// What SQLite reported (at most 20 problems).
+    public let problems: [String]
+
+    public var description: String {
+        """
+        the database \(path) is damaged (\(problems.prefix(3).joined(separator: "; "))\(problems.count > 3 ? "; …" : "")); \
+        refusing to serve it. Stop every process using it, keep a copy, then restore the newest backup, or salvage \
+        what is readable with `sqlite3 \(path) .recover | sqlite3 recovered.sqlite` and start with \
+        --db recovered.sqlite. To start anyway, skip the check with --integrity-check-seconds 0 (queries that \
+        reach the damage will fail with 4200).
+        """
+    }
+
+    public var errorDescription: String? { description }
 }

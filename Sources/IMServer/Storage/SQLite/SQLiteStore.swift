@@ -1,13 +1,17 @@
 import Foundation
 import GRDB
 import IMCore
+import Logging
 
 /// The embedded store: one SQLite file in WAL mode (GRDB), written by one node.
 final class SQLiteStore: ServerStore {
     let db: DatabasePool
 
-    init(path: String, synchronousFull: Bool) throws {
-        db = try SQLiteSchema.open(path: path, synchronousFull: synchronousFull)
+    /// Opens (and migrates) the file, after checking its integrity for at most `integrityCheckSeconds` (0
+    /// skips the check); a damaged file throws `DamagedDatabase`.
+    init(path: String, synchronousFull: Bool, integrityCheckSeconds: Int = 0, logger: Logger? = nil) throws {
+        db = try SQLiteSchema.open(
+            path: path, synchronousFull: synchronousFull, integrityCheckSeconds: integrityCheckSeconds, logger: logger)
     }
 
     func ping() async throws {
