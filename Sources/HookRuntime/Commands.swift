@@ -88,17 +88,17 @@ struct CommandSpec: Sendable, Hashable {
                 values[argument.name] = .string(id)
             case .number:
                 guard let number = Double(word), number.isFinite else {
-                    return .failure(CommandError("\(argument.name) must be a number, not '\(word)'"))
+                    return .failure(CommandError("\(argument.name) must be a number, not '\(CommandText.cut(word, to: 40))'"))
                 }
                 values[argument.name] = number.rounded() == number && abs(number) < 1e15 ? .int(Int(number)) : .double(number)
             case .integer:
                 guard let number = Int(word) else {
-                    return .failure(CommandError("\(argument.name) must be a whole number, not '\(word)'"))
+                    return .failure(CommandError("\(argument.name) must be a whole number, not '\(CommandText.cut(word, to: 40))'"))
                 }
                 values[argument.name] = .int(number)
             }
         }
-        guard rest.isEmpty else { return .failure(CommandError("unexpected '\(rest)'")) }
+        guard rest.isEmpty else { return .failure(CommandError("unexpected '\(CommandText.cut(rest, to: 40))'")) }
         return .success(values)
     }
 
@@ -116,6 +116,137 @@ struct CommandSpec: Sendable, Hashable {
     }
 }
 
+/// What a declaration may hold, so that `!help` stays readable and every reply stays small whatever a
+/// plugin declares.
+extension CommandSpec {
+    /// A longer description is cut to this many characters, the last one `…` (and put on one line).
+    static let maxDescription = 200
+    /// Longest `args` declaration accepted (longer: an error).
+    static let maxSignature = 200
+    /// At most this many roles, each at most `maxRoleLength` characters (more: an error).
+    static let maxRoles = 8
+    static let maxRoleLength = 64
+    /// At most this many commands per plugin (more: an error).
+    static let maxPerPlugin = 50
+
+    /// What is wrong with the declaration, or nil.
+    func problem() -> String? {
+        if signature.count > Self.maxSignature {
+            return "args is \(signature.count) characters; at most \(Self.maxSignature)"
+        }
+        if roles.count > Self.maxRoles { return "\(roles.count) roles; at most \(Self.maxRoles)" }
+        if let role = roles.first(where: { $0.isEmpty || $0.count > Self.maxRoleLength }) {
+            return "role '\(CommandText.cut(role, to: 20))' must be 1–\(Self.maxRoleLength) characters"
+        }
+        return nil
+    }
+
+    /// The declaration as the registry keeps it: the description on one line, cut to `maxDescription`.
+    var kept: CommandSpec {
+        var spec = self
+        spec.description = description.map { CommandText.cut(CommandText.oneLine($0), to: Self.maxDescription) }
+        if spec.description?.isEmpty == true { spec.description = nil }
+        return spec
+    }
+}
+
+/// Text helpers for what the host says about commands.
+enum CommandText {
+    /// `text` if it has at most `limit` characters, else its first `limit - 1` and `…`.
+    static func cut(_ text: some StringProtocol, to limit: Int) -> String {
+        text.count <= limit ? String(text) : String(text.prefix(max(limit - 1, 0))) + "…"
+    }
+
+    /// Line breaks, tabs and other control characters become spaces; runs of spaces one; no spaces around.
+    static func oneLine(_ text: String) -> String {
+        var out = ""
+        var space = false
+        for ch in text {
+            if ch.isWhitespace || ch.unicodeScalars.allSatisfy({ $0.properties.generalCategory == .control }) {
+                space = !out.isEmpty
+                continue
+            }
+            if space { out.append(" ") }
+            space = false
+            out.append(ch)
+        }
+        return out
+    }
+
+    /// `text` cut (at a character boundary, ending in `…`) to at most `bytes` bytes of UTF-8.
+    static func fit(_ text: String, bytes: Int) -> String {
+        guard text.utf8.count > bytes else { return text }
+        var out = ""
+        var used = 0
+        let budget = bytes - "…".utf8.count
+        for ch in text {
+            let size = ch.utf8.count
+            if used + size > budget { break }
+            out.append(ch)
+            used += size
+        }
+        return out + "…"
+    }
+}
+
+/// `!help`: the commands, one line each, in pages of at most `linesPerPage` lines and `pageBytes` bytes;
+/// `!help <command>` for one in full; `!help <n>` for page n. Every reply is at most `maxReplyBytes`.
+struct CommandHelp {
+    static let linesPerPage = 20
+    static let pageBytes = 2000
+    /// A listing line's description is cut to this many characters (`!help <command>` shows it all).
+    static let listedDescription = 80
+    static let maxLine = 300
+    static let maxReplyBytes = 4000
+
+    let prefix: String
+    let commands: [CommandSpec]
+
+    func line(_ spec: CommandSpec, descriptionLimit: Int) -> String {
+        var text = spec.usage(prefix: prefix)
+        if let description = spec.description { text += " — " + CommandText.cut(description, to: descriptionLimit) }
+        if !spec.roles.isEmpty { text += " (\(spec.roles.joined(separator: " or ")))" }
+        return text
+    }
+
+    /// The listing, split into pages (at least one).
+    var pages: [[String]] {
+        var pages: [[String]] = [[]]
+        var bytes = 0
+        for spec in commands {
+            let text = CommandText.cut(line(spec, descriptionLimit: Self.listedDescription), to: Self.maxLine)
+            let size = text.utf8.count + 1
+            if let current = pages.last, !current.isEmpty, current.count >= Self.linesPerPage || bytes + size > Self.pageBytes {
+                pages.append([])
+                bytes = 0
+            }
+            pages[pages.count - 1].append(text)
+            bytes += size
+        }
+        return pages
+    }
+
+    /// Page `number` (from 1) of the listing, or what to ask instead.
+    func page(_ number: Int) -> String {
+        let pages = pages
+        guard (1...pages.count).contains(number) else {
+            let range = pages.count == 1 ? "\(prefix)help lists them" : "\(prefix)help 1 to \(prefix)help \(pages.count) list them"
+            return "no page \(number) of commands; \(range)"
+        }
+        let header = pages.count == 1 ? "Commands:" : "Commands (page \(number) of \(pages.count)):"
+        var footer = "\(prefix)help <command> for one of them"
+        footer += number < pages.count ? "; \(prefix)help \(number + 1) for the next page." : "."
+        return CommandText.fit(([header] + pages[number - 1] + [footer]).joined(separator: "\n"), bytes: Self.maxReplyBytes)
+    }
+
+    /// One command in full: usage, description, roles and cooldown.
+    func detail(_ spec: CommandSpec) -> String {
+        var text = line(spec, descriptionLimit: CommandSpec.maxDescription)
+        if spec.cooldown > 0 { text += "; once every \(spec.cooldown.formatted()) s per member" }
+        return CommandText.fit(text, bytes: Self.maxReplyBytes)
+    }
+}
+
 struct CommandError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
@@ -128,12 +259,19 @@ final class CommandRegistry {
     /// Last use per command and user, for cooldowns.
     private var lastUse: [String: Double] = [:]
 
+    /// Keeps a declaration (its description cut to `CommandSpec.maxDescription`), or says why not.
     func register(_ spec: CommandSpec, owner: Int) -> String? {
         if spec.name == "help" { return "help is the host's command" }
+        if let problem = spec.problem() { return problem }
         if let existing = commands[spec.name], existing.owner != owner, existing.spec.plugin != spec.plugin {
             return "\(spec.name) is already a command of \(existing.spec.plugin)"
         }
-        commands[spec.name] = (spec, owner)
+        if commands[spec.name]?.owner != owner,
+            commands.values.count(where: { $0.owner == owner }) >= CommandSpec.maxPerPlugin
+        {
+            return "a plugin declares at most \(CommandSpec.maxPerPlugin) commands"
+        }
+        commands[spec.name] = (spec.kept, owner)
         return nil
     }
 

@@ -58,33 +58,27 @@ extension PluginEngine {
             env.commands.command(name) == nil
         else { return result }
         let prefix = env.commandSettings.prefix
-        var answered = hostReply("unknown command \(prefix)\(name); \(prefix)help lists the commands", to: message, plugin: "hookbot")
+        var answered = hostReply(
+            "unknown command \(prefix)\(CommandText.cut(name, to: 40)); \(prefix)help lists the commands", to: message,
+            plugin: "hookbot")
         answered.errors = result.errors
         return answered
     }
 
-    /// `!help` (every command) and `!help <command>` (one).
+    /// `!help` (the first page of commands), `!help <n>` (page n) and `!help <command>` (one in full); see
+    /// `CommandHelp` for the sizes.
     private func help(_ rest: Substring, _ message: HookMessage) -> HookResult {
         let prefix = env.commandSettings.prefix
         let asked = rest.trimmingCharacters(in: .whitespaces)
-        func line(_ spec: CommandSpec) -> String {
-            var text = spec.usage(prefix: prefix)
-            if let description = spec.description { text += " — \(description)" }
-            if !spec.roles.isEmpty { text += " (\(spec.roles.joined(separator: " or ")))" }
-            return text
-        }
-        guard !asked.isEmpty else {
-            let lines = env.commands.all.map(line)
-            return hostReply(
-                (["Commands:"] + lines + ["\(prefix)help <command> for one of them."]).joined(separator: "\n"),
-                to: message, plugin: "hookbot")
-        }
+        let help = CommandHelp(prefix: prefix, commands: env.commands.all)
+        guard !asked.isEmpty else { return hostReply(help.page(1), to: message, plugin: "hookbot") }
         let name = asked.hasPrefix(prefix) ? String(asked.dropFirst(prefix.count)) : asked
-        guard let (spec, _) = env.commands.command(name) else {
-            return hostReply("unknown command \(prefix)\(name); \(prefix)help lists the commands", to: message, plugin: "hookbot")
+        if let (spec, _) = env.commands.command(name), !(asked == name && Int(name) != nil) {
+            return hostReply(help.detail(spec), to: message, plugin: spec.plugin)
         }
-        var text = line(spec)
-        if spec.cooldown > 0 { text += "; once every \(spec.cooldown.formatted()) s per member" }
-        return hostReply(text, to: message, plugin: spec.plugin)
+        if asked == name, let number = Int(name) { return hostReply(help.page(number), to: message, plugin: "hookbot") }
+        return hostReply(
+            "unknown command \(prefix)\(CommandText.cut(name, to: 40)); \(prefix)help lists the commands", to: message,
+            plugin: "hookbot")
     }
 }

@@ -162,3 +162,143 @@ final class CommandTests: XCTestCase {
         XCTAssertTrue(errors.first?.message.contains("go is already a command of a") == true, "\(errors)")
     }
 }
+
+/// `!help` whatever the plugins declare: descriptions cut at registration, the listing in pages of
+/// bounded size, one command in full with `!help <command>`.
+final class CommandHelpTests: XCTestCase {
+    private var fixtures: [Fixture] = []
+    override func tearDown() { fixtures.removeAll() }
+
+    /// A hostile plugin with a 100 KB description (with line breaks), the moderation-like fixture of
+    /// `CommandTests`, and a plugin of 30 commands with long descriptions: enough for several pages.
+    private func engine() -> PluginEngine {
+        let fixture = Fixture()
+        fixtures.append(fixture)
+        fixture.write(
+            "hog.lua",
+            """
+            return { name = "hog", on_load = function(ctx)
+              ctx.commands.add{ name = "hog", args = "[what:text]", description = string.rep("hog\\n", 25000),
+                run = function(args, msg, ctx) ctx.reply("oink") end }
+            end }
+            """)
+        fixture.write(
+            "many.lua",
+            """
+            return { name = "many", on_load = function(ctx)
+              for i = 1, 30 do
+                ctx.commands.add{ name = string.format("cmd%02d", i), args = "<user:user> [n:integer]",
+                  description = string.format("command %d: ", i) .. string.rep("汉字", 120),
+                  run = function(args, msg, ctx) ctx.reply("ran " .. i) end }
+              end
+            end }
+            """)
+        fixture.write(
+            "dice.lua",
+            """
+            return { name = "dice", on_load = function(ctx)
+              ctx.commands.add{ name = "roll", args = "[sides:integer]", cooldown = 10, description = "roll a die",
+                run = function(args, msg, ctx) ctx.reply("4") end }
+              ctx.commands.add{ name = "rig", args = "<user:user> <value:integer>", roles = "gm",
+                description = "fix someone's next rolls", run = function(args, msg, ctx) ctx.reply("done") end }
+            end }
+            """)
+        let engine = PluginEngine(
+            directory: fixture.plugins, store: fixture.store, limits: testLimits, clock: fixture.clock.clock,
+            commands: CommandSettings())
+        XCTAssertEqual(engine.loadAll().errors, [])
+        return engine
+    }
+
+    private func reply(_ engine: PluginEngine, _ text: String) -> String {
+        let texts = sentTexts(engine.receive(msg(text, from: "u1")).actions)
+        XCTAssertEqual(texts.count, 1, text)
+        return texts.first ?? ""
+    }
+
+    func testAHostileDescriptionCannotPushOtherCommandsOutOfHelp() {
+        let engine = engine()
+        var pages: [String] = []
+        var next: String? = "!help"
+        while let asked = next, pages.count < 10 {
+            let page = reply(engine, asked)
+            pages.append(page)
+            next = page.split(separator: "\n").last.flatMap { $0.firstMatch(of: /; (!help \d+) for the next page\.$/) }
+                .map { String($0.1) }
+        }
+        XCTAssertGreaterThan(pages.count, 1, "33 commands do not fit one page")
+        XCTAssertTrue(pages[0].hasPrefix("Commands (page 1 of \(pages.count)):\n"), pages[0])
+        XCTAssertTrue(pages.last!.hasSuffix("\n!help <command> for one of them."), pages.last!)
+        for page in pages {
+            XCTAssertLessThanOrEqual(page.utf8.count, CommandHelp.maxReplyBytes)
+            XCTAssertLessThanOrEqual(page.split(separator: "\n").count, CommandHelp.linesPerPage + 2)
+        }
+        let listed = pages.flatMap { $0.split(separator: "\n").dropFirst().dropLast().map(String.init) }
+        let names = ["cmd01", "cmd15", "cmd30", "hog", "rig", "roll"]
+        XCTAssertEqual(listed.count, 33, listed.joined(separator: "\n"))
+        for name in names { XCTAssertTrue(listed.contains { $0.hasPrefix("!\(name) ") }, name) }
+        XCTAssertTrue(listed.contains("!rig <user:user> <value:integer> — fix someone's next rolls (gm)"), "\(listed)")
+        XCTAssertTrue(listed.contains("!roll [sides:integer] — roll a die"), "\(listed)")
+        // Listing lines shorten descriptions to 80 characters; the hog's is one line, cut at registration.
+        let hog = listed.first { $0.hasPrefix("!hog") } ?? ""
+        XCTAssertEqual(hog, "!hog [what:text] — " + String(repeating: "hog ", count: 20).dropLast(1) + "…")
+        let full = reply(engine, "!help hog")
+        XCTAssertEqual(full, "!hog [what:text] — " + String(repeating: "hog ", count: 50).dropLast(1) + "…")
+        XCTAssertEqual(reply(engine, "!help !cmd07").count, "!cmd07 <user:user> [n:integer] — ".count + CommandSpec.maxDescription)
+        XCTAssertEqual(reply(engine, "!help roll"), "!roll [sides:integer] — roll a die; once every 10 s per member")
+        XCTAssertEqual(reply(engine, "!hog"), "oink", "the hostile command itself still runs")
+    }
+
+    func testPagesOutOfRangeAndLongUnknownNames() {
+        let engine = engine()
+        let last = reply(engine, "!help").firstMatch(of: /page 1 of (\d+)/).map { Int($0.1)! } ?? 0
+        XCTAssertGreaterThan(last, 1)
+        XCTAssertEqual(reply(engine, "!help 99"), "no page 99 of commands; !help 1 to !help \(last) list them")
+        XCTAssertEqual(reply(engine, "!help 0"), "no page 0 of commands; !help 1 to !help \(last) list them")
+        XCTAssertTrue(reply(engine, "!help \(last)").hasPrefix("Commands (page \(last) of \(last)):"))
+        let long = String(repeating: "z", count: 70_000)
+        XCTAssertEqual(reply(engine, "!help \(long)"), "unknown command !\(String(repeating: "z", count: 39))…; !help lists the commands")
+        XCTAssertEqual(reply(engine, "!\(long)"), "unknown command !\(String(repeating: "z", count: 39))…; !help lists the commands")
+        XCTAssertEqual(
+            reply(engine, "!roll \(long)"),
+            "!roll: sides must be a whole number, not '\(String(repeating: "z", count: 39))…' — usage: !roll [sides:integer]")
+    }
+
+    func testDeclarationsAreBounded() {
+        let cases: [(String, String)] = [
+            (
+                "ctx.commands.add{ name = \"a\", args = \"[\" .. string.rep(\"x\", 240) .. \"]\", run = function() end }",
+                "args is 242 characters; at most 200"
+            ),
+            (
+                "local r = {} for i = 1, 9 do r[i] = \"role\" .. i end ctx.commands.add{ name = \"a\", roles = r, run = function() end }",
+                "9 roles; at most 8"
+            ),
+            ("ctx.commands.add{ name = \"a\", roles = string.rep(\"r\", 65), run = function() end }", "must be 1–64 characters"),
+            (
+                "for i = 1, 51 do ctx.commands.add{ name = \"c\" .. i, run = function() end } end",
+                "a plugin declares at most 50 commands"
+            ),
+        ]
+        for (body, expected) in cases {
+            let fixture = Fixture()
+            fixture.write("p.lua", "return { name = \"p\", on_load = function(ctx) \(body) end }")
+            let error = fixture.runtime().loadAll().errors.first
+            XCTAssertTrue(error?.message.contains(expected) == true, "\(body): \(error?.message ?? "no error")")
+        }
+        // Fifty is fine, and declaring one again (a reload) does not count twice.
+        let fixture = Fixture()
+        fixture.write(
+            "p.lua",
+            """
+            return { name = "p", on_load = function(ctx)
+              for i = 1, 50 do ctx.commands.add{ name = "c" .. i, run = function() end } end
+              ctx.commands.add{ name = "c1", description = "again", run = function() end }
+            end }
+            """)
+        let engine = fixture.runtime()
+        XCTAssertEqual(engine.loadAll().errors, [])
+        XCTAssertEqual(engine.reload(name: "p").errors, [])
+        XCTAssertEqual(sentTexts(engine.receive(msg("!help c1")).actions), ["!c1 — again"])
+    }
+}
