@@ -6,6 +6,8 @@ import IMCore
 /// every call in the step's outcome (`http`: method, url, plugin, body and `json` when it parses, status
 /// or error). A call nothing was recorded for fails like an unreachable
 /// service would; a recorded body over the plugin's size cap fails as "too large", as in a running bot.
+/// A recorded 3xx with a `location` is one exchange: redirects are followed (or refused) by the same
+/// `HookHTTPTransport.perform` as in a running bot, each hop answered from its own recording.
 struct RecordedHTTP: HookHTTPTransport {
     let recordings: [String: HookHTTPOutcome]
     let recorder: StepRecorder
@@ -18,7 +20,7 @@ struct RecordedHTTP: HookHTTPTransport {
         return url.port.map { "\(host):\($0)" } ?? host
     }
 
-    func perform(_ call: HookHTTPCall) async -> HookHTTPOutcome {
+    func exchange(_ call: HookHTTPCall) async -> HookHTTPOutcome {
         let key = "\(call.method) \(call.url.absoluteString)"
         var outcome = recordings[key] ?? HookHTTPOutcome(error: "failed: no response recorded for \(key)")
         if outcome.error == nil, outcome.body.utf8.count > call.maxBytes {

@@ -6,6 +6,7 @@ import Hummingbird
 import IMClient
 import Logging
 import ServiceLifecycle
+import Synchronization
 import XCTest
 
 /// `ctx.http` against a real HTTP server on loopback, through the running bot: a request succeeds, times
@@ -107,10 +108,66 @@ final class HTTPCallTests: XCTestCase {
         await web.triggerGracefulShutdown()
     }
 
+    /// An allowed host that redirects: within itself (followed), to a host that is not allowed, to a
+    /// non-HTTP URL and in a loop (refused with the 3xx and a reason). The other host, a real listener
+    /// that counts what reaches it, never gets a request, and its body never reaches the plugin.
+    func testRedirectsAreFollowedOnlyWithinTheAllowedHosts() async throws {
+        let otherHits = Hits()
+        let (other, otherPort) = try await Self.startWebServer { router in
+            router.get("/secret") { _, _ -> String in
+                otherHits.add()
+                return "the other service's secret"
+            }
+        }
+        let loops = Hits()
+        let (web, webPort) = try await Self.startWebServer { router in
+            func redirect(_ path: String, to location: @escaping @Sendable () -> String, status: HTTPResponse.Status = .found) {
+                router.get(RouterPath(path)) { _, _ in Response(status: status, headers: [.location: location()]) }
+            }
+            redirect("/to-other", to: { "http://127.0.0.1:\(otherPort)/secret" })
+            redirect("/to-ok", to: { "/ok" }, status: .temporaryRedirect)
+            redirect("/to-file", to: { "file:///etc/passwd" })
+            redirect("/loop") {
+                loops.add()
+                return "/loop"
+            }
+        }
+        let harness = try await ConsoleHarness.start(plugins: ConsoleHarness.plugins.merging(["fetch.lua": Self.fetch]) { _, new in new }) {
+            $0.pluginConfig["fetch"] = ["base": .string("http://127.0.0.1:\(webPort)")]
+            $0.httpPolicies["fetch"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)"], timeoutCap: 5)
+        }
+        let (tom, lobby, events) = try await harness.lobbyMember("Tom")
+        func reply(to text: String) async throws -> String {
+            _ = try await lobby.send(.text(text))
+            return try await events.next("the answer to \(text)") { event in
+                guard let message = event.receivedMessage, message.from == harness.hub.bot.configuration.clientID else { return nil }
+                return message.content.text
+            }
+        }
+
+        let followed = try await reply(to: "fetch /to-ok")
+        XCTAssertEqual(followed, "got 200 world")
+        let refused = try await reply(to: "fetch /to-other")
+        XCTAssertEqual(
+            refused, "failed 302: redirect refused: 127.0.0.1:\(otherPort) is not in this plugin's allowed hosts ([http.fetch] hosts)")
+        let file = try await reply(to: "fetch /to-file")
+        XCTAssertEqual(file, "failed 302: redirect refused: file:///etc/passwd is not an http or https URL")
+        let loop = try await reply(to: "fetch /loop")
+        XCTAssertEqual(loop, "failed 302: redirect refused: more than \(HTTPRedirects.maxHops) redirects")
+        XCTAssertEqual(loops.count, HTTPRedirects.maxHops + 1, "the first request and \(HTTPRedirects.maxHops) redirects")
+        XCTAssertEqual(otherHits.count, 0, "the host that is not allowed got a request")
+
+        await tom.close()
+        await harness.stop()
+        await web.triggerGracefulShutdown()
+        await other.triggerGracefulShutdown()
+    }
+
     /// A local HTTP server: /ok (JSON), /slow (3 s), /big (256 KiB), and POST /translate answering as
-    /// LibreTranslate does (500 for the text "hello").
-    static func startWebServer() async throws -> (ServiceGroup, Int) {
+    /// LibreTranslate does (500 for the text "hello"); `routes` adds more.
+    static func startWebServer(routes: (Router<BasicRequestContext>) -> Void = { _ in }) async throws -> (ServiceGroup, Int) {
         let router = Router()
+        routes(router)
         router.get("/ok") { _, _ -> Response in
             Response(
                 status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: #"{"hello":"world"}"#))
@@ -146,4 +203,11 @@ final class HTTPCallTests: XCTestCase {
         for await port in ports { return (group, port) }
         throw Timeout(waitingFor: "the web server")
     }
+}
+
+/// Requests counted by a test's HTTP listener.
+final class Hits: Sendable {
+    private let value = Mutex(0)
+    var count: Int { value.withLock { $0 } }
+    func add() { value.withLock { $0 += 1 } }
 }
