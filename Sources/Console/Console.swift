@@ -1,5 +1,6 @@
 import BotHost
 import Foundation
+import HTTPTypes
 import HookRuntime
 import Hummingbird
 import IMCore
@@ -60,7 +61,7 @@ public final class Console: Sendable {
 
     /// Adds the page, its files and the admin API to a router.
     public func register(on router: Router<BasicRequestContext>) {
-        router.get("/") { [assets] _, _ in assets.response(for: "index.html") }
+        router.get("/") { [self] _, _ in page() }
         router.get("/console/:file") { [assets] _, context in
             assets.response(for: context.parameters.get("file") ?? "")
         }
@@ -181,8 +182,35 @@ public final class Console: Sendable {
         return HTTPJSON.response(
             .ok,
             InfoView(
-                bot: target?.bot.configuration.clientID, lobby: target?.lobbyID, lobbyName: settings.lobbyName, ws: "/ws",
+                bot: target?.bot.configuration.clientID, lobby: target?.lobbyID, lobbyName: settings.lobbyName,
+                ws: chatSocket(target)?.absoluteString ?? "/ws",
                 signatures: settings.appID != nil && settings.masterKey != nil, appId: settings.appID))
+    }
+
+    /// The WebSocket the page's chat connects to, when it is not this origin's `/ws`: the server a remote
+    /// bot was configured with (`hookbot run --server`). Never anything the page's URL says.
+    private func chatSocket(_ target: Target?) -> URL? {
+        guard let target, target.server == nil, let url = URL(string: target.bot.client.options.url),
+            let scheme = url.scheme?.lowercased(), scheme == "ws" || scheme == "wss", url.host != nil
+        else { return nil }
+        return url
+    }
+
+    /// The page, with a Content-Security-Policy that lets it load only its own files and connect only to
+    /// its own origin (and to the chat's WebSocket when that is a remote bot's server): even a page
+    /// tricked into building another address could not send the admin token there.
+    private func page() -> Response {
+        var response = assets.response(for: "index.html")
+        guard response.status == .ok else { return response }
+        var connect = "'self'"
+        if let socket = chatSocket(target.withLock { $0 }), let scheme = socket.scheme, let host = socket.host {
+            connect += " \(scheme)://\(host.contains(":") ? "[\(host)]" : host)\(socket.port.map { ":\($0)" } ?? "")"
+        }
+        response.headers[.contentSecurityPolicy] =
+            "default-src 'self'; connect-src \(connect); img-src 'self' data: http: https:; "
+            + "media-src 'self' http: https:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        return response
     }
 
     private func pluginView(_ target: Target, _ name: String) async -> Response {

@@ -78,4 +78,59 @@ final class RemoteBotTests: XCTestCase {
         XCTAssertNil(notReady, "the console's listener stopped")
         await server.stop()
     }
+
+    /// A remote bot's console tells the page where the server is (the URL the bot was given), and the
+    /// page's chat, served from the bot's port, logs in over the server's WebSocket in a real browser.
+    func testRemoteBotsConsoleChatReachesTheServer() async throws {
+        let server = try await ServerHarness.start()
+        var configuration = BotConfiguration()
+        configuration.pluginsDirectory = server.directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: configuration.pluginsDirectory, withIntermediateDirectories: true)
+        configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
+        configuration.adminSocketPath = nil
+        configuration.watchInterval = 0
+        let telemetry = Telemetry()
+        let serverURL = "ws://127.0.0.1:\(server.port)/ws"
+        let bot = try BotHost.make(configuration: configuration, serverURL: serverURL, metrics: telemetry.factory)
+        try await bot.start()
+        let console = Console(configuration: configuration, logs: LogBuffer())
+        console.attach(.init(bot: bot, server: nil, lobbyID: nil))
+        let listener = try await ConsoleServer.start(
+            console: console, readiness: { await console.botNotReadyReason() }, telemetry: telemetry,
+            host: "127.0.0.1", port: 0, logger: Logger(label: "remote-console-test"))
+        let base = "http://127.0.0.1:\(listener.port)"
+        defer {
+            Task {
+                await listener.stop()
+                await bot.stop()
+                await server.stop()
+            }
+        }
+
+        let info = try await HTTPAnswer.fetch(base + "/api/info").object()
+        XCTAssertEqual(info["ws"] as? String, serverURL)
+        let page = try await HTTPAnswer.fetch(base + "/")
+        XCTAssertEqual(page.status, 200)
+
+        guard WebDriver.isInstalled else {
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
+            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
+        }
+        let browser = try await WebDriver.start()
+        do {
+            try await browser.open(base + "/")
+            try await browser.type("Tom", into: "#login-client-id")
+            try await browser.click("#login-button")
+            try await browser.waitUntil(
+                "Tom to be logged in on the remote server",
+                "return document.querySelector('#current-user')?.textContent.includes('Tom') === true")
+            // The server itself has the page's session besides the bot's.
+            let metrics = try PrometheusText.parse(try await HTTPAnswer.fetch("http://127.0.0.1:\(server.port)/metrics").text)
+            XCTAssertEqual(metrics[#"hookbot_sessions{format="json"}"#], 2, "the bot and the page's Tom")
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
 }

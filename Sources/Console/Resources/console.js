@@ -189,10 +189,9 @@ class Poller {
 
 // ============================================================== Configuration and admin token
 
-// ?api=http://host:port and ?ws=ws://host:port/ws point the page at another server (development).
-const params = new URLSearchParams(location.search);
-const API_BASE = (params.get('api') || '').replace(/\/+$/, '');
-const WS_OVERRIDE = params.get('ws');
+// The page talks to its own origin only: the admin API (and the token it carries) never goes anywhere
+// else, whatever the address bar says. The chat's WebSocket is the one GET /api/info names (the bot's
+// configured server for a remote bot), never one taken from the page's URL.
 
 const Token = {
   key: 'hookbot.adminToken',
@@ -261,9 +260,10 @@ async function api(path, { method = 'GET', body, admin = false } = {}) {
     }
     headers.Authorization = `Bearer ${token}`;
   }
+  if (!/^\/(?!\/)/.test(path)) throw new ApiError(0, `Not a path of this console: ${path}`);
   let response;
   try {
-    response = await fetch(API_BASE + path, { method, headers, cache: 'no-store', body: body === undefined ? undefined : JSON.stringify(body) });
+    response = await fetch(path, { method, headers, cache: 'no-store', body: body === undefined ? undefined : JSON.stringify(body) });
   } catch (error) {
     throw new ApiError(0, `The server could not be reached (${error.message}).`);
   }
@@ -434,10 +434,11 @@ async function loadTypes() {
   renderCustomTypes();
 }
 
+/** The chat's WebSocket: `ws` from GET /api/info (this origin's /ws, or the absolute URL of a remote
+ *  bot's server), resolved against this page. */
 function wsURL() {
-  if (WS_OVERRIDE) return WS_OVERRIDE;
-  const url = new URL((chat.info && chat.info.ws) || '/ws', API_BASE ? `${API_BASE}/` : location.href);
-  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  const url = new URL((chat.info && chat.info.ws) || '/ws', location.href);
+  if (url.protocol === 'https:' || url.protocol === 'http:') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
   url.hash = '';
   return url.href;
 }
