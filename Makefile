@@ -5,9 +5,11 @@ APT_PACKAGES := liblua5.4-dev libsqlite3-dev pkg-config
 BROWSER_PACKAGES := chromium chromium-driver
 ## PostgreSQL's server, for the cluster tests and the server suites on PostgreSQL (a throwaway cluster per run).
 POSTGRES_PACKAGES := postgresql-15
+## nginx, for the test of docs/DEPLOY.md's TLS reverse-proxy recipe (the test runs its own nginx; no service is started).
+NGINX_PACKAGES := nginx
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps browser postgres apt-install build test test-suites lint format fuzz run bench bench-cluster clean
+.PHONY: deps browser postgres nginx apt-install build test test-suites lint format fuzz run bench bench-cluster clean
 
 ## Install the system packages the build needs (Debian/Ubuntu), only when missing.
 deps:
@@ -20,6 +22,10 @@ browser:
 ## Install PostgreSQL's server binaries (tests start clusters of their own; no service is started), only when missing.
 postgres:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(POSTGRES_PACKAGES)"
+
+## Install nginx (the reverse-proxy test starts its own), only when missing.
+nginx:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(NGINX_PACKAGES)"
 
 apt-install:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -34,7 +40,7 @@ build: deps
 ## Build everything and run the whole test suite (the console's browser test included); the format check first.
 ## The XCTest suites run beside a throwaway PostgreSQL cluster (scripts/with-postgres.sh): everything once on
 ## SQLite (the cluster tests included), then the server, protobuf and SDK suites again on PostgreSQL.
-test: deps browser postgres lint
+test: deps browser postgres nginx lint
 	$(SWIFT) build --build-tests
 	scripts/with-postgres.sh $(MAKE) --no-print-directory test-suites
 	$(SWIFT) run --skip-build custom-types-example
@@ -43,7 +49,7 @@ test: deps browser postgres lint
 
 ## The XCTest suites (make test runs them beside a PostgreSQL cluster).
 POSTGRES_SUITES := IMServerTests|ProtobufTests|IMClientTests
-SQLITE_ONLY := QueryPlanTests|SynchronousLevelTests|DurabilityTests/testAcknowledgedMessagesSurviveSIGKILL|ClusterTests
+SQLITE_ONLY := QueryPlanTests|SynchronousLevelTests|DurabilityTests/testAcknowledgedMessagesSurviveSIGKILL|ClusterTests|ReverseProxyTests
 test-suites:
 	$(SWIFT) test --skip-build --disable-swift-testing
 	HOOKBOT_TEST_BACKEND=postgres $(SWIFT) test --skip-build --disable-swift-testing --filter '$(POSTGRES_SUITES)' --skip '$(SQLITE_ONLY)'
