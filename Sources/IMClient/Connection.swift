@@ -117,7 +117,11 @@ final class Link: Sendable {
         configuration.minimumTLSVersion = .tlsv12
         do {
             switch roots {
-            case .system: break
+            case .system:
+                // As OpenSSL and curl do: SSL_CERT_FILE names a bundle to use instead of the system's.
+                if let file = ProcessInfo.processInfo.environment["SSL_CERT_FILE"], !file.isEmpty {
+                    configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(file))
+                }
             case .pemFile(let path): configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(path))
             case .pem(let text): configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(text.utf8)))
             }

@@ -61,7 +61,9 @@ public struct IMClientOptions: Sendable {
 
 /// The certificate authorities a `wss://` connection trusts.
 public enum IMTrustRoots: Sendable, Equatable {
-    /// The system's (Debian: /etc/ssl/certs).
+    /// The system's (Debian: /etc/ssl/certs), or the PEM bundle the environment variable `SSL_CERT_FILE`
+    /// names, as with OpenSSL and curl (so `hookbot run --server wss://…` and `hookbot chat` can trust a
+    /// CA of one's own).
     case system
     /// The CA certificates in this PEM file, instead of the system's: a self-hosted server's own CA.
     case pemFile(String)

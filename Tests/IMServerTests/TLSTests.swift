@@ -130,6 +130,28 @@ final class TLSTests: XCTestCase {
         for client in [tom, jerry, spike] { await client.close() }
     }
 
+    /// With the default trust roots, the SDK trusts the system's CAs, or the bundle SSL_CERT_FILE names.
+    func testTheDefaultTrustRootsFollowSSLCertFile() async throws {
+        let ca = try TestCertificateAuthority(name: "Hookbot Own CA", in: directory)
+        try ca.issueServerCertificate(commonName: "hookbot", serial: "5E", certificatePath: certificatePath, keyPath: keyPath)
+        let server = try await startServer()
+        defer { Task { await server.stop() } }
+        func client() -> IMClient { server.client("Tom") { $0.url = "wss://localhost:\(server.port)/ws" } }
+        unsetenv("SSL_CERT_FILE")
+        let untrusting = client()
+        do {
+            try await untrusting.open()
+            XCTFail("the system's CAs trusted a throwaway CA")
+        } catch {
+            XCTAssertTrue("\(error)".contains("CERTIFICATE_VERIFY_FAILED"), "\(error)")
+        }
+        setenv("SSL_CERT_FILE", ca.certificatePath, 1)
+        defer { unsetenv("SSL_CERT_FILE") }
+        let trusting = client()
+        try await trusting.open()
+        await trusting.close()
+    }
+
     func testTLSOlderThan12IsRefused() async throws {
         let ca = try TestCertificateAuthority(name: "Hookbot Test CA", in: directory)
         try ca.issueServerCertificate(commonName: "hookbot", serial: "77", certificatePath: certificatePath, keyPath: keyPath)

@@ -18,6 +18,8 @@ final class CertificateStore: Sendable {
     /// The context in use and the file contents it was made of (or the contents last tried, when they
     /// did not load, so that a broken pair is reported once).
     private let state: Mutex<(context: NIOSSLContext, loaded: Files, tried: Files)>
+    /// The last error reading the files, so that a file missing for a while is reported once.
+    private let readError = Mutex<String?>(nil)
 
     struct Files: Equatable {
         var certificate: Data
@@ -41,8 +43,17 @@ final class CertificateStore: Sendable {
     @discardableResult
     func reloadIfChanged() -> Bool {
         let files: Files
-        do { files = try Self.read(settings) } catch {
-            logger.warning("TLS certificate not reloaded", metadata: ["error": "\(error)"])
+        do {
+            files = try Self.read(settings)
+            readError.withLock { $0 = nil }
+        } catch {
+            let text = "\(error)"
+            if readError.withLock({ state in
+                defer { state = text }
+                return state != text
+            }) {
+                logger.warning("TLS certificate not reloaded; the previous one stays in use", metadata: ["error": "\(text)"])
+            }
             return false
         }
         let (loaded, tried) = state.withLock { ($0.loaded, $0.tried) }
