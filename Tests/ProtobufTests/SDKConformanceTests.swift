@@ -376,6 +376,59 @@ final class SDKConformanceTests: XCTestCase {
         await sdk.close()
         await server.stop()
     }
+    /// Join policies as the JS SDK meets them: its createConversation signs and sends the creator among the
+    /// members and is unique by default, join() is an add of oneself. A group opens to anybody (again after
+    /// a kick), a 1:1 and a conversation created with joinPolicy "invite" only to whom a member adds.
+    func testJoinPoliciesWithTheSDKsOwnFlows() async throws {
+        let server = try await ServerHarness.start()
+        let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
+        let eve = try await WireClient.login("Eve", port: server.port, mode: .binary)
+        let jerry = try await WireClient.login("Jerry", port: server.port, mode: .base64)
+        func create(_ members: [String], _ attributes: String) async throws -> String {
+            var start = LCProtoGenericCommand()
+            start.cmd = .conv
+            start.op = .start
+            start.convMessage.m = members
+            start.convMessage.unique = true
+            start.convMessage.attr.data = attributes
+            let started = try await tom.request(start)
+            return try XCTUnwrap(started.cid, "\(started)")
+        }
+        func join(_ client: WireClient, _ cid: String, as clientID: String) async throws -> Command {
+            var add = LCProtoGenericCommand()
+            add.cmd = .conv
+            add.op = .add
+            add.convMessage.cid = cid
+            add.convMessage.m = [clientID]
+            return try await client.request(add)
+        }
+        let pair = try await create(["Jerry", "Tom"], "{}")
+        let group = try await create(["Bob", "Jerry", "Tom"], #"{"name":"Cats"}"#)
+        let plans = try await create(["Jerry", "Spike", "Tom"], #"{"name":"Plans","joinPolicy":"invite"}"#)
+
+        let joined = try await join(eve, group, as: "Eve")
+        XCTAssertEqual(joined.allowedPids, ["Eve"])
+        var kick = LCProtoGenericCommand()
+        kick.cmd = .conv
+        kick.op = .remove
+        kick.convMessage.cid = group
+        kick.convMessage.m = ["Eve"]
+        let kicked = try await tom.request(kick)
+        XCTAssertEqual(kicked.allowedPids, ["Eve"])
+        let rejoined = try await join(eve, group, as: "Eve")
+        XCTAssertEqual(rejoined.allowedPids, ["Eve"])
+        for cid in [pair, plans] {
+            let refused = try await join(eve, cid, as: "Eve")
+            XCTAssertEqual(refused.cmd, .error)
+            XCTAssertEqual(refused.code, 4308)
+            XCTAssertEqual(refused.reason, "CONVERSATION_NOT_ALLOWED")
+        }
+        let invited = try await join(jerry, plans, as: "Eve")
+        XCTAssertEqual(invited.allowedPids, ["Eve"])
+        for client in [tom, eve, jerry] { await client.close() }
+        await server.stop()
+    }
+
     func testOnlineStatusReceiptTimestampsAndUnsupportedOperations() async throws {
         let server = try await ServerHarness.start()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
