@@ -152,7 +152,7 @@ final class TLSTests: XCTestCase {
         await trusting.close()
     }
 
-    func testTLSOlderThan12IsRefused() async throws {
+    func testTLSOlderThan12AndSuitesWithoutForwardSecrecyOrAEADAreRefused() async throws {
         let ca = try TestCertificateAuthority(name: "Hookbot Test CA", in: directory)
         try ca.issueServerCertificate(commonName: "hookbot", serial: "77", certificatePath: certificatePath, keyPath: keyPath)
         let server = try await startServer()
@@ -160,6 +160,16 @@ final class TLSTests: XCTestCase {
         XCTAssertThrowsError(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv11))
         XCTAssertNoThrow(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv12))
         XCTAssertNoThrow(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv13))
+        // TLS 1.2: ECDHE with AES-GCM or ChaCha20 only (no static RSA key exchange, no CBC).
+        for (suite, accepted) in [
+            ("ECDHE-ECDSA-AES128-GCM-SHA256", true), ("ECDHE-ECDSA-CHACHA20-POLY1305", true),
+            ("ECDHE-ECDSA-AES128-SHA", false), ("AES128-GCM-SHA256", false), ("AES128-SHA", false),
+        ] {
+            let result = Result {
+                try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv12, cipherSuites: suite)
+            }
+            XCTAssertEqual((try? result.get()) != nil, accepted, "\(suite): \(result)")
+        }
     }
 
     func testUnusableCertificateFilesStopTheServerWithTheReason() async throws {

@@ -16,14 +16,17 @@ public final class TLSTestStream: @unchecked Sendable {
 
     /// Connects to 127.0.0.1:`port` and completes a TLS handshake that trusts only the CA certificates in
     /// `caFile` and checks the certificate is for `serverName`. `maximumVersion` caps the versions
-    /// offered (to check the server's floor). Throws the handshake's error.
+    /// offered and `cipherSuites` (OpenSSL names) limits the TLS 1.2 suites offered (to check what the
+    /// server accepts). Throws the handshake's error.
     public init(
-        port: Int, trusting caFile: String, serverName: String = "localhost", maximumVersion: TLSVersion? = nil
+        port: Int, trusting caFile: String, serverName: String = "localhost", maximumVersion: TLSVersion? = nil,
+        cipherSuites: String? = nil
     ) throws {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.trustRoots = .file(caFile)
         configuration.minimumTLSVersion = .tlsv1
         configuration.maximumTLSVersion = maximumVersion
+        if let cipherSuites { configuration.cipherSuites = cipherSuites }
         let context = try NIOSSLContext(configuration: configuration)
         let inbox = Collector()
         self.inbox = inbox
