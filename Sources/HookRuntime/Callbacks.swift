@@ -61,7 +61,7 @@ let cbLog: hb_swift_fn = { L in
             L, "ctx.log: unknown level '\(argString(L, 1) ?? luaTypeName(L, 1))' (use trace, debug, info, notice, warning, error, critical)"
         )
     }
-    let text = argString(L, 2) ?? ""
+    let text = StoredText.cut(argString(L, 2) ?? "", to: StoredText.maxLogEntryBytes)
     plugin.env.logger.log(level: level.swiftLog, "\(text)", metadata: ["plugin": "\(plugin.name)"])
     if plugin.pending.count < maxActionsPerCall {
         plugin.pending.append(HookAction(plugin: plugin.name, kind: .log(level: level, message: text)))

@@ -14,15 +14,17 @@ public enum StoredText {
     public static let maxHeaderCount = 64
 
     /// `text` if it fits in `limit` UTF-8 bytes; else its longest prefix of whole characters (Unicode
-    /// scalars) within `limit` bytes, followed by ` … [N bytes cut]`.
+    /// scalars) that leaves room for ` … [N bytes cut]` within `limit` bytes, followed by it. A text cut
+    /// once passes a second cut to the same limit unchanged.
     public static func cut(_ text: String, to limit: Int) -> String {
         let total = text.utf8.count
         guard total > limit else { return text }
+        let room = limit - " … [\(total) bytes cut]".utf8.count
         var kept = 0
         var end = text.unicodeScalars.startIndex
         for scalar in text.unicodeScalars {
             let width = UTF8.width(scalar)
-            guard kept + width <= limit else { break }
+            guard kept + width <= room else { break }
             kept += width
             end = text.unicodeScalars.index(after: end)
         }

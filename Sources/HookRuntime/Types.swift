@@ -294,7 +294,7 @@ public struct HookError: Error, Sendable, Hashable, CustomStringConvertible {
         self.hook = hook
         self.source = source
         self.line = line
-        self.reason = reason
+        self.reason = reason.cut()
     }
 
     public var message: String {

@@ -3,6 +3,7 @@ import Foundation
 import HookRuntime
 import HookbotTestSupport
 import IMClient
+import Logging
 import XCTest
 
 /// Hostile plugins inside a running bot, on a real server: one that loops, one that allocates without end,
@@ -81,6 +82,86 @@ final class HostilePluginTests: XCTestCase {
         XCTAssertEqual(stats.blocked, 8)
         let grown = try residentMemoryMiB() - before
         XCTAssertLessThan(grown, Self.memoryCeilingMiB, "resident memory grew by \(grown) MiB")
+        await bot.stop()
+    }
+
+    /// Ceiling for the growth of resident memory while a plugin logs 12 MiB five times per message for 50
+    /// messages (measured: see docs/PLUGINS.md, "What a plugin cannot do to the host"; it was 3 GB before
+    /// log entries were capped).
+    static let logBombCeilingMiB = 128.0
+
+    /// A plugin that `ctx.log`s 12 MiB strings five times per message, in a bot that keeps its log for the
+    /// console (as `hookbot run` does): entries are cut to a few KiB and the ring to its byte cap, the
+    /// process stays under the ceiling, and the same plugin's command answers throughout.
+    func testLogBombIsCutAndTheBotKeepsAnswering() async throws {
+        let harness = try await BotHarness.start(attachment: .inProcess)
+        defer { Task { await harness.server.stop() } }
+        try harness.write(
+            "bomb.lua",
+            """
+            return { name = "logbomb",
+              on_load = function(ctx)
+                ctx.commands.add{ name = "alive", description = "still here?",
+                  run = function(args, msg, ctx) ctx.reply("alive") end }
+              end,
+              on_receive = function(msg, ctx)
+                if msg.text:sub(1, 1) == "!" then return end
+                local big = string.rep("x", 12 * 1024 * 1024)
+                for i = 1, 5 do ctx.log("info", big) end
+              end }
+            """)
+        try harness.write(
+            "raiser.lua",
+            """
+            return { name = "raiser", on_receive = function(msg, ctx) error(string.rep("e", 4 * 1024 * 1024), 0) end }
+            """)
+        let logs = LogBuffer()
+        var configuration = BotConfiguration()
+        configuration.pluginsDirectory = harness.plugins
+        configuration.statePath = harness.server.directory.appendingPathComponent("state-logbomb.sqlite").path
+        configuration.adminSocketPath = nil
+        configuration.watchInterval = 0
+        configuration.interceptorSecret = BotHarness.secret
+        configuration.interceptionDeadlineMillis = harness.deadline
+        var logger = Logger(label: "log-bomb") { _ in LogBufferHandler(buffer: logs, level: .info) }
+        logger.logLevel = .info
+        let bot = try BotHost.make(configuration: configuration, local: harness.server.server, logger: logger)
+        try await bot.start()
+        try await waitUntilInterceptorAttached(harness.server.server, configuration.clientID)
+        let tom = harness.server.client("Tom")
+        let events = try await openClients([tom])
+        let conversation = try await tom.createConversation(members: [configuration.clientID])
+
+        func alive() async throws {
+            _ = try await conversation.send(.text("!alive"))
+            let reply = try await events[0].message(in: conversation.id, timeout: .seconds(30))
+            XCTAssertEqual(reply.content.text, "alive")
+        }
+        try await alive()
+        let before = try residentMemoryMiB()
+        for round in 1...50 {
+            _ = try await conversation.send(.text("message \(round)"))
+            if round % 10 == 0 { try await alive() }
+        }
+        let grown = try residentMemoryMiB() - before
+        XCTAssertLessThan(grown, Self.logBombCeilingMiB, "resident memory grew by \(grown) MiB")
+        print("log bomb: resident memory grew by \(grown) MiB; the log ring holds \(logs.bytes) bytes")
+
+        let bombs = logs.entries(plugin: "logbomb", limit: 1000).entries.filter { $0.message.hasPrefix("xxx") }
+        XCTAssertFalse(bombs.isEmpty, "the plugin's log entries are kept")
+        let uncut = bombs.filter { entry in
+            entry.message.utf8.count > StoredText.maxLogEntryBytes || entry.message.firstMatch(of: /\ … \[\d+ bytes cut\]$/) == nil
+        }
+        XCTAssertEqual(uncut.count, 0, "entries not cut, or not marked as cut: \(uncut.first.map { String($0.message.suffix(60)) } ?? "")")
+        XCTAssertLessThanOrEqual(logs.bytes, logs.maxBytes)
+        let statuses = await bot.runtime.plugins
+        let status = statuses.first { $0.name == "logbomb" }
+        XCTAssertEqual(status?.state, .loaded, "the plugin is not disabled: \(String(describing: status?.lastError))")
+        // A plugin failing with a 4 MiB error message: what is kept of it is cut too.
+        let raised = try XCTUnwrap(statuses.first { $0.name == "raiser" }?.lastError)
+        XCTAssertLessThanOrEqual(raised.message.utf8.count, StoredText.maxErrorBytes)
+        XCTAssertNotNil(raised.message.firstMatch(of: /\ … \[\d+ bytes cut\]$/), String(raised.message.suffix(60)))
+        await tom.close()
         await bot.stop()
     }
 }
