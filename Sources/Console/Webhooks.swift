@@ -12,7 +12,7 @@ import Synchronization
 /// "Webhooks"). The caller proves it knows the plugin's secret (`[webhooks]` in `hookbot.toml`) with the
 /// header `X-Hookbot-Secret: <secret>`, or signs the body as GitHub does, `X-Hub-Signature-256:
 /// sha256=<hex HMAC-SHA256 of the body>`. Unknown plugin: 404; wrong or missing secret: 401; body over the
-/// limit: 413 — and nothing runs.
+/// limit: 413; a path that cannot be normalised (`normalizedPath`): 400 — and nothing runs.
 public final class Webhooks: Sendable {
     private let secrets: [String: String]
     private let maxBytes: Int
@@ -33,9 +33,38 @@ public final class Webhooks: Sendable {
         }
     }
 
-    private func answer(_ request: Request, _ context: BasicRequestContext, path: [Substring]) async -> Response {
+    /// The path `on_http` sees, from the raw (percent-encoded) segments after `/hooks/<plugin>`: each
+    /// segment percent-decoded (as UTF-8), empty segments (`//`, a trailing `/`) and `.` dropped, `..`
+    /// removing the segment before it and never going above the webhook's root (RFC 3986's dot-segment
+    /// removal), then joined after a leading `/`. A segment that is not valid percent-encoded UTF-8, or
+    /// that decodes to a `/`, a `\` or a control character, is refused: the reason, for a 400.
+    static func normalizedPath(_ raw: [Substring]) -> Result<String, WebhookPathError> {
+        var segments: [String] = []
+        for segment in raw {
+            guard let decoded = segment.removingPercentEncoding else {
+                return .failure(WebhookPathError("the path is not percent-encoded UTF-8: \(segment.prefix(100))"))
+            }
+            guard !decoded.unicodeScalars.contains(where: { $0 == "/" || $0 == "\\" || $0.properties.generalCategory == .control })
+            else {
+                return .failure(WebhookPathError("a path segment may not encode '/', '\\' or control characters: \(segment.prefix(100))"))
+            }
+            switch decoded {
+            case "", ".": continue
+            case "..": _ = segments.popLast()
+            default: segments.append(decoded)
+            }
+        }
+        return .success("/" + segments.joined(separator: "/"))
+    }
+
+    private func answer(_ request: Request, _ context: BasicRequestContext, path raw: [Substring]) async -> Response {
         let plugin = context.parameters.get("plugin")?.removingPercentEncoding ?? ""
         guard let secret = secrets[plugin] else { return HTTPJSON.error(.notFound, "no webhook for plugin \(plugin)") }
+        let path: String
+        switch Self.normalizedPath(raw) {
+        case .success(let normalized): path = normalized
+        case .failure(let problem): return HTTPJSON.error(.badRequest, problem.reason)
+        }
         let presented = request.headers[HTTPField.Name("X-Hookbot-Secret")!]
         if let presented, !secretsMatch(Data(presented.utf8), Data(secret.utf8)) {
             return HTTPJSON.error(.unauthorized, "wrong secret")
@@ -62,7 +91,7 @@ public final class Webhooks: Sendable {
         for field in request.headers { headers[field.name.canonicalName] = field.value }
         let query = Dictionary(request.uri.queryParameters.map { (String($0.key), String($0.value)) }) { first, _ in first }
         let hookRequest = HookHTTPRequest(
-            method: request.method.rawValue, path: "/" + path.joined(separator: "/"), query: query, headers: headers,
+            method: request.method.rawValue, path: path, query: query, headers: headers,
             body: String(decoding: bytes, as: UTF8.self))
         guard let answer = await bot.webhook(plugin: plugin, hookRequest) else {
             return HTTPJSON.error(.notFound, "plugin \(plugin) does not take webhooks (no on_http, or not loaded)")
@@ -76,4 +105,10 @@ public final class Webhooks: Sendable {
             status: .init(code: answer.status), headers: fields,
             body: .init(byteBuffer: ByteBuffer(string: answer.body)))
     }
+}
+
+/// Why a webhook's path was refused (answered 400 with this reason).
+struct WebhookPathError: Error {
+    var reason: String
+    init(_ reason: String) { self.reason = reason }
 }

@@ -103,4 +103,78 @@ final class WebhookTests: XCTestCase {
         await tom.close()
         await harness.stop()
     }
+
+    /// The path `on_http` gets is normalised (percent-decoded, `//` and trailing `/` collapsed, `.` and `..`
+    /// resolved without leaving the webhook's root); paths that encode a `/`, a control character or bad
+    /// UTF-8 are refused with 400 and a reason before anything runs. Sent over a raw socket, so that no
+    /// client library tidies the path first.
+    func testWebhookPathsAreNormalised() async throws {
+        let harness = try await ConsoleHarness.start(plugins: ["ci.lua": Self.ci]) {
+            $0.webhookSecrets = ["ci": Self.secret]
+        }
+        let body = #"{"cid": "\#(harness.hub.lobbyID)", "result": "passed", "commit": "abc123"}"#
+        let cases: [(target: String, path: String)] = [
+            ("/hooks/ci", "/"),
+            ("/hooks/ci/", "/"),
+            ("/hooks/ci//build///42/", "/build/42"),
+            ("/hooks/ci/a/./b/../c", "/a/c"),
+            ("/hooks/ci/../../../etc/passwd", "/etc/passwd"),
+            ("/hooks/ci/a/%2E%2E/%2e%2e/%2E/b", "/b"),
+            ("/hooks/ci/%62uild/%E2%9C%93?x=1", "/build/✓"),
+            ("/hooks/ci/a%20b/c", "/a b/c"),
+        ]
+        for (target, path) in cases {
+            let answer = try await Self.rawPost(port: harness.port, target: target, body: body, secret: Self.secret)
+            XCTAssertEqual(answer.status, 202, "\(target): \(answer.body)")
+            let fields = (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any]
+            XCTAssertEqual(fields?["path"] as? String, path, target)
+        }
+        let calls = try await calls(harness)
+        XCTAssertEqual(calls, cases.count)
+        for target in ["/hooks/ci/a%2Fb", "/hooks/ci/a%5Cb", "/hooks/ci/a%00b", "/hooks/ci/x/%0A", "/hooks/ci/%zz", "/hooks/ci/%FF%FE"] {
+            let answer = try await Self.rawPost(port: harness.port, target: target, body: body, secret: Self.secret)
+            XCTAssertEqual(answer.status, 400, "\(target): \(answer.body)")
+            let fields = (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any]
+            XCTAssertEqual(fields?["code"] as? Int, 400, target)
+            XCTAssertFalse((fields?["reason"] as? String ?? "").isEmpty, "\(target): \(answer.body)")
+        }
+        let unchanged = try await self.calls(harness)
+        XCTAssertEqual(unchanged, cases.count, "nothing ran for refused paths")
+        await harness.stop()
+    }
+
+    /// One `POST target HTTP/1.1` with the secret, written as is to a socket; the status and body.
+    static func rawPost(port: Int, target: String, body: String, secret: String) async throws -> (status: Int, body: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result {
+                        let fd = try connectLoopback(port: port)
+                        defer { close(fd) }
+                        let request = Array(
+                            ("POST \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nX-Hookbot-Secret: \(secret)\r\n"
+                                + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8)
+                        var sent = 0
+                        while sent < request.count {
+                            let written = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+                            guard written > 0 else { throw POSIXError(.EPIPE) }
+                            sent += written
+                        }
+                        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+                        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                        var received: [UInt8] = []
+                        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+                        while true {
+                            let count = recv(fd, &buffer, buffer.count, 0)
+                            if count <= 0 { break }
+                            received += buffer[0..<count]
+                        }
+                        let text = String(decoding: received, as: UTF8.self)
+                        guard let end = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "")
+                        else { throw TestFailure("no HTTP answer to \(target): \(text)") }
+                        return (status, String(text[end.upperBound...]))
+                    })
+            }
+        }
+    }
 }
