@@ -61,7 +61,7 @@ public final class Console: Sendable {
 
     /// Adds the page, its files and the admin API to a router.
     public func register(on router: Router<BasicRequestContext>) {
-        router.get("/") { [self] _, _ in page() }
+        router.get("/") { [self] request, _ in page(host: request.head.authority) }
         router.get("/console/:file") { [assets] _, context in
             assets.response(for: context.parameters.get("file") ?? "")
         }
@@ -199,10 +199,15 @@ public final class Console: Sendable {
     /// The page, with a Content-Security-Policy that lets it load only its own files and connect only to
     /// its own origin (and to the chat's WebSocket when that is a remote bot's server): even a page
     /// tricked into building another address could not send the admin token there.
-    private func page() -> Response {
+    /// `host` is the request's `Host`: its WebSocket origins are listed beside `'self'` for browsers whose
+    /// `'self'` does not cover `ws:` (CSP level 2).
+    private func page(host: String?) -> Response {
         var response = assets.response(for: "index.html")
         guard response.status == .ok else { return response }
         var connect = "'self'"
+        if let host, host.wholeMatch(of: /[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?/) != nil {
+            connect += " ws://\(host) wss://\(host)"
+        }
         if let socket = chatSocket(target.withLock { $0 }), let scheme = socket.scheme, let host = socket.host {
             connect += " \(scheme)://\(host.contains(":") ? "[\(host)]" : host)\(socket.port.map { ":\($0)" } ?? "")"
         }

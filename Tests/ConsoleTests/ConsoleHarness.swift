@@ -134,6 +134,7 @@ struct HTTPAnswer {
     var status: Int
     var body: Data
     var contentType: String?
+    var contentSecurityPolicy: String?
     var text: String { String(decoding: body, as: UTF8.self) }
 
     func json() throws -> Any { try JSONSerialization.jsonObject(with: body) }
@@ -155,7 +156,9 @@ struct HTTPAnswer {
         if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
         let (data, response) = try await URLSession.shared.data(for: request)
         let http = response as! HTTPURLResponse
-        return HTTPAnswer(status: http.statusCode, body: data, contentType: http.value(forHTTPHeaderField: "Content-Type"))
+        return HTTPAnswer(
+            status: http.statusCode, body: data, contentType: http.value(forHTTPHeaderField: "Content-Type"),
+            contentSecurityPolicy: http.value(forHTTPHeaderField: "Content-Security-Policy"))
     }
 }
 

@@ -111,6 +111,11 @@ final class RemoteBotTests: XCTestCase {
         XCTAssertEqual(info["ws"] as? String, serverURL)
         let page = try await HTTPAnswer.fetch(base + "/")
         XCTAssertEqual(page.status, 200)
+        // The page may connect to its own origin and the server's WebSocket, nothing else.
+        let connect = page.contentSecurityPolicy?.split(separator: ";").first { $0.contains("connect-src") }
+        XCTAssertEqual(
+            connect.map { $0.trimmingCharacters(in: .whitespaces) },
+            "connect-src 'self' ws://127.0.0.1:\(listener.port) wss://127.0.0.1:\(listener.port) ws://127.0.0.1:\(server.port)")
 
         guard WebDriver.isInstalled else {
             if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
