@@ -3,6 +3,7 @@ import HookbotTestSupport
 import IMClient
 import IMCore
 import IMServer
+import Logging
 import XCTest
 
 /// The server's own TLS (`ServerConfiguration.tls`): the Swift SDK and a raw WebSocket over `wss://`,
@@ -22,8 +23,10 @@ final class TLSTests: XCTestCase {
     private var certificatePath: String { directory.appendingPathComponent("server.pem").path }
     private var keyPath: String { directory.appendingPathComponent("server.key").path }
 
-    private func startServer(checkingEvery interval: Duration = .milliseconds(100)) async throws -> ServerHarness {
-        try await ServerHarness.start { configuration in
+    private func startServer(
+        checkingEvery interval: Duration = .milliseconds(100), logger: Logger? = nil
+    ) async throws -> ServerHarness {
+        try await ServerHarness.start(logger: logger) { configuration in
             var tls = TLSSettings(certificatePath: certificatePath, privateKeyPath: keyPath)
             tls.reloadInterval = interval
             configuration.tls = tls
@@ -155,7 +158,8 @@ final class TLSTests: XCTestCase {
     func testTLSOlderThan12AndSuitesWithoutForwardSecrecyOrAEADAreRefused() async throws {
         let ca = try TestCertificateAuthority(name: "Hookbot Test CA", in: directory)
         try ca.issueServerCertificate(commonName: "hookbot", serial: "77", certificatePath: certificatePath, keyPath: keyPath)
-        let server = try await startServer()
+        let log = LogRecorder()
+        let server = try await startServer(logger: log.logger(level: .debug))
         defer { Task { await server.stop() } }
         XCTAssertThrowsError(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv11))
         XCTAssertNoThrow(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv12))
@@ -170,6 +174,11 @@ final class TLSTests: XCTestCase {
             }
             XCTAssertEqual((try? result.get()) != nil, accepted, "\(suite): \(result)")
         }
+        // Refused handshakes (and plain HTTP on the TLS port) are logged at debug level, not as errors.
+        XCTAssertThrowsError(try RawWebSocket(port: server.port))
+        try await Task.sleep(for: .milliseconds(200))
+        XCTAssertEqual(log.records(atLeast: .warning).map(\.message), [])
+        XCTAssertGreaterThanOrEqual(log.records("TLS failed").count, 4)
     }
 
     func testUnusableCertificateFilesStopTheServerWithTheReason() async throws {

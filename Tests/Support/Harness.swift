@@ -207,6 +207,9 @@ public final class LogRecorder: Sendable {
     /// The records whose message is `message`.
     public func records(_ message: String) -> [Record] { records.withLock { $0.filter { $0.message == message } } }
 
+    /// The records at `level` or above.
+    public func records(atLeast level: Logger.Level) -> [Record] { records.withLock { $0.filter { $0.level >= level } } }
+
     fileprivate func append(_ record: Record) { records.withLock { $0.append(record) } }
 
     private struct Handler: LogHandler {

@@ -136,7 +136,9 @@ struct ReloadingTLSChannel<Base: ServerChildChannel>: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let context = store.context
         return channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+            try channel.pipeline.syncOperations.addHandlers([
+                NIOSSLServerHandler(context: context), HandshakeFailureHandler(logger: logger),
+            ])
         }.flatMap {
             base.setup(channel: channel, logger: logger)
         }
@@ -144,5 +146,28 @@ struct ReloadingTLSChannel<Base: ServerChildChannel>: ServerChildChannel {
 
     func handle(value: Value, logger: Logger) async {
         await base.handle(value: value, logger: logger)
+    }
+}
+
+/// Closes a connection whose TLS fails (a failed handshake: a client that does not trust the certificate, an
+/// old protocol version, plain HTTP on the TLS port) and logs it at debug level. Passed on, the error (or
+/// the close that follows it) would reach the WebSocket upgrade handler, which logs every such connection at
+/// error level.
+final class HandshakeFailureHandler: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    typealias InboundIn = NIOAny
+    private let logger: Logger
+
+    init(logger: Logger) { self.logger = logger }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard error is NIOSSLError || error is BoringSSLError else {
+            context.fireErrorCaught(error)
+            return
+        }
+        logger.debug(
+            "TLS failed", metadata: ["remote": "\(context.channel.remoteAddress?.description ?? "unknown")", "error": "\(error)"])
+        // As when a peer closes its side before its first request: the upgrade handler ends quietly.
+        context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        context.close(promise: nil)
     }
 }
