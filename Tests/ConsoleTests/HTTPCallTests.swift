@@ -110,8 +110,15 @@ final class HTTPCallTests: XCTestCase {
 
     /// An allowed host that redirects: within itself (followed), to a host that is not allowed, to a
     /// non-HTTP URL and in a loop (refused with the 3xx and a reason). The other host, a real listener
-    /// that counts what reaches it, never gets a request, and its body never reaches the plugin.
+    /// that counts what reaches it, never gets a request, and its body never reaches the plugin. Followed
+    /// redirects send what browsers send: 303 (and 302 after a POST) continue as a GET without the body,
+    /// 307 keeps the method and body, and the plugin's Authorization header goes along on the same origin
+    /// but not to another allowed host (the listeners echo what they got).
     func testRedirectsAreFollowedOnlyWithinTheAllowedHosts() async throws {
+        @Sendable func echo(_ request: Request) async throws -> String {
+            let body = try await request.body.collect(upTo: 1 << 16)
+            return "\(request.method) auth=\(request.headers[.authorization] ?? "none") body=\(String(buffer: body))"
+        }
         let otherHits = Hits()
         let (other, otherPort) = try await Self.startWebServer { router in
             router.get("/secret") { _, _ -> String in
@@ -119,8 +126,18 @@ final class HTTPCallTests: XCTestCase {
                 return "the other service's secret"
             }
         }
+        let (partner, partnerPort) = try await Self.startWebServer { router in
+            router.get("/seen") { request, _ in try await echo(request) }
+        }
         let loops = Hits()
         let (web, webPort) = try await Self.startWebServer { router in
+            router.get("/seen") { request, _ in try await echo(request) }
+            router.post("/seen") { request, _ in try await echo(request) }
+            router.post("/see-other") { _, _ in Response(status: .seeOther, headers: [.location: "/seen"]) }
+            router.post("/temporary") { _, _ in Response(status: .temporaryRedirect, headers: [.location: "/seen"]) }
+            router.post("/to-partner") { _, _ in
+                Response(status: .found, headers: [.location: "http://127.0.0.1:\(partnerPort)/seen"])
+            }
             func redirect(_ path: String, to location: @escaping @Sendable () -> String, status: HTTPResponse.Status = .found) {
                 router.get(RouterPath(path)) { _, _ in Response(status: status, headers: [.location: location()]) }
             }
@@ -132,9 +149,22 @@ final class HTTPCallTests: XCTestCase {
                 return "/loop"
             }
         }
-        let harness = try await ConsoleHarness.start(plugins: ConsoleHarness.plugins.merging(["fetch.lua": Self.fetch]) { _, new in new }) {
+        let poster = """
+            return { name = "poster", config = { base = "" },
+              on_receive = function(msg, ctx)
+                local path = msg.text and msg.text:match("^post (%S+)")
+                if not path then return end
+                ctx.http.request({ url = ctx.config.base .. path, method = "POST", body = "x",
+                  headers = { Authorization = "Bearer k-1" } }, function(res, ctx)
+                  ctx.reply(res.ok and ("posted " .. res.body) or ("failed " .. tostring(res.status) .. ": " .. res.error))
+                end)
+              end }
+            """
+        let harness = try await ConsoleHarness.start(plugins: ["fetch.lua": Self.fetch, "poster.lua": poster]) {
             $0.pluginConfig["fetch"] = ["base": .string("http://127.0.0.1:\(webPort)")]
             $0.httpPolicies["fetch"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)"], timeoutCap: 5)
+            $0.pluginConfig["poster"] = ["base": .string("http://127.0.0.1:\(webPort)")]
+            $0.httpPolicies["poster"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)", "127.0.0.1:\(partnerPort)"], timeoutCap: 5)
         }
         let (tom, lobby, events) = try await harness.lobbyMember("Tom")
         func reply(to text: String) async throws -> String {
@@ -157,10 +187,18 @@ final class HTTPCallTests: XCTestCase {
         XCTAssertEqual(loops.count, HTTPRedirects.maxHops + 1, "the first request and \(HTTPRedirects.maxHops) redirects")
         XCTAssertEqual(otherHits.count, 0, "the host that is not allowed got a request")
 
+        let seeOther = try await reply(to: "post /see-other")
+        XCTAssertEqual(seeOther, "posted GET auth=Bearer k-1 body=")
+        let temporary = try await reply(to: "post /temporary")
+        XCTAssertEqual(temporary, "posted POST auth=Bearer k-1 body=x")
+        let toPartner = try await reply(to: "post /to-partner")
+        XCTAssertEqual(toPartner, "posted GET auth=none body=")
+
         await tom.close()
         await harness.stop()
         await web.triggerGracefulShutdown()
         await other.triggerGracefulShutdown()
+        await partner.triggerGracefulShutdown()
     }
 
     /// A local HTTP server: /ok (JSON), /slow (3 s), /big (256 KiB), and POST /translate answering as
