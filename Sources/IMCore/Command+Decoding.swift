@@ -8,6 +8,7 @@ extension Command {
             reversed, convs, patches, verdict, silent, kind
         case tempConv, tempConvTTL, tempConvIds, allowedPids, failedPids, sessionPeerIds, onlineSessionPeerIds
         case maxReadTimestamp, maxAckTimestamp
+        case next, srcCid, toPids, blockedPids, duration, all, targetClientId, role
     }
 
     public init(from decoder: any Decoder) throws {
@@ -88,6 +89,14 @@ extension Command {
                 onlineSessionPeerIds = try container.decodeIfPresent([String].self, forKey: .onlineSessionPeerIds)
             case .maxReadTimestamp: maxReadTimestamp = try container.decodeIfPresent(Int64.self, forKey: .maxReadTimestamp)
             case .maxAckTimestamp: maxAckTimestamp = try container.decodeIfPresent(Int64.self, forKey: .maxAckTimestamp)
+            case .next: next = try container.decodeIfPresent(String.self, forKey: .next)
+            case .srcCid: srcCid = try container.decodeIfPresent(String.self, forKey: .srcCid)
+            case .toPids: toPids = try container.decodeIfPresent([String].self, forKey: .toPids)
+            case .blockedPids: blockedPids = try container.decodeIfPresent([String].self, forKey: .blockedPids)
+            case .duration: duration = try container.decodeIfPresent(Int.self, forKey: .duration)
+            case .all: all = try container.decodeIfPresent(Bool.self, forKey: .all)
+            case .targetClientId: targetClientId = try container.decodeIfPresent(String.self, forKey: .targetClientId)
+            case .role: role = try container.decodeIfPresent(String.self, forKey: .role)
             }
         }
     }

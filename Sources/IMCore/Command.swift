@@ -1,6 +1,8 @@
 /// The kind of a protocol command (`cmd`), named as in LeanCloud's realtime command model.
 public enum CommandType: String, Sendable, Codable, CaseIterable {
     case session, conv, direct, ack, rcp, unread, logs, error, read, patch, echo, goaway
+    /// Block lists of conversations (`block`, `unblock`, `query`), as LeanCloud's `blacklist` command.
+    case blacklist
     /// Interceptor hook requests and verdicts (server ⇄ bot host).
     case hook
 }
@@ -20,6 +22,24 @@ public enum OpType: String, Sendable, Codable, CaseIterable {
     case maxRead = "max-read"
     // patch (recall)
     case modify, modified
+    // member mutes ("shut-up"): requests, replies, events
+    case addShutup = "add-shutup"
+    case removeShutup = "remove-shutup"
+    case queryShutup = "query-shutup"
+    case shutupAdded = "shutup-added"
+    case shutupRemoved = "shutup-removed"
+    case shutupResult = "shutup-result"
+    case shutuped, unshutuped
+    case membersShutuped = "members-shutuped"
+    case membersUnshutuped = "members-unshutuped"
+    // block lists (`blacklist` requests and replies; events are `conv` commands)
+    case block, unblock, blocked, unblocked
+    case membersBlocked = "members-blocked"
+    case membersUnblocked = "members-unblocked"
+    // member roles
+    case memberInfoUpdate = "member-info-update"
+    case memberInfoUpdated = "member-info-updated"
+    case memberInfoChanged = "member-info-changed"
     // interceptor
     case request, verdict
 }
@@ -135,6 +155,25 @@ public struct Command: Sendable, Codable, Equatable {
     public var maxReadTimestamp: Int64?
     /// In `conv max-read`: the newest delivery acknowledgement of the other members (ms).
     public var maxAckTimestamp: Int64?
+
+    // Member mutes, block lists and roles.
+    /// Paging cursor of `conv query-shutup` and `blacklist query` (request and reply).
+    public var next: String?
+    /// In `blacklist` commands: the conversation.
+    public var srcCid: String?
+    /// In `blacklist block` / `unblock`: the client ids to block or unblock.
+    public var toPids: [String]?
+    /// In the reply to `blacklist query`: the blocked client ids.
+    public var blockedPids: [String]?
+    /// In `conv add-shutup`: seconds until the mute ends by itself (Hookbot's extension; absent: until lifted).
+    public var duration: Int?
+    /// In `conv add-shutup` / `remove-shutup` / `query-shutup` and their events: the whole conversation
+    /// is muted (Hookbot's extension: owner, managers and members unmuted by name may still speak).
+    public var all: Bool?
+    /// In `conv member-info-update` and `member-info-changed`: the member whose role changes.
+    public var targetClientId: String?
+    /// In `conv member-info-update` and `member-info-changed`: the new role (`Manager` or `Member`).
+    public var role: String?
 
     public init(cmd: CommandType, op: OpType? = nil, i: Int? = nil) {
         self.cmd = cmd

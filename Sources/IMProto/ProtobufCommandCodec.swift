@@ -164,6 +164,7 @@ public struct ProtobufCommandCodec: Sendable {
         case .conv: g.convMessage = convMessage(command)
         case .read: g.readMessage = readMessage(command)
         case .patch: g.patchMessage = patchMessage(command)
+        case .blacklist: g.blacklistMessage = blacklistMessage(command)
         case .echo:
             if command.serverTs == nil, let t = command.t { g.serverTs = t }
         case .goaway, .hook: break
@@ -320,6 +321,13 @@ public struct ProtobufCommandCodec: Sendable {
             }
         }
         if let results = c.results { v.results = json(.array(results.map(ConversationJSON.encode))) }
+        if let x = c.next { v.next = x }
+        if let x = c.targetClientId { v.targetClientID = x }
+        if let role = c.role {
+            // The SDK reads the member and the role of `member-info-changed` from `info`.
+            v.info.role = role
+            if let x = c.targetClientId { v.info.pid = x }
+        }
         var attr = c.attr
         if c.op == .start, let name = c.name {
             // LeanCloud SDKs send the name inside the attributes of `conv start`.
@@ -530,6 +538,8 @@ public struct ProtobufCommandCodec: Sendable {
             }
         case .conv:
             if g.hasConvMessage { try decodeConv(g.convMessage, into: &c, fail: fail) }
+        case .blacklist:
+            if g.hasBlacklistMessage { decodeBlacklist(g.blacklistMessage, into: &c) }
         case .read:
             if g.hasReadMessage {
                 let r = g.readMessage
@@ -636,6 +646,12 @@ public struct ProtobufCommandCodec: Sendable {
             c.results = results
         }
         let attrMessage = v.hasAttr ? v.attr : (v.hasAttrModified ? v.attrModified : nil)
+        if v.hasNext { c.next = v.next }
+        if v.hasTargetClientID { c.targetClientId = v.targetClientID }
+        if v.hasInfo {
+            if v.info.hasPid, c.targetClientId == nil { c.targetClientId = v.info.pid }
+            if v.info.hasRole { c.role = v.info.role }
+        }
         if let attrMessage {
             guard var attr = JSONValue.parse(attrMessage.data) else { throw fail(.malformedCommand, "attr is not JSON") }
             if c.op == .start, var object = attr.objectValue, let name = object["name"] {

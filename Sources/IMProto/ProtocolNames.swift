@@ -5,6 +5,7 @@ enum ProtocolNames {
     static let lcCommand: [CommandType: LCProtoCommandType] = [
         .session: .session, .conv: .conv, .direct: .direct, .ack: .ack, .rcp: .rcp, .unread: .unread,
         .logs: .logs, .error: .error, .read: .read, .patch: .patch, .echo: .echo, .goaway: .goaway,
+        .blacklist: .blacklist,
     ]
 
     static let modelCommand: [LCProtoCommandType: CommandType] = Dictionary(
@@ -24,7 +25,7 @@ enum ProtocolNames {
         .update: .update, .updated: .updated, .mute: .mute, .unmute: .unmute,
         .muted: .updated, .unmuted: .updated,
         .modify: .modify, .modified: .modified, .queryResult: .queryResult, .maxRead: .maxRead,
-    ]
+    ].merging(memberControlOps) { first, _ in first }
 
     /// LeanCloud op → Hookbot op (the inverse of `lcOp` where it is one-to-one, plus LeanCloud's own
     /// `invited` / `kicked` event numbers).
@@ -37,6 +38,18 @@ enum ProtocolNames {
         .query: .query, .results: .results, .count: .count, .result: .result,
         .update: .update, .updated: .updated, .mute: .mute, .unmute: .unmute,
         .modify: .modify, .modified: .modified, .queryResult: .queryResult, .maxRead: .maxRead,
+    ].merging(memberControlOps.map { ($0.value, $0.key) }) { first, _ in first }
+
+    /// Member mutes, block lists and roles: the same operation on both sides.
+    static let memberControlOps: [OpType: LCProtoOpType] = [
+        .addShutup: .addShutup, .removeShutup: .removeShutup, .queryShutup: .queryShutup,
+        .shutupAdded: .shutupAdded, .shutupRemoved: .shutupRemoved, .shutupResult: .shutupResult,
+        .shutuped: .shutuped, .unshutuped: .unshutuped,
+        .membersShutuped: .membersShutuped, .membersUnshutuped: .membersUnshutuped,
+        .block: .block, .unblock: .unblock, .blocked: .blocked, .unblocked: .unblocked,
+        .membersBlocked: .membersBlocked, .membersUnblocked: .membersUnblocked,
+        .memberInfoUpdate: .memberInfoUpdate, .memberInfoUpdated: .memberInfoUpdated,
+        .memberInfoChanged: .memberInfoChanged,
     ]
 
     /// LeanCloud's message priorities.

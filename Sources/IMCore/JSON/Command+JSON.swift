@@ -272,6 +272,7 @@ extension Command {
         "c", "initBy", "results", "count", "lm", "mu", "cdate", "udate", "tt", "tmid", "logs", "reversed",
         "convs", "patches", "verdict", "silent", "kind", "tempConv", "tempConvTTL", "tempConvIds", "allowedPids",
         "failedPids", "sessionPeerIds", "onlineSessionPeerIds", "maxReadTimestamp", "maxAckTimestamp",
+        "next", "srcCid", "toPids", "blockedPids", "duration", "all", "targetClientId", "role",
     ])
 
     /// Decodes the members of the frame's object (the reader is past its `{`).
@@ -353,6 +354,14 @@ extension Command {
             case 69: self.onlineSessionPeerIds = errors.take(try reader.decodeStrings(), 69)
             case 70: self.maxReadTimestamp = errors.take(try reader.decodeInt64(), 70)
             case 71: self.maxAckTimestamp = errors.take(try reader.decodeInt64(), 71)
+            case 72: self.next = errors.take(try reader.decodeString(), 72)
+            case 73: self.srcCid = errors.take(try reader.decodeString(), 73)
+            case 74: self.toPids = errors.take(try reader.decodeStrings(), 74)
+            case 75: self.blockedPids = errors.take(try reader.decodeStrings(), 75)
+            case 76: self.duration = errors.take(try reader.decodeInt(), 76)
+            case 77: self.all = errors.take(try reader.decodeBool(), 77)
+            case 78: self.targetClientId = errors.take(try reader.decodeString(), 78)
+            case 79: self.role = errors.take(try reader.decodeString(), 79)
             default: try reader.skipValue()
             }
         } while try reader.nextMember()
@@ -646,6 +655,7 @@ extension Command {
             out.appendJSONRaw(#","maxAckTimestamp":"#)
             out.appendJSONInt(v)
         }
+        writeMemberControlJSON(into: &out)
         out.append(.closeBrace)
     }
 }
@@ -998,5 +1008,43 @@ extension PatchItem {
             out.appendJSONInt(v)
         }
         out.append(.closeBrace)
+    }
+}
+
+extension Command {
+    /// The fields of member mutes, block lists and roles (`jsonKeys` 72–79).
+    fileprivate func writeMemberControlJSON(into out: inout JSONOutput) {
+        if let v = self.next {
+            out.appendJSONRaw(#","next":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.srcCid {
+            out.appendJSONRaw(#","srcCid":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.toPids {
+            out.appendJSONRaw(#","toPids":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.blockedPids {
+            out.appendJSONRaw(#","blockedPids":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = self.duration {
+            out.appendJSONRaw(#","duration":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.all {
+            out.appendJSONRaw(#","all":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.targetClientId {
+            out.appendJSONRaw(#","targetClientId":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.role {
+            out.appendJSONRaw(#","role":"#)
+            out.appendJSONString(v)
+        }
     }
 }
