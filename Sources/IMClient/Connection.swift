@@ -115,6 +115,10 @@ final class Link: Sendable {
     static func tlsConfiguration(trusting roots: IMTrustRoots) throws(IMError) -> TLSConfiguration {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.minimumTLSVersion = .tlsv12
+        // How long a close waits for the server's close_notify after the client's (swift-nio-ssl's default
+        // is 5 s). The WebSocket close handshake has already ended the conversation by then, and a channel
+        // that no longer reads would not see the answer: without this, closing a client could take 5 s.
+        configuration.shutdownTimeout = .milliseconds(500)
         do {
             switch roots {
             case .system:

@@ -6,6 +6,10 @@ import IMServer
 import Logging
 import XCTest
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The server's own TLS (`ServerConfiguration.tls`): the Swift SDK and a raw WebSocket over `wss://`,
 /// HTTPS probes, the certificate renewed on disk while the server runs, the protocol floor, and the
 /// start-up errors of unusable files. Certificates come from throwaway CAs the tests make with openssl.
@@ -24,12 +28,14 @@ final class TLSTests: XCTestCase {
     private var keyPath: String { directory.appendingPathComponent("server.key").path }
 
     private func startServer(
-        checkingEvery interval: Duration = .milliseconds(100), logger: Logger? = nil
+        checkingEvery interval: Duration = .milliseconds(100), logger: Logger? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerHarness {
         try await ServerHarness.start(logger: logger) { configuration in
             var tls = TLSSettings(certificatePath: certificatePath, privateKeyPath: keyPath)
             tls.reloadInterval = interval
             configuration.tls = tls
+            configure(&configuration)
         }
     }
 
@@ -76,6 +82,10 @@ final class TLSTests: XCTestCase {
         XCTAssertEqual(received2.content.text, "raw over tls")
         let atJerry = try await logs[1].message(in: conversation.id)
         XCTAssertEqual(atJerry.content.text, "raw over tls")
+
+        // LeanCloud's protobuf subprotocols are negotiated over TLS as over plain WebSockets.
+        let protobuf = try RawWebSocket(tlsPort: server.port, trusting: first.certificatePath, offering: "lc.protobuf2.3")
+        XCTAssertTrue(protobuf.handshake.lowercased().contains("sec-websocket-protocol: lc.protobuf2.3"), protobuf.handshake)
 
         // HTTP endpoints on the same port are HTTPS; plain HTTP/WebSocket gets nowhere.
         let health = try TLSTestStream.get("/health", port: server.port, trusting: first.certificatePath)
@@ -131,6 +141,25 @@ final class TLSTests: XCTestCase {
                 if case .paused = $0 { true } else { false }
             }, "an open SDK connection was dropped by the renewal")
         for client in [tom, jerry, spike] { await client.close() }
+    }
+
+    /// A connection that never starts its TLS handshake is closed at the handshake deadline, as a silent
+    /// plain connection is: the deadline runs from the TCP accept, before TLS.
+    func testASilentConnectionIsClosedAtTheHandshakeDeadline() async throws {
+        let ca = try TestCertificateAuthority(name: "Hookbot Test CA", in: directory)
+        try ca.issueServerCertificate(commonName: "hookbot", serial: "0D", certificatePath: certificatePath, keyPath: keyPath)
+        let server = try await startServer { $0.handshakeTimeout = .milliseconds(300) }
+        defer { Task { await server.stop() } }
+        let fd = try connectLoopback(port: server.port)
+        defer { close(fd) }
+        let started = ContinuousClock.now
+        var pollfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&pollfd, 1, 5000), 1, "the server neither closed nor wrote within 5 s")
+        var byte: UInt8 = 0
+        XCTAssertEqual(recv(fd, &byte, 1, 0), 0, "closed without a byte written")
+        let elapsed = ContinuousClock.now - started
+        XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(250))
+        XCTAssertLessThan(elapsed, .seconds(3))
     }
 
     /// With the default trust roots, the SDK trusts the system's CAs, or the bundle SSL_CERT_FILE names.

@@ -104,6 +104,11 @@ final class CertificateStore: Sendable {
             certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
         configuration.cipherSuites = TLSSettings.cipherSuites
+        // After its close_notify, how long the server waits for the peer's before dropping the connection
+        // (swift-nio-ssl's default is 5 s). A WebSocket client that has stopped reading after the close
+        // handshake never answers, and would hold the socket that long; nothing is lost by not waiting,
+        // since everything the server wrote was flushed before its close_notify.
+        configuration.shutdownTimeout = .milliseconds(500)
         do { return try NIOSSLContext(configuration: configuration) } catch {
             throw ServerConfigurationError(
                 "TLS private key \(settings.privateKeyPath) does not belong to the certificate \(settings.certificatePath) (\(error))"
