@@ -117,13 +117,10 @@ enum ConversationJSON {
         if let v = info.tr { object["tr"] = .bool(v) }
         if let v = info.unique { object["unique"] = .bool(v) }
         if let attr = info.attr?.objectValue {
-            // Custom attributes are top-level fields for the SDKs; any whose name a built-in field
-            // takes stay under `attr`.
-            var kept: [String: JSONValue] = [:]
-            for (key, value) in attr {
-                if ConversationAttributes.builtInFields.contains(key) { kept[key] = value } else { object[key] = value }
-            }
-            if !kept.isEmpty || attr.isEmpty { object["attr"] = .object(kept) }
+            // Custom attributes are top-level fields for the SDKs; the attribute `attr` is their `attr`.
+            let fields = ConversationAttributes.fieldsForSDK(attr)
+            for (key, value) in fields.topLevel { object[key] = value }
+            if let v = fields.attr { object["attr"] = v }
         } else if let v = info.attr {
             object["attr"] = v
         }
@@ -146,9 +143,8 @@ enum ConversationJSON {
         info.c = object["c"]?.stringValue
         info.tr = object["tr"]?.boolValue
         info.unique = object["unique"]?.boolValue
-        var attr = object["attr"]?.objectValue ?? [:]
-        for (key, value) in object where !ConversationAttributes.builtInFields.contains(key) { attr[key] = value }
-        info.attr = object["attr"].map { $0.objectValue == nil ? $0 : .object(attr) } ?? (attr.isEmpty ? nil : .object(attr))
+        let attr = ConversationAttributes.attributesFromSDK(object)
+        info.attr = object["attr"] != nil || !attr.isEmpty ? .object(attr) : nil
         info.mu = strings("mu")
         info.lm = object["lm"].flatMap(LeanCloudDate.millis)
         info.createdAt = object["createdAt"].flatMap(LeanCloudDate.millis)

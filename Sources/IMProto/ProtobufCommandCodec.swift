@@ -296,14 +296,14 @@ public struct ProtobufCommandCodec: Sendable {
         if let x = c.cdate { v.cdate = LeanCloudDate.iso(x) }
         if let x = c.udate { v.udate = LeanCloudDate.iso(x) }
         if let x = c.initBy { v.initBy = x }
-        if let x = c.sort { v.sort = x }
+        if let x = c.sort { v.sort = ConversationAttributes.sortForSDK(x) }
         if let x = c.limit { v.limit = Int32(clamping: x) }
         if let x = c.skip { v.skip = Int32(clamping: x) }
         if let x = c.count { v.count = Int32(clamping: x) }
         if let x = c.t { v.t = x }
         if let x = c.n { v.n = x }
         if let x = c.s { v.s = x }
-        if let x = c.where { v.where = json(x) }
+        if let x = c.where { v.where = json(ConversationAttributes.conditionForSDK(x)) }
         if let x = c.maxReadTimestamp { v.maxReadTimestamp = x }
         if let x = c.maxAckTimestamp { v.maxAckTimestamp = x }
         if let x = c.tempConv { v.tempConv = x }

@@ -12,9 +12,15 @@ extension IMService {
         guard skip >= 0 else { throw IMError(.invalidField, "skip must not be negative") }
         // A client sees the conversations it is a member of, chat rooms, and conversations whose
         // attributes say `public: true` (without their member lists); nothing else.
+        // A lookup by id also finds the conversations the client may join (see `joinableByID`).
+        let viewer = connection.clientID ?? ""
+        var results = try await store.queryConversations(
+            query, sort: command.sort, viewer: viewer, limit: limit, skip: skip, scanLimit: configuration.queryScanLimit)
+        if let ids = Self.lookedUpIDs(command.where), skip == 0, results.count < limit {
+            results += try await joinableByID(ids, besides: results, viewer: viewer).prefix(limit - results.count)
+        }
         var reply = Command(cmd: .conv, op: .results, i: command.i)
-        reply.results = try await store.queryConversations(
-            query, sort: command.sort, viewer: connection.clientID ?? "", limit: limit, skip: skip, scanLimit: configuration.queryScanLimit)
+        reply.results = results
         connection.send(reply)
     }
 
