@@ -15,6 +15,7 @@ public enum IMErrorCode: Int, Sendable, CaseIterable, Codable {
     case conversationUpdateRejected = 4309
     case conversationQueryFailed = 4310
     case conversationLogRejected = 4312
+    case conversationBlacklisted = 4315
     case transientConversationRequired = 4316
     case conversationMembershipRequired = 4317
     case invalidMessagingTarget = 4401
@@ -26,6 +27,8 @@ public enum IMErrorCode: Int, Sendable, CaseIterable, Codable {
     case unknownCommand = 4902
     case invalidField = 4903
     case notInterceptor = 4904
+    /// The sender is muted in the conversation (LeanCloud's SDKs name no code for it).
+    case memberMuted = 4905
 
     /// The symbolic reason string sent with the code.
     public var reason: String {
@@ -44,6 +47,7 @@ public enum IMErrorCode: Int, Sendable, CaseIterable, Codable {
         case .conversationUpdateRejected: "CONVERSATION_UPDATE_REJECTED"
         case .conversationQueryFailed: "CONVERSATION_QUERY_FAILED"
         case .conversationLogRejected: "CONVERSATION_LOG_REJECTED"
+        case .conversationBlacklisted: "CONVERSATION_BLACKLISTED"
         case .transientConversationRequired: "TRANSIENT_CONVERSATION_REQUIRED"
         case .conversationMembershipRequired: "CONVERSATION_MEMBERSHIP_REQUIRED"
         case .invalidMessagingTarget: "INVALID_MESSAGING_TARGET"
@@ -55,6 +59,7 @@ public enum IMErrorCode: Int, Sendable, CaseIterable, Codable {
         case .unknownCommand: "UNKNOWN_COMMAND"
         case .invalidField: "INVALID_FIELD"
         case .notInterceptor: "NOT_AN_INTERCEPTOR"
+        case .memberMuted: "MEMBER_MUTED"
         }
     }
 }

@@ -12,10 +12,12 @@ extension IMService {
         try await signatures?.verify(
             selfJoin ? .join(conversationId: cid) : .invite(conversationId: cid, members: requested), by: clientID,
             command: command, failure: .conversationSignatureFailed)
-        let request = MembershipRequest(kind: .add, cid: cid, actor: clientID, clientIDs: requested, now: now)
+        // Blocked ids are refused one by one (4315); the others are added.
+        let (admitted, blocked) = try await withoutBlocked(requested, cid: cid)
+        let request = MembershipRequest(kind: .add, cid: cid, actor: clientID, clientIDs: admitted, now: now)
         // Interceptors review only changes the server would make: authorize first (and again in the write).
         try await authorize(request)
-        try await reviewMembership(cid: cid, actor: clientID, members: requested, action: selfJoin ? "join" : "invite")
+        try await reviewMembership(cid: cid, actor: clientID, members: admitted, action: selfJoin ? "join" : "invite")
         let change = try await store.changeMembers(request)
         if change.record.transient {
             await setRoom(connection, cid)
@@ -24,7 +26,10 @@ extension IMService {
         reply.cid = cid
         reply.m = change.changed
         // Members already in the conversation count as added: the request's outcome holds for them.
-        reply.allowedPids = change.record.transient ? [clientID] : requested.filter(change.members.contains)
+        reply.allowedPids = change.record.transient ? [clientID] : admitted.filter(change.members.contains)
+        if !blocked.isEmpty {
+            reply.failedPids = [FailedPids(pids: blocked, error: IMError(.conversationBlacklisted, "blocked in \(cid)"))]
+        }
         connection.send(reply)
         guard !change.record.transient, !change.changed.isEmpty else { return }
 
@@ -83,7 +88,9 @@ extension IMService {
     /// Checks a membership change before the interceptors review it (the store checks again when it writes).
     private func authorize(_ request: MembershipRequest) async throws {
         let record = try StoreRules.existing(await store.conversation(request.cid), request.cid)
-        try StoreRules.authorize(request, record: record, actorIsMember: try await store.isMember(request.actor, of: request.cid))
+        try StoreRules.authorize(
+            request, record: record, actorIsMember: try await store.isMember(request.actor, of: request.cid),
+            controls: try await memberControls(request.cid))
     }
 
     func countMembers(_ command: Command, on connection: Connection) async throws {

@@ -7,6 +7,7 @@ extension IMService {
 
     func sendMessage(_ command: Command, from clientID: String, on connection: Connection) async throws {
         let cid = try requiredCID(command)
+        try await refuseIfMuted(cid: cid, sender: clientID)
         if command.action != nil {
             return try await sendCmdMessage(command, cid: cid, from: clientID, on: connection)
         }

@@ -21,6 +21,8 @@ final class IMService: Sendable {
     let interception: InterceptionStage
     /// Set when the store is shared by several nodes (PostgreSQL).
     let cluster: ClusterNode?
+    /// Mutes, blocks and roles of recently used conversations (`IMService+MemberControls.swift`).
+    let memberControlCache = MemberControlCache()
     private let interceptorLogins: [String: SignatureVerifier]
     let logger: Logger
 
@@ -154,6 +156,8 @@ final class IMService: Sendable {
             try await updateConversation(command, by: identity.clientID, on: connection)
         case (.conv, .mute?), (.conv, .unmute?):
             try await setMuted(command, by: identity.clientID, on: connection)
+        case (.conv, .addShutup?), (.conv, .removeShutup?), (.conv, .queryShutup?), (.conv, .memberInfoUpdate?), (.blacklist, _):
+            try await handleMemberControl(command, by: identity.clientID, on: connection)
         case (.logs, _):
             try await history(command, for: identity.clientID, on: connection)
         case (.patch, .modify?):

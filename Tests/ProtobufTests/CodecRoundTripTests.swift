@@ -501,10 +501,10 @@ final class CodecRoundTripTests: XCTestCase {
         room.cmd = .room
         room.i = 6
         XCTAssertEqual(decodeError(try! room.serializedBytes())?.error.code, 4902)
-        var block = LCProtoGenericCommand()
-        block.cmd = .conv
-        block.op = .block
-        XCTAssertEqual(decodeError(try! block.serializedBytes())?.error.code, 4902)
+        var check = LCProtoGenericCommand()
+        check.cmd = .conv
+        check.op = .checkShutup
+        XCTAssertEqual(decodeError(try! check.serializedBytes())?.error.code, 4902)
         // Binary message bodies.
         var binary = LCProtoGenericCommand()
         binary.cmd = .direct

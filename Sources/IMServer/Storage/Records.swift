@@ -204,6 +204,8 @@ struct MembershipRequest: Sendable {
     var actor: String
     var clientIDs: [String]
     var now: Int64
+    /// The actor is a configured interceptor (the bot): it acts as a manager of every conversation.
+    var actorIsTrusted = false
 }
 
 /// What a membership change did.

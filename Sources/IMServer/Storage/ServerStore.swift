@@ -7,7 +7,7 @@ import IMCore
 /// Two implementations: `SQLiteStore` (an embedded file, one node; the default) and `PostgresStore` (one
 /// database that several nodes share). Rules that decide what a change may do live beside this protocol
 /// (`StoreRules`), so both apply the same checks with the same errors.
-protocol ServerStore: Sendable {
+protocol ServerStore: MemberControlStore {
     /// Throws when the storage does not answer (readiness).
     func ping() async throws
     /// Closes the storage's connections.
@@ -119,10 +119,15 @@ enum StoreRules {
     }
 
     /// Whether `request.actor` may make the change (join itself, invite, quit, kick).
-    static func authorize(_ request: MembershipRequest, record: ConversationRecord, actorIsMember: Bool) throws {
+    static func authorize(
+        _ request: MembershipRequest, record: ConversationRecord, actorIsMember: Bool, controls: MemberControls = .none
+    ) throws {
         let selfChange = request.clientIDs == [request.actor]
         switch request.kind {
         case .add:
+            if let blocked = request.clientIDs.first(where: controls.isBlocked) {
+                throw IMError(.conversationBlacklisted, "\(blocked) is blocked in \(request.cid)")
+            }
             if record.transient {
                 guard selfChange else { throw IMError(.conversationNotAllowed, "chat rooms can only be joined by the client itself") }
             } else if !selfChange, !actorIsMember {
@@ -135,8 +140,19 @@ enum StoreRules {
         case .remove:
             if record.transient {
                 guard selfChange else { throw IMError(.conversationNotAllowed, "chat rooms have no members to remove") }
-            } else if !actorIsMember {
+            } else if !actorIsMember, !request.actorIsTrusted {
                 throw IMError(.conversationMembershipRequired, "only members may remove members of \(request.cid)")
+            } else if !selfChange {
+                // Any member removes members; managers and the owner only by someone above them.
+                let actorRole = request.actorIsTrusted ? .manager : controls.role(of: request.actor, in: record)
+                for target in request.clientIDs where target != request.actor {
+                    let role = controls.role(of: target, in: record)
+                    if role > .member, role >= actorRole {
+                        throw IMError(
+                            .conversationNotAllowed,
+                            "\(request.actor) (\(actorRole.rawValue)) may not remove \(target) (\(role.rawValue)) from \(request.cid)")
+                    }
+                }
             }
         }
     }
@@ -144,8 +160,8 @@ enum StoreRules {
     /// Whether a client may join the conversation by itself (`conv join`, `conv add` of itself): chat rooms
     /// and `open` conversations let anybody in, `invite` ones only their members. The one place the join
     /// policy is decided, for joins and for anything that must answer "could this client join?".
-    static func mayJoin(_ record: ConversationRecord, isMember: Bool) -> Bool {
-        record.transient || isMember || record.joinPolicy == .open
+    static func mayJoin(_ record: ConversationRecord, isMember: Bool, isBlocked: Bool = false) -> Bool {
+        !isBlocked && (record.transient || isMember || record.joinPolicy == .open)
     }
 
     /// Whether `clientID` may update the conversation (a member, or in the chat room).

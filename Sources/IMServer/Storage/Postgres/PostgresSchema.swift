@@ -188,6 +188,7 @@ enum PostgresSchema {
                         OR length(unique_key) - length(replace(unique_key, chr(31), '')) = 1)
                     """,
                 ]),
+            Migration(version: 3, name: "member-controls", statements: PostgresStore.memberControlTables(schema: s)),
         ]
     }
 }

@@ -109,13 +109,13 @@ final class PostgresStore: ServerStore {
         }
     }
 
-    private func transaction<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    func transaction<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
         transactionCount.add(1, ordering: .relaxed)
         return try await Self.transaction(client, logger: logger, body)
     }
 
     /// All rows of a statement run on a pooled connection.
-    private func fetch(_ query: PostgresQuery) async throws -> [PostgresRow] {
+    func fetch(_ query: PostgresQuery) async throws -> [PostgresRow] {
         try await execute(query).collect()
     }
 
@@ -129,7 +129,7 @@ final class PostgresStore: ServerStore {
     var transactionsRun: Int { transactionCount.load(ordering: .relaxed) }
 
     /// Logs a driver error (with its SQLSTATE) before passing it on; `IMError`s pass silently.
-    private func logged<Result: Sendable>(_ operation: String = #function, _ body: () async throws -> Result) async throws -> Result {
+    func logged<Result: Sendable>(_ operation: String = #function, _ body: () async throws -> Result) async throws -> Result {
         do {
             return try await body()
         } catch let error as IMError {
@@ -300,7 +300,9 @@ final class PostgresStore: ServerStore {
                 let run = Self.runner(connection, logger)
                 let record = try await Self.lockConversation(run, id: request.cid)
                 let actorIsMember = try await Self.isMember(run, cid: request.cid, clientID: request.actor)
-                try StoreRules.authorize(request, record: record, actorIsMember: actorIsMember)
+                let controls = MemberControls(
+                    controls: try await Self.memberControls(run, cid: request.cid, now: request.now), now: request.now)
+                try StoreRules.authorize(request, record: record, actorIsMember: actorIsMember, controls: controls)
                 if record.transient { return MembershipChange(record: record, changed: [request.actor], members: []) }
                 let affected: [PostgresRow]
                 let now: Int64

@@ -146,6 +146,7 @@ enum SQLiteSchema {
                         OR length(unique_key) - length(replace(unique_key, char(31), '')) = 1);
                     """)
         }
+        migrator.registerMigration("v7-member-controls") { db in try MemberControlTable.create(db) }
         return migrator
     }
 }

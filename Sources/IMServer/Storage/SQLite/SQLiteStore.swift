@@ -109,7 +109,8 @@ final class SQLiteStore: ServerStore {
         try await db.write { db in
             let record = try ConversationTable.existing(db, id: request.cid)
             let actorIsMember = try ConversationTable.isMember(db, cid: request.cid, clientID: request.actor)
-            try StoreRules.authorize(request, record: record, actorIsMember: actorIsMember)
+            let controls = MemberControls(controls: try MemberControlTable.all(db, cid: request.cid, now: request.now), now: request.now)
+            try StoreRules.authorize(request, record: record, actorIsMember: actorIsMember, controls: controls)
             if record.transient { return MembershipChange(record: record, changed: [request.actor], members: []) }
             let changed =
                 switch request.kind {
