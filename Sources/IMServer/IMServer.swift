@@ -165,6 +165,7 @@ public final class IMServer: Sendable {
     private func makeApplication(_ onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router()
         Probes.register(on: router, telemetry: telemetry) { [self] in await notReadyReason() }
+        MemberInfoRoute.register(on: router, service: service)
         for register in routes.withLock({ $0 }) { register(router) }
         var wsConfig = WebSocketServerConfiguration()
         wsConfig.maxFrameSize = configuration.maxFrameBytes

@@ -5,6 +5,10 @@ import IMProto
 import IMServer
 import XCTest
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// Member mutes ("shut-up", timed and conversation-wide), block lists and roles (docs/PROTOCOL.md,
 /// "Mutes, block lists and roles"), each through the JSON protocol and LeanCloud's protobuf, field by
 /// field. On SQLite, and on PostgreSQL under `HOOKBOT_TEST_BACKEND=postgres`.
@@ -285,6 +289,59 @@ final class MemberControlTests: XCTestCase {
             XCTAssertEqual(reply17.allowedPids, ["Jerry"], "\(mode) owner kicks manager")
             for client in c { await client.close() }
         }
+        await server.stop()
+    }
+
+    /// `GET /1.1/classes/_ConversationMemberInfo`, as the JS SDK's `getAllMemberInfo()` sends it.
+    private func memberInfo(_ port: Int, cid: String, token: String?, clientID: String? = nil) async throws -> (Int, [String: Any]) {
+        var components = URLComponents(string: "http://127.0.0.1:\(port)/1.1/classes/_ConversationMemberInfo")!
+        components.queryItems = [URLQueryItem(name: "where", value: #"{"cid":"\#(cid)"}"#)]
+        if let clientID { components.queryItems?.append(URLQueryItem(name: "client_id", value: clientID)) }
+        var request = URLRequest(url: components.url!)
+        if let token { request.setValue(token, forHTTPHeaderField: "X-LC-IM-Session-Token") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, object)
+    }
+
+    func testMemberInfoEndpointAnswersMembersWithAValidSessionToken() async throws {
+        let server = try await ServerHarness.start()
+        var tokens: [String: String] = [:]
+        var clients: [String: WireClient] = [:]
+        for id in ["Tom", "Jerry", "Bob", "Eve"] {
+            let client = try await WireClient.connect(port: server.port, mode: .binary)
+            var open = Command(cmd: .session, op: .open)
+            open.peerId = id
+            let opened = try await client.request(open)
+            tokens[id] = try XCTUnwrap(opened.st, "session opened carries st")
+            clients[id] = client
+        }
+        let tom = try XCTUnwrap(clients["Tom"])
+        let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
+        _ = try await tom.request(setRole("Jerry", "Manager", in: cid))
+
+        let (status, body) = try await memberInfo(server.port, cid: cid, token: tokens["Bob"], clientID: "Bob")
+        XCTAssertEqual(status, 200, "\(body)")
+        let results = try XCTUnwrap(body["results"] as? [[String: Any]])
+        let roles = Dictionary(uniqueKeysWithValues: results.map { ($0["clientId"] as? String ?? "", $0["role"] as? String ?? "") })
+        XCTAssertEqual(roles, ["Tom": "Owner", "Jerry": "Manager", "Bob": "Member"])
+        XCTAssertEqual(Set(results.compactMap { $0["cid"] as? String }), [cid])
+
+        // Refused with a code and a reason: no token, an unknown one, another client's, an outsider's.
+        for (token, clientID, status, code) in [
+            (nil, nil, 401, 4112), ("not-a-token", nil, 401, 4112), (tokens["Bob"], "Tom", 400, 4103), (tokens["Eve"], nil, 403, 4317),
+        ] as [(String?, String?, Int, Int)] {
+            let (answered, error) = try await memberInfo(server.port, cid: cid, token: token, clientID: clientID)
+            XCTAssertEqual(answered, status, "\(error)")
+            XCTAssertEqual(error["code"] as? Int, code, "\(error)")
+            XCTAssertNotNil(error["reason"] as? String)
+            XCTAssertNil(error["results"])
+        }
+        // A closed session's token no longer answers.
+        _ = try await tom.request(Command(cmd: .session, op: .close))
+        let (closed, _) = try await memberInfo(server.port, cid: cid, token: tokens["Tom"])
+        XCTAssertEqual(closed, 401)
+        for client in clients.values { await client.close() }
         await server.stop()
     }
 
