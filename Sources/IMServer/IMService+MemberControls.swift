@@ -191,7 +191,11 @@ extension IMService {
     // MARK: Block lists
 
     private func changeBlocks(_ command: Command, by clientID: String, on connection: Connection) async throws {
-        guard let cid = command.srcCid ?? command.cid, !cid.isEmpty else { throw IMError(.invalidField, "missing field 'srcCid'") }
+        guard let cid = command.srcCid ?? command.cid, !cid.isEmpty else {
+            throw IMError(
+                .invalidField,
+                "missing field 'srcCid' (block lists are per conversation; a client's own list of blocked conversations is not supported)")
+        }
         let blocking = command.op == .block
         let ids = try validatedMembers(command.toPids, field: "toPids")
         let (record, controls) = try await moderated(cid, by: clientID, action: blocking ? "block" : "unblock", targets: ids)
@@ -246,7 +250,11 @@ extension IMService {
     }
 
     private func queryBlocks(_ command: Command, by clientID: String, on connection: Connection) async throws {
-        guard let cid = command.srcCid ?? command.cid, !cid.isEmpty else { throw IMError(.invalidField, "missing field 'srcCid'") }
+        guard let cid = command.srcCid ?? command.cid, !cid.isEmpty else {
+            throw IMError(
+                .invalidField,
+                "missing field 'srcCid' (block lists are per conversation; a client's own list of blocked conversations is not supported)")
+        }
         _ = try await readable(cid, by: clientID)
         let (items, next) = try page(try await memberControls(cid).blocked, command)
         var reply = Command(cmd: .blacklist, op: .queryResult, i: command.i)
