@@ -67,6 +67,23 @@ public enum IMEvent: Sendable {
     /// a deleted key has the value `{"__op": "Delete"}`).
     case conversationUpdated(conversationId: String, patch: [String: JSONValue], by: String?, updatedAt: Int64?)
 
+    // MARK: Mutes, block lists, roles
+    /// This client was muted in a conversation (for `seconds`, nil: until unmuted; `all`: the whole conversation).
+    case muted(conversationId: String, by: String?, seconds: Int?, all: Bool)
+    /// This client may speak again.
+    case unmuted(conversationId: String, by: String?, all: Bool)
+    /// Members of a conversation this client is in were muted (`all`: the whole conversation, `members` empty).
+    case membersMuted(conversationId: String, members: [String], by: String?, seconds: Int?, all: Bool)
+    case membersUnmuted(conversationId: String, members: [String], by: String?, all: Bool)
+    /// This client was blocked in a conversation (and removed from it if it was a member).
+    case blocked(conversationId: String, by: String?)
+    case unblocked(conversationId: String, by: String?)
+    /// Clients were blocked in a conversation this client is in.
+    case membersBlocked(conversationId: String, members: [String], by: String?)
+    case membersUnblocked(conversationId: String, members: [String], by: String?)
+    /// A member's role changed.
+    case memberRoleChanged(conversationId: String, member: String, role: IMMemberRole, by: String?)
+
     // MARK: Everything else
     /// A command from the server the SDK does not interpret (for example commands of later protocol versions).
     case unhandled(Command)

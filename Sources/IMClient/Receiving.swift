@@ -114,7 +114,7 @@ extension IMClient {
                 .conversationUpdated(
                     conversationId: cid, patch: command.attr?.objectValue ?? [:], by: by,
                     updatedAt: command.udate))
-        default: hub.emit(.unhandled(command))
+        default: if !memberControlEvent(command, cid: cid, op: op) { hub.emit(.unhandled(command)) }
         }
     }
 }
