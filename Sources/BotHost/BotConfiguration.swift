@@ -89,10 +89,13 @@ public struct BotConfiguration: Sendable {
 
     /// What the routing core needs of these settings.
     public var routing: RoutingSettings {
-        RoutingSettings(
+        var settings = RoutingSettings(
             botID: clientID, intercepting: interceptorSecret != nil, maxHops: maxHops, replyLimit: replyLimit,
             globalReplyLimit: globalReplyLimit, replyWindow: replyWindow, sendsPerEvent: sendsPerEvent,
             translateTo: translateTo)
+        // The server keeps and enforces mutes (ClientOutlet mutes there).
+        settings.mutesOnServer = true
+        return settings
     }
 
     /// Checks settings that only make sense together; throws a `ConfigurationError` naming the setting.

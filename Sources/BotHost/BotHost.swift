@@ -290,6 +290,11 @@ public actor BotHost {
             await router.event(.kicked(cid: cid, by: by))
         case .conversationUpdated(let cid, let patch, let by, _):
             await router.event(.conversationUpdated(cid: cid, attrs: patch, by: by))
+        case .membersMuted(let cid, let members, let by, let seconds, _) where by != configuration.clientID:
+            // Mutes made by others (SDK clients, other bots): mirrored for ctx.conv(cid).muted().
+            for member in members { try? router.mutes.mute(member, in: cid, for: seconds ?? MuteList.untilLifted) }
+        case .membersUnmuted(let cid, let members, let by, _) where by != configuration.clientID:
+            for member in members { try? router.mutes.mute(member, in: cid, for: 0) }
         case .kickedOffline(let error):
             logger.error("logged out by the server", metadata: ["error": "\(error)"])
         case .paused(let error):

@@ -44,9 +44,21 @@ struct ClientOutlet: BotOutlet {
         case .updateAttribute(let cid, let key, let value):
             metrics.executed("update_attr")
             _ = try await client.conversation(cid).update(patch: ["attr.\(key)": value])
-        case .mute:
-            // Recorded by the routing core; the server learns of it through the bot's reviews.
+        case .mute(let cid, let user, let seconds, let reason):
+            // The server keeps and enforces it (the routing core only mirrors it).
             metrics.executed("mute")
+            if seconds == 0 {
+                _ = try await client.conversation(cid).unmuteMembers([user])
+            } else {
+                _ = try await client.conversation(cid).muteMembers([user], seconds: seconds ?? 600, reason: reason)
+            }
+        case .block(let cid, let user, let blocked):
+            metrics.executed(blocked ? "block" : "unblock")
+            if blocked {
+                _ = try await client.conversation(cid).blockMembers([user])
+            } else {
+                _ = try await client.conversation(cid).unblockMembers([user])
+            }
         case .send, .sendTransient, .warn, .log:
             // Sends reach `send(_:…)`; a warning is a send; log lines were written by the plugin runtime.
             break

@@ -10,6 +10,8 @@ import Synchronization
 public final class MuteList: Sendable {
     /// The state namespace of the host itself.
     public static let namespace = "hookbot.host"
+    /// How long the mirror keeps a mute made without a duration (the server lifts it when asked).
+    public static let untilLifted = 365 * 86_400
 
     private let store: HookStateStore
     private let clock: HookClock

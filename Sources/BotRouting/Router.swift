@@ -146,7 +146,7 @@ public final class Router: Sendable {
     /// Reviews a message before delivery: a muted sender's message is dropped; otherwise moderation and,
     /// unless it blocks, `before_send` decide, as one call that runs no hook past `until`.
     nonisolated(nonsending) public func review(_ message: HookMessage, until: ContinuousClock.Instant? = nil) async -> Review {
-        if let end = mutes.mutedUntil(message.from, in: message.cid) {
+        if !settings.mutesOnServer, let end = mutes.mutedUntil(message.from, in: message.cid) {
             note(.verdict(.muted(until: end)))
             let date = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: end))
             return Review(decision: .drop(reason: "you are muted until \(date)", code: nil, silent: false), followUp: .init())
@@ -273,6 +273,8 @@ public final class Router: Sendable {
             await send(
                 HookMessage(cid: cid, type: HookMessageType.text, text: text), to: cid, hops: hops, plugin: plugin,
                 transient: false, mentions: [user])
+        case .block(let cid, _, let blocked):
+            await perform(action, blocked ? "block" : "unblock", cid)
         case .recall(let cid, _):
             await perform(action, "recall", cid)
         case .kick(let cid, _, _):

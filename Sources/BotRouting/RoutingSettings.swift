@@ -17,6 +17,10 @@ public struct RoutingSettings: Sendable {
     public var sendsPerEvent: Int
     /// Conversation id → language its messages are translated into before `on_receive`.
     public var translateTo: [String: String]
+    /// The server enforces mutes (a running bot: the outlet mutes on the server, which refuses a muted
+    /// sender's messages itself); the routing core then only mirrors them for `ctx.conv(cid).muted()`.
+    /// `hookbot test` has no server: the core enforces them in its reviews.
+    public var mutesOnServer = false
 
     public init(
         botID: String, intercepting: Bool, maxHops: Int = 3, replyLimit: Int = 30,

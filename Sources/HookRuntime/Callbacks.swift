@@ -333,6 +333,37 @@ let cbRoles: hb_swift_fn = { L in
     return 1
 }
 
+/// `hb.muted(cid)`: `{ {user = …, ["until"] = seconds since 1970}, … }` of the members muted in `cid` as the
+/// host knows them (its own mutes and those the server announced to it), sorted by user.
+let cbMuted: hb_swift_fn = { L in
+    guard let L, let plugin = pluginOf(L) else { return 0 }
+    guard let cid = lua_type(L, 1) <= LUA_TNIL ? plugin.currentCid : argString(L, 1) else {
+        return fail(L, "ctx.conv(cid).muted: conversation id expected")
+    }
+    let now = plugin.env.clock.now()
+    let prefix = HostMutes.prefix(cid)
+    var mutes: [(String, Double)] = []
+    do {
+        for key in try plugin.env.store.keys(plugin: hostStatePlugin, prefix: prefix, now: now) {
+            if let end = try plugin.env.store.get(plugin: hostStatePlugin, key: key, now: now)?.doubleValue, end > now {
+                mutes.append((String(key.dropFirst(prefix.count)), end))
+            }
+        }
+    } catch {
+        return fail(L, "ctx.conv(cid).muted: \(error)")
+    }
+    lua_createtable(L, Int32(clamping: mutes.count), 0)
+    for (index, (user, end)) in mutes.sorted(by: { $0.0 < $1.0 }).enumerated() {
+        lua_createtable(L, 0, 2)
+        luaPush(L, user)
+        lua_setfield(L, -2, "user")
+        lua_pushnumber(L, end)
+        lua_setfield(L, -2, "until")
+        lua_rawseti(L, -2, Int64(index + 1))
+    }
+    return 1
+}
+
 // MARK: types
 
 let cbTypesRegister: hb_swift_fn = { L in
@@ -433,6 +464,8 @@ let cbTypesNumber: hb_swift_fn = { L in
 
 enum ActionKind: String, CaseIterable {
     case reply, send, send_cmd, send_transient, recall, kick, mute, add, warn, update_attr
+    // ctx.conv(cid): unmute, block, unblock
+    case unmute, block, unblock
 }
 
 private func messageArg(_ L: LuaRef, _ i: Int32, cid: String, plugin: LuaPlugin, what: String) throws -> HookMessage {
@@ -515,6 +548,12 @@ let cbAction: hb_swift_fn = { L in
                 secs = Int(s)
             }
             action = .mute(cid: cid, user: user, seconds: secs, reason: argString(L, 4))
+        case .unmute, .block, .unblock:
+            guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
+            guard let user = argString(L, 2) else { return fail(L, "\(fname): user id expected") }
+            action =
+                kind == .unmute
+                ? .mute(cid: cid, user: user, seconds: 0, reason: argString(L, 3)) : .block(cid: cid, user: user, blocked: kind == .block)
         case .update_attr:
             guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
             guard let key = argString(L, 2), !key.isEmpty else { return fail(L, "\(fname): attribute key expected") }

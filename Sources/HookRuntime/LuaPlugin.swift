@@ -347,6 +347,7 @@ final class LuaPlugin {
         set("types_register", cbTypesRegister)
         set("command_add", cbCommandAdd)
         set("roles", cbRoles)
+        set("muted", cbMuted)
         set("http_start", cbHTTPStart)
         set("types_validate", cbTypesValidate)
         set("types_name", cbTypesName)

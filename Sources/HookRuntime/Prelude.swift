@@ -233,6 +233,17 @@ let hookbotPrelude = #"""
     ctx.add = hb.act_add
     ctx.warn = hb.act_warn
     ctx.update_attr = hb.act_update_attr
+    -- ctx.conv(cid): a conversation's mutes and block list (carried out by the server)
+    ctx.conv = function(cid)
+      if cid ~= nil and type(cid) ~= "string" then fail("ctx.conv: conversation id (a string) expected") end
+      return {
+        mute = function(uid, seconds, reason) return hb.act_mute(cid, uid, seconds, reason) end,
+        unmute = function(uid) return hb.act_unmute(cid, uid) end,
+        block = function(uid) return hb.act_block(cid, uid) end,
+        unblock = function(uid) return hb.act_unblock(cid, uid) end,
+        muted = function() return hb.muted(cid) end,
+      }
+    end
     ctx.now = hb.now
     ctx.log = function(a, b)
       if b == nil then return hb.log("info", tostring(a)) end

@@ -187,6 +187,8 @@ public struct HookAction: Sendable, Hashable {
         case recall(cid: String, messageID: String)
         case kick(cid: String, user: String, reason: String?)
         case mute(cid: String, user: String, seconds: Int?, reason: String?)
+        /// Block (`blocked`) or unblock a client in the conversation (`ctx.conv(cid).block` / `unblock`).
+        case block(cid: String, user: String, blocked: Bool)
         case add(cid: String, user: String)
         case warn(cid: String, user: String, reason: String?)
         case updateAttribute(cid: String, key: String, value: JSONValue)
@@ -197,7 +199,7 @@ public struct HookAction: Sendable, Hashable {
         public var conversation: String? {
             switch self {
             case .send(let cid, _, _), .sendTransient(let cid, _), .sendCommand(let cid, _), .recall(let cid, _),
-                .kick(let cid, _, _), .mute(let cid, _, _, _), .add(let cid, _), .warn(let cid, _, _),
+                .kick(let cid, _, _), .mute(let cid, _, _, _), .block(let cid, _, _), .add(let cid, _), .warn(let cid, _, _),
                 .updateAttribute(let cid, _, _):
                 cid
             case .log: nil
@@ -209,7 +211,7 @@ public struct HookAction: Sendable, Hashable {
         public var sends: Bool {
             switch self {
             case .send, .sendTransient, .sendCommand, .warn: true
-            case .recall, .kick, .mute, .add, .updateAttribute, .log: false
+            case .recall, .kick, .mute, .block, .add, .updateAttribute, .log: false
             }
         }
     }

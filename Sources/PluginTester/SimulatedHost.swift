@@ -229,6 +229,9 @@ struct RecordingOutlet: BotOutlet {
             recorder.queue(.event(.membersJoined(cid: cid, members: [user], by: bot)))
         case .mute(let cid, let user, let seconds, let reason):
             record(["kind": "mute", "cid": .string(cid), "user": .string(user), "seconds": .int(seconds ?? 600)], reason: reason)
+        case .block(let cid, let user, let blocked):
+            record(["kind": blocked ? "block" : "unblock", "cid": .string(cid), "user": .string(user)])
+            if blocked { recorder.queue(.event(.membersLeft(cid: cid, members: [user], by: bot))) }
         case .warn(let cid, let user, let reason):
             record(["kind": "warn", "cid": .string(cid), "user": .string(user)], reason: reason)
         case .updateAttribute(let cid, let key, let value):

@@ -126,7 +126,9 @@ final class ModerationTrafficTests: XCTestCase {
         // (a second strike) mutes, and the rest are refused as muted.
         XCTAssertEqual(Array(floodDecisions.prefix(5)), Array(repeating: "allow", count: 5), "\(floodDecisions)")
         XCTAssertEqual(floodDecisions.dropFirst(5).first, "slow down, you are sending messages too fast")
-        XCTAssertTrue(floodDecisions.dropFirst(7).allSatisfy { $0.hasPrefix("you are muted until") }, "\(floodDecisions)")
+        // (A running bot leaves the mute to the server, which refuses the flooder's messages before any
+        // review; here, without a server, the moderation plugin's own record refuses them.)
+        XCTAssertTrue(floodDecisions.dropFirst(7).allSatisfy { $0.hasPrefix("you are muted") }, "\(floodDecisions)")
         let flooderActions = outlet.moderationActions.filter { $0.user == Self.flooder }.map(\.kind)
         XCTAssertEqual(flooderActions, ["warn", "mute", "warn"], "a warning, then a mute (with its own warning)")
     }
