@@ -194,6 +194,9 @@ public actor BotHost {
                 let page = try await client.conversations(
                     matching: IMConversationQuery().whereMember(configuration.clientID).limit(1000).skip(conversations.count))
                 conversations.formUnion(page.map(\.id))
+                for conversation in page {
+                    if let creator = conversation.creator { router.setConversationRole("Owner", of: creator, in: conversation.id) }
+                }
                 if page.count < 1000 { break }
             }
             reach.replace(with: conversations)
@@ -277,6 +280,9 @@ public actor BotHost {
             await router.event(.membersLeft(cid: cid, members: members, by: by))
         case .invited(let cid, let by):
             if configuration.acceptInvitations { runtime.reach?.insert(cid) }
+            if configuration.acceptInvitations, let creator = try? await client.conversation(cid).fetch()?.creator {
+                router.setConversationRole("Owner", of: creator, in: cid)
+            }
             await router.event(.invited(cid: cid, by: by))
             if !configuration.acceptInvitations {
                 do { _ = try await client.conversation(cid).quit() } catch {
@@ -295,6 +301,8 @@ public actor BotHost {
             for member in members { try? router.mutes.mute(member, in: cid, for: seconds ?? MuteList.untilLifted) }
         case .membersUnmuted(let cid, let members, let by, _) where by != configuration.clientID:
             for member in members { try? router.mutes.mute(member, in: cid, for: 0) }
+        case .memberRoleChanged(let cid, let member, let role, _):
+            router.setConversationRole(role.rawValue, of: member, in: cid)
         case .kickedOffline(let error):
             logger.error("logged out by the server", metadata: ["error": "\(error)"])
         case .paused(let error):

@@ -306,8 +306,14 @@ let cbHTTPStart: hb_swift_fn = { L in
 /// Host state where granted roles live ("role:<role>:<user>" of the host's own plugin name).
 let hostStatePlugin = "hookbot.host"
 
-func hasRole(_ env: PluginEnvironment, user: String, role: String) -> Bool {
+func hasRole(_ env: PluginEnvironment, user: String, role: String, cid: String? = nil) -> Bool {
     if env.commandSettings.roles[role]?.contains(user) == true { return true }
+    // `owner` and `manager`: the user's role in the conversation the command is used in (mirrored by the host).
+    if let cid, role == "owner" || role == "manager",
+        let held = (try? env.store.get(plugin: hostStatePlugin, key: ConversationRoles.key(cid, user), now: env.clock.now()))??.stringValue
+    {
+        if held == "Owner" || (role == "manager" && held == "Manager") { return true }
+    }
     return (try? env.store.get(plugin: hostStatePlugin, key: "role:\(role):\(user)", now: env.clock.now())) != nil
 }
 

@@ -33,7 +33,7 @@ extension PluginEngine {
         if plugin.disabled {
             return hostReply("\(prefix)\(name) is not available now (its plugin is disabled)", to: message, plugin: spec.plugin)
         }
-        if !spec.roles.isEmpty, !spec.roles.contains(where: { hasRole(env, user: message.from, role: $0) }) {
+        if !spec.roles.isEmpty, !spec.roles.contains(where: { hasRole(env, user: message.from, role: $0, cid: message.cid) }) {
             return hostReply("\(prefix)\(name) is only for \(spec.roles.joined(separator: " or "))", to: message, plugin: spec.plugin)
         }
         let arguments: [String: JSONValue]

@@ -78,4 +78,77 @@ final class ServerMuteTests: XCTestCase {
         XCTAssertEqual(after.ids, [])
         for client in clients { await client.close() }
     }
+
+    /// `roles = {"manager"}` on a command: the managers and the owner of the conversation it is used in.
+    func testCommandRolesFollowConversationRoles() async throws {
+        let harness = try await BotHarness.start(attachment: .inProcess)
+        defer { Task { await harness.server.stop() } }
+        try harness.write(
+            "mods.lua",
+            """
+            return {
+              name = "mods",
+              on_load = function(ctx)
+                ctx.commands.add{ name = "pin", roles = { "manager" }, run = function(args, msg, ctx) ctx.reply("pinned by " .. msg.from) end }
+              end,
+            }
+            """)
+        let bot = try await harness.bot()
+        let clients = ["Tom", "Jerry", "Bob"].map { harness.server.client($0) }
+        let logs = try await openClients(clients)
+        let (tom, jerry) = (clients[0], clients[1])
+        let conversation = try await tom.createConversation(members: ["Jerry", "Bob", "modbot"])
+        let cid = conversation.id
+        // Every member sees every answer: take it from each log, so that the next one starts clean.
+        func answer(to client: IMClient, _ log: EventLog) async throws -> String {
+            _ = try await client.conversation(cid).send(.text("!pin"))
+            var mine = ""
+            for each in [logs[0], logs[1], logs[2]] {
+                let text = try await each.next("the bot's answer") { event -> String? in
+                    if case .message(let message) = event, message.from == "modbot", message.conversationId == cid {
+                        message.content.text
+                    } else {
+                        nil
+                    }
+                }
+                if each === log { mine = text }
+            }
+            return mine
+        }
+        // The bot learns who owns the conversation when it is invited (it reads the conversation).
+        let ownerKey = ConversationRoles.key(cid, "Tom")
+        for _ in 0..<100 {
+            if (try? bot.router.plugins.store.get(plugin: "hookbot.host", key: ownerKey, now: Date().timeIntervalSince1970)) != nil {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let said1 = try await answer(to: jerry, logs[1])
+        XCTAssertEqual(said1, "!pin is only for manager")
+        let said2 = try await answer(to: tom, logs[0])
+        XCTAssertEqual(said2, "pinned by Tom", "the owner holds every conversation role")
+        try await conversation.updateMemberRole("Jerry", to: .manager)
+        let managerKey = ConversationRoles.key(cid, "Jerry")
+        for _ in 0..<100 {
+            if (try? bot.router.plugins.store.get(plugin: "hookbot.host", key: managerKey, now: Date().timeIntervalSince1970)) != nil {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let said3 = try await answer(to: jerry, logs[1])
+        XCTAssertEqual(said3, "pinned by Jerry")
+        // Roles are per conversation: Jerry is no manager elsewhere.
+        let other = try await tom.createConversation(members: ["Jerry", "modbot"])
+        _ = try await jerry.conversation(other.id).send(.text("!pin"))
+        let elsewhere = try await logs[1].next("the bot's answer elsewhere") { event -> String? in
+            if case .message(let message) = event, message.from == "modbot", message.conversationId == other.id {
+                message.content.text
+            } else {
+                nil
+            }
+        }
+        XCTAssertEqual(elsewhere, "!pin is only for manager")
+        await bot.stop()
+        for client in clients { await client.close() }
+    }
 }
