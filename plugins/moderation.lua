@@ -150,7 +150,8 @@ local function mod_command(ctx, cid, from, args, reply)
     conv.delete("strikes:" .. user)
     conv.delete("muted:" .. user)
     conv.delete("banned:" .. user)
-    ctx.mute(cid, user, 0, "unbanned by " .. from)
+    -- Mutes are the server's: lifting one there lets the user speak at once (SDK clients see it too).
+    ctx.conv(cid).unmute(user, "unbanned by " .. from)
     if was_banned then ctx.add(cid, user) end
     audit(ctx, { cid = cid, user = user, action = "unban", by = from })
     return reply(user .. " is unbanned; strikes cleared")

@@ -238,7 +238,7 @@ let hookbotPrelude = #"""
       if cid ~= nil and type(cid) ~= "string" then fail("ctx.conv: conversation id (a string) expected") end
       return {
         mute = function(uid, seconds, reason) return hb.act_mute(cid, uid, seconds, reason) end,
-        unmute = function(uid) return hb.act_unmute(cid, uid) end,
+        unmute = function(uid, reason) return hb.act_unmute(cid, uid, reason) end,
         block = function(uid) return hb.act_block(cid, uid) end,
         unblock = function(uid) return hb.act_unblock(cid, uid) end,
         muted = function() return hb.muted(cid) end,
