@@ -345,6 +345,42 @@ final class MemberControlTests: XCTestCase {
         await server.stop()
     }
 
+    /// Nodes sharing one PostgreSQL database: a mute made on one node applies on another within a second
+    /// (each node re-reads a conversation's controls it cached more than a second ago), and its events
+    /// reach members on every node.
+    func testMuteMadeOnOneNodeAppliesOnAnother() async throws {
+        guard TestDatabase.backend == .postgres else { throw XCTSkip("nodes share a PostgreSQL database") }
+        let url = try TestDatabase.postgresURL(schema: TestDatabase.schemaName())
+        let first = try await ServerHarness.start { $0.databaseURL = url }
+        let second = try await ServerHarness.start { $0.databaseURL = url }
+        let tom = try await WireClient.login("Tom", port: first.port, mode: .binary)
+        let jerry = try await WireClient.login("Jerry", port: second.port, mode: .json)
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        // Jerry's node caches the conversation's (empty) controls.
+        let before = try await jerry.sendText("before", to: cid)
+        XCTAssertNil(before.code, "\(before)")
+        _ = try await tom.request(mute(["Jerry"], in: cid))
+        let event = try await jerry.next { $0.op == .shutuped }
+        XCTAssertEqual(event.initBy, "Tom")
+        let start = ContinuousClock.now
+        var refused: Command?
+        while ContinuousClock.now - start < .seconds(3) {
+            let ack = try await jerry.sendText("still allowed?", to: cid)
+            if ack.code != nil {
+                refused = ack
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let refusal = try XCTUnwrap(refused, "the other node never applied the mute")
+        XCTAssertEqual(refusal.code, 4905)
+        XCTAssertLessThan(ContinuousClock.now - start, .milliseconds(1_500), "applied within a second (and a send)")
+        await tom.close()
+        await jerry.close()
+        await first.stop()
+        await second.stop()
+    }
+
     /// What LeanCloud's JS SDK reads from the replies and events lies in the LeanCloud fields, not in
     /// Hookbot's extension field.
     func testSDKReadsLeanCloudFields() throws {
