@@ -66,8 +66,15 @@ extension IMService {
     func refuseIfMuted(cid: String, sender: String) async throws {
         if interceptors.isInterceptor(sender) { return }
         let controls = try await memberControls(cid)
-        guard !controls.controls.isEmpty else { return }
-        guard let record = try await store.conversation(cid), let mute = controls.mute(of: sender, in: record) else { return }
+        // The conversation's creator (its owner, whom a conversation-wide mute spares) is read only then.
+        let mute: MemberControl
+        if let own = controls.ownMute(of: sender) {
+            mute = own
+        } else if controls.allMuted, let record = try await store.conversation(cid), let all = controls.mute(of: sender, in: record) {
+            mute = all
+        } else {
+            return
+        }
         var detail = mute.clientID == MemberControl.everyone ? "\(cid) is muted for members" : "\(sender) is muted in \(cid)"
         if let until = mute.until {
             detail += " for \(max(1, (until - controls.now + 999) / 1000)) more s (until \(Self.isoDate(until)))"

@@ -74,6 +74,9 @@ struct MemberControls: Sendable {
         return has(.role, clientID)?.value.flatMap(MemberRole.init(rawValue:)) ?? .member
     }
 
+    /// `clientID`'s own mute (by name), if any.
+    func ownMute(of clientID: String) -> MemberControl? { has(.mute, clientID) }
+
     /// The mute that keeps `clientID` from sending, if any (owner and managers are never muted by a
     /// conversation-wide mute).
     func mute(of clientID: String, in record: ConversationRecord) -> MemberControl? {
