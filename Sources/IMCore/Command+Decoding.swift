@@ -9,6 +9,7 @@ extension Command {
         case tempConv, tempConvTTL, tempConvIds, allowedPids, failedPids, sessionPeerIds, onlineSessionPeerIds
         case maxReadTimestamp, maxAckTimestamp
         case next, srcCid, toPids, blockedPids, duration, all, targetClientId, role
+        case binaryMsg, patchTimestamp
     }
 
     public init(from decoder: any Decoder) throws {
@@ -97,6 +98,8 @@ extension Command {
             case .all: all = try container.decodeIfPresent(Bool.self, forKey: .all)
             case .targetClientId: targetClientId = try container.decodeIfPresent(String.self, forKey: .targetClientId)
             case .role: role = try container.decodeIfPresent(String.self, forKey: .role)
+            case .binaryMsg: binaryMsg = try container.decodeIfPresent(String.self, forKey: .binaryMsg)
+            case .patchTimestamp: patchTimestamp = try container.decodeIfPresent(Int64.self, forKey: .patchTimestamp)
             }
         }
     }

@@ -175,6 +175,12 @@ public struct Command: Sendable, Codable, Equatable {
     /// In `conv member-info-update` and `member-info-changed`: the new role (`Manager` or `Member`).
     public var role: String?
 
+    // Binary messages and edits.
+    /// In `direct`: a binary message's bytes as base64, in place of `msg` (protobuf: `binaryMsg` bytes).
+    public var binaryMsg: String?
+    /// In `direct` (offline delivery of an edited message): when it was last edited (ms).
+    public var patchTimestamp: Int64?
+
     public init(cmd: CommandType, op: OpType? = nil, i: Int? = nil) {
         self.cmd = cmd
         self.op = op
@@ -233,6 +239,10 @@ public struct LogItem: Sendable, Codable, Equatable {
     public var priority: String?
     public var mentionPids: [String]?
     public var mentionAll: Bool?
+    /// `data` is a binary message's bytes as base64.
+    public var bin: Bool?
+    /// When the message was last edited (or recalled), ms.
+    public var patchTimestamp: Int64?
 
     public init(msgId: String, from: String, data: String, timestamp: Int64) {
         self.msgId = msgId
@@ -252,6 +262,10 @@ public struct UnreadInfo: Sendable, Codable, Equatable {
     public var data: String?
     /// Whether an unread message mentions the member.
     public var mentioned: Bool?
+    /// The newest message's bytes as base64 when it is a binary message (then `data` is absent).
+    public var binaryMsg: String?
+    /// When the newest message was last edited, ms.
+    public var patchTimestamp: Int64?
 
     public init(cid: String, unread: Int) {
         self.cid = cid
@@ -259,7 +273,7 @@ public struct UnreadInfo: Sendable, Codable, Equatable {
     }
 }
 
-/// A change to a stored message (a recall replaces its content).
+/// A change to a stored message: a recall (`recall: true`) or an edit (new `data` or `binaryMsg`).
 public struct PatchItem: Sendable, Codable, Equatable {
     public var cid: String
     public var mid: String
@@ -268,6 +282,13 @@ public struct PatchItem: Sendable, Codable, Equatable {
     public var data: String?
     public var from: String?
     public var patchTimestamp: Int64?
+    /// An edit's new content when it is binary: bytes as base64.
+    public var binaryMsg: String?
+    public var mentionPids: [String]?
+    public var mentionAll: Bool?
+    /// Why the server changed the message (absent: its sender did).
+    public var patchCode: Int?
+    public var patchReason: String?
 
     public init(cid: String, mid: String, timestamp: Int64) {
         self.cid = cid

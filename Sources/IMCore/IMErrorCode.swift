@@ -22,6 +22,10 @@ public enum IMErrorCode: Int, Sendable, CaseIterable, Codable {
     case messageRejectedByApp = 4402
     case messageOwnershipRequired = 4403
     case messageNotFound = 4404
+    /// An edit the interceptor refused (LeanCloud's MESSAGE_UPDATE_REJECTED_BY_APP).
+    case messageUpdateRejectedByApp = 4405
+    /// The edit window has passed (LeanCloud's MESSAGE_EDIT_DISABLED).
+    case messageEditDisabled = 4406
     case messageRecallDisabled = 4407
     case malformedCommand = 4901
     case unknownCommand = 4902
@@ -54,6 +58,8 @@ public enum IMErrorCode: Int, Sendable, CaseIterable, Codable {
         case .messageRejectedByApp: "MESSAGE_REJECTED_BY_APP"
         case .messageOwnershipRequired: "MESSAGE_OWNERSHIP_REQUIRED"
         case .messageNotFound: "MESSAGE_NOT_FOUND"
+        case .messageUpdateRejectedByApp: "MESSAGE_UPDATE_REJECTED_BY_APP"
+        case .messageEditDisabled: "MESSAGE_EDIT_DISABLED"
         case .messageRecallDisabled: "MESSAGE_RECALL_DISABLED"
         case .malformedCommand: "MALFORMED_COMMAND"
         case .unknownCommand: "UNKNOWN_COMMAND"

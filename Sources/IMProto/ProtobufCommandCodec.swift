@@ -215,8 +215,13 @@ public struct ProtobufCommandCodec: Sendable {
         if let v = c.dt { d.dt = v }
         if let v = c.mentionPids { d.mentionPids = v }
         if let v = c.mentionAll { d.mentionAll = v }
+        if let v = c.binaryMsg.flatMap(Self.bytes) { d.binaryMsg = v }
+        if let v = c.patchTimestamp { d.patchTimestamp = v }
         return d
     }
+
+    /// Base64 text as bytes (binary messages are base64 in the model and JSON, bytes in protobuf).
+    static func bytes(_ base64: String) -> Data? { Data(base64Encoded: base64) }
 
     private static func ackMessage(_ c: Command) -> LCProtoAckCommand {
         var a = LCProtoAckCommand()
@@ -255,6 +260,8 @@ public struct ProtobufCommandCodec: Sendable {
             if let v = info.from { tuple.from = v }
             if let v = info.data { tuple.data = v }
             if let v = info.mentioned { tuple.mentioned = v }
+            if let v = info.binaryMsg.flatMap(Self.bytes) { tuple.binaryMsg = v }
+            if let v = info.patchTimestamp { tuple.patchTimestamp = v }
             return tuple
         }
         if let v = c.t { u.notifTime = v }
@@ -281,6 +288,8 @@ public struct ProtobufCommandCodec: Sendable {
                 if let v = item.readAt { log.readAt = v }
                 if let v = item.mentionPids { log.mentionPids = v }
                 if let v = item.mentionAll { log.mentionAll = v }
+                if let v = item.bin { log.bin = v }
+                if let v = item.patchTimestamp { log.patchTimestamp = v }
                 return log
             }
         }
@@ -372,6 +381,11 @@ public struct ProtobufCommandCodec: Sendable {
             if let v = item.data { patch.data = v }
             if let v = item.from { patch.from = v }
             if let v = item.patchTimestamp { patch.patchTimestamp = v }
+            if let v = item.binaryMsg.flatMap(Self.bytes) { patch.binaryMsg = v }
+            if let v = item.mentionPids { patch.mentionPids = v }
+            if let v = item.mentionAll { patch.mentionAll = v }
+            if let v = item.patchCode { patch.patchCode = Int64(v) }
+            if let v = item.patchReason { patch.patchReason = v }
             return patch
         }
         return p
@@ -460,10 +474,9 @@ public struct ProtobufCommandCodec: Sendable {
         case .direct:
             if g.hasDirectMessage {
                 let d = g.directMessage
-                if d.hasBinaryMsg, !d.hasMsg {
-                    throw fail(.invalidField, "binary messages (binaryMsg) are not supported; send the body as msg text")
-                }
                 if d.hasMsg { c.msg = d.msg }
+                if d.hasBinaryMsg { c.binaryMsg = d.binaryMsg.base64EncodedString() }
+                if d.hasPatchTimestamp { c.patchTimestamp = d.patchTimestamp }
                 if d.hasUid { c.uid = d.uid }
                 if d.hasFromPeerID { c.fromPeerId = d.fromPeerID }
                 if d.hasTimestamp { c.timestamp = d.timestamp }
@@ -511,6 +524,8 @@ public struct ProtobufCommandCodec: Sendable {
                     if tuple.hasFrom { info.from = tuple.from }
                     if tuple.hasData { info.data = tuple.data }
                     if tuple.hasMentioned { info.mentioned = tuple.mentioned }
+                    if tuple.hasBinaryMsg { info.binaryMsg = tuple.binaryMsg.base64EncodedString() }
+                    if tuple.hasPatchTimestamp { info.patchTimestamp = tuple.patchTimestamp }
                     return info
                 }
                 if g.unreadMessage.hasNotifTime { c.t = g.unreadMessage.notifTime }
@@ -532,6 +547,8 @@ public struct ProtobufCommandCodec: Sendable {
                         if log.hasReadAt { item.readAt = log.readAt }
                         if !log.mentionPids.isEmpty { item.mentionPids = log.mentionPids }
                         if log.hasMentionAll { item.mentionAll = log.mentionAll }
+                        if log.hasBin { item.bin = log.bin }
+                        if log.hasPatchTimestamp { item.patchTimestamp = log.patchTimestamp }
                         return item
                     }
                 }
@@ -573,6 +590,11 @@ public struct ProtobufCommandCodec: Sendable {
                         if patch.hasData { item.data = patch.data }
                         if patch.hasFrom { item.from = patch.from }
                         if patch.hasPatchTimestamp { item.patchTimestamp = patch.patchTimestamp }
+                        if patch.hasBinaryMsg { item.binaryMsg = patch.binaryMsg.base64EncodedString() }
+                        if !patch.mentionPids.isEmpty { item.mentionPids = patch.mentionPids }
+                        if patch.hasMentionAll { item.mentionAll = patch.mentionAll }
+                        if patch.hasPatchCode { item.patchCode = Int(clamping: patch.patchCode) }
+                        if patch.hasPatchReason { item.patchReason = patch.patchReason }
                         return item
                     }
                 }

@@ -11,24 +11,22 @@ extension IMService {
         if command.action != nil {
             return try await sendCmdMessage(command, cid: cid, from: clientID, on: connection)
         }
-        guard let body = command.msg else { throw IMError(.invalidField, "missing field 'msg'") }
-        if body.utf8.count > configuration.maxMessageBytes {
-            throw IMError(.frameTooLong, "message body is \(body.utf8.count) bytes; the limit is \(configuration.maxMessageBytes)")
-        }
+        let (body, binary) = try MessageContent.read(text: command.msg, binary: command.binaryMsg, limit: configuration.maxMessageBytes)
         if let priority = command.priority, !["high", "normal", "low"].contains(priority) {
             throw IMError(.invalidField, "priority must be high, normal or low")
         }
         if let mentions = command.mentionPids, !mentions.isEmpty { _ = try validatedMembers(mentions, field: "mentionPids") }
         if command.transient == true {
             var direct = Command(cmd: .direct)
-            direct.msg = body
+            if binary { direct.binaryMsg = body } else { direct.msg = body }
             direct.transient = true
             return try await broadcastOnline(direct, cid: cid, from: clientID, on: connection, serial: command.i)
         }
-        let message = OutgoingMessage(
+        var message = OutgoingMessage(
             cid: cid, from: clientID, data: body, receipt: command.r == true, priority: command.priority,
             dedupeToken: command.dt, mentionPids: command.mentionPids, mentionAll: command.mentionAll,
             sender: connection, serial: command.i)
+        message.binary = binary
         if interceptors.isActive, interceptors.inScope(cid), !interceptors.isInterceptor(clientID) {
             // Backpressure: a sender with too many messages under review waits here, unread further.
             await interception.admission.enter(connection.id)

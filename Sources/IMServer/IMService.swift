@@ -161,7 +161,7 @@ final class IMService: Sendable {
         case (.logs, _):
             try await history(command, for: identity.clientID, on: connection)
         case (.patch, .modify?):
-            try await recall(command, by: identity.clientID, on: connection)
+            try await patchMessage(command, by: identity.clientID, on: connection)
         case (.read, _):
             try await markRead(command, by: identity.clientID, on: connection)
         case (.hook, .verdict?):

@@ -473,7 +473,7 @@ final class JSONCodecTests: XCTestCase {
             if !Mirror(reflecting: full).children.contains(where: { Self.isNil($0.value) }) { break }
         }
         let labels = Mirror(reflecting: full).children.map { $0.label! }
-        XCTAssertEqual(labels.count, 72)
+        XCTAssertEqual(labels.count, 82)
         let text = codec.encode(full)
         XCTAssertEqual(Self.topLevelKeys(text), labels)
         XCTAssertEqual(try foundationDecode(text), full)
@@ -636,6 +636,8 @@ final class JSONCodecTests: XCTestCase {
                 item.priority = maybe(&rng, randomString)
                 item.mentionPids = maybe(&rng, randomStrings)
                 item.mentionAll = maybe(&rng, randomBool)
+                item.bin = maybe(&rng, randomBool)
+                item.patchTimestamp = maybe(&rng, randomInt64)
                 return item
             }
         }
@@ -648,6 +650,8 @@ final class JSONCodecTests: XCTestCase {
                 info.from = maybe(&rng, randomString)
                 info.data = maybe(&rng, randomString)
                 info.mentioned = maybe(&rng, randomBool)
+                info.binaryMsg = maybe(&rng, randomString)
+                info.patchTimestamp = maybe(&rng, randomInt64)
                 return info
             }
         }
@@ -658,6 +662,11 @@ final class JSONCodecTests: XCTestCase {
                 patch.data = maybe(&rng, randomString)
                 patch.from = maybe(&rng, randomString)
                 patch.patchTimestamp = maybe(&rng, randomInt64)
+                patch.binaryMsg = maybe(&rng, randomString)
+                patch.mentionPids = maybe(&rng, randomStrings)
+                patch.mentionAll = maybe(&rng, randomBool)
+                patch.patchCode = maybe(&rng, randomInt)
+                patch.patchReason = maybe(&rng, randomString)
                 return patch
             }
         }
@@ -679,6 +688,16 @@ final class JSONCodecTests: XCTestCase {
         c.onlineSessionPeerIds = maybe(&rng, randomStrings)
         c.maxReadTimestamp = maybe(&rng, randomInt64)
         c.maxAckTimestamp = maybe(&rng, randomInt64)
+        c.next = maybe(&rng, randomString)
+        c.srcCid = maybe(&rng, randomString)
+        c.toPids = maybe(&rng, randomStrings)
+        c.blockedPids = maybe(&rng, randomStrings)
+        c.duration = maybe(&rng, randomInt)
+        c.all = maybe(&rng, randomBool)
+        c.targetClientId = maybe(&rng, randomString)
+        c.role = maybe(&rng, randomString)
+        c.binaryMsg = maybe(&rng, randomString)
+        c.patchTimestamp = maybe(&rng, randomInt64)
         return c
     }
 

@@ -273,6 +273,7 @@ extension Command {
         "convs", "patches", "verdict", "silent", "kind", "tempConv", "tempConvTTL", "tempConvIds", "allowedPids",
         "failedPids", "sessionPeerIds", "onlineSessionPeerIds", "maxReadTimestamp", "maxAckTimestamp",
         "next", "srcCid", "toPids", "blockedPids", "duration", "all", "targetClientId", "role",
+        "binaryMsg", "patchTimestamp",
     ])
 
     /// Decodes the members of the frame's object (the reader is past its `{`).
@@ -362,6 +363,8 @@ extension Command {
             case 77: self.all = errors.take(try reader.decodeBool(), 77)
             case 78: self.targetClientId = errors.take(try reader.decodeString(), 78)
             case 79: self.role = errors.take(try reader.decodeString(), 79)
+            case 80: self.binaryMsg = errors.take(try reader.decodeString(), 80)
+            case 81: self.patchTimestamp = errors.take(try reader.decodeInt64(), 81)
             default: try reader.skipValue()
             }
         } while try reader.nextMember()
@@ -656,6 +659,14 @@ extension Command {
             out.appendJSONInt(v)
         }
         writeMemberControlJSON(into: &out)
+        if let v = self.binaryMsg {
+            out.appendJSONRaw(#","binaryMsg":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.patchTimestamp {
+            out.appendJSONRaw(#","patchTimestamp":"#)
+            out.appendJSONInt(v)
+        }
         out.append(.closeBrace)
     }
 }
@@ -802,6 +813,7 @@ extension FailedPids {
 extension LogItem {
     static let jsonKeys = JSONKeyTable([
         "msgId", "from", "data", "timestamp", "ackAt", "readAt", "recalled", "priority", "mentionPids", "mentionAll",
+        "bin", "patchTimestamp",
     ])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
@@ -829,6 +841,8 @@ extension LogItem {
                 case 7: value.priority = errors.take(try reader.decodeString(), 7)
                 case 8: value.mentionPids = errors.take(try reader.decodeStrings(), 8)
                 case 9: value.mentionAll = errors.take(try reader.decodeBool(), 9)
+                case 10: value.bin = errors.take(try reader.decodeBool(), 10)
+                case 11: value.patchTimestamp = errors.take(try reader.decodeInt64(), 11)
                 default: try reader.skipValue()
                 }
             } while try reader.nextMember()
@@ -878,12 +892,20 @@ extension LogItem {
             out.appendJSONRaw(#","mentionAll":"#)
             out.appendJSONBool(v)
         }
+        if let v = bin {
+            out.appendJSONRaw(#","bin":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = patchTimestamp {
+            out.appendJSONRaw(#","patchTimestamp":"#)
+            out.appendJSONInt(v)
+        }
         out.append(.closeBrace)
     }
 }
 
 extension UnreadInfo {
-    static let jsonKeys = JSONKeyTable(["cid", "unread", "mid", "timestamp", "from", "data", "mentioned"])
+    static let jsonKeys = JSONKeyTable(["cid", "unread", "mid", "timestamp", "from", "data", "mentioned", "binaryMsg", "patchTimestamp"])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
     static func decodeJSON(_ reader: inout JSONReader) throws(JSONSyntaxError) -> JSONDecoded<UnreadInfo> {
@@ -905,6 +927,8 @@ extension UnreadInfo {
                 case 4: value.from = errors.take(try reader.decodeString(), 4)
                 case 5: value.data = errors.take(try reader.decodeString(), 5)
                 case 6: value.mentioned = errors.take(try reader.decodeBool(), 6)
+                case 7: value.binaryMsg = errors.take(try reader.decodeString(), 7)
+                case 8: value.patchTimestamp = errors.take(try reader.decodeInt64(), 8)
                 default: try reader.skipValue()
                 }
             } while try reader.nextMember()
@@ -942,12 +966,23 @@ extension UnreadInfo {
             out.appendJSONRaw(#","mentioned":"#)
             out.appendJSONBool(v)
         }
+        if let v = binaryMsg {
+            out.appendJSONRaw(#","binaryMsg":"#)
+            out.appendJSONString(v)
+        }
+        if let v = patchTimestamp {
+            out.appendJSONRaw(#","patchTimestamp":"#)
+            out.appendJSONInt(v)
+        }
         out.append(.closeBrace)
     }
 }
 
 extension PatchItem {
-    static let jsonKeys = JSONKeyTable(["cid", "mid", "timestamp", "recall", "data", "from", "patchTimestamp"])
+    static let jsonKeys = JSONKeyTable([
+        "cid", "mid", "timestamp", "recall", "data", "from", "patchTimestamp", "binaryMsg", "mentionPids", "mentionAll",
+        "patchCode", "patchReason",
+    ])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
     static func decodeJSON(_ reader: inout JSONReader) throws(JSONSyntaxError) -> JSONDecoded<PatchItem> {
@@ -970,6 +1005,11 @@ extension PatchItem {
                 case 4: value.data = errors.take(try reader.decodeString(), 4)
                 case 5: value.from = errors.take(try reader.decodeString(), 5)
                 case 6: value.patchTimestamp = errors.take(try reader.decodeInt64(), 6)
+                case 7: value.binaryMsg = errors.take(try reader.decodeString(), 7)
+                case 8: value.mentionPids = errors.take(try reader.decodeStrings(), 8)
+                case 9: value.mentionAll = errors.take(try reader.decodeBool(), 9)
+                case 10: value.patchCode = errors.take(try reader.decodeInt(), 10)
+                case 11: value.patchReason = errors.take(try reader.decodeString(), 11)
                 default: try reader.skipValue()
                 }
             } while try reader.nextMember()
@@ -1006,6 +1046,26 @@ extension PatchItem {
         if let v = patchTimestamp {
             out.appendJSONRaw(#","patchTimestamp":"#)
             out.appendJSONInt(v)
+        }
+        if let v = binaryMsg {
+            out.appendJSONRaw(#","binaryMsg":"#)
+            out.appendJSONString(v)
+        }
+        if let v = mentionPids {
+            out.appendJSONRaw(#","mentionPids":"#)
+            out.appendJSONStrings(v)
+        }
+        if let v = mentionAll {
+            out.appendJSONRaw(#","mentionAll":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = patchCode {
+            out.appendJSONRaw(#","patchCode":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = patchReason {
+            out.appendJSONRaw(#","patchReason":"#)
+            out.appendJSONString(v)
         }
         out.append(.closeBrace)
     }

@@ -133,7 +133,8 @@ extension MessageRecord {
     init?(direct command: Command) {
         guard let cid = command.cid, let id = command.id, let from = command.fromPeerId, let t = command.timestamp else { return nil }
         self.init(
-            id: id, cid: cid, from: from, data: command.msg ?? "", t: t, receipt: command.r == true, priority: command.priority,
-            mentionPids: command.mentionPids, mentionAll: command.mentionAll == true)
+            id: id, cid: cid, from: from, data: command.msg ?? command.binaryMsg ?? "", t: t, receipt: command.r == true,
+            priority: command.priority, mentionPids: command.mentionPids, mentionAll: command.mentionAll == true,
+            patchT: command.patchTimestamp, binary: command.msg == nil && command.binaryMsg != nil)
     }
 }

@@ -53,7 +53,10 @@ actor InterceptionStage {
             pipeline.enqueue(message)
         case .modify(let body, let recipients):
             var modified = message
-            if let body { modified.data = body }
+            if let body {
+                modified.data = body
+                modified.binary = false
+            }
             if let recipients { modified.recipients = recipients }
             pipeline.enqueue(modified)
         case .drop(let error, silent: false):

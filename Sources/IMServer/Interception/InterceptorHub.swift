@@ -29,6 +29,8 @@ final class InterceptorHub: Sendable {
     enum Subject: Sendable {
         case message(OutgoingMessage)
         case membership(cid: String, actor: String, members: [String], action: String)
+        /// An edit of a stored message (kind `edit`, with the message's id in `mid`): reviewed like a send.
+        case edit(MessageEdit)
     }
 
     /// What came back for one request.
@@ -310,9 +312,16 @@ final class InterceptorHub: Sendable {
             request.kind = "message"
             request.cid = message.cid
             request.fromPeerId = message.from
-            request.msg = message.data
+            if message.binary { request.binaryMsg = message.data } else { request.msg = message.data }
             request.priority = message.priority
             request.mentionPids = message.mentionPids
+        case .edit(let edit):
+            request.kind = "edit"
+            request.cid = edit.cid
+            request.mid = edit.messageID
+            request.fromPeerId = edit.editor
+            if edit.binary { request.binaryMsg = edit.data } else { request.msg = edit.data }
+            request.mentionPids = edit.mentionPids
         case .membership(let cid, let actor, let members, let action):
             request.kind = "membership"
             request.cid = cid

@@ -17,6 +17,8 @@ struct OutgoingMessage: Sendable {
     var mentionAll: Bool?
     var sender: Connection
     var serial: Int?
+    /// A binary message: `data` is its bytes as base64.
+    var binary = false
     /// When an interceptor restricted the recipients: only these members receive it.
     var recipients: [String]? = nil
     /// When the server received it (`ServerMetrics.now()`), for the delivery latency.
@@ -253,7 +255,8 @@ final class MessagePipeline: Sendable {
         var command = Command(cmd: .direct)
         command.cid = record.cid
         command.id = record.id
-        command.msg = record.data
+        if record.binary { command.binaryMsg = record.data } else { command.msg = record.data }
+        command.patchTimestamp = record.patchT
         command.fromPeerId = record.from
         command.timestamp = record.t
         command.r = record.receipt ? true : nil

@@ -15,10 +15,12 @@ struct MessageRecord: Sendable, Equatable {
     /// Members the message mentions, and whether it mentions everyone.
     var mentionPids: [String]?
     var mentionAll: Bool
+    /// A binary message: `data` is its bytes as base64.
+    var binary: Bool
 
     init(
         id: String, cid: String, from: String, data: String, t: Int64, receipt: Bool, priority: String?,
-        mentionPids: [String]? = nil, mentionAll: Bool = false, recalled: Bool = false, patchT: Int64? = nil
+        mentionPids: [String]? = nil, mentionAll: Bool = false, recalled: Bool = false, patchT: Int64? = nil, binary: Bool = false
     ) {
         self.id = id
         self.cid = cid
@@ -31,10 +33,13 @@ struct MessageRecord: Sendable, Equatable {
         self.patchT = patchT
         self.mentionPids = mentionPids?.isEmpty == false ? mentionPids : nil
         self.mentionAll = mentionAll
+        self.binary = binary
     }
 
     var logItem: LogItem {
         var item = LogItem(msgId: id, from: from, data: data, timestamp: t)
+        item.bin = binary ? true : nil
+        item.patchTimestamp = patchT
         item.recalled = recalled ? true : nil
         item.priority = priority
         item.mentionPids = mentionPids

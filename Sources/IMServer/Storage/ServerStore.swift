@@ -67,6 +67,8 @@ protocol ServerStore: MemberControlStore {
     /// Recalls a message (`StoreRules.checkRecall`); returns it and the members to tell.
     func recall(cid: String, messageID: String, by clientID: String, now: Int64, window: Int64) async throws
         -> (record: MessageRecord, conversation: ConversationRecord, members: [String])
+    /// Replaces a message's content (`StoreRules.checkEdit`); returns it and the members to tell.
+    func edit(_ edit: MessageEdit) async throws -> (record: MessageRecord, conversation: ConversationRecord, members: [String])
     /// Moves the read mark (and the delivery cursor) of a member; returns the new mark and the newest
     /// receipt-asking message of each sender it covers.
     func markRead(cid: String, clientID: String, messageID: String?, t: Int64?) async throws -> (readT: Int64, receipts: [ReadReceipt])

@@ -189,6 +189,10 @@ enum PostgresSchema {
                     """,
                 ]),
             Migration(version: 3, name: "member-controls", statements: PostgresStore.memberControlTables(schema: s)),
+            // Binary messages (`data` holds their bytes as base64); edits reuse `patch_t`.
+            Migration(
+                version: 4, name: "message-edits",
+                statements: ["ALTER TABLE \(s).messages ADD COLUMN bin BOOLEAN NOT NULL DEFAULT FALSE"]),
         ]
     }
 }

@@ -613,7 +613,7 @@ final class PostgresStore: ServerStore {
             "\(try bind(records.map { $0.priority ?? "" }))::text[]", "\(try bind(stored.map { $0.dedupeToken ?? "" }))::text[]",
             "\(try bind(stored.map { $0.recipients.map(ClientIDList.text) ?? "" }))::text[]",
             "\(try bind(records.map { $0.mentionPids.map(ClientIDList.text) ?? "" }))::text[]",
-            "\(try bind(records.map(\.mentionAll)))::bool[]",
+            "\(try bind(records.map(\.mentionAll)))::bool[]", "\(try bind(records.map(\.binary)))::bool[]",
         ]
         let payloads = try bind(stored.map(\.payload))
         let channel = try bind(channel)
@@ -622,15 +622,15 @@ final class PostgresStore: ServerStore {
             cursorCTE = try cursors.query(prefix: "cursor_", bindingInto: &binds) + ",\n"
         }
         let sql = """
-            WITH \(cursorCTE)new (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all, ord) AS (
+            WITH \(cursorCTE)new (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all, bin, ord) AS (
                 SELECT * FROM unnest(\(columns.joined(separator: ", "))) WITH ORDINALITY
             ),
             ins AS (
-                INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all)
+                INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all, bin)
                 SELECT id, cid, from_id, data, t, receipt, NULLIF(priority, ''), NULLIF(dt, ''),
                        CASE WHEN recipients = '' THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(recipients::jsonb)) END,
                        CASE WHEN mention_pids = '' THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(mention_pids::jsonb)) END,
-                       mention_all
+                       mention_all, bin
                 FROM new ORDER BY ord
                 ON CONFLICT (from_id, dt) WHERE dt IS NOT NULL DO NOTHING
                 RETURNING id, cid, t
@@ -983,6 +983,6 @@ extension MessageRecord {
             data: try row["data"].decode(String.self), t: try row["t"].decode(Int64.self), receipt: try row["receipt"].decode(Bool.self),
             priority: try row["priority"].decode(String?.self), mentionPids: try row["mention_pids"].decode([String]?.self),
             mentionAll: try row["mention_all"].decode(Bool.self), recalled: try row["recalled"].decode(Bool.self),
-            patchT: try row["patch_t"].decode(Int64?.self))
+            patchT: try row["patch_t"].decode(Int64?.self), binary: try row["bin"].decode(Bool.self))
     }
 }

@@ -7,7 +7,7 @@ extension MessageRecord {
         self.init(
             id: row["id"], cid: row["cid"], from: row["from_id"], data: row["data"], t: row["t"], receipt: row["receipt"],
             priority: row["priority"], mentionPids: ClientIDList.parse(row["mention_pids"]), mentionAll: row["mention_all"],
-            recalled: row["recalled"], patchT: row["patch_t"])
+            recalled: row["recalled"], patchT: row["patch_t"], binary: row["bin"])
     }
 }
 
@@ -18,10 +18,11 @@ enum MessageTable {
         let mentions = m.mentionPids.map(ClientIDList.text)
         try db.cachedStatement(
             sql: """
-                INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all, bin)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
-        ).execute(arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken, audience, mentions, m.mentionAll])
+        ).execute(
+            arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken, audience, mentions, m.mentionAll, m.binary])
     }
 
     /// SQL condition: the message is visible to the client bound twice after it (sender, or in the audience).

@@ -147,6 +147,10 @@ enum SQLiteSchema {
                     """)
         }
         migrator.registerMigration("v7-member-controls") { db in try MemberControlTable.create(db) }
+        migrator.registerMigration("v8-message-edits") { db in
+            // Binary messages (`data` holds their bytes as base64); edits reuse `patch_t`.
+            try db.execute(sql: "ALTER TABLE messages ADD COLUMN bin INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }

@@ -380,7 +380,7 @@ extension OutgoingMessage {
     func record(id: String, t: Int64, transient: Bool) -> MessageRecord {
         MessageRecord(
             id: id, cid: cid, from: from, data: data, t: t, receipt: receipt && !transient, priority: priority,
-            mentionPids: mentionPids, mentionAll: mentionAll == true)
+            mentionPids: mentionPids, mentionAll: mentionAll == true, binary: binary)
     }
 
     /// Who receives it among `members`: all of them, or those an interceptor restricted it to.
@@ -396,7 +396,8 @@ extension UnreadInfo {
         mid = last.id
         timestamp = last.t
         from = last.from
-        data = last.data
+        if last.binary { binaryMsg = last.data } else { data = last.data }
+        patchTimestamp = last.patchT
         self.mentioned = mentioned ? true : nil
     }
 }

@@ -1,0 +1,75 @@
+import Foundation
+import IMCore
+
+/// Message edits: `patch modify` whose item is not a recall (the SDKs' `conversation.update(old, new)`).
+extension IMService {
+    /// `patch modify`: one item, a recall (`recall: true`) or an edit (new `data` or `binaryMsg`).
+    func patchMessage(_ command: Command, by clientID: String, on connection: Connection) async throws {
+        guard let patches = command.patches, patches.count == 1, let patch = patches.first else {
+            throw IMError(.invalidField, "patches must hold one item")
+        }
+        if patch.recall == true { return try await recall(command, by: clientID, on: connection) }
+        try await edit(patch, serial: command.i, by: clientID, on: connection)
+    }
+
+    /// Replaces the content of a message its sender sent within the edit window (the recall window). The
+    /// interceptor reviews the new content as it reviews a send: a drop leaves the old content and fails
+    /// the edit with 4405, a modify stores the content it gives. The other members get `patch modify`
+    /// with the new content and `patchTimestamp`; history and offline delivery carry the latest version.
+    private func edit(_ patch: PatchItem, serial: Int?, by clientID: String, on connection: Connection) async throws {
+        let (data, binary) = try MessageContent.read(text: patch.data, binary: patch.binaryMsg, limit: configuration.maxMessageBytes)
+        if let mentions = patch.mentionPids, !mentions.isEmpty { _ = try validatedMembers(mentions, field: "mentionPids") }
+        var edit = MessageEdit(
+            cid: patch.cid, messageID: patch.mid, editor: clientID, data: data, binary: binary, mentionPids: patch.mentionPids,
+            mentionAll: patch.mentionAll == true, now: Identifiers.nowMillis(), window: Int64(configuration.recallWindow) * 1000)
+        // Refuse what the store would refuse before asking the interceptor about it.
+        _ = try StoreRules.checkEdit(try await store.message(patch.mid), edit)
+        if interceptors.isActive, interceptors.inScope(patch.cid), !interceptors.isInterceptor(clientID) {
+            await interception.admission.enter(connection.id)
+            let verdict = await interceptors.review(.edit(edit))
+            interception.admission.leave(connection.id)
+            switch verdict {
+            case .allow:
+                break
+            case .modify(let body, _):
+                if let body {
+                    edit.data = body
+                    edit.binary = false
+                }
+            case .drop(let error, let silent):
+                metrics.command(.patch, .modify, code: IMErrorCode.messageUpdateRejectedByApp.rawValue)
+                if silent {
+                    // As for a silently dropped send: the editor sees success, nothing changes.
+                    var reply = Command(cmd: .patch, op: .modified, i: serial)
+                    reply.t = Identifiers.nowMillis()
+                    return connection.send(reply)
+                }
+                throw IMError(.messageUpdateRejectedByApp, error.detail ?? error.reason, appCode: error.appCode)
+            }
+        }
+        edit.now = Identifiers.nowMillis()
+        let (record, conversation, members) = try await store.edit(edit)
+        var reply = Command(cmd: .patch, op: .modified, i: serial)
+        reply.t = record.patchT
+        connection.send(reply)
+
+        var event = Command(cmd: .patch, op: .modify)
+        event.patches = [Self.patchItem(record)]
+        if conversation.transient {
+            await notifyRoom(record.cid, event, except: connection)
+        } else {
+            await notify(members, event, except: connection)
+        }
+    }
+
+    /// The `patch modify` item that tells members about an edited message: its latest version.
+    static func patchItem(_ record: MessageRecord) -> PatchItem {
+        var item = PatchItem(cid: record.cid, mid: record.id, timestamp: record.t)
+        if record.binary { item.binaryMsg = record.data } else { item.data = record.data }
+        item.from = record.from
+        item.patchTimestamp = record.patchT
+        item.mentionPids = record.mentionPids
+        item.mentionAll = record.mentionAll ? true : nil
+        return item
+    }
+}
