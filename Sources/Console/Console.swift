@@ -294,7 +294,12 @@ public final class Console: Sendable {
         let action: IMSignatureAction
         switch body.action {
         case "open": action = .open
-        case "start": action = .startConversation(members: members)
+        case "start":
+            // With no members a start's text is a login's (app:client::t:n): the server refuses such a start.
+            guard !members.isEmpty else {
+                return HTTPJSON.error(.badRequest, "start signs its members, the creator among them (with none its text is a login's)")
+            }
+            action = .startConversation(members: members)
         case "join", "invite", "kick":
             guard let cid = body.conversationId, !cid.isEmpty else {
                 return HTTPJSON.error(.badRequest, "\(body.action) needs conversationId")

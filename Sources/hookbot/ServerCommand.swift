@@ -15,6 +15,8 @@ struct ServerCommand: AsyncParsableCommand {
             "A PostgreSQL URL (postgres://user:password@host:port/database, optionally ?schema=NAME) instead of SQLite: every server given the same database serves clients together (see docs/DEPLOY.md). May be env:VARIABLE.",
             valueName: "url"))
     var database: String?
+    @Option(help: "Seconds the start-up integrity check of the SQLite file may take (PRAGMA quick_check; 0 skips it).")
+    var integrityCheckSeconds = 30
     @Option(help: "Largest message body in bytes.") var maxMessageBytes = 64 * 1024
     @Flag(help: "Use PRAGMA synchronous=NORMAL instead of FULL (faster; a power loss may lose the last commits).")
     var relaxedSync = false
@@ -51,6 +53,8 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.databasePath = db
         configuration.databaseURL = try database.map(Self.databaseURL)
+        guard integrityCheckSeconds >= 0 else { throw ValidationError("--integrity-check-seconds must be 0 or more") }
+        configuration.integrityCheckSeconds = integrityCheckSeconds
         configuration.maxMessageBytes = maxMessageBytes
         configuration.synchronousFull = !relaxedSync
         configuration.recallWindow = recallWindow

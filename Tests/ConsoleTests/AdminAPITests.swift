@@ -216,6 +216,8 @@ final class AdminAPITests: XCTestCase {
         for body in [
             #"not json"#, #"{"clientId":"Tom"}"#, #"{"clientId":"Tom","action":"fly"}"#,
             #"{"clientId":"Tom","action":"join"}"#, #"{"clientId":"","action":"open"}"#,
+            // A start with no members would sign a login's text.
+            #"{"clientId":"Tom","action":"start"}"#, #"{"clientId":"Tom","action":"start","members":[]}"#,
         ] {
             let answer = try await signed.admin("POST", "/api/sign", body: Data(body.utf8))
             XCTAssertEqual(answer.status, 400, body)

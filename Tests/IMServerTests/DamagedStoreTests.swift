@@ -64,8 +64,11 @@ final class DamagedStoreTests: XCTestCase {
         XCTAssertNotEqual(process.terminationStatus, 0)
         XCTAssertTrue(output.contains("the database \(path) is damaged"), output)
 
-        // With the check skipped the file is served (the operator's choice), and it was not modified.
+        // With the check skipped the file is served (the operator's choice), and it was not modified: in
+        // process, and by the command line with the option the message names.
         let unchecked = try await ServerHarness.start(directory: server.directory) { $0.integrityCheckSeconds = 0 }
         await unchecked.stop()
+        let skipped = try await ServerProcess.launch(binary: binary, store: ["--db", path, "--integrity-check-seconds", "0"])
+        skipped.kill()
     }
 }

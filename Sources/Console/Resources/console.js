@@ -1632,7 +1632,9 @@ function wireChat() {
     event.preventDefault();
     const error = $('#create-error');
     const submit = event.target.querySelector('button[type="submit"]');
-    const members = [...new Set($('#create-members').value.split(/[\s,]+/).filter((id) => id && id !== chat.me))];
+    // The creator is listed among the members, as LeanCloud's SDKs send and sign it: a signed start with
+    // no members would have a login's text, and the server refuses it.
+    const members = [chat.me, ...new Set($('#create-members').value.split(/[\s,]+/).filter((id) => id && id !== chat.me))];
     const command = { cmd: 'conv', op: 'start', m: members };
     const name = $('#create-name').value.trim();
     if (name) command.name = name;
