@@ -467,10 +467,11 @@ final class SDKConformanceTests: XCTestCase {
         let outsider = try await alice.request(maxRead)
         XCTAssertEqual(outsider.code, 4317)
 
-        // Operations Hookbot does not implement answer 4902 with the request's i instead of hanging.
+        // Operations Hookbot does not implement answer 4902 with the request's i instead of hanging
+        // (muting and blocking are implemented: MemberControlTests; their check ops are not).
         var shutUp = LCProtoGenericCommand()
         shutUp.cmd = .conv
-        shutUp.op = .addShutup
+        shutUp.op = .checkShutup
         shutUp.convMessage.cid = cid
         shutUp.convMessage.m = ["Jerry"]
         let refused = try await tom.request(shutUp)
@@ -478,7 +479,7 @@ final class SDKConformanceTests: XCTestCase {
         XCTAssertEqual(refused.code, 4902)
         var block = LCProtoGenericCommand()
         block.cmd = .blacklist
-        block.op = .block
+        block.op = .checkBlock
         let blocked = try await tom.request(block)
         XCTAssertEqual(blocked.code, 4902)
         await alice.close()
