@@ -345,6 +345,32 @@ final class MemberControlTests: XCTestCase {
         await server.stop()
     }
 
+    /// Mutes, blocks and roles are stored: a restarted server still enforces them.
+    func testControlsSurviveARestart() async throws {
+        let server = try await ServerHarness.start()
+        var tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
+        let cid = try await tom.startConversation(members: ["Jerry", "Bob", "Alice"])
+        _ = try await tom.request(mute(["Jerry"], in: cid, reason: "until further notice"))
+        _ = try await tom.request(blacklist(.block, ["Bob"], in: cid))
+        _ = try await tom.request(setRole("Alice", "Manager", in: cid))
+        await tom.close()
+        let restarted = try await server.restarted()
+        tom = try await WireClient.login("Tom", port: restarted.port, mode: .binary)
+        let jerry = try await WireClient.login("Jerry", port: restarted.port, mode: .json)
+        let bob = try await WireClient.login("Bob", port: restarted.port, mode: .json)
+        let alice = try await WireClient.login("Alice", port: restarted.port, mode: .json)
+        assertCode(try await jerry.sendText("hello?", to: cid), 4905, "MEMBER_MUTED", "after a restart")
+        var join = Command(cmd: .conv, op: .join)
+        join.cid = cid
+        assertCode(try await bob.request(join), 4315, "CONVERSATION_BLACKLISTED", "after a restart")
+        let unmuted = try await alice.request(unmute(["Jerry"], in: cid))
+        XCTAssertEqual(unmuted.allowedPids, ["Jerry"], "the manager is still one: \(unmuted)")
+        let ack = try await jerry.sendText("thanks", to: cid)
+        XCTAssertNil(ack.code)
+        for client in [tom, jerry, bob, alice] { await client.close() }
+        await restarted.stop()
+    }
+
     /// Nodes sharing one PostgreSQL database: a mute made on one node applies on another within a second
     /// (each node re-reads a conversation's controls it cached more than a second ago), and its events
     /// reach members on every node.
