@@ -17,9 +17,12 @@ extension BotHost {
         verdict.verdict = "allow"
         var review: Router.Review?
         var original: (message: HookMessage, body: String)?
-        if request.kind == "message", let cid = request.cid, let from = request.fromPeerId, let body = request.msg {
+        // An edit (kind "edit", the message's id in mid) is reviewed like a send: moderation applies to it.
+        if request.kind == "message" || request.kind == "edit", let cid = request.cid, let from = request.fromPeerId,
+            let body = request.msg
+        {
             let message = HookMapping.hookMessage(
-                id: "", cid: cid, from: from, body: body,
+                id: request.kind == "edit" ? request.mid ?? "" : "", cid: cid, from: from, body: body,
                 timestamp: Int64(Date().timeIntervalSince1970 * 1000), transient: false)
             original = (message, body)
             review = await router.review(message, until: until)

@@ -267,6 +267,8 @@ public actor BotHost {
             if message.isTransient { await router.transient(incoming) } else { await router.message(incoming) }
         case .cmd(let cmd):
             await router.command(HookMapping.hookCommand(cmd))
+        case .edited(let message):
+            await router.event(.edited(HookMapping.hookMessage(message), editedAt: message.editedAt ?? 0))
         case .recalled(let message):
             await router.event(
                 .recalled(

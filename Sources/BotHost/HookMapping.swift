@@ -30,7 +30,13 @@ enum HookMapping {
     }
 
     static func hookMessage(_ message: IMMessage) -> HookMessage {
-        hookMessage(
+        if let bytes = message.binary {
+            // A binary message: no text, its bytes as base64 in `binary`.
+            return HookMessage(
+                id: message.id, cid: message.conversationId, from: message.from, type: MessageType.text.rawValue,
+                timestamp: message.timestamp, transient: message.isTransient, binary: bytes.base64EncodedString())
+        }
+        return hookMessage(
             id: message.id, cid: message.conversationId, from: message.from, body: message.content.body,
             timestamp: message.timestamp, transient: message.isTransient)
     }

@@ -215,6 +215,7 @@ func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?) {
     luaSetField(L, "timestamp", int: m.timestamp)
     lua_pushboolean(L, m.transient ? 1 : 0)
     luaSetFieldTop(L, "transient")
+    if let v = m.binary { luaSetField(L, "binary", v) }
 }
 
 /// nil when the field is absent (keep the base value).

@@ -8,7 +8,7 @@ import Synchronization
 enum HookName: Int, CaseIterable {
     case onLoad, onUnload, beforeSend, moderation, translate, onReceive, onCmd, onTransient
     case onMemberJoined, onMemberLeft, onInvited, onKicked, onConversationUpdated, onRecall
-    case membership, onHttp
+    case membership, onHttp, onEdit
 
     var luaName: String {
         switch self {
@@ -28,6 +28,7 @@ enum HookName: Int, CaseIterable {
         case .onRecall: return "on_recall"
         case .membership: return "membership"
         case .onHttp: return "on_http"
+        case .onEdit: return "on_edit"
         }
     }
 
@@ -39,6 +40,7 @@ enum HookName: Int, CaseIterable {
         case .kicked: return .onKicked
         case .conversationUpdated: return .onConversationUpdated
         case .recalled: return .onRecall
+        case .edited: return .onEdit
         }
     }
 }

@@ -237,4 +237,8 @@ extension PluginEngine {
     public func recalled(cid: String, messageID: String, by: String? = nil, timestamp: Int64 = 0) -> HookResult {
         handle(.recalled(cid: cid, messageID: messageID, by: by, timestamp: timestamp))
     }
+    /// A message was edited: `on_edit` with its new version.
+    public func edited(_ message: HookMessage, editedAt: Int64) -> HookResult {
+        handle(.edited(message, editedAt: editedAt))
+    }
 }

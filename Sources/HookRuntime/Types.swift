@@ -68,12 +68,15 @@ public struct HookMessage: Sendable, Hashable, Codable {
     /// Milliseconds since 1970.
     public var timestamp: Int64
     public var transient: Bool
+    /// A binary message's bytes as base64 (`msg.binary`); nil for typed and text messages.
+    public var binary: String?
 
     public init(
         id: String = "", cid: String = "", from: String = "", type: Int = HookMessageType.text,
         text: String? = nil, attrs: [String: JSONValue] = [:], file: HookFile? = nil,
-        location: HookLocation? = nil, timestamp: Int64 = 0, transient: Bool = false
+        location: HookLocation? = nil, timestamp: Int64 = 0, transient: Bool = false, binary: String? = nil
     ) {
+        self.binary = binary
         self.id = id
         self.cid = cid
         self.from = from
@@ -115,6 +118,9 @@ public enum HookEvent: Sendable, Hashable {
     case conversationUpdated(cid: String, attrs: [String: JSONValue], by: String?)
     /// `on_recall({cid, id, by, timestamp})`
     case recalled(cid: String, messageID: String, by: String?, timestamp: Int64)
+    /// `on_edit({cid, id, from, type, text, attrs, binary, timestamp, edited_at})` – a message's sender
+    /// replaced its content; the event carries the new version.
+    case edited(HookMessage, editedAt: Int64)
 
     var hookName: String {
         switch self {
@@ -124,6 +130,7 @@ public enum HookEvent: Sendable, Hashable {
         case .kicked: return "on_kicked"
         case .conversationUpdated: return "on_conversation_updated"
         case .recalled: return "on_recall"
+        case .edited: return "on_edit"
         }
     }
 
@@ -132,6 +139,8 @@ public enum HookEvent: Sendable, Hashable {
         case .membersJoined(let c, _, _), .membersLeft(let c, _, _), .invited(let c, _), .kicked(let c, _),
             .conversationUpdated(let c, _, _), .recalled(let c, _, _, _):
             return c
+        case .edited(let message, _):
+            return message.cid
         }
     }
 
@@ -152,6 +161,14 @@ public enum HookEvent: Sendable, Hashable {
         case .recalled(let cid, let id, let by, let ts):
             var o: [String: JSONValue] = ["cid": .string(cid), "id": .string(id), "timestamp": .int(Int(ts))]
             if let by { o["by"] = .string(by) }
+            return .object(o)
+        case .edited(let m, let editedAt):
+            var o: [String: JSONValue] = [
+                "cid": .string(m.cid), "id": .string(m.id), "from": .string(m.from), "type": .int(m.type),
+                "attrs": .object(m.attrs), "timestamp": .int(Int(m.timestamp)), "edited_at": .int(Int(editedAt)),
+            ]
+            if let text = m.text { o["text"] = .string(text) }
+            if let binary = m.binary { o["binary"] = .string(binary) }
             return .object(o)
         }
     }

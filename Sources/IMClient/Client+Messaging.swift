@@ -80,6 +80,12 @@ extension IMClient {
             message.priority = item.priority.flatMap(IMMessagePriority.init(rawValue:))
             message.deliveredAt = item.ackAt
             message.readAt = item.readAt
+            if item.bin == true {
+                message.binary = Data(base64Encoded: item.data)
+                message.content = .common("")
+                message.body = ""
+            }
+            message.editedAt = item.recalled == true ? nil : item.patchTimestamp
             return message
         }
     }

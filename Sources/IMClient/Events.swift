@@ -47,6 +47,8 @@ public enum IMEvent: Sendable {
     case read(IMReceipt)
     /// A message was recalled; the message carries its id, the recalled placeholder and `status == .recalled`.
     case recalled(IMMessage)
+    /// A message was edited by its sender; the message carries its new content and `editedAt`.
+    case edited(IMMessage)
     /// Unread counts of conversations, sent at login.
     case unread([IMUnreadCount])
 

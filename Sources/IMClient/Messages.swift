@@ -129,6 +129,10 @@ public struct IMMessage: Sendable {
     /// When a recipient acknowledged it / read it (history of own messages), in ms.
     public var deliveredAt: Int64?
     public var readAt: Int64?
+    /// A binary message's bytes (`binaryMsg`); then `content` is `.common("")` and `body` is empty.
+    public var binary: Data?
+    /// When its sender last edited it (ms); nil for a message never edited.
+    public var editedAt: Int64?
 
     public init(
         id: String, conversationId: String, from: String, timestamp: Int64, content: IMMessageContent,

@@ -14,7 +14,9 @@ extension IMClient {
         case (.unread, _):
             hub.emit(.unread((command.convs ?? []).map(unreadCount)))
         case (.patch, .modify?):
-            for patch in command.patches ?? [] { hub.emit(.recalled(recalledMessage(patch))) }
+            for patch in command.patches ?? [] {
+                hub.emit(patch.recall == true ? .recalled(recalledMessage(patch)) : .edited(editedMessage(patch)))
+            }
         case (.conv, let op?):
             conversationEvent(command, op: op)
         default:
@@ -47,6 +49,8 @@ extension IMClient {
             message.priority = command.priority.flatMap(IMMessagePriority.init(rawValue:))
             message.mentionPids = command.mentionPids
             message.mentionAll = command.mentionAll
+            message.binary = command.binaryMsg.flatMap { Data(base64Encoded: $0) }
+            message.editedAt = command.patchTimestamp
             if !transient { noteLastMessage(cid: cid, id: id, timestamp: timestamp) }
             hub.emit(.message(message))
         }
