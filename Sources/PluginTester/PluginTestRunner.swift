@@ -272,6 +272,7 @@ public final class PluginTestRunner {
                 .recalled(
                     cid: o["cid"]?.stringValue ?? "c1", messageID: o["id"]?.stringValue ?? "",
                     by: o["by"]?.stringValue, timestamp: Int64(host.clock.now * 1000)))
+        case .edit(let v): await host.edit(try await message(v, host: host))
         case .advance(let seconds): await host.advance(seconds)
         case .translate(let v):
             let o = try object(v, "translate")
@@ -349,6 +350,7 @@ public final class PluginTestRunner {
         case .kicked(let v): return "kicked " + Render.lua(v)
         case .update(let v): return "update " + Render.lua(v)
         case .recall(let v): return "recall " + Render.lua(v)
+        case .edit(let v): return "edit " + Render.lua(v)
         case .advance(let s): return "advance \(Render.lua(.double(s)))s"
         case .translate(let v): return "translate " + Render.lua(v)
         case .reload: return "reload"

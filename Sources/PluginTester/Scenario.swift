@@ -59,6 +59,8 @@ public struct Scenario: Sendable {
             case kicked(JSONValue)
             case update(JSONValue)
             case recall(JSONValue)
+            /// An edit of a message: the new version (`id` names the message edited).
+            case edit(JSONValue)
             case advance(Double)
             case translate(JSONValue)
             case reload
@@ -76,7 +78,7 @@ public struct Scenario: Sendable {
     static let absent = JSONValue.string(absentMarker)
 
     static let eventKeys = [
-        "message", "transient", "cmd", "join", "leave", "invited", "kicked", "update", "recall",
+        "message", "transient", "cmd", "join", "leave", "invited", "kicked", "update", "recall", "edit",
         "advance", "translate", "reload", "set_state",
     ]
 
@@ -174,6 +176,7 @@ public struct Scenario: Sendable {
         case "kicked"?: event = .kicked(o["kicked"]!)
         case "update"?: event = .update(o["update"]!)
         case "recall"?: event = .recall(o["recall"]!)
+        case "edit"?: event = .edit(o["edit"]!)
         case "advance"?: event = .advance(try Self.number(o["advance"]!, "\(location): advance"))
         case "translate"?: event = .translate(o["translate"]!)
         case "reload"?: event = .reload

@@ -123,6 +123,25 @@ final class SimulatedHost {
         }
     }
 
+    /// An edit of a message: reviewed like a send when the first bot intercepts (a block refuses it),
+    /// then `on_edit` of every bot but the editor with the new version.
+    func edit(_ message: HookMessage) async {
+        var edited = message
+        if main.router.settings.intercepting, message.from != main.id {
+            let review = await main.router.review(message)
+            await main.router.finish(review.followUp)
+            switch review.decision {
+            case .allow: break
+            case .modify(let approved): edited = approved
+            case .drop, .undecided: return
+            }
+        }
+        let editedAt = Int64(clock.now * 1000)
+        for bot in bots where bot.id != message.from {
+            await bot.router.event(.edited(edited, editedAt: editedAt))
+        }
+    }
+
     func transient(_ message: HookMessage) async {
         for bot in bots { await bot.router.transient(message) }
     }
