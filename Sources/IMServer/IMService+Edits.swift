@@ -17,6 +17,8 @@ extension IMService {
     /// the edit with 4405, a modify stores the content it gives. The other members get `patch modify`
     /// with the new content and `patchTimestamp`; history and offline delivery carry the latest version.
     private func edit(_ patch: PatchItem, serial: Int?, by clientID: String, on connection: Connection) async throws {
+        // An edit is a new way to say something: a muted member cannot edit either (4905).
+        try await refuseIfMuted(cid: patch.cid, sender: clientID)
         let (data, binary) = try MessageContent.read(text: patch.data, binary: patch.binaryMsg, limit: configuration.maxMessageBytes)
         if let mentions = patch.mentionPids, !mentions.isEmpty { _ = try validatedMembers(mentions, field: "mentionPids") }
         var edit = MessageEdit(

@@ -156,6 +156,16 @@ final class MessageEditTests: XCTestCase {
         XCTAssertEqual(both.code, 4903)
         let huge = try await tom.request(sdkEdit(cid: cid, mid: mid, timestamp: t, data: String(repeating: "x", count: 64 * 1024 + 1)))
         XCTAssertEqual(huge.code, 4109)
+        // A muted member cannot edit either (4905, as for a send).
+        let jerrys = try await jerry.sendText("mine", to: cid)
+        var mute = Command(cmd: .conv, op: .addShutup)
+        mute.cid = cid
+        mute.m = ["Jerry"]
+        let muted = try await tom.request(mute)
+        XCTAssertNil(muted.code, "\(muted)")
+        let mutedEdit = try await jerry.request(
+            jsonEdit(cid: cid, mid: try XCTUnwrap(jerrys.uid), timestamp: try XCTUnwrap(jerrys.t), data: "still mine"))
+        XCTAssertEqual(mutedEdit.code, 4905)
         // A recalled message is not edited (4406).
         let other = try await tom.sendText("gone", to: cid)
         var recall = Command(cmd: .patch, op: .modify)
