@@ -10,6 +10,7 @@ extension Command {
         case maxReadTimestamp, maxAckTimestamp
         case next, srcCid, toPids, blockedPids, duration, all, targetClientId, role
         case binaryMsg, patchTimestamp
+        case flag, will, tIncluded, ttIncluded, lctype, queryAllMembers, maxReadTuples, lastPatchTime
     }
 
     public init(from decoder: any Decoder) throws {
@@ -100,6 +101,14 @@ extension Command {
             case .role: role = try container.decodeIfPresent(String.self, forKey: .role)
             case .binaryMsg: binaryMsg = try container.decodeIfPresent(String.self, forKey: .binaryMsg)
             case .patchTimestamp: patchTimestamp = try container.decodeIfPresent(Int64.self, forKey: .patchTimestamp)
+            case .flag: flag = try container.decodeIfPresent(Int.self, forKey: .flag)
+            case .will: will = try container.decodeIfPresent(Bool.self, forKey: .will)
+            case .tIncluded: tIncluded = try container.decodeIfPresent(Bool.self, forKey: .tIncluded)
+            case .ttIncluded: ttIncluded = try container.decodeIfPresent(Bool.self, forKey: .ttIncluded)
+            case .lctype: lctype = try container.decodeIfPresent(Int.self, forKey: .lctype)
+            case .queryAllMembers: queryAllMembers = try container.decodeIfPresent(Bool.self, forKey: .queryAllMembers)
+            case .maxReadTuples: maxReadTuples = try container.decodeIfPresent([MaxReadTuple].self, forKey: .maxReadTuples)
+            case .lastPatchTime: lastPatchTime = try container.decodeIfPresent(Int64.self, forKey: .lastPatchTime)
             }
         }
     }

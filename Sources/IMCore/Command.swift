@@ -181,6 +181,24 @@ public struct Command: Sendable, Codable, Equatable {
     /// In `direct` (offline delivery of an edited message): when it was last edited (ms).
     public var patchTimestamp: Int64?
 
+    // What LeanCloud's SDKs send besides (see docs/PROTOCOL.md).
+    /// In `conv query`: LeanCloud's bit flags; 1 = compact (results without `m`), 2 = with last messages.
+    public var flag: Int?
+    /// In `direct`: a will message, held and delivered when the sender's connection drops unexpectedly.
+    public var will: Bool?
+    /// In `logs`: the bound `t` is included (a closed interval at that end).
+    public var tIncluded: Bool?
+    /// In `logs`: the bound `tt` is included.
+    public var ttIncluded: Bool?
+    /// In `logs`: only messages whose `_lctype` is this.
+    public var lctype: Int?
+    /// In `conv max-read`: answer each member's timestamps in `maxReadTuples`.
+    public var queryAllMembers: Bool?
+    /// In the reply to `conv max-read` with `queryAllMembers`: each member's delivery and read marks.
+    public var maxReadTuples: [MaxReadTuple]?
+    /// In `session open`: the newest patch time the client has seen; patches after it are pushed.
+    public var lastPatchTime: Int64?
+
     public init(cmd: CommandType, op: OpType? = nil, i: Int? = nil) {
         self.cmd = cmd
         self.op = op
@@ -210,6 +228,19 @@ public struct ConversationInfo: Sendable, Codable, Equatable {
     public var updatedAt: Int64?
 
     public init(objectId: String) { self.objectId = objectId }
+}
+
+/// One member's receipt marks in a `conv max-read` reply with `queryAllMembers`.
+public struct MaxReadTuple: Sendable, Codable, Equatable {
+    public var pid: String
+    public var maxAckTimestamp: Int64?
+    public var maxReadTimestamp: Int64?
+
+    public init(pid: String, maxAckTimestamp: Int64? = nil, maxReadTimestamp: Int64? = nil) {
+        self.pid = pid
+        self.maxAckTimestamp = maxAckTimestamp
+        self.maxReadTimestamp = maxReadTimestamp
+    }
 }
 
 /// Client ids a membership change failed for, with why.

@@ -188,6 +188,7 @@ public struct ProtobufCommandCodec: Sendable {
         if let v = c.detail { s.detail = v }
         if let v = c.sessionPeerIds { s.sessionPeerIds = v }
         if let v = c.onlineSessionPeerIds { s.onlineSessionPeerIds = v }
+        if let v = c.lastPatchTime { s.lastPatchTime = v }
         return s
     }
 
@@ -217,6 +218,7 @@ public struct ProtobufCommandCodec: Sendable {
         if let v = c.mentionAll { d.mentionAll = v }
         if let v = c.binaryMsg.flatMap(Self.bytes) { d.binaryMsg = v }
         if let v = c.patchTimestamp { d.patchTimestamp = v }
+        if let v = c.will { d.will = v }
         return d
     }
 
@@ -277,6 +279,9 @@ public struct ProtobufCommandCodec: Sendable {
         if let v = c.tmid { l.tmid = v }
         if let v = c.mid { l.mid = v }
         if let v = c.reversed { l.direction = v ? .new : .old }
+        if let v = c.tIncluded { l.tIncluded = v }
+        if let v = c.ttIncluded { l.ttIncluded = v }
+        if let v = c.lctype { l.lctype = Int32(clamping: v) }
         if let logs = c.logs {
             l.logs = logs.map { item in
                 var log = LCProtoLogItem()
@@ -315,6 +320,17 @@ public struct ProtobufCommandCodec: Sendable {
         if let x = c.where { v.where = json(ConversationAttributes.conditionForSDK(x)) }
         if let x = c.maxReadTimestamp { v.maxReadTimestamp = x }
         if let x = c.maxAckTimestamp { v.maxAckTimestamp = x }
+        if let x = c.flag { v.flag = Int32(clamping: x) }
+        if let x = c.queryAllMembers { v.queryAllMembers = x }
+        if let x = c.maxReadTuples {
+            v.maxReadTuples = x.map { tuple in
+                var t = LCProtoMaxReadTuple()
+                t.pid = tuple.pid
+                if let ack = tuple.maxAckTimestamp { t.maxAckTimestamp = ack }
+                if let read = tuple.maxReadTimestamp { t.maxReadTimestamp = read }
+                return t
+            }
+        }
         if let x = c.tempConv { v.tempConv = x }
         if let x = c.tempConvTTL { v.tempConvTtl = Int32(clamping: x) }
         if let x = c.tempConvIds { v.tempConvIds = x }
@@ -462,6 +478,7 @@ public struct ProtobufCommandCodec: Sendable {
                 if s.hasDetail { c.detail = s.detail }
                 if !s.sessionPeerIds.isEmpty { c.sessionPeerIds = s.sessionPeerIds }
                 if !s.onlineSessionPeerIds.isEmpty { c.onlineSessionPeerIds = s.onlineSessionPeerIds }
+                if s.hasLastPatchTime { c.lastPatchTime = s.lastPatchTime }
             }
         case .error:
             if g.hasErrorMessage {
@@ -489,6 +506,7 @@ public struct ProtobufCommandCodec: Sendable {
                 if d.hasDt { c.dt = d.dt }
                 if !d.mentionPids.isEmpty { c.mentionPids = d.mentionPids }
                 if d.hasMentionAll { c.mentionAll = d.mentionAll }
+                if d.hasWill { c.will = d.will }
             }
         case .ack:
             if g.hasAckMessage {
@@ -540,6 +558,9 @@ public struct ProtobufCommandCodec: Sendable {
                 if l.hasTmid { c.tmid = l.tmid }
                 if l.hasMid { c.mid = l.mid }
                 if l.hasDirection { c.reversed = l.direction == .new }
+                if l.hasTIncluded { c.tIncluded = l.tIncluded }
+                if l.hasTtIncluded { c.ttIncluded = l.ttIncluded }
+                if l.hasLctype { c.lctype = Int(l.lctype) }
                 if !l.logs.isEmpty {
                     c.logs = l.logs.map { log in
                         var item = LogItem(msgId: log.msgID, from: log.from, data: log.data, timestamp: log.timestamp)
@@ -634,8 +655,14 @@ public struct ProtobufCommandCodec: Sendable {
         if v.hasT { c.t = v.t }
         if v.hasN { c.n = v.n }
         if v.hasS { c.s = v.s }
-        if v.hasQueryAllMembers, v.queryAllMembers {
-            throw fail(.unknownCommand, "queryAllMembers (per-member receipt timestamps) is not supported")
+        if v.hasFlag { c.flag = Int(v.flag) }
+        if v.hasQueryAllMembers { c.queryAllMembers = v.queryAllMembers }
+        if !v.maxReadTuples.isEmpty {
+            c.maxReadTuples = v.maxReadTuples.map { t in
+                MaxReadTuple(
+                    pid: t.pid, maxAckTimestamp: t.hasMaxAckTimestamp ? t.maxAckTimestamp : nil,
+                    maxReadTimestamp: t.hasMaxReadTimestamp ? t.maxReadTimestamp : nil)
+            }
         }
         if v.hasMaxReadTimestamp { c.maxReadTimestamp = v.maxReadTimestamp }
         if v.hasMaxAckTimestamp { c.maxAckTimestamp = v.maxAckTimestamp }

@@ -76,10 +76,10 @@ extension IMService {
         }
         // With `reversed`, paging runs forwards: `t` is where to start and `tt` where to stop.
         let forwards = command.reversed == true
-        let records = try await store.history(
-            cid: cid, limit: min(limit, configuration.historyMaxLimit),
-            beforeT: forwards ? command.tt : command.t, afterT: forwards ? command.t : command.tt,
-            viewer: clientID, oldestFirst: forwards)
+        let range = HistoryRange(command)
+        let records = try await history(
+            cid: cid, limit: min(limit, configuration.historyMaxLimit), range: range, type: command.lctype, viewer: clientID,
+            forwards: forwards)
         var reply = Command(cmd: .logs, i: command.i)
         reply.cid = cid
         reply.logs = Self.withinReplySize(records, keepingNewest: command.reversed != true).map(\.logItem)

@@ -9,8 +9,10 @@ extension IMService {
         }
         let now = Identifiers.nowMillis()
         let window = Int64(configuration.recallWindow) * 1000
+        // The owner and managers recall others' messages as their sender would (see `recallingAs`).
+        let recaller = try await recallingAs(patch, by: clientID)
         let (record, conversation, members) = try await store.recall(
-            cid: patch.cid, messageID: patch.mid, by: clientID, now: now, window: window)
+            cid: patch.cid, messageID: patch.mid, by: recaller, now: now, window: window)
         var reply = Command(cmd: .patch, op: .modified, i: command.i)
         reply.t = now
         connection.send(reply)
@@ -32,10 +34,14 @@ extension IMService {
     func markRead(_ command: Command, by clientID: String, on connection: Connection) async throws {
         let cid = try requiredCID(command)
         let (readT, receipts) = try await store.markRead(cid: cid, clientID: clientID, messageID: command.mid, t: command.t)
-        var reply = Command(cmd: .read, i: command.i)
-        reply.cid = cid
-        reply.t = readT
-        connection.send(reply)
+        // Only a request with `i` is answered: LeanCloud's SDKs send `read` without one and expect nothing
+        // back (an unsolicited `read` reaches their apps as UNHANDLED_MESSAGE).
+        if let serial = command.i {
+            var reply = Command(cmd: .read, i: serial)
+            reply.cid = cid
+            reply.t = readT
+            connection.send(reply)
+        }
         for receipt in receipts {
             var rcp = Command(cmd: .rcp)
             rcp.cid = cid
@@ -50,6 +56,7 @@ extension IMService {
     /// `conv max-read`: how far the other members of a conversation have acknowledged (received) and read
     /// it, as the newest of their delivery cursors and read marks. Members only (4317).
     func receiptTimestamps(_ command: Command, for clientID: String, on connection: Connection) async throws {
+        if command.queryAllMembers == true { return try await memberReceiptTimestamps(command, for: clientID, on: connection) }
         let cid = try requiredCID(command)
         let (readT, deliveredT) = try await store.receiptTimestamps(cid: cid, clientID: clientID)
         var reply = Command(cmd: .conv, op: .maxRead, i: command.i)

@@ -6,6 +6,7 @@ import NIOWebSocket
 extension IMService {
 
     func sendMessage(_ command: Command, from clientID: String, on connection: Connection) async throws {
+        if command.will == true { return try await holdWill(command, from: clientID, on: connection) }
         let cid = try requiredCID(command)
         try await refuseIfMuted(cid: cid, sender: clientID)
         if command.action != nil {

@@ -19,6 +19,14 @@ extension IMService {
         if let ids = Self.lookedUpIDs(command.where), skip == 0, results.count < limit {
             results += try await joinableByID(ids, besides: results, viewer: viewer).prefix(limit - results.count)
         }
+        // Flag bit 1 is the SDKs' `compact(true)`: results without their member lists.
+        if let flag = command.flag, flag & 1 != 0 {
+            results = results.map { info in
+                var info = info
+                info.m = nil
+                return info
+            }
+        }
         var reply = Command(cmd: .conv, op: .results, i: command.i)
         reply.results = results
         connection.send(reply)

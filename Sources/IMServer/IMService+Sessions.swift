@@ -69,6 +69,9 @@ extension IMService {
         } catch {
             logger.error("unread counts failed", metadata: ["client": "\(clientID)", "error": "\(error)"])
         }
+        if let lastPatchTime = command.lastPatchTime {
+            await pushMissedPatches(to: connection, clientID: clientID, after: lastPatchTime)
+        }
         if connection.transport.notifiesUnreadOnly {
             // Protocol version 3: the unread notice stands for the backlog; the client pulls it with `logs`.
             connection.markReady(alreadySent: [])
@@ -118,6 +121,7 @@ extension IMService {
 
     /// Forgets a connection that closed or was kicked.
     func connectionClosed(_ connection: Connection) {
+        wills.discard(connection.id)
         guard let identity = connection.identity else { return }
         registry.remove(connection, clientID: identity.clientID)
         metrics.sessionClosed(connection.transport.format)
@@ -141,6 +145,8 @@ extension IMService {
     /// Forgets every session of a transport that ended.
     func transportClosed(_ transport: Transport) {
         for connection in transport.connections {
+            // A connection that dropped without `session close` sends its will message.
+            if let will = wills.take(connection.id) { Task { await self.sendWill(will, of: connection) } }
             connectionClosed(connection)
             connection.close(code: .goingAway)
         }
@@ -148,6 +154,7 @@ extension IMService {
 
     /// Sends `goaway` once on every transport with a logged-in session (the server is shutting down).
     func goAway() {
+        wills.discardAll()
         var told = Set<ObjectIdentifier>()
         for connection in registry.allConnections where told.insert(ObjectIdentifier(connection.transport)).inserted {
             connection.send(Command(cmd: .goaway))

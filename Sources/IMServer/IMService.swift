@@ -23,6 +23,8 @@ final class IMService: Sendable {
     let cluster: ClusterNode?
     /// Mutes, blocks and roles of recently used conversations (`IMService+MemberControls.swift`).
     let memberControlCache = MemberControlCache()
+    /// Will messages held per connection (`IMService+SDKGaps.swift`).
+    let wills = WillMessages()
     private let interceptorLogins: [String: SignatureVerifier]
     let logger: Logger
 

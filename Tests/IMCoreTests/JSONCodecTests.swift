@@ -473,7 +473,7 @@ final class JSONCodecTests: XCTestCase {
             if !Mirror(reflecting: full).children.contains(where: { Self.isNil($0.value) }) { break }
         }
         let labels = Mirror(reflecting: full).children.map { $0.label! }
-        XCTAssertEqual(labels.count, 82)
+        XCTAssertEqual(labels.count, 90)
         let text = codec.encode(full)
         XCTAssertEqual(Self.topLevelKeys(text), labels)
         XCTAssertEqual(try foundationDecode(text), full)
@@ -698,6 +698,19 @@ final class JSONCodecTests: XCTestCase {
         c.role = maybe(&rng, randomString)
         c.binaryMsg = maybe(&rng, randomString)
         c.patchTimestamp = maybe(&rng, randomInt64)
+        c.flag = maybe(&rng, randomInt)
+        c.will = maybe(&rng, randomBool)
+        c.tIncluded = maybe(&rng, randomBool)
+        c.ttIncluded = maybe(&rng, randomBool)
+        c.lctype = maybe(&rng, randomInt)
+        c.queryAllMembers = maybe(&rng, randomBool)
+        c.maxReadTuples = maybe(&rng) { rng in
+            (0..<Int.random(in: 0..<3, using: &rng)).map { _ in
+                MaxReadTuple(
+                    pid: randomString(&rng), maxAckTimestamp: maybe(&rng, randomInt64), maxReadTimestamp: maybe(&rng, randomInt64))
+            }
+        }
+        c.lastPatchTime = maybe(&rng, randomInt64)
         return c
     }
 

@@ -422,6 +422,8 @@ final class CodecRoundTripTests: XCTestCase {
         expected.peerId = "Tom"
         expected.ua = "js/5.0.0"
         expected.r = false
+        // lastPatchTime asks for the recalls and edits made since (pushed after `opened`).
+        expected.lastPatchTime = 5
         XCTAssertEqual(try ProtobufCommandCodec.commands(from: open), [expected])
 
         // A range acknowledgement moves the cursor to its end.

@@ -274,6 +274,7 @@ extension Command {
         "failedPids", "sessionPeerIds", "onlineSessionPeerIds", "maxReadTimestamp", "maxAckTimestamp",
         "next", "srcCid", "toPids", "blockedPids", "duration", "all", "targetClientId", "role",
         "binaryMsg", "patchTimestamp",
+        "flag", "will", "tIncluded", "ttIncluded", "lctype", "queryAllMembers", "maxReadTuples", "lastPatchTime",
     ])
 
     /// Decodes the members of the frame's object (the reader is past its `{`).
@@ -365,6 +366,14 @@ extension Command {
             case 79: self.role = errors.take(try reader.decodeString(), 79)
             case 80: self.binaryMsg = errors.take(try reader.decodeString(), 80)
             case 81: self.patchTimestamp = errors.take(try reader.decodeInt64(), 81)
+            case 82: self.flag = errors.take(try reader.decodeInt(), 82)
+            case 83: self.will = errors.take(try reader.decodeBool(), 83)
+            case 84: self.tIncluded = errors.take(try reader.decodeBool(), 84)
+            case 85: self.ttIncluded = errors.take(try reader.decodeBool(), 85)
+            case 86: self.lctype = errors.take(try reader.decodeInt(), 86)
+            case 87: self.queryAllMembers = errors.take(try reader.decodeBool(), 87)
+            case 88: self.maxReadTuples = errors.take(try reader.decodeArray(MaxReadTuple.decodeJSON), 88)
+            case 89: self.lastPatchTime = errors.take(try reader.decodeInt64(), 89)
             default: try reader.skipValue()
             }
         } while try reader.nextMember()
@@ -665,6 +674,86 @@ extension Command {
         }
         if let v = self.patchTimestamp {
             out.appendJSONRaw(#","patchTimestamp":"#)
+            out.appendJSONInt(v)
+        }
+        writeSDKFieldsJSON(into: &out)
+        out.append(.closeBrace)
+    }
+
+    /// The fields LeanCloud's SDKs send besides (`flag` … `lastPatchTime`), in declaration order.
+    fileprivate func writeSDKFieldsJSON(into out: inout JSONOutput) {
+        if let v = self.flag {
+            out.appendJSONRaw(#","flag":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.will {
+            out.appendJSONRaw(#","will":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.tIncluded {
+            out.appendJSONRaw(#","tIncluded":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.ttIncluded {
+            out.appendJSONRaw(#","ttIncluded":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.lctype {
+            out.appendJSONRaw(#","lctype":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = self.queryAllMembers {
+            out.appendJSONRaw(#","queryAllMembers":"#)
+            out.appendJSONBool(v)
+        }
+        if let v = self.maxReadTuples {
+            out.appendJSONRaw(#","maxReadTuples":"#)
+            out.appendJSONArray(v) { $0.writeJSON(into: &$1) }
+        }
+        if let v = self.lastPatchTime {
+            out.appendJSONRaw(#","lastPatchTime":"#)
+            out.appendJSONInt(v)
+        }
+    }
+}
+
+extension MaxReadTuple {
+    static let jsonKeys = JSONKeyTable(["pid", "maxAckTimestamp", "maxReadTimestamp"])
+
+    /// Decodes one element of an array of these (an object; anything else is invalid).
+    static func decodeJSON(_ reader: inout JSONReader) throws(JSONSyntaxError) -> JSONDecoded<MaxReadTuple> {
+        guard reader.peek() == .openBrace else {
+            try reader.skipValue()
+            return .invalid(.here)
+        }
+        var pid: String?
+        var value = MaxReadTuple(pid: "")
+        var errors = JSONFieldErrors()
+        if try reader.beginObject() {
+            repeat {
+                switch try reader.readKeyIndex(in: jsonKeys) {
+                case 0: pid = errors.take(requiredValue(try reader.decodeString()), 0)
+                case 1: value.maxAckTimestamp = errors.take(try reader.decodeInt64(), 1)
+                case 2: value.maxReadTimestamp = errors.take(try reader.decodeInt64(), 2)
+                default: try reader.skipValue()
+                }
+            } while try reader.nextMember()
+        }
+        if let failure = errors.first(in: jsonKeys) { return .invalid(failure) }
+        guard let pid else { return .invalid(.missing("pid")) }
+        value.pid = pid
+        return .value(value)
+    }
+
+    func writeJSON(into out: inout JSONOutput) {
+        out.appendJSONRaw(#"{"pid":"#)
+        out.appendJSONString(pid)
+        if let v = maxAckTimestamp {
+            out.appendJSONRaw(#","maxAckTimestamp":"#)
+            out.appendJSONInt(v)
+        }
+        if let v = maxReadTimestamp {
+            out.appendJSONRaw(#","maxReadTimestamp":"#)
             out.appendJSONInt(v)
         }
         out.append(.closeBrace)

@@ -196,7 +196,7 @@ struct ConversationQuery: Sendable {
             return "(" + clauses.joined(separator: " AND ") + ")"
         }
 
-        /// Conditions on the member list: a plain id (contains), `$all`, `$in`, `$nin`, `$ne`, `$exists`.
+        /// Conditions on the member list: a plain id (contains), `$all`, `$in`, `$nin`, `$ne`, `$exists`, `$size`.
         mutating func members(_ condition: JSONValue, path: String) throws -> String {
             /// Binds member ids; returns their placeholder list.
             func bind(_ ids: [JSONValue]) throws -> String {
@@ -255,6 +255,15 @@ struct ConversationQuery: Sendable {
                 case "$exists":
                     guard let flag = operand.boolValue else { throw IMError(.invalidField, "\(path).$exists must be true or false") }
                     clauses.append(flag ? "c.transient = FALSE" : "c.transient = TRUE")
+                case "$size":
+                    // The member count (the SDKs' `sizeEqualTo('m', n)`, and `withMembers(ids, true)` with
+                    // `$all`); counted over the members index of each candidate, so it drives no index itself.
+                    // Chat rooms have no member list.
+                    guard let size = operand.intValue, size >= 0, size <= Int(Int32.max) else {
+                        throw IMError(.invalidField, "\(path).$size must be a non-negative integer")
+                    }
+                    values.append(.int(Int64(size)))
+                    clauses.append("(c.transient = FALSE AND (SELECT COUNT(*) FROM members ms WHERE ms.cid = c.id) = ?)")
                 default:
                     throw IMError(.invalidField, "\(path): unsupported operator '\(op)' on m")
                 }

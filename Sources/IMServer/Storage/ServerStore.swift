@@ -76,6 +76,12 @@ protocol ServerStore: MemberControlStore {
     func receiptTimestamps(cid: String, clientID: String) async throws -> (readT: Int64, deliveredT: Int64)
     /// Ids of the receipt-asking messages others sent in a timestamp range (LeanCloud range acks).
     func receiptMessageIDs(cid: String, from: Int64, to: Int64, excluding clientID: String) async throws -> [String]
+    /// Each other member's delivery cursor and read mark (`conv max-read` with `queryAllMembers`); members
+    /// only (4317).
+    func memberReceiptTimestamps(cid: String, clientID: String) async throws -> [MaxReadTuple]
+    /// The messages recalled or edited after `after` (their `patch_t`) in the conversations `clientID` is
+    /// a member of and may see, oldest patch first, at most `limit`.
+    func patchedMessages(clientID: String, after: Int64, limit: Int) async throws -> [MessageRecord]
 }
 
 /// A group commit: the messages to store and the cursor moves to write, in one transaction.

@@ -193,6 +193,10 @@ enum PostgresSchema {
             Migration(
                 version: 4, name: "message-edits",
                 statements: ["ALTER TABLE \(s).messages ADD COLUMN bin BOOLEAN NOT NULL DEFAULT FALSE"]),
+            // The recalls and edits a reconnecting client missed (`session open` with `lastPatchTime`).
+            Migration(
+                version: 5, name: "patches-by-time",
+                statements: ["CREATE INDEX messages_by_patch_time ON \(s).messages(cid, patch_t) WHERE patch_t IS NOT NULL"]),
         ]
     }
 }

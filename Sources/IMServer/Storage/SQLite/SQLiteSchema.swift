@@ -151,6 +151,10 @@ enum SQLiteSchema {
             // Binary messages (`data` holds their bytes as base64); edits reuse `patch_t`.
             try db.execute(sql: "ALTER TABLE messages ADD COLUMN bin INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v9-patches-by-time") { db in
+            // The recalls and edits a reconnecting client missed (`session open` with `lastPatchTime`).
+            try db.execute(sql: "CREATE INDEX messages_by_patch_time ON messages(cid, patch_t) WHERE patch_t IS NOT NULL")
+        }
         return migrator
     }
 }
