@@ -38,6 +38,9 @@ public actor IMClient {
     private var reconnectTask: Task<Void, Never>?
     /// The session token of the last login, presented on reconnects instead of a new login signature.
     private var sessionToken: String?
+    /// The newest recall or edit seen (or the last login's server time): a reconnect asks for the ones after
+    /// it, which the server pushes as `patch modify` (`.recalled` / `.edited` events missed while paused).
+    var lastPatchTime: Int64?
     /// The request serial of the chat room rejoin a reconnect waits for before it counts as resumed.
     private var rejoinSerial: Int?
     private var seen: RecentIDs
@@ -169,6 +172,7 @@ public actor IMClient {
         open.ua = "hookbot-swift-sdk/1"
         var rejoin: Command?
         do {
+            if resuming { open.lastPatchTime = lastPatchTime }
             if resuming, let sessionToken {
                 open.st = sessionToken
             } else {
@@ -250,6 +254,7 @@ public actor IMClient {
         }
         link = login.link
         sessionToken = reply.st ?? sessionToken
+        if let t = reply.t { lastPatchTime = max(lastPatchTime ?? t, t) }
         if var rejoin = login.rejoin {
             let serial = allocateSerial()
             rejoin.i = serial

@@ -15,6 +15,7 @@ extension IMClient {
             hub.emit(.unread((command.convs ?? []).map(unreadCount)))
         case (.patch, .modify?):
             for patch in command.patches ?? [] {
+                if let t = patch.patchTimestamp { lastPatchTime = max(lastPatchTime ?? t, t) }
                 hub.emit(patch.recall == true ? .recalled(recalledMessage(patch)) : .edited(editedMessage(patch)))
             }
         case (.conv, let op?):
