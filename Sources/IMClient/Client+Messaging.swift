@@ -65,10 +65,13 @@ extension IMClient {
         _ = try await request(read)
     }
 
-    func history(_ cid: String, before: (id: String?, timestamp: Int64)?, after: Int64?, limit: Int) async throws(IMError) -> [IMMessage] {
+    func history(_ cid: String, before: (id: String?, timestamp: Int64)?, after: Int64?, limit: Int, type: Int? = nil) async throws(IMError)
+        -> [IMMessage]
+    {
         var logs = Command(cmd: .logs)
         logs.cid = cid
         logs.limit = limit
+        logs.lctype = type
         logs.t = before?.timestamp
         logs.mid = before?.id
         logs.tt = after
