@@ -301,6 +301,39 @@ final class SDKGapTests: XCTestCase {
         }
     }
 
+    /// A type filter reads the range in pages (of at least 200) until its page is full: matches far apart
+    /// are found in both directions.
+    func testTheTypeFilterReadsPastPagesWithoutMatches() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
+        let cid = try await tom.startConversation(members: ["Tom", "Jerry"])
+        func send(_ body: String) async throws -> String {
+            var direct = Command(cmd: .direct)
+            direct.cid = cid
+            direct.msg = body
+            let ack = try await tom.request(direct)
+            return try XCTUnwrap(ack.uid)
+        }
+        let poll = #"{"_lctype":7,"_lctext":"poll"}"#
+        let firstPoll = try await send(poll)
+        for k in 0..<450 { _ = try await send(TypedMessage.text("filler \(k)").encoded()) }
+        let lastPoll = try await send(poll)
+        _ = try await send(TypedMessage.text("after").encoded())
+        for reversed in [false, true] {
+            var logs = Command(cmd: .logs)
+            logs.cid = cid
+            logs.lctype = 7
+            logs.limit = 5
+            logs.reversed = reversed ? true : nil
+            let both = try await tom.request(logs)
+            XCTAssertEqual(both.logs?.map(\.msgId), [firstPoll, lastPoll], "reversed: \(reversed)")
+            logs.limit = 1
+            let one = try await tom.request(logs)
+            XCTAssertEqual(one.logs?.map(\.msgId), [reversed ? firstPoll : lastPoll], "reversed: \(reversed)")
+        }
+    }
+
     /// The role table: the owner and managers recall others' messages; members do not, managers not the owner's.
     func testTheOwnerAndManagersRecallOthersMessages() async throws {
         let server = try await ServerHarness.start()
