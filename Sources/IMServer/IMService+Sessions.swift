@@ -45,7 +45,8 @@ extension IMService {
         opened.peerId = clientID
         opened.st = token
         opened.stTtl = configuration.sessionTokenTTL
-        opened.t = Identifiers.nowMillis()
+        let openedAt = Identifiers.nowMillis()
+        opened.t = openedAt
         connection.send(opened)
         metrics.sessionOpened(connection.transport.format)
         for other in registry.add(connection, clientID: clientID, tag: tag) { kick(other, tag: tag) }
@@ -76,13 +77,15 @@ extension IMService {
             // Protocol version 3: the unread notice stands for the backlog; the client pulls it with `logs`.
             connection.markReady(alreadySent: [])
         } else {
-            await deliverBacklog(to: connection, clientID: clientID)
+            await deliverBacklog(to: connection, clientID: clientID, openedAt: openedAt)
         }
     }
 
     /// Sends stored messages the client has not acknowledged, oldest first per conversation, then
-    /// releases messages that arrived meanwhile.
-    func deliverBacklog(to connection: Connection, clientID: String) async {
+    /// releases messages that arrived meanwhile. The backlog is read after `session opened` went out, so it
+    /// may hold messages sent since; only those stored before `openedAt` are flagged `offline` (the others
+    /// reach the client once, through the backlog, as the live messages they are).
+    func deliverBacklog(to connection: Connection, clientID: String, openedAt: Int64) async {
         await pipeline.flush()
         let limit = configuration.backlogLimitPerConversation
         let backlog: [(records: [MessageRecord], hasMore: Bool)]
@@ -98,7 +101,7 @@ extension IMService {
         for (records, hasMore) in backlog {
             for (index, record) in records.enumerated() {
                 if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
-                var command = MessagePipeline.directCommand(record, offline: true)
+                var command = MessagePipeline.directCommand(record, offline: record.t < openedAt)
                 if hasMore, index == records.count - 1 { command.hasMore = true }
                 connection.send(command)
                 sent.insert(record.id)
