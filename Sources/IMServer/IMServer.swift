@@ -25,6 +25,8 @@ public final class IMServer: Sendable {
     let connectionGuard: ConnectionGuard
     /// The TLS certificate in use, when the port speaks TLS (`configuration.tls`).
     let certificates: CertificateStore?
+    /// Uploaded files (`/media`), when the storage backend keeps them (SQLite for now); see docs/MEDIA.md.
+    public let media: (any MediaStore)?
 
     private let routes = Mutex<[@Sendable (Router<BasicRequestContext>) -> Void]>([])
     private let readinessChecks = Mutex<[@Sendable () async -> String?]>([])
@@ -44,6 +46,7 @@ public final class IMServer: Sendable {
         certificates = try configuration.tls.map { try CertificateStore(settings: $0, logger: logger) }
         let metrics = ServerMetrics(factory: telemetry.factory)
         service = try IMService(configuration: configuration, logger: logger, metrics: metrics)
+        media = try MediaStores.open(configuration, store: service.store)
         connectionGuard = ConnectionGuard(configuration: configuration, metrics: metrics, logger: logger)
     }
 
@@ -166,6 +169,7 @@ public final class IMServer: Sendable {
         let router = Router()
         Probes.register(on: router, telemetry: telemetry) { [self] in await notReadyReason() }
         MemberInfoRoute.register(on: router, service: service)
+        MediaRoute.register(on: router, service: service, media: media)
         for register in routes.withLock({ $0 }) { register(router) }
         var wsConfig = WebSocketServerConfiguration()
         wsConfig.maxFrameSize = configuration.maxFrameBytes

@@ -70,6 +70,9 @@ public struct ServerConfiguration: Sendable {
     /// With a value, the port speaks TLS only (`wss://…/ws`, `https://…/metrics`): see `TLSSettings`.
     public var tls: TLSSettings?
 
+    /// Uploaded files (`POST /media`): where, how large, how much per client. See `MediaConfiguration`.
+    public var media = MediaConfiguration()
+
     public init() {}
 
     /// Checks settings the server cannot start with; the error names the setting.

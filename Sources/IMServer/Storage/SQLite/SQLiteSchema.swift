@@ -155,6 +155,7 @@ enum SQLiteSchema {
             // The recalls and edits a reconnecting client missed (`session open` with `lastPatchTime`).
             try db.execute(sql: "CREATE INDEX messages_by_patch_time ON messages(cid, patch_t) WHERE patch_t IS NOT NULL")
         }
+        migrator.registerMigration("v10-media-files") { db in try SQLiteMediaRecords.create(db) }
         return migrator
     }
 }
