@@ -170,6 +170,7 @@ public final class IMServer: Sendable {
         Probes.register(on: router, telemetry: telemetry) { [self] in await notReadyReason() }
         MemberInfoRoute.register(on: router, service: service)
         MediaRoute.register(on: router, service: service, media: media)
+        LeanCloudFilesRoute.register(on: router, service: service, media: media)
         for register in routes.withLock({ $0 }) { register(router) }
         var wsConfig = WebSocketServerConfiguration()
         wsConfig.maxFrameSize = configuration.maxFrameBytes

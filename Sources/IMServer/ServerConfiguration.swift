@@ -43,6 +43,9 @@ public struct ServerConfiguration: Sendable {
     /// With both set, logins and conversation actions (start, join, invite, kick) need signatures.
     public var appID: String?
     public var masterKey: String?
+    /// LeanCloud's app key (the client-side key): the storage API (`/1.1/files…`) accepts `X-LC-Sign` /
+    /// `X-LC-Key` made with it; alone it lets a caller upload only while signatures are off.
+    public var appKey: String?
     /// How far a signature's timestamp may be from the server's clock, in seconds; nonces are remembered
     /// this long.
     public var signatureWindow: Int = 300

@@ -23,6 +23,8 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds after sending during which a sender may recall a message.") var recallWindow = 120
     @Option(help: "App id; with --master-key, logins and conversation actions need signatures.") var appId: String?
     @Option(help: "Master key for signatures (or set HOOKBOT_MASTER_KEY).") var masterKey: String?
+    @Option(help: "App key of the LeanCloud storage API (/1.1/fileTokens, /1.1/files): X-LC-Sign / X-LC-Key made with it.")
+    var appKey: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
     @Option(
         help: ArgumentHelp(
@@ -60,6 +62,7 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.recallWindow = recallWindow
         configuration.appID = appId
         configuration.masterKey = masterKey ?? ProcessInfo.processInfo.environment["HOOKBOT_MASTER_KEY"]
+        configuration.appKey = appKey
         configuration.interception = try interception()
         guard maxConnectionsPerAddress > 0, handshakeTimeout > 0, loginTimeout > 0, pingInterval > 0 else {
             throw ValidationError("--max-connections-per-address and the timeouts must be positive")

@@ -1,0 +1,241 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import IMCore
+
+/// LeanCloud's storage REST API for files, as the official storage SDK (`AV.File#save()`, `fetch()`,
+/// `destroy()`) calls it, on the server's port:
+/// - `POST /1.1/fileTokens` `{name, mime_type?, metaData?, …}` answers the file's `objectId` and public `url`
+///   before any byte is sent, with `provider: "s3"`, an `upload_url` on this server that carries its own
+///   short-lived authorisation (`LeanCloudUploadTicket`) and the same ticket as `token`;
+/// - `PUT <upload_url>` with the bytes (no LeanCloud header: the SDK sends only `Content-Type` and
+///   `Cache-Control`) streams them into the `MediaStore` under that `objectId`; the upload is complete when
+///   the `PUT` ends;
+/// - `POST /1.1/fileCallback` `{token, result}`: `result: false` removes what the upload stored, `true` is
+///   acknowledged (the SDK sends it without waiting for the answer);
+/// - `GET /1.1/files/<objectId>`: the file with the metadata the server computed;
+/// - `DELETE /1.1/files/<objectId>`: by its uploader (session token) or the master key.
+/// Who is asking is `LeanCloudCaller`; errors answer `{"code", "reason", "error"}` (`LeanCloudFilesError`,
+/// and `MediaError`'s 46xx codes for the store's refusals).
+enum LeanCloudFilesRoute {
+    /// Largest `fileTokens` / `fileCallback` JSON body.
+    static let maxJSONBytes = 64 * 1024
+
+    /// Registers the routes; with no media store (a server on PostgreSQL, for now) each answers 4609.
+    static func register(on router: Router<BasicRequestContext>, service: IMService, media store: (any MediaStore)?) {
+        let configuration = service.configuration
+        let limits = configuration.media
+        let media: any MediaStore = store ?? NoMediaStore()
+        let key = LeanCloudUploadTicket.signingKey(configuration)
+        router.post("/1.1/fileTokens") { request, _ in
+            await answering {
+                guard store != nil else { throw MediaError(.unavailable, "this server keeps no files (no media store on PostgreSQL yet)") }
+                let caller = try await LeanCloudCaller.identify(request, configuration: configuration, tokens: service.tokens)
+                let body = try await jsonBody(request)
+                return try fileToken(request, body: body, caller: caller, configuration: configuration, key: key)
+            }
+        }
+        router.put("/1.1/fileUploads/:objectId") { request, context in
+            await answering {
+                try await upload(request, objectID: context.parameters.get("objectId") ?? "", media: media, limits: limits, key: key)
+            }
+        }
+        router.post("/1.1/fileCallback") { request, _ in
+            await answering {
+                let body = try await jsonBody(request)
+                guard let token = body["token"]?.stringValue else { throw LeanCloudFilesError.invalidField("token (a string) is required") }
+                let ticket = try LeanCloudUploadTicket.decode(token, key: key)
+                if body["result"]?.boolValue == false, let record = try await media.record(ticket.objectID),
+                    record.owner == (ticket.uploader ?? "")
+                {
+                    _ = try await media.delete(ticket.objectID)
+                }
+                return HTTPJSON.response(.ok, [String: JSONValue]())
+            }
+        }
+        router.get("/1.1/files/:objectId") { request, context in
+            await answering {
+                let id = context.parameters.get("objectId") ?? ""
+                guard MediaIDs.isValid(id), let record = try await media.record(id) else {
+                    throw LeanCloudFilesError.notFound("no file \(id)")
+                }
+                return HTTPJSON.response(.ok, JSONValue.object(fileJSON(record, base: baseURL(request, configuration))))
+            }
+        }
+        router.delete("/1.1/files/:objectId") { request, context in
+            await answering {
+                let caller = try await LeanCloudCaller.identify(request, configuration: configuration, tokens: service.tokens)
+                let id = context.parameters.get("objectId") ?? ""
+                guard MediaIDs.isValid(id), let record = try await media.record(id) else {
+                    throw LeanCloudFilesError.notFound("no file \(id)")
+                }
+                let allowed =
+                    switch caller {
+                    case .master: true
+                    case .client(let clientID): record.owner == clientID
+                    case .app: record.owner.isEmpty
+                    }
+                guard allowed else { throw LeanCloudFilesError.forbidden("only the uploader of \(id) or the master key may delete it") }
+                _ = try await media.delete(id)
+                return HTTPJSON.response(.ok, [String: JSONValue]())
+            }
+        }
+    }
+
+    /// Runs `body`, turning what it throws into LeanCloud's error answer.
+    private static func answering(_ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch let error as LeanCloudFilesError {
+            return error.response
+        } catch let error as MediaError {
+            return mediaFailure(error)
+        } catch {
+            return LeanCloudFilesError.internalError("\(error)").response
+        }
+    }
+
+    static func mediaFailure(_ error: MediaError) -> Response {
+        let status: HTTPResponse.Status =
+            switch error.kind {
+            case .tooLarge, .quotaExceeded: .contentTooLarge
+            case .truncated, .badRequest: .badRequest
+            case .notFound: .notFound
+            case .idTaken: .conflict
+            case .storageFailed: .init(code: 507, reasonPhrase: "Insufficient Storage")
+            case .forbidden: .forbidden
+            case .unavailable: .notImplemented
+            }
+        return HTTPJSON.response(
+            status, ["code": JSONValue.int(error.code), "reason": .string("\(error.kind)"), "error": .string(error.reason)])
+    }
+
+    private static func jsonBody(_ request: Request) async throws -> [String: JSONValue] {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: maxJSONBytes)
+        } catch {
+            throw LeanCloudFilesError.invalidJSON("the body must be a JSON object of at most \(maxJSONBytes) bytes")
+        }
+        guard let object = JSONValue.parse(bytes: buffer.readableBytesView)?.objectValue else {
+            throw LeanCloudFilesError.invalidJSON("the body must be a JSON object")
+        }
+        return object
+    }
+
+    private static func fileToken(
+        _ request: Request, body: [String: JSONValue], caller: LeanCloudCaller, configuration: ServerConfiguration, key: Data
+    ) throws -> Response {
+        guard let rawName = body["name"]?.stringValue else { throw LeanCloudFilesError.invalidField("name (a string) is required") }
+        let name = MediaNames.clean(rawName)
+        let declared = body["mime_type"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+        let mime = declared ?? MIMEGuess.fromExtension(of: name)
+        let ticket = LeanCloudUploadTicket(
+            objectID: MediaIDs.make(), uploader: caller.clientID, name: name, mimeType: mime,
+            expires: Int64(Date().timeIntervalSince1970) + LeanCloudUploadTicket.lifetime)
+        let token = ticket.encoded(key: key)
+        let base = baseURL(request, configuration)
+        var query = URLComponents()
+        query.queryItems = [URLQueryItem(name: "token", value: token)]
+        let answer: [String: JSONValue] = [
+            "objectId": .string(ticket.objectID), "token": .string(token), "url": .string(fileURL(ticket.objectID, name: name, base: base)),
+            "upload_url": .string("\(base)/1.1/fileUploads/\(ticket.objectID)\(query.string ?? "")"), "provider": .string("s3"),
+            "mime_type": .string(mime), "bucket": .string("hookbot"), "key": .string("\(ticket.objectID)/\(name)"),
+            "createdAt": .string(isoDate(Int64(Date().timeIntervalSince1970 * 1000))),
+        ]
+        return HTTPJSON.response(.ok, JSONValue.object(answer))
+    }
+
+    private static func upload(_ request: Request, objectID: String, media: any MediaStore, limits: MediaConfiguration, key: Data)
+        async throws
+        -> Response
+    {
+        let query = Dictionary(request.uri.queryParameters.map { (String($0.key), String($0.value)) }) { first, _ in first }
+        guard let token = query["token"] else { throw LeanCloudFilesError.unauthorized("the upload URL's token is missing") }
+        let ticket = try LeanCloudUploadTicket.decode(token, key: key)
+        guard ticket.objectID == objectID else { throw LeanCloudFilesError.unauthorized("the upload token is for another file") }
+        if let length = request.headers[.contentLength].flatMap({ Int64($0) }), length > limits.maxUploadBytes {
+            throw MediaError(.tooLarge, "the file has \(length) bytes; files may have at most \(limits.maxUploadBytes)")
+        }
+        let declared = request.headers[.contentType].flatMap { $0.isEmpty ? nil : $0 } ?? ticket.mimeType
+        let record = try await media.store(
+            MediaUpload(
+                id: objectID, owner: ticket.uploader ?? "", name: ticket.name, declaredMIME: declared, maxBytes: limits.maxUploadBytes,
+                quotaBytes: limits.quotaBytes),
+            body: request.body)
+        var response = HTTPJSON.response(.ok, [String: JSONValue]())
+        response.headers[.eTag] = "\"\(record.metadata.sha256)\""
+        return response
+    }
+
+    /// What `GET /1.1/files/<id>` answers: LeanCloud's `_File` fields, `metaData` as the server computed it.
+    static func fileJSON(_ record: MediaRecord, base: String) -> [String: JSONValue] {
+        let metadata = record.metadata
+        var meta: [String: JSONValue] = [
+            "size": .int(Int(metadata.size)), "owner": .string(record.owner.isEmpty ? "unknown" : record.owner),
+            "sha256": .string(metadata.sha256), "mime_type": .string(metadata.mime),
+        ]
+        if let format = metadata.format { meta["format"] = .string(format) }
+        if let width = metadata.width { meta["width"] = .int(width) }
+        if let height = metadata.height { meta["height"] = .int(height) }
+        if let duration = metadata.duration { meta["duration"] = .double(duration) }
+        let created = JSONValue.string(isoDate(record.createdAt))
+        return [
+            "objectId": .string(record.id), "name": .string(record.name), "url": .string(fileURL(record.id, name: record.name, base: base)),
+            "mime_type": .string(metadata.mime), "metaData": .object(meta), "provider": .string("s3"), "bucket": .string("hookbot"),
+            "key": .string("\(record.id)/\(record.name)"), "createdAt": created, "updatedAt": created,
+        ]
+    }
+
+    /// The file's public URL: the native download route `GET /media/<id>/<name>`.
+    static func fileURL(_ id: String, name: String, base: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/?#;")
+        return "\(base)/media/\(id)/\(name.addingPercentEncoding(withAllowedCharacters: allowed) ?? "file")"
+    }
+
+    /// `scheme://host[:port]` as the client reached this server: its `Host`, and `X-Forwarded-Proto` when a
+    /// proxy in front terminates TLS.
+    static func baseURL(_ request: Request, _ configuration: ServerConfiguration) -> String {
+        let host = request.head.authority ?? "\(configuration.host):\(configuration.port)"
+        let forwarded = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased()
+        let scheme = forwarded == "https" || forwarded == "http" ? forwarded! : (configuration.tls == nil ? "http" : "https")
+        return "\(scheme)://\(host)"
+    }
+
+    static func isoDate(_ millis: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+    }
+}
+
+/// The type LeanCloud's `fileTokens` answers for a name's extension (what the SDK then `PUT`s with); the
+/// type served is always the one sniffed from the bytes.
+enum MIMEGuess {
+    static let byExtension: [String: String] = [
+        "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
+        "mp3": "audio/mpeg", "wav": "audio/wav", "m4a": "audio/mp4", "ogg": "audio/ogg", "mp4": "video/mp4", "mov": "video/quicktime",
+        "txt": "text/plain", "json": "application/json", "pdf": "application/pdf", "zip": "application/zip",
+    ]
+
+    static func fromExtension(of name: String) -> String {
+        guard let dot = name.lastIndex(of: ".") else { return "application/octet-stream" }
+        return byExtension[name[name.index(after: dot)...].lowercased()] ?? "application/octet-stream"
+    }
+}
+
+/// What the routes use when the server has no media store: every operation answers 4609.
+private struct NoMediaStore: MediaStore {
+    private var error: MediaError { MediaError(.unavailable, "this server keeps no files (no media store on PostgreSQL yet)") }
+    func store<Body: AsyncSequence>(_ upload: MediaUpload, body: Body) async throws -> MediaRecord where Body.Element == ByteBuffer {
+        throw error
+    }
+    func record(_ id: String) async throws -> MediaRecord? { throw error }
+    func read(_ record: MediaRecord, range: Range<Int64>) -> AsyncThrowingStream<ByteBuffer, any Error> {
+        AsyncThrowingStream { $0.finish(throwing: error) }
+    }
+    func delete(_ id: String) async throws -> Bool { throw error }
+    func usage(owner: String) async throws -> Int64 { throw error }
+}

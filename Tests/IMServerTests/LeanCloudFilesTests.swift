@@ -1,0 +1,326 @@
+import Foundation
+import HookbotTestSupport
+import IMCore
+import IMServer
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// LeanCloud's storage SDK flow on the server's port, request by request as `AV.File#save()` (provider
+/// `s3`), `fetch()` and `destroy()` send them (leancloud/javascript-sdk `src/file.js`, `src/uploader/s3.js`,
+/// `src/request.js`): signed with `X-LC-Sign: md5(timestamp + appKey),timestamp`, the upload a bare `PUT` to
+/// `upload_url`, `fileCallback` with the token.
+final class LeanCloudFilesTests: XCTestCase {
+    static let appID = "hookbot-app"
+    static let appKey = "the-app-key"
+    static let masterKey = "the-master-key"
+
+    struct Answer {
+        var status: Int
+        var json: [String: Any]
+        var headers: [String: String]
+    }
+
+    /// One HTTP request over loopback.
+    func call(
+        _ method: String, _ url: String, headers: [String: String] = [:], json: [String: Any]? = nil, body: Data? = nil
+    ) async throws -> Answer {
+        var request = URLRequest(url: try XCTUnwrap(URL(string: url)))
+        request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let json { request.httpBody = try JSONSerialization.data(withJSONObject: json) }
+        if let body { request.httpBody = body }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = try XCTUnwrap(response as? HTTPURLResponse)
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        var answerHeaders: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { answerHeaders[String(describing: name).lowercased()] = String(describing: value) }
+        return Answer(status: http.statusCode, json: object, headers: answerHeaders)
+    }
+
+    /// md5 by the system's `md5sum`, so the test does not check the server's MD5 with itself.
+    func md5(_ text: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(text.utf8))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+    }
+
+    /// The headers `src/request.js` sets: the app id, `X-LC-Sign` with the app (or master) key, JSON, and
+    /// `X-LC-Session` when the call names a session token.
+    func sdkHeaders(key: String = appKey, master: Bool = false, session: String? = nil, millis: Int64? = nil) throws -> [String: String] {
+        let now = millis ?? Int64(Date().timeIntervalSince1970 * 1000)
+        var headers = [
+            "X-LC-Id": Self.appID, "Content-Type": "application/json;charset=UTF-8",
+            "X-LC-Sign": "\(try md5("\(now)\(key)")),\(now)\(master ? ",master" : "")",
+        ]
+        if let session { headers["X-LC-Session"] = session }
+        return headers
+    }
+
+    func startServer(signatures: Bool = false, maxUploadBytes: Int64 = 1 << 20) async throws -> ServerHarness {
+        try await ServerHarness.start { configuration in
+            configuration.appID = Self.appID
+            configuration.appKey = Self.appKey
+            if signatures { configuration.masterKey = Self.masterKey }
+            configuration.media.maxUploadBytes = maxUploadBytes
+        }
+    }
+
+    /// Opens a session and returns its `st`.
+    func sessionToken(_ clientID: String, port: Int) async throws -> (TestClient, String) {
+        let client = try await TestClient.connect(port: port)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = clientID
+        let opened = try await client.request(open)
+        return (client, try XCTUnwrap(opened.st, "session opened carries st"))
+    }
+
+    /// A server on PostgreSQL keeps no files yet: each route says so with 4609, none hands out an upload URL.
+    func testWithoutAMediaStoreEveryRouteAnswers4609() async throws {
+        try XCTSkipIf(TestDatabase.backend != .postgres, "a server on PostgreSQL (no media store yet)")
+        let server = try await startServer()
+        defer { Task { await server.stop() } }
+        let base = "http://127.0.0.1:\(server.port)"
+        let token = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "a.png"])
+        XCTAssertEqual(token.status, 501, "\(token.json)")
+        XCTAssertEqual(token.json["code"] as? Int, 4609)
+        XCTAssertNil(token.json["upload_url"])
+        let fetched = try await call("GET", "\(base)/1.1/files/abc")
+        XCTAssertEqual(fetched.json["code"] as? Int, 4609)
+        let deleted = try await call("DELETE", "\(base)/1.1/files/abc", headers: try sdkHeaders())
+        XCTAssertEqual(deleted.json["code"] as? Int, 4609)
+    }
+
+    func testTheStorageSDKsSaveFetchAndDestroy() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "files are kept by SQLite servers only for now")
+        let server = try await startServer()
+        defer { Task { await server.stop() } }
+        let base = "http://127.0.0.1:\(server.port)"
+        let (tom, tomToken) = try await sessionToken("Tom", port: server.port)
+        let (jerry, jerryToken) = try await sessionToken("Jerry", port: server.port)
+        let png = TestPNG.make(width: 7, height: 5)
+
+        // 1. fileTokens: what _fileToken() posts for `new AV.File("pixel.png", buffer)` — no mime_type (undefined
+        // is dropped by JSON), the SDK's own metaData.
+        let token = try await call(
+            "POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(session: tomToken),
+            json: ["name": "pixel.png", "metaData": ["size": png.count, "owner": "unknown"]])
+        XCTAssertEqual(token.status, 200, "\(token.json)")
+        let objectID = try XCTUnwrap(token.json["objectId"] as? String)
+        let uploadURL = try XCTUnwrap(token.json["upload_url"] as? String)
+        let fileURL = try XCTUnwrap(token.json["url"] as? String)
+        let uploadToken = try XCTUnwrap(token.json["token"] as? String)
+        XCTAssertEqual(token.json["provider"] as? String, "s3")
+        XCTAssertEqual(token.json["mime_type"] as? String, "image/png", "guessed from the name, so the SDK PUTs with it")
+        XCTAssertTrue(uploadURL.hasPrefix("\(base)/"), uploadURL)
+        XCTAssertEqual(fileURL, "\(base)/media/\(objectID)/pixel.png")
+        XCTAssertFalse(fileURL.contains(TestPNG.sha256Hex(png)), "the public URL is not the content hash")
+
+        // 2. The s3 uploader's PUT: exactly upload_url, Content-Type from the answer, its Cache-Control, nothing else.
+        let put = try await call(
+            "PUT", uploadURL, headers: ["Content-Type": "image/png", "Cache-Control": "public, max-age=31536000"], body: png)
+        XCTAssertEqual(put.status, 200, "\(put.json)")
+
+        // 3. fileCallback: sent by _callback(true) with the app's headers and no session.
+        let callback = try await call(
+            "POST", "\(base)/1.1/fileCallback", headers: try sdkHeaders(), json: ["token": uploadToken, "result": true])
+        XCTAssertEqual(callback.status, 200, "\(callback.json)")
+
+        // fetch(): GET /1.1/files/<id> with the metadata the server computed, not the client's word.
+        let fetched = try await call("GET", "\(base)/1.1/files/\(objectID)", headers: try sdkHeaders())
+        XCTAssertEqual(fetched.status, 200, "\(fetched.json)")
+        XCTAssertEqual(fetched.json["objectId"] as? String, objectID)
+        XCTAssertEqual(fetched.json["url"] as? String, fileURL)
+        XCTAssertEqual(fetched.json["name"] as? String, "pixel.png")
+        XCTAssertEqual(fetched.json["mime_type"] as? String, "image/png")
+        let meta = try XCTUnwrap(fetched.json["metaData"] as? [String: Any])
+        XCTAssertEqual(meta["size"] as? Int, png.count)
+        XCTAssertEqual(meta["width"] as? Int, 7)
+        XCTAssertEqual(meta["height"] as? Int, 5)
+        XCTAssertEqual(meta["format"] as? String, "png")
+        XCTAssertEqual(meta["owner"] as? String, "Tom")
+        XCTAssertEqual(meta["sha256"] as? String, TestPNG.sha256Hex(png))
+
+        // The url the SDK got before sending a byte serves the bytes, typed by what they are.
+        let (downloaded, response) = try await URLSession.shared.data(from: try XCTUnwrap(URL(string: fileURL)))
+        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 200)
+        XCTAssertEqual(downloaded, png)
+        XCTAssertEqual((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type"), "image/png")
+
+        // destroy(): only the uploader (or the master key).
+        let byJerry = try await call("DELETE", "\(base)/1.1/files/\(objectID)", headers: try sdkHeaders(session: jerryToken))
+        XCTAssertEqual(byJerry.status, 403)
+        XCTAssertEqual(byJerry.json["code"] as? Int, 119)
+        let byTom = try await call("DELETE", "\(base)/1.1/files/\(objectID)", headers: try sdkHeaders(session: tomToken))
+        XCTAssertEqual(byTom.status, 200, "\(byTom.json)")
+        let gone = try await call("GET", "\(base)/1.1/files/\(objectID)", headers: try sdkHeaders())
+        XCTAssertEqual(gone.status, 404)
+        XCTAssertEqual(gone.json["code"] as? Int, 101)
+        await tom.close()
+        await jerry.close()
+    }
+
+    func testWrongKeysTokensAndOversizeUploadsAreRefused() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "files are kept by SQLite servers only for now")
+        let server = try await startServer(maxUploadBytes: 1000)
+        defer { Task { await server.stop() } }
+        let base = "http://127.0.0.1:\(server.port)"
+        let (tom, tomToken) = try await sessionToken("Tom", port: server.port)
+        let name = ["name": "a.bin"]
+
+        let unsigned = try await call("POST", "\(base)/1.1/fileTokens", json: name)
+        XCTAssertEqual(unsigned.status, 401)
+        XCTAssertEqual(unsigned.json["code"] as? Int, 401)
+        let wrongKey = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(key: "not-the-key"), json: name)
+        XCTAssertEqual(wrongKey.status, 401, "\(wrongKey.json)")
+        let stale = try await call(
+            "POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(millis: Int64(Date().timeIntervalSince1970 * 1000) - 3_600_000),
+            json: name)
+        XCTAssertEqual(stale.status, 401, "\(stale.json)")
+        let unknownSession = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(session: "nope"), json: name)
+        XCTAssertEqual(unknownSession.status, 401)
+        XCTAssertEqual(unknownSession.json["code"] as? Int, 211)
+        let notJSON = try await call(
+            "POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(session: tomToken), body: Data("name=a".utf8))
+        XCTAssertEqual(notJSON.status, 400)
+        XCTAssertEqual(notJSON.json["code"] as? Int, 107)
+
+        // With signatures off the app key alone may upload (owner "unknown"), as LeanCloud allows.
+        let first = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: name)
+        XCTAssertEqual(first.status, 200, "\(first.json)")
+        let firstURL = try XCTUnwrap(first.json["upload_url"] as? String)
+        let firstID = try XCTUnwrap(first.json["objectId"] as? String)
+        // A forged token, and a genuine one used for another file, are refused before any byte is kept.
+        let forged = firstURL.replacingOccurrences(of: "token=", with: "token=x")
+        let forgedPut = try await call("PUT", forged, body: Data("hello".utf8))
+        XCTAssertEqual(forgedPut.status, 401, "\(forgedPut.json)")
+        let second = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(session: tomToken), json: name)
+        let secondID = try XCTUnwrap(second.json["objectId"] as? String)
+        let swapped = firstURL.replacingOccurrences(of: "/\(firstID)?", with: "/\(secondID)?")
+        let swappedPut = try await call("PUT", swapped, body: Data("hello".utf8))
+        XCTAssertEqual(swappedPut.status, 401, "\(swappedPut.json)")
+        let none = try await call("GET", "\(base)/1.1/files/\(secondID)")
+        XCTAssertEqual(none.status, 404)
+        // Over the cap: refused by its Content-Length with 413 and the store's code, nothing kept.
+        let big = try await call("PUT", firstURL, body: Data(repeating: 7, count: 1500))
+        XCTAssertEqual(big.status, 413, "\(big.json)")
+        XCTAssertEqual(big.json["code"] as? Int, 4601)
+        let afterRefusal = try await call("GET", "\(base)/1.1/files/\(firstID)").status
+        XCTAssertEqual(afterRefusal, 404)
+
+        // fileCallback with result false (the upload failed on the client's side) removes what was stored.
+        let small = try await call("PUT", firstURL, body: Data("hello".utf8))
+        XCTAssertEqual(small.status, 200, "\(small.json)")
+        let stored = try await call("GET", "\(base)/1.1/files/\(firstID)")
+        XCTAssertEqual(stored.status, 200)
+        XCTAssertEqual((stored.json["metaData"] as? [String: Any])?["owner"] as? String, "unknown")
+        let failed = try await call(
+            "POST", "\(base)/1.1/fileCallback", headers: try sdkHeaders(),
+            json: ["token": try XCTUnwrap(first.json["token"] as? String), "result": false])
+        XCTAssertEqual(failed.status, 200)
+        let afterFailedCallback = try await call("GET", "\(base)/1.1/files/\(firstID)").status
+        XCTAssertEqual(afterFailedCallback, 404)
+        let badCallback = try await call(
+            "POST", "\(base)/1.1/fileCallback", headers: try sdkHeaders(), json: ["token": "x.y", "result": false])
+        XCTAssertEqual(badCallback.status, 401)
+        await tom.close()
+    }
+
+    func testWithSignaturesOnTheAppKeyAloneCannotUploadAndTheMasterKeyDeletesAnyFile() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "files are kept by SQLite servers only for now")
+        let server = try await startServer(signatures: true)
+        defer { Task { await server.stop() } }
+        let base = "http://127.0.0.1:\(server.port)"
+        let appOnly = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "a.txt"])
+        XCTAssertEqual(appOnly.status, 401, "\(appOnly.json)")
+        XCTAssertEqual(appOnly.json["code"] as? Int, 401)
+
+        let master = try await call(
+            "POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(key: Self.masterKey, master: true), json: ["name": "a.txt"])
+        XCTAssertEqual(master.status, 200, "\(master.json)")
+        let id = try XCTUnwrap(master.json["objectId"] as? String)
+        let put = try await call(
+            "PUT", try XCTUnwrap(master.json["upload_url"] as? String), headers: ["Content-Type": "text/plain"], body: Data("notes".utf8))
+        XCTAssertEqual(put.status, 200, "\(put.json)")
+        let byApp = try await call("DELETE", "\(base)/1.1/files/\(id)", headers: try sdkHeaders())
+        XCTAssertEqual(byApp.status, 401, "\(byApp.json)")
+        let byMaster = try await call(
+            "DELETE", "\(base)/1.1/files/\(id)", headers: ["X-LC-Id": Self.appID, "X-LC-Key": "\(Self.masterKey),master"])
+        XCTAssertEqual(byMaster.status, 200, "\(byMaster.json)")
+        let afterDelete = try await call("GET", "\(base)/1.1/files/\(id)").status
+        XCTAssertEqual(afterDelete, 404)
+    }
+}
+
+/// Real PNG files made here: stored (uncompressed) deflate blocks, CRC-32 and Adler-32 by hand.
+enum TestPNG {
+    static func make(width: Int, height: Int) -> Data {
+        var raw = [UInt8]()
+        for y in 0..<height {
+            raw.append(0) // filter: none
+            for x in 0..<width { raw += [UInt8(x * 30 & 0xFF), UInt8(y * 40 & 0xFF), 200] }
+        }
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let count = min(65535, raw.count - offset)
+            zlib.append(offset + count == raw.count ? 1 : 0)
+            zlib += [UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
+            zlib += raw[offset..<offset + count]
+            offset += count
+        } while offset < raw.count
+        var a: UInt32 = 1
+        var b: UInt32 = 0
+        for byte in raw {
+            a = (a + UInt32(byte)) % 65521
+            b = (b + a) % 65521
+        }
+        zlib += bigEndian(b << 16 | a)
+        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        png += chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
+        png += chunk("IDAT", zlib)
+        png += chunk("IEND", [])
+        return Data(png)
+    }
+
+    static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let body = Array(type.utf8) + data
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in body {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return bigEndian(UInt32(data.count)) + body + bigEndian(~crc)
+    }
+
+    /// SHA-256 by the system's `sha256sum`.
+    static func sha256Hex(_ data: Data) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        guard (try? process.run()) != nil else { return "" }
+        input.fileHandleForWriting.write(data)
+        try? input.fileHandleForWriting.close()
+        let result = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: result, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+    }
+}
