@@ -81,6 +81,14 @@ let package = Package(
             pkgConfig: "lua5.4",
             providers: [.apt(["liblua5.4-dev"])]
         ),
+        // libvips (Debian's libvips-dev) for thumbnails: the few variadic calls wrapped in Sources/CVips/shim.h.
+        .systemLibrary(
+            name: "CVips",
+            pkgConfig: "vips",
+            providers: [.apt(["libvips-dev"])]
+        ),
+        // Bounded thumbnails (LeanCloud's imageView URLs) on libvips: source pixels, concurrency, time limit.
+        .target(name: "MediaImaging", dependencies: ["CVips"]),
         // The sandbox's limits in C (allocator, instruction and deadline hook, Swift function trampoline).
         .target(name: "LuaSandbox", dependencies: ["CLua"]),
         .target(
@@ -166,6 +174,7 @@ let package = Package(
         .executableTarget(name: "fuzz-toml-config", dependencies: ["FuzzSupport", "HookbotConfig"], path: "Fuzz/TOMLConfig"),
         .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
+        .testTarget(name: "MediaImagingTests", dependencies: ["MediaImaging", "CVips"]),
         .testTarget(name: "HookRuntimeTests", dependencies: ["HookRuntime"]),
         .target(
             name: "HookbotTestSupport",
