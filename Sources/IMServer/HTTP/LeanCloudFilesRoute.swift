@@ -54,6 +54,13 @@ enum LeanCloudFilesRoute {
                 return HTTPJSON.response(.ok, [String: JSONValue]())
             }
         }
+        // `AV.File.withURL(name, url).save()` asks for a record of a file kept elsewhere: not yet (issue 26).
+        router.post("/1.1/files") { _, _ in
+            LeanCloudFilesError(
+                status: .notImplemented, code: 501, reason: "EXTERNAL_FILES_UNSUPPORTED",
+                detail: "records of files kept elsewhere (AV.File.withURL) are not kept yet; upload the bytes with POST /1.1/fileTokens"
+            ).response
+        }
         router.get("/1.1/files/:objectId") { request, context in
             await answering {
                 let id = context.parameters.get("objectId") ?? ""
