@@ -132,6 +132,11 @@ final class LeanCloudFilesTests: XCTestCase {
             "PUT", uploadURL, headers: ["Content-Type": "image/png", "Cache-Control": "public, max-age=31536000"], body: png)
         XCTAssertEqual(put.status, 200, "\(put.json)")
 
+        // The upload URL is good for one upload: a replay cannot replace the file (4605, the id is taken).
+        let replay = try await call("PUT", uploadURL, headers: ["Content-Type": "image/png"], body: Data("other".utf8))
+        XCTAssertEqual(replay.status, 409, "\(replay.json)")
+        XCTAssertEqual(replay.json["code"] as? Int, 4605)
+
         // 3. fileCallback: sent by _callback(true) with the app's headers and no session.
         let callback = try await call(
             "POST", "\(base)/1.1/fileCallback", headers: try sdkHeaders(), json: ["token": uploadToken, "result": true])
@@ -169,6 +174,37 @@ final class LeanCloudFilesTests: XCTestCase {
         XCTAssertEqual(gone.json["code"] as? Int, 101)
         await tom.close()
         await jerry.close()
+    }
+
+    /// A web app on another origin: the browser's preflight is answered, and the answers may be read.
+    func testBrowsersOnAnotherOriginMayCall() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "files are kept by SQLite servers only for now")
+        let server = try await startServer()
+        defer { Task { await server.stop() } }
+        let base = "http://127.0.0.1:\(server.port)"
+        let preflight = try await call(
+            "OPTIONS", "\(base)/1.1/fileTokens",
+            headers: [
+                "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "x-lc-id,x-lc-sign,x-lc-ua,content-type",
+            ])
+        XCTAssertEqual(preflight.status, 204)
+        XCTAssertEqual(preflight.headers["access-control-allow-origin"], "*")
+        let allowed = Set(
+            (preflight.headers["access-control-allow-headers"] ?? "").lowercased().split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            })
+        XCTAssertTrue(
+            Set(["x-lc-id", "x-lc-sign", "x-lc-ua", "x-lc-session", "content-type", "cache-control"]).isSubset(of: allowed), "\(allowed)")
+        let upload = try await call("OPTIONS", "\(base)/1.1/fileUploads/abc?token=x", headers: ["Origin": "https://app.example"])
+        XCTAssertEqual(upload.status, 204)
+        XCTAssertTrue(upload.headers["access-control-allow-methods"]?.contains("PUT") == true)
+        let token = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "a.png"])
+        XCTAssertEqual(token.status, 200)
+        XCTAssertEqual(token.headers["access-control-allow-origin"], "*")
+        let refused = try await call("POST", "\(base)/1.1/fileTokens", json: ["name": "a.png"])
+        XCTAssertEqual(refused.status, 401)
+        XCTAssertEqual(refused.headers["access-control-allow-origin"], "*", "errors are readable too")
     }
 
     func testWrongKeysTokensAndOversizeUploadsAreRefused() async throws {

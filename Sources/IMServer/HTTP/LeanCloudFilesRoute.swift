@@ -54,6 +54,11 @@ enum LeanCloudFilesRoute {
                 return HTTPJSON.response(.ok, [String: JSONValue]())
             }
         }
+        // Browsers on another origin (the SDK in a web app) ask first; authority is in headers, never cookies,
+        // so any origin may call.
+        for path in ["/1.1/fileTokens", "/1.1/fileCallback", "/1.1/files", "/1.1/files/:objectId", "/1.1/fileUploads/:objectId"] {
+            router.on(RouterPath(path), method: .options) { _, _ in preflight() }
+        }
         // `AV.File.withURL(name, url).save()` asks for a record of a file kept elsewhere: not yet (issue 26).
         router.post("/1.1/files") { _, _ in
             LeanCloudFilesError(
@@ -90,17 +95,34 @@ enum LeanCloudFilesRoute {
         }
     }
 
-    /// Runs `body`, turning what it throws into LeanCloud's error answer.
+    /// The headers the SDK sends (`src/request.js`, `src/uploader/s3.js`), allowed from any origin.
+    static let allowedHeaders =
+        "X-LC-Id, X-LC-Key, X-LC-Sign, X-LC-Session, X-LC-IM-Session-Token, X-LC-UA, X-LC-Prod, X-LC-Hook-Key, Content-Type, Cache-Control"
+
+    private static func preflight() -> Response {
+        var response = Response(status: .noContent)
+        response.headers[.accessControlAllowOrigin] = "*"
+        response.headers[.accessControlAllowMethods] = "GET, POST, PUT, DELETE, OPTIONS"
+        response.headers[.accessControlAllowHeaders] = allowedHeaders
+        response.headers[.accessControlMaxAge] = "86400"
+        return response
+    }
+
+    /// Runs `body`, turning what it throws into LeanCloud's error answer; every answer may be read cross-origin.
     private static func answering(_ body: () async throws -> Response) async -> Response {
+        var response: Response
         do {
-            return try await body()
+            response = try await body()
         } catch let error as LeanCloudFilesError {
-            return error.response
+            response = error.response
         } catch let error as MediaError {
-            return mediaFailure(error)
+            response = mediaFailure(error)
         } catch {
-            return LeanCloudFilesError.internalError("\(error)").response
+            response = LeanCloudFilesError.internalError("\(error)").response
         }
+        response.headers[.accessControlAllowOrigin] = "*"
+        response.headers[.accessControlExposeHeaders] = "ETag"
+        return response
     }
 
     static func mediaFailure(_ error: MediaError) -> Response {
