@@ -47,6 +47,10 @@ public struct BotConfiguration: Sendable {
     public var serverDatabase = "hookbot.sqlite"
     /// `[server] database`: a PostgreSQL URL the embedded server keeps its state in instead of SQLite.
     public var serverDatabaseURL: String?
+    /// `[server] media`: the directory of uploaded files (relative to the file); nil: `media` beside `db`.
+    public var serverMedia: String?
+    /// `[server] max_upload_mb`: largest uploaded file in MiB (100 by default).
+    public var serverMaxUploadMB = 100
     /// `[server] tls_cert` / `tls_key`: the embedded server speaks TLS with this certificate chain and key
     /// (PEM files, reloaded when they change); nil: plain `ws://`.
     public var serverTLSCertificate: String?
@@ -210,6 +214,11 @@ public struct BotConfiguration: Sendable {
                     throw file.error("server.database", "must be a postgres:// URL (server.db names a SQLite file)")
                 }
                 config.serverDatabaseURL = resolved
+            }
+            config.serverMedia = try r.string("media").map { Self.resolve($0, against: base).path } ?? config.serverMedia
+            if let megabytes = try r.int("max_upload_mb") {
+                guard megabytes >= 1 else { throw file.error("server.max_upload_mb", "must be at least 1") }
+                config.serverMaxUploadMB = megabytes
             }
             config.serverTLSCertificate = try r.string("tls_cert").map { Self.resolve($0, against: base).path }
             config.serverTLSKey = try r.string("tls_key").map { Self.resolve($0, against: base).path }

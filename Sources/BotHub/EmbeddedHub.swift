@@ -36,6 +36,8 @@ public final class EmbeddedHub: Sendable {
         server.port = configuration.serverPort
         server.databasePath = configuration.serverDatabase
         server.databaseURL = configuration.serverDatabaseURL
+        server.media.directory = configuration.serverMedia
+        server.media.maxUploadBytes = Int64(configuration.serverMaxUploadMB) << 20
         server.synchronousFull = configuration.serverSynchronousFull
         server.appID = configuration.appID
         server.masterKey = configuration.masterKey

@@ -18,6 +18,9 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds the start-up integrity check of the SQLite file may take (PRAGMA quick_check; 0 skips it).")
     var integrityCheckSeconds = 30
     @Option(help: "Largest message body in bytes.") var maxMessageBytes = 64 * 1024
+    @Option(help: ArgumentHelp("Directory of uploaded files (POST /media); default: media beside --db.", valueName: "dir"))
+    var mediaDir: String?
+    @Option(help: "Largest uploaded file in bytes (POST /media).") var maxUploadBytes: Int64 = 100 << 20
     @Flag(help: "Use PRAGMA synchronous=NORMAL instead of FULL (faster; a power loss may lose the last commits).")
     var relaxedSync = false
     @Option(help: "Seconds after sending during which a sender may recall a message.") var recallWindow = 120
@@ -58,6 +61,9 @@ struct ServerCommand: AsyncParsableCommand {
         guard integrityCheckSeconds >= 0 else { throw ValidationError("--integrity-check-seconds must be 0 or more") }
         configuration.integrityCheckSeconds = integrityCheckSeconds
         configuration.maxMessageBytes = maxMessageBytes
+        guard maxUploadBytes > 0 else { throw ValidationError("--max-upload-bytes must be positive") }
+        configuration.media.directory = mediaDir
+        configuration.media.maxUploadBytes = maxUploadBytes
         configuration.synchronousFull = !relaxedSync
         configuration.recallWindow = recallWindow
         configuration.appID = appId

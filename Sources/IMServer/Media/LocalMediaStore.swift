@@ -140,30 +140,10 @@ public final class LocalMediaStore: MediaStore {
     }
 
     public func read(_ record: MediaRecord, range: Range<Int64>) -> AsyncThrowingStream<ByteBuffer, any Error> {
-        let path = path(sha256: record.metadata.sha256)
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    guard let handle = FileHandle(forReadingAtPath: path) else {
-                        throw MediaError(.notFound, "the content of \(record.id) is missing from the media directory")
-                    }
-                    defer { try? handle.close() }
-                    var offset = range.lowerBound
-                    try handle.seek(toOffset: UInt64(offset))
-                    while offset < range.upperBound, !Task.isCancelled {
-                        let count = Int(min(Int64(Self.readChunk), range.upperBound - offset))
-                        let data = try await NIOThreadPool.singleton.runIfActive { try handle.read(upToCount: count) ?? Data() }
-                        if data.isEmpty { throw MediaError(.truncated, "the content of \(record.id) is shorter than its record") }
-                        offset += Int64(data.count)
-                        continuation.yield(ByteBuffer(bytes: data))
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+        // Pulled one chunk at a time (unfolding): the next read waits until the response has taken the
+        // last one, so a slow reader holds at most a chunk or two in memory.
+        let chunks = FileChunks(path: path(sha256: record.metadata.sha256), id: record.id, range: range)
+        return AsyncThrowingStream(unfolding: { try await chunks.next() })
     }
 
     public func delete(_ id: String) async throws -> Bool {
@@ -184,5 +164,42 @@ public final class LocalMediaStore: MediaStore {
         while !commitLock.withLock({ $0.insert(sha).inserted }) { try await Task.sleep(for: .milliseconds(2)) }
         defer { _ = commitLock.withLock { $0.remove(sha) } }
         try await body()
+    }
+}
+
+/// Reads a byte range of one file in `LocalMediaStore.readChunk` pieces on the NIO thread pool. Used by
+/// one iterator at a time (an `AsyncThrowingStream(unfolding:)` calls `next()` serially), hence unchecked.
+private final class FileChunks: @unchecked Sendable {
+    let path: String
+    let id: String
+    var offset: Int64
+    let end: Int64
+    var handle: FileHandle?
+
+    init(path: String, id: String, range: Range<Int64>) {
+        self.path = path
+        self.id = id
+        offset = range.lowerBound
+        end = range.upperBound
+    }
+
+    func next() async throws -> ByteBuffer? {
+        guard offset < end else {
+            try? handle?.close()
+            handle = nil
+            return nil
+        }
+        let count = Int(min(Int64(LocalMediaStore.readChunk), end - offset))
+        let (path, offset, opened) = (path, offset, handle)
+        let (data, handle) = try await NIOThreadPool.singleton.runIfActive { () throws -> (Data, FileHandle) in
+            let handle = opened ?? FileHandle(forReadingAtPath: path)
+            guard let handle else { throw MediaError(.notFound, "the content of a stored file is missing from the media directory") }
+            if opened == nil { try handle.seek(toOffset: UInt64(offset)) }
+            return (try handle.read(upToCount: count) ?? Data(), handle)
+        }
+        self.handle = handle
+        if data.isEmpty { throw MediaError(.truncated, "the content of \(id) is shorter than its record") }
+        self.offset += Int64(data.count)
+        return ByteBuffer(bytes: data)
     }
 }
