@@ -1,8 +1,9 @@
 import Foundation
 import HookbotTestSupport
 import IMCore
-import IMServer
 import XCTest
+
+@testable import IMServer
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -296,6 +297,18 @@ final class LeanCloudFilesTests: XCTestCase {
         let put = try await call(
             "PUT", try XCTUnwrap(master.json["upload_url"] as? String), headers: ["Content-Type": "text/plain"], body: Data("notes".utf8))
         XCTAssertEqual(put.status, 200, "\(put.json)")
+        // An upload URL past its hour is refused, though its signature holds (the key comes from the master key,
+        // so a ticket minted here for this configuration is one the server would have given).
+        var configuration = ServerConfiguration()
+        configuration.masterKey = Self.masterKey
+        let expired = LeanCloudUploadTicket(
+            objectID: MediaIDs.make(), uploader: nil, name: "late.txt", mimeType: nil, expires: Int64(Date().timeIntervalSince1970) - 1)
+        let late = try await call(
+            "PUT",
+            "\(base)/1.1/fileUploads/\(expired.objectID)?token=\(expired.encoded(key: LeanCloudUploadTicket.signingKey(configuration)))",
+            body: Data("late".utf8))
+        XCTAssertEqual(late.status, 401, "\(late.json)")
+        XCTAssertTrue((late.json["error"] as? String ?? "").contains("expired"), "\(late.json)")
         let byApp = try await call("DELETE", "\(base)/1.1/files/\(id)", headers: try sdkHeaders())
         XCTAssertEqual(byApp.status, 401, "\(byApp.json)")
         let byMaster = try await call(
