@@ -39,6 +39,8 @@ public struct BotConfiguration: Sendable {
     /// signatures from every client.
     public var appID: String?
     public var masterKey: String?
+    /// `[bot] app_key`: LeanCloud's app key, which the embedded server's storage API (`/1.1/fileTokens`) accepts.
+    public var appKey: String?
     /// Unix socket for `hookbot reload` and `hookbot plugins`; nil disables it.
     public var adminSocketPath: String? = ".hookbot-admin.sock"
     /// Embedded server settings (used when no `--server` is given).
@@ -161,6 +163,7 @@ public struct BotConfiguration: Sendable {
             config.interceptorSecret = try r.string("interceptor_secret").map(Self.expandingEnvironment) ?? config.interceptorSecret
             config.appID = try r.string("app_id") ?? config.appID
             config.masterKey = try r.string("master_key").map(Self.expandingEnvironment) ?? config.masterKey
+            config.appKey = try r.string("app_key").map(Self.expandingEnvironment) ?? config.appKey
             config.adminSocketPath = try r.string("admin_socket") ?? config.adminSocketPath
             if let prefix = try r.string("command_prefix") {
                 guard !prefix.isEmpty, prefix.count <= 4, !prefix.contains(where: \.isWhitespace) else {

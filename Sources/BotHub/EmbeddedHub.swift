@@ -41,6 +41,7 @@ public final class EmbeddedHub: Sendable {
         server.synchronousFull = configuration.serverSynchronousFull
         server.appID = configuration.appID
         server.masterKey = configuration.masterKey
+        server.appKey = configuration.appKey
         server.interception.interceptors = [.init(clientID: bot.clientID, secret: bot.interceptorSecret ?? "")]
         server.interception.deadlineMillis = configuration.interceptionDeadlineMillis
         server.interception.failurePolicy = configuration.failClosed ? .failClosed : .failOpen

@@ -137,6 +137,12 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(file.line(of: "plugins.list.item"), 15)
     }
 
+    /// `[bot] app_key` (LeanCloud's storage SDK signs with it) is read, `env:` allowed, for the embedded server.
+    func testAppKeyIsRead() throws {
+        XCTAssertEqual(try BotConfiguration.parse("[bot]\napp_key = \"the-app-key\"", fileName: "hookbot.toml").appKey, "the-app-key")
+        XCTAssertNil(try BotConfiguration.parse("[bot]\nclient_id = \"a\"", fileName: "hookbot.toml").appKey)
+    }
+
     func testUnknownKeysAndWrongTypesNameFileLineAndKey() {
         func failure(_ text: String) -> String? {
             do {
@@ -146,7 +152,7 @@ final class ConfigFileTests: XCTestCase {
         }
         XCTAssertEqual(
             failure("[bot]\nclient_id = \"a\"\nreply_limt = 3"),
-            "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, client_id, command_prefix, global_reply_limit, interceptor_secret, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)"
+            "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, app_key, client_id, command_prefix, global_reply_limit, interceptor_secret, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)"
         )
         XCTAssertEqual(
             failure("\n[sever]\nport = 1"),
