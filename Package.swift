@@ -52,7 +52,7 @@ let package = Package(
         .target(
             name: "IMServer",
             dependencies: [
-                "IMCore", "IMProto", "IMSignatures", "Telemetry",
+                "IMCore", "IMProto", "IMSignatures", "Telemetry", "MediaImaging",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -223,7 +223,7 @@ let package = Package(
         .testTarget(
             name: "IMServerTests",
             dependencies: [
-                "IMCore", "IMServer", "IMSignatures", "HookbotTestSupport",
+                "IMCore", "IMServer", "IMSignatures", "HookbotTestSupport", "MediaImaging", "CVips",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

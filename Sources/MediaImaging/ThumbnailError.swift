@@ -1,28 +1,28 @@
-/// Why a thumbnail was not made: each case has a numeric code (46xx, beside the IM error codes), the HTTP
+/// Why a thumbnail was not made: each case has a numeric code (4621-4626, after the media store's 4601-4609), the HTTP
 /// status an HTTP route answers with, and a reason for people.
 public enum ThumbnailError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The imageView request is malformed (4601, HTTP 400).
+    /// The imageView request is malformed (4621, HTTP 400).
     case badRequest(String)
     /// The file is not an image libvips may decode here: junk, or a format outside JPEG, PNG, WebP, GIF
-    /// (4602, HTTP 415).
+    /// (4622, HTTP 415).
     case unsupportedImage(String)
-    /// The header declares more pixels than the limit: refused before any pixel is decoded (4603, HTTP 422).
+    /// The header declares more pixels than the limit: refused before any pixel is decoded (4623, HTTP 422).
     case sourceTooLarge(width: Int, height: Int, limit: Int)
-    /// Every thumbnail worker is busy and the queue is full (4604, HTTP 503).
+    /// Every thumbnail worker is busy and the queue is full (4624, HTTP 503).
     case busy(queued: Int)
-    /// The job ran past its time limit and was stopped (4605, HTTP 503).
+    /// The job ran past its time limit and was stopped (4625, HTTP 503).
     case timedOut(milliseconds: Int)
-    /// The image is damaged (truncated, bad data) or libvips failed (4606, HTTP 422).
+    /// The image is damaged (truncated, bad data) or libvips failed (4626, HTTP 422).
     case decodeFailed(String)
 
     public var code: Int {
         switch self {
-        case .badRequest: 4601
-        case .unsupportedImage: 4602
-        case .sourceTooLarge: 4603
-        case .busy: 4604
-        case .timedOut: 4605
-        case .decodeFailed: 4606
+        case .badRequest: 4621
+        case .unsupportedImage: 4622
+        case .sourceTooLarge: 4623
+        case .busy: 4624
+        case .timedOut: 4625
+        case .decodeFailed: 4626
         }
     }
 

@@ -23,7 +23,7 @@ final class ImageViewRequestTests: XCTestCase {
         XCTAssertNil(try ImageViewRequest.fromQuery(""))
     }
 
-    func testMalformedRequestsAreRefusedWithCode4601AndAReason() {
+    func testMalformedRequestsAreRefusedWithCode4621AndAReason() {
         let cases: [(String, String)] = [
             ("imageView", "needs a mode"),
             ("imageView/0/w/10", "mode 0 is not supported"),
@@ -48,7 +48,7 @@ final class ImageViewRequestTests: XCTestCase {
                 guard let error = error as? ThumbnailError, case .badRequest = error else {
                     return XCTFail("\(query): \(error)")
                 }
-                XCTAssertEqual(error.code, 4601, query)
+                XCTAssertEqual(error.code, 4621, query)
                 XCTAssertEqual(error.httpStatus, 400, query)
                 XCTAssertTrue(error.reason.contains(expected), "\(query): \(error.reason)")
             }

@@ -81,7 +81,7 @@ final class ThumbnailerTests: XCTestCase {
             XCTFail("a 50000×50000 PNG was thumbnailed")
         } catch {
             XCTAssertEqual(error, .sourceTooLarge(width: 50_000, height: 50_000, limit: 50_000_000))
-            XCTAssertEqual(error.code, 4603)
+            XCTAssertEqual(error.code, 4623)
             XCTAssertEqual(error.httpStatus, 422)
             XCTAssertTrue(error.reason.contains("2500000000 pixels"), error.reason)
         }
@@ -101,29 +101,29 @@ final class ThumbnailerTests: XCTestCase {
         // Junk (an ELF executable's first bytes named .png): no loader.
         let junk = try write("evil.png", [0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0] + [UInt8](repeating: 0x41, count: 200))
         await assertThrows(try await thumbnailer.thumbnail(path: junk, request: request)) { error in
-            XCTAssertEqual(error.code, 4602)
+            XCTAssertEqual(error.code, 4622)
             XCTAssertEqual(error.httpStatus, 415)
             XCTAssertTrue(error.reason.hasPrefix("not a supported image"), error.reason)
         }
         // Empty.
         let empty = try write("empty.jpg", [])
-        await assertThrows(try await thumbnailer.thumbnail(path: empty, request: request)) { XCTAssertEqual($0.code, 4602) }
+        await assertThrows(try await thumbnailer.thumbnail(path: empty, request: request)) { XCTAssertEqual($0.code, 4622) }
         // A format libvips knows but Hookbot does not enable (SVG could fetch files and run a renderer).
         let svg = try write("x.svg", Array(#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>"#.utf8))
         await assertThrows(try await thumbnailer.thumbnail(path: svg, request: request)) { error in
-            XCTAssertEqual(error.code, 4602)
+            XCTAssertEqual(error.code, 4622)
             XCTAssertTrue(error.reason.contains("not enabled"), error.reason)
         }
         // A real JPEG cut in half: its header reads, its pixels do not.
         let whole = try Data(contentsOf: URL(fileURLWithPath: try fixture("whole.jpg", 400, 400)))
         let truncated = try write("half.jpg", [UInt8](whole.prefix(whole.count / 2)))
         await assertThrows(try await thumbnailer.thumbnail(path: truncated, request: request)) { error in
-            XCTAssertEqual(error.code, 4606)
+            XCTAssertEqual(error.code, 4626)
             XCTAssertEqual(error.httpStatus, 422)
         }
         // A missing file.
         await assertThrows(try await thumbnailer.thumbnail(path: directory.appendingPathComponent("none.png").path, request: request)) {
-            XCTAssertEqual($0.code, 4602)
+            XCTAssertEqual($0.code, 4622)
         }
     }
 
@@ -134,7 +134,7 @@ final class ThumbnailerTests: XCTestCase {
         await assertThrows(try await thumbnailer.thumbnail(path: path, request: ImageViewRequest(mode: .fit, width: 64, height: 64))) {
             error in
             XCTAssertEqual(error, .timedOut(milliseconds: 0))
-            XCTAssertEqual(error.code, 4605)
+            XCTAssertEqual(error.code, 4625)
         }
         // The same job within a normal limit succeeds (the limit, not the image, stopped it).
         let thumbnail = try await Thumbnailer().thumbnail(path: path, request: ImageViewRequest(mode: .fit, width: 64, height: 64))
@@ -164,8 +164,8 @@ final class ThumbnailerTests: XCTestCase {
             return await group.reduce(into: [Int]()) { $0.append($1) }
         }
         XCTAssertGreaterThanOrEqual(outcomes.filter { $0 == 0 }.count, 2, "\(outcomes)")
-        XCTAssertGreaterThanOrEqual(outcomes.filter { $0 == 4604 }.count, 1, "\(outcomes)")
-        XCTAssertEqual(outcomes.filter { $0 != 0 && $0 != 4604 }, [], "\(outcomes)")
+        XCTAssertGreaterThanOrEqual(outcomes.filter { $0 == 4624 }.count, 1, "\(outcomes)")
+        XCTAssertEqual(outcomes.filter { $0 != 0 && $0 != 4624 }, [], "\(outcomes)")
         // Once they are done, the thumbnailer takes work again.
         let again = try await thumbnailer.thumbnail(path: path, request: request)
         XCTAssertEqual([again.width, again.height], [32, 32])

@@ -130,6 +130,9 @@ enum MediaRoute {
     ) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
         guard let record = try await media.record(id) else { throw MediaError(.notFound, "no file \(id)") }
+        // ?imageView/…: a thumbnail (MediaThumbnailRoute.swift).
+        let thumbnail = await MediaThumbnails.response(request, record: record, media: media, cacheControl: limits.cacheControl, head: head)
+        if let thumbnail { return thumbnail }
         let size = record.metadata.size
         let etag = "\"\(record.metadata.sha256)\""
         var headers: HTTPFields = [

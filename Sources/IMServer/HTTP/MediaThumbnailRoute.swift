@@ -1,0 +1,102 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import IMCore
+import MediaImaging
+import NIOCore
+
+/// Thumbnails of stored images in LeanCloud's URL form: `GET /media/<id>[/<name>]?imageView/2/w/W/h/H[/q/Q]
+/// [/format/F]` (what `AV.File#thumbnailURL()` appends to a file's URL; docs/MEDIA.md). `MediaRoute.download`
+/// asks here first; a query without `imageView` is served as the file itself.
+///
+/// The stored bytes are copied to a temporary file (streamed, as any `MediaStore` gives them) and thumbnailed
+/// from there under `MediaThumbnails.thumbnailer`'s limits; nothing is cached yet (the next step: keep
+/// thumbnails by content hash and request beside the objects).
+enum MediaThumbnails {
+    /// One thumbnailer per process: its limits (source pixels, jobs at once, queue, time per job) bound all of
+    /// the server's thumbnail work.
+    static let thumbnailer = Thumbnailer()
+
+    /// The stored types libvips may decode here (`Thumbnailer` blocks every other loader).
+    static let imageTypes: Set<String> = ["image/jpeg", "image/png", "image/webp", "image/gif"]
+
+    /// The thumbnail answer when the query asks for one; nil when it does not.
+    static func response(_ request: Request, record: MediaRecord, media: any MediaStore, cacheControl: String, head: Bool) async
+        -> Response?
+    {
+        let spec: ImageViewRequest
+        do {
+            guard let parsed = try ImageViewRequest.fromQuery(request.uri.query ?? "") else { return nil }
+            spec = parsed
+        } catch {
+            return failure(error)
+        }
+        guard imageTypes.contains(record.metadata.mime) else {
+            return failure(.unsupportedImage("the file is \(record.metadata.mime)"))
+        }
+        // One ETag per content and request: the same thumbnail of the same bytes is the same answer.
+        let etag = "\"\(record.metadata.sha256)-\(tag(spec))\""
+        var headers: HTTPFields = [.eTag: etag, .cacheControl: cacheControl, HTTPField.Name("X-Content-Type-Options")!: "nosniff"]
+        if let match = request.headers[.ifNoneMatch],
+            match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0 == "*" })
+        {
+            return Response(status: .notModified, headers: headers)
+        }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-thumb-\(UUID().uuidString)").path
+        defer { unlink(path) }
+        do {
+            try await spool(media.read(record, range: 0..<record.metadata.size), to: path)
+        } catch {
+            return answer(
+                .internalServerError, code: IMError(.internalError).code, reason: "INTERNAL_ERROR", detail: "reading the file: \(error)")
+        }
+        let thumbnail: Thumbnail
+        do {
+            thumbnail = try await thumbnailer.thumbnail(path: path, request: spec)
+        } catch {
+            return failure(error)
+        }
+        headers[.contentType] = thumbnail.format.mimeType
+        headers[.contentLength] = String(thumbnail.bytes.count)
+        if head { return Response(status: .ok, headers: headers) }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: thumbnail.bytes)))
+    }
+
+    /// `2-w100-h-q75-jpeg`: what distinguishes one thumbnail of a content from another.
+    static func tag(_ spec: ImageViewRequest) -> String {
+        "\(spec.mode.rawValue)-w\(spec.width.map(String.init) ?? "")-h\(spec.height.map(String.init) ?? "")-q\(spec.quality ?? 75)-"
+            + (spec.format?.rawValue ?? "source")
+    }
+
+    private static func spool(_ chunks: AsyncThrowingStream<ByteBuffer, any Error>, to path: String) async throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            throw MediaError(.storageFailed, "cannot create \(path)")
+        }
+        defer { try? handle.close() }
+        for try await chunk in chunks {
+            try handle.write(contentsOf: Data(chunk.readableBytesView))
+        }
+    }
+
+    private static func failure(_ error: ThumbnailError) -> Response {
+        answer(HTTPResponse.Status(code: error.httpStatus), code: error.code, reason: error.kindName, detail: error.reason)
+    }
+
+    private static func answer(_ status: HTTPResponse.Status, code: Int, reason: String, detail: String) -> Response {
+        HTTPJSON.response(status, ["code": JSONValue.int(code), "reason": .string(reason), "error": .string(detail)])
+    }
+}
+
+extension ThumbnailError {
+    /// The case's name, as `MediaRoute` answers `reason` (`badRequest`, `sourceTooLarge`, …).
+    fileprivate var kindName: String {
+        switch self {
+        case .badRequest: "badRequest"
+        case .unsupportedImage: "unsupportedImage"
+        case .sourceTooLarge: "sourceTooLarge"
+        case .busy: "busy"
+        case .timedOut: "timedOut"
+        case .decodeFailed: "decodeFailed"
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import CVips
+import Foundation
+import HookbotTestSupport
+import IMCore
+import MediaImaging
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `GET /media/<id>?imageView/…` on a real server: images libvips writes, uploaded with `POST /media`.
+final class MediaThumbnailTests: XCTestCase {
+    private func call(_ port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws
+        -> (status: Int, headers: [String: String], body: Data)
+    {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) =
+            if let body { try await URLSession.shared.upload(for: request, from: body) } else {
+                try await URLSession.shared.data(for: request)
+            }
+        let http = try XCTUnwrap(response as? HTTPURLResponse)
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { fields[String(describing: name).lowercased()] = String(describing: value) }
+        return (http.statusCode, fields, data)
+    }
+
+    private func upload(_ port: Int, token: String, name: String, _ bytes: Data) async throws -> String {
+        let reply = try await call(port, "POST", "/media?name=\(name)", headers: ["X-LC-IM-Session-Token": token], body: bytes)
+        XCTAssertEqual(reply.status, 201, String(decoding: reply.body, as: UTF8.self))
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: reply.body) as? [String: Any])
+        return try XCTUnwrap(json["url"] as? String)
+    }
+
+    private func noise(_ directory: URL, _ name: String, _ width: Int, _ height: Int) throws -> Data {
+        _ = try? Thumbnailer.header(path: "/dev/null") // starts libvips
+        let path = directory.appendingPathComponent(name).path
+        XCTAssertEqual(hb_vips_write_noise(path, Int32(width), Int32(height)), 0)
+        return try Data(contentsOf: URL(fileURLWithPath: path))
+    }
+
+    private func json(_ body: Data) -> [String: Any] { (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:] }
+
+    func testThumbnailURLsOfStoredImagesAsTheSDKsBuildThem() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let client = try await TestClient.connect(port: server.port)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "Tom"
+        let opened = try await client.request(open)
+        let token = try XCTUnwrap(opened.st)
+
+        let url = try await upload(server.port, token: token, name: "photo.jpg", try noise(server.directory, "photo.jpg", 800, 600))
+        // AV.File#thumbnailURL(100, 100): quality 100, mode 2, png.
+        let png = try await call(server.port, "GET", url + "?imageView/2/w/100/h/100/q/100/format/png")
+        XCTAssertEqual(png.status, 200, String(decoding: png.body, as: UTF8.self))
+        XCTAssertEqual(png.headers["content-type"], "image/png")
+        let pngPath = server.directory.appendingPathComponent("thumb.png").path
+        try png.body.write(to: URL(fileURLWithPath: pngPath))
+        let header = try Thumbnailer.header(path: pngPath)
+        XCTAssertEqual([header.width, header.height], [100, 75])
+        XCTAssertEqual(header.format, "png")
+        let etag = try XCTUnwrap(png.headers["etag"])
+        let again = try await call(
+            server.port, "GET", url + "?imageView/2/w/100/h/100/q/100/format/png", headers: ["If-None-Match": etag])
+        XCTAssertEqual(again.status, 304)
+        // Crop to 64×64 in the source's format (JPEG): a different ETag.
+        let crop = try await call(server.port, "GET", url + "?imageView/1/w/64/h/64")
+        XCTAssertEqual(crop.status, 200)
+        XCTAssertEqual(crop.headers["content-type"], "image/jpeg")
+        XCTAssertEqual(Array(crop.body.prefix(3)), [0xFF, 0xD8, 0xFF])
+        XCTAssertNotEqual(crop.headers["etag"], etag)
+        // Without imageView the file itself.
+        let original = try await call(server.port, "GET", url)
+        XCTAssertEqual(original.headers["content-type"], "image/jpeg")
+        XCTAssertGreaterThan(original.body.count, crop.body.count)
+
+        // A malformed request, a file that is not an image, and a bomb: each a JSON error with its code.
+        let bad = try await call(server.port, "GET", url + "?imageView/2/w/0")
+        XCTAssertEqual(bad.status, 400)
+        XCTAssertEqual(json(bad.body)["code"] as? Int, 4621)
+        let text = try await upload(server.port, token: token, name: "notes.txt", Data("just text, not pixels".utf8))
+        let notImage = try await call(server.port, "GET", text + "?imageView/2/w/50")
+        XCTAssertEqual(notImage.status, 415)
+        XCTAssertEqual(json(notImage.body)["code"] as? Int, 4622)
+        let bomb = try await upload(
+            server.port, token: token, name: "bomb.png", Data(MediaThumbnailTests.png(width: 50_000, height: 50_000)))
+        let refused = try await call(server.port, "GET", bomb + "?imageView/2/w/50/h/50")
+        XCTAssertEqual(refused.status, 422)
+        XCTAssertEqual(json(refused.body)["code"] as? Int, 4623)
+        XCTAssertEqual(json(refused.body)["reason"] as? String, "sourceTooLarge")
+        // The server is still serving.
+        let after = try await call(server.port, "GET", url + "?imageView/2/w/10")
+        XCTAssertEqual(after.status, 200)
+    }
+
+    /// A PNG whose IHDR declares `width`×`height`, with one tiny IDAT.
+    static func png(width: UInt32, height: UInt32) -> [UInt8] {
+        func be(_ value: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> $0) } }
+        func crc32(_ bytes: [UInt8]) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+            }
+            return ~crc
+        }
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            let body = Array(type.utf8) + data
+            return be(UInt32(data.count)) + body + be(crc32(body))
+        }
+        let idat: [UInt8] = [0x78, 0x9C, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01]
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", be(width) + be(height) + [8, 2, 0, 0, 0])
+            + chunk("IDAT", idat) + chunk("IEND", [])
+    }
+}
