@@ -1,5 +1,6 @@
 import CVips
 import Dispatch
+import Foundation
 
 /// The bounds every thumbnail job is held to.
 public struct ThumbnailLimits: Sendable, Equatable {
@@ -77,8 +78,33 @@ public final class Thumbnailer: Sendable {
     /// A thumbnail of the image in `path` as `request` asks, within the limits.
     public func thumbnail(path: String, request: ImageViewRequest) async throws(ThumbnailError) -> Thumbnail {
         try await gate.enter()
+        let result = await run(path: path, request: request)
+        await gate.leave()
+        return try result.get()
+    }
+
+    /// A thumbnail of a source that has to be written to a file first (a `MediaStore`'s byte stream):
+    /// `writeSource` writes the file at the temporary path it is given, inside the job's slot, so no more than
+    /// `maxConcurrentJobs` copies exist at once, and the file is removed afterwards. Throws `ThumbnailError`,
+    /// or what `writeSource` threw.
+    public func thumbnail(request: ImageViewRequest, writeSource: (String) async throws -> Void) async throws -> Thumbnail {
+        try await gate.enter()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-thumb-\(UUID().uuidString)").path
+        let result: Result<Thumbnail, any Error>
+        do {
+            try await writeSource(path)
+            result = await run(path: path, request: request).mapError { $0 }
+        } catch {
+            result = .failure(error)
+        }
+        unlink(path)
+        await gate.leave()
+        return try result.get()
+    }
+
+    private func run(path: String, request: ImageViewRequest) async -> Result<Thumbnail, ThumbnailError> {
         let limits = limits
-        let result: Result<Thumbnail, ThumbnailError> = await withCheckedContinuation { continuation in
+        return await withCheckedContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(
                     returning: Result { () throws(ThumbnailError) in
@@ -86,8 +112,6 @@ public final class Thumbnailer: Sendable {
                     })
             }
         }
-        await gate.leave()
-        return try result.get()
     }
 
     private static func make(path: String, request: ImageViewRequest, limits: ThumbnailLimits) throws(ThumbnailError) -> Thumbnail {

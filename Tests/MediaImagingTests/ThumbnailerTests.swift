@@ -69,6 +69,41 @@ final class ThumbnailerTests: XCTestCase {
         XCTAssertEqual(big.format, .png)
     }
 
+    func testAGIFSourceComesBackAsPNG() async throws {
+        let path = try fixture("anim.gif", 300, 200)
+        XCTAssertEqual(try Thumbnailer.header(path: path).format, "gif")
+        let thumbnail = try await Thumbnailer().thumbnail(path: path, request: ImageViewRequest(mode: .fit, width: 30, height: 30))
+        XCTAssertEqual([thumbnail.width, thumbnail.height], [30, 20])
+        XCTAssertEqual(thumbnail.format, .png)
+        XCTAssertEqual(Array(thumbnail.bytes.prefix(4)), [0x89, 0x50, 0x4E, 0x47])
+    }
+
+    /// A source written by the caller (a store's stream) to a temporary file inside the job's slot, removed after,
+    /// whether the thumbnail was made or refused.
+    func testASourceWrittenForTheJobIsRemovedAfterwards() async throws {
+        let source = try Data(contentsOf: URL(fileURLWithPath: try fixture("source.webp", 200, 100)))
+        let thumbnailer = Thumbnailer()
+        var written: [String] = []
+        let thumbnail = try await thumbnailer.thumbnail(request: ImageViewRequest(mode: .fit, width: 50, height: nil)) { path in
+            written.append(path)
+            try source.write(to: URL(fileURLWithPath: path))
+        }
+        XCTAssertEqual([thumbnail.width, thumbnail.height, written.count], [50, 25, 1])
+        XCTAssertEqual(thumbnail.format, .webp)
+        do {
+            _ = try await thumbnailer.thumbnail(request: ImageViewRequest(mode: .fit, width: 50, height: nil)) { path in
+                written.append(path)
+                try Data("junk".utf8).write(to: URL(fileURLWithPath: path))
+            }
+            XCTFail("junk was thumbnailed")
+        } catch let error as ThumbnailError {
+            XCTAssertEqual(error.code, 4622)
+        }
+        XCTAssertEqual(written.count, 2)
+        XCTAssertNotEqual(written[0], written[1])
+        for path in written { XCTAssertFalse(FileManager.default.fileExists(atPath: path), path) }
+    }
+
     /// A 70-byte PNG whose header declares 50000×50000 (2.5 gigapixels, 7.5 GB decoded): refused from the
     /// header, before libvips decodes a single row.
     func testADecompressionBombIsRefusedFromItsHeader() async throws {

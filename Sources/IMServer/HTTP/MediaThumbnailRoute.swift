@@ -9,8 +9,8 @@ import NIOCore
 /// [/format/F]` (what `AV.File#thumbnailURL()` appends to a file's URL; docs/MEDIA.md). `MediaRoute.download`
 /// asks here first; a query without `imageView` is served as the file itself.
 ///
-/// The stored bytes are copied to a temporary file (streamed, as any `MediaStore` gives them) and thumbnailed
-/// from there under `MediaThumbnails.thumbnailer`'s limits; nothing is cached yet (the next step: keep
+/// The stored bytes are copied to a temporary file (streamed, as any `MediaStore` gives them, inside the job's
+/// slot) and thumbnailed from there under `MediaThumbnails.thumbnailer`'s limits; nothing is cached yet (the next step: keep
 /// thumbnails by content hash and request beside the objects).
 enum MediaThumbnails {
     /// One thumbnailer per process: its limits (source pixels, jobs at once, queue, time per job) bound all of
@@ -42,19 +42,20 @@ enum MediaThumbnails {
         {
             return Response(status: .notModified, headers: headers)
         }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-thumb-\(UUID().uuidString)").path
-        defer { unlink(path) }
-        do {
-            try await spool(media.read(record, range: 0..<record.metadata.size), to: path)
-        } catch {
-            return answer(
-                .internalServerError, code: IMError(.internalError).code, reason: "INTERNAL_ERROR", detail: "reading the file: \(error)")
+        // The size the store read from the header at upload: a bomb is refused before its bytes are copied.
+        if let width = record.metadata.width, let height = record.metadata.height, width * height > thumbnailer.limits.maxSourcePixels {
+            return failure(.sourceTooLarge(width: width, height: height, limit: thumbnailer.limits.maxSourcePixels))
         }
         let thumbnail: Thumbnail
         do {
-            thumbnail = try await thumbnailer.thumbnail(path: path, request: spec)
-        } catch {
+            thumbnail = try await thumbnailer.thumbnail(request: spec) { path in
+                try await spool(media.read(record, range: 0..<record.metadata.size), to: path)
+            }
+        } catch let error as ThumbnailError {
             return failure(error)
+        } catch {
+            return answer(
+                .internalServerError, code: IMError(.internalError).code, reason: "INTERNAL_ERROR", detail: "reading the file: \(error)")
         }
         headers[.contentType] = thumbnail.format.mimeType
         headers[.contentLength] = String(thumbnail.bytes.count)
