@@ -301,6 +301,28 @@ final class MediaRouteTests: XCTestCase {
         XCTAssertEqual(tempFiles(server), [])
     }
 
+    func testAnExecutableCalledPNGIsServedAsWhatItIsAndRecordsSurviveARestart() async throws {
+        let first = try await ServerHarness.start()
+        let tom = try await sessionToken(first.port, "Tom")
+        let elf = Data([0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0] + [UInt8](repeating: 0x90, count: 2000))
+        let up = try await call(first.port, "POST", "/media?name=cat.png", token: tom, headers: ["Content-Type": "image/png"], body: elf)
+        XCTAssertEqual(up.status, 201)
+        XCTAssertEqual(up.json["mime"] as? String, "application/x-executable")
+        XCTAssertNil(up.json["width"])
+        let id = try XCTUnwrap(up.json["id"] as? String)
+
+        let server = try await first.restarted()
+        defer { Task { await server.stop() } }
+        let got = try await call(server.port, "GET", "/media/\(id)/cat.png")
+        XCTAssertEqual(got.status, 200)
+        XCTAssertEqual(got.body, elf)
+        XCTAssertEqual(got.headers["content-type"], "application/x-executable")
+        XCTAssertEqual(got.headers["x-content-type-options"], "nosniff")
+        XCTAssertTrue(got.headers["content-disposition"]?.hasPrefix("attachment;") == true, "\(got.headers)")
+        let usage = try await server.server.media?.usage(owner: "Tom")
+        XCTAssertEqual(usage, Int64(elf.count))
+    }
+
     /// Raw HTTP/1.1 on a socket: what a client that lies about or breaks off its body does.
     func rawExchange(_ port: Int, _ text: String, closeWriting: Bool) throws -> String {
         let fd = try connectLoopback(port: port)

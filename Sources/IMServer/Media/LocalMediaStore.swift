@@ -135,8 +135,10 @@ public final class LocalMediaStore: MediaStore {
     }
 
     public func record(_ id: String) async throws -> MediaRecord? {
-        guard MediaIDs.isValid(id) else { return nil }
-        return try await records.find(id)
+        guard MediaIDs.isValid(id), let record = try await records.find(id) else { return nil }
+        // A record whose bytes this node does not have (another node of a cluster took the upload) is
+        // not served from here rather than cut off mid-answer.
+        return FileManager.default.fileExists(atPath: path(sha256: record.metadata.sha256)) ? record : nil
     }
 
     public func read(_ record: MediaRecord, range: Range<Int64>) -> AsyncThrowingStream<ByteBuffer, any Error> {
@@ -147,7 +149,7 @@ public final class LocalMediaStore: MediaStore {
     }
 
     public func delete(_ id: String) async throws -> Bool {
-        guard let existing = try await record(id) else { return false }
+        guard MediaIDs.isValid(id), let existing = try await records.find(id) else { return false }
         var removed = false
         try await withContent(existing.metadata.sha256) {
             guard let (record, sharing) = try await records.remove(id) else { return }

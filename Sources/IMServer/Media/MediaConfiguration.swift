@@ -23,12 +23,17 @@ public struct MediaConfiguration: Sendable, Equatable {
 }
 
 enum MediaStores {
-    /// The media store of a server: the local-directory backend with its records in the SQLite file. A
-    /// server on PostgreSQL has none yet (its routes answer 4609) — the PostgreSQL backend is to come.
+    /// The media store of a server: the local-directory backend, with its records in the server's SQLite
+    /// file or PostgreSQL database (there the bytes stay on the node that took them until the PostgreSQL
+    /// content backend exists).
     static func open(_ configuration: ServerConfiguration, store: any ServerStore) throws -> (any MediaStore)? {
-        guard let sqlite = store as? SQLiteStore else { return nil }
-        return try LocalMediaStore(
-            directory: configuration.media.resolvedDirectory(databasePath: configuration.databasePath),
-            records: SQLiteMediaRecords(db: sqlite.db))
+        let directory = configuration.media.resolvedDirectory(databasePath: configuration.databasePath)
+        if let sqlite = store as? SQLiteStore {
+            return try LocalMediaStore(directory: directory, records: SQLiteMediaRecords(db: sqlite.db))
+        }
+        if let postgres = store as? PostgresStore {
+            return try LocalMediaStore(directory: directory, records: PostgresMediaRecords(store: postgres))
+        }
+        return nil
     }
 }
