@@ -256,6 +256,13 @@ final class LeanCloudFilesTests: XCTestCase {
         XCTAssertEqual(swappedPut.status, 401, "\(swappedPut.json)")
         let none = try await call("GET", "\(base)/1.1/files/\(secondID)")
         XCTAssertEqual(none.status, 404)
+        // A size the SDK declares (metaData.size, a Buffer's or Blob's) over the cap is refused before any upload URL.
+        let declaredBig = try await call(
+            "POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(session: tomToken),
+            json: ["name": "big.bin", "metaData": ["size": 5000, "owner": "unknown"]])
+        XCTAssertEqual(declaredBig.status, 413, "\(declaredBig.json)")
+        XCTAssertEqual(declaredBig.json["code"] as? Int, 4601)
+        XCTAssertNil(declaredBig.json["upload_url"])
         // Over the cap: refused by its Content-Length with 413 and the store's code, nothing kept.
         let big = try await call("PUT", firstURL, body: Data(repeating: 7, count: 1500))
         XCTAssertEqual(big.status, 413, "\(big.json)")

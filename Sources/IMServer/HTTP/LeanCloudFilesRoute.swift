@@ -33,6 +33,7 @@ enum LeanCloudFilesRoute {
                 guard store != nil else { throw MediaError(.unavailable, "this server keeps no files (no media store on PostgreSQL yet)") }
                 let caller = try await LeanCloudCaller.identify(request, configuration: configuration, tokens: service.tokens)
                 let body = try await jsonBody(request)
+                try await refuseEarly(declaredSize: body["metaData"]?["size"]?.intValue, caller: caller, media: media, limits: limits)
                 return try fileToken(request, body: body, caller: caller, configuration: configuration, key: key)
             }
         }
@@ -151,6 +152,23 @@ enum LeanCloudFilesRoute {
             throw LeanCloudFilesError.invalidJSON("the body must be a JSON object")
         }
         return object
+    }
+
+    /// The SDK sends the size it knows (`metaData.size`: a Buffer's or a Blob's) with `fileTokens`: a file over the
+    /// cap or the uploader's quota is refused before it is sent at all. The `PUT` checks again, on the bytes.
+    private static func refuseEarly(declaredSize: Int?, caller: LeanCloudCaller, media: any MediaStore, limits: MediaConfiguration)
+        async throws
+    {
+        guard let size = declaredSize.map(Int64.init), size > 0 else { return }
+        if size > limits.maxUploadBytes {
+            throw MediaError(.tooLarge, "the file has \(size) bytes; files may have at most \(limits.maxUploadBytes)")
+        }
+        if let quota = limits.quotaBytes, let owner = caller.clientID {
+            let used = try await media.usage(owner: owner)
+            if used + size > quota {
+                throw MediaError(.quotaExceeded, "\(owner) keeps \(used) bytes; \(size) more would pass the quota of \(quota)")
+            }
+        }
     }
 
     private static func fileToken(
