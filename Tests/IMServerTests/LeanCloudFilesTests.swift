@@ -87,26 +87,9 @@ final class LeanCloudFilesTests: XCTestCase {
         return (client, try XCTUnwrap(opened.st, "session opened carries st"))
     }
 
-    /// A server without a media store (PostgreSQL, until it has one) says so with 4609 on each route, none hands out an upload URL.
-    func testWithoutAMediaStoreEveryRouteAnswers4609() async throws {
-        let server = try await startServer()
-        defer { Task { await server.stop() } }
-        try XCTSkipIf(server.server.media != nil, "this server keeps files")
-        let base = "http://127.0.0.1:\(server.port)"
-        let token = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "a.png"])
-        XCTAssertEqual(token.status, 501, "\(token.json)")
-        XCTAssertEqual(token.json["code"] as? Int, 4609)
-        XCTAssertNil(token.json["upload_url"])
-        let fetched = try await call("GET", "\(base)/1.1/files/abc")
-        XCTAssertEqual(fetched.json["code"] as? Int, 4609)
-        let deleted = try await call("DELETE", "\(base)/1.1/files/abc", headers: try sdkHeaders())
-        XCTAssertEqual(deleted.json["code"] as? Int, 4609)
-    }
-
     func testTheStorageSDKsSaveFetchAndDestroy() async throws {
         let server = try await startServer()
         defer { Task { await server.stop() } }
-        try XCTSkipIf(server.server.media == nil, "this server keeps no files (no media store on its backend yet)")
         let base = "http://127.0.0.1:\(server.port)"
         let (tom, tomToken) = try await sessionToken("Tom", port: server.port)
         let (jerry, jerryToken) = try await sessionToken("Jerry", port: server.port)
@@ -181,7 +164,6 @@ final class LeanCloudFilesTests: XCTestCase {
     func testBrowsersOnAnotherOriginMayCall() async throws {
         let server = try await startServer()
         defer { Task { await server.stop() } }
-        try XCTSkipIf(server.server.media == nil, "this server keeps no files (no media store on its backend yet)")
         let base = "http://127.0.0.1:\(server.port)"
         let preflight = try await call(
             "OPTIONS", "\(base)/1.1/fileTokens",
@@ -211,7 +193,6 @@ final class LeanCloudFilesTests: XCTestCase {
     func testWrongKeysTokensAndOversizeUploadsAreRefused() async throws {
         let server = try await startServer(maxUploadBytes: 1000)
         defer { Task { await server.stop() } }
-        try XCTSkipIf(server.server.media == nil, "this server keeps no files (no media store on its backend yet)")
         let base = "http://127.0.0.1:\(server.port)"
         let (tom, tomToken) = try await sessionToken("Tom", port: server.port)
         let name = ["name": "a.bin"]
@@ -291,7 +272,6 @@ final class LeanCloudFilesTests: XCTestCase {
     func testWithSignaturesOnTheAppKeyAloneCannotUploadAndTheMasterKeyDeletesAnyFile() async throws {
         let server = try await startServer(signatures: true)
         defer { Task { await server.stop() } }
-        try XCTSkipIf(server.server.media == nil, "this server keeps no files (no media store on its backend yet)")
         let base = "http://127.0.0.1:\(server.port)"
         let appOnly = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "a.txt"])
         XCTAssertEqual(appOnly.status, 401, "\(appOnly.json)")
