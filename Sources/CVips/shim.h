@@ -86,19 +86,25 @@ enum { HB_VIPS_JPEG = 0, HB_VIPS_PNG = 1, HB_VIPS_WEBP = 2 };
 
 /// Makes a thumbnail of the image in `path` that fits `width` x `height` (never enlarged), or, with `crop`,
 /// fills it and cuts the centre; encodes it (`quality` 1-100 for JPEG and WebP, metadata stripped) into a
-/// buffer the caller frees with `hb_vips_free`. `jpeg_shrink` (1, 2, 4 or 8; JPEG sources only, else 1)
-/// makes libjpeg decode at that fraction of the size, which is most of the speed of a photo's thumbnail.
+/// buffer the caller frees with `hb_vips_free`. `shrink` (1, 2, 4 or 8) makes a JPEG decode at that fraction
+/// of the size (libjpeg's shrink-on-load: most of the speed of a photo's thumbnail) and a WebP too (libwebp's
+/// scaled decode, which also keeps a big WebP from being decoded whole into memory); other formats ignore it.
 /// Decoding errors fail the job (VIPS_FAIL_ON_ERROR); past `timeout_us` the job is killed and `*timed_out`
 /// set. Returns 0 on success.
 static inline int hb_vips_thumbnail(
-    const char *path, int jpeg_shrink, int width, int height, int crop, int format, int quality, gint64 timeout_us,
+    const char *path, int is_jpeg, int is_webp, int shrink, int width, int height, int crop, int format, int quality, gint64 timeout_us,
     void **out, size_t *out_length, int *out_width, int *out_height, int *timed_out
 ) {
     *timed_out = 0;
-    VipsImage *source = jpeg_shrink > 1
-        ? vips_image_new_from_file(
-              path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, "shrink", jpeg_shrink, NULL)
-        : vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+    VipsImage *source;
+    if (is_jpeg && shrink > 1)
+        source = vips_image_new_from_file(
+            path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, "shrink", shrink, NULL);
+    else if (is_webp && shrink > 1)
+        source = vips_image_new_from_file(
+            path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, "scale", 1.0 / shrink, NULL);
+    else
+        source = vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
     if (!source) return -1;
     VipsImage *thumb = NULL;
     if (vips_thumbnail_image(

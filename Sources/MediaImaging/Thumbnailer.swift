@@ -133,9 +133,9 @@ public final class Thumbnailer: Sendable {
         var outHeight: Int32 = 0
         var timedOut: Int32 = 0
         let status = hb_vips_thumbnail(
-            path, header.format == "jpeg" ? jpegShrink(header, request) : 1, width, height, request.mode == .crop ? 1 : 0,
-            format.vipsCode, Int32(request.quality ?? 75), gint64(timeoutMicroseconds), &buffer, &length, &outWidth,
-            &outHeight, &timedOut)
+            path, header.format == "jpeg" ? 1 : 0, header.format == "webp" ? 1 : 0, shrinkOnLoad(header, request), width, height,
+            request.mode == .crop ? 1 : 0, format.vipsCode, Int32(request.quality ?? 75), gint64(timeoutMicroseconds), &buffer, &length,
+            &outWidth, &outHeight, &timedOut)
         defer { hb_vips_free(buffer) }
         if status != 0 && timedOut != 0 {
             hb_vips_clear_error()
@@ -146,9 +146,9 @@ public final class Thumbnailer: Sendable {
         return Thumbnail(bytes: bytes, format: format, width: Int(outWidth), height: Int(outHeight))
     }
 
-    /// How much smaller libjpeg should decode (1, 2, 4 or 8) before libvips' own resampling: the factor the
-    /// request needs, halved for quality, as libvips' `thumbnail` from a file chooses it.
-    private static func jpegShrink(_ header: ImageHeader, _ request: ImageViewRequest) -> Int32 {
+    /// How much smaller a JPEG or WebP should be decoded (1, 2, 4 or 8) before libvips' own resampling: the
+    /// factor the request needs, halved for quality, as libvips' `thumbnail` from a file chooses it.
+    private static func shrinkOnLoad(_ header: ImageHeader, _ request: ImageViewRequest) -> Int32 {
         var factors: [Double] = []
         if let width = request.width { factors.append(Double(header.width) / Double(width)) }
         if let height = request.height { factors.append(Double(header.height) / Double(height)) }
