@@ -323,6 +323,23 @@ final class MediaRouteTests: XCTestCase {
         XCTAssertEqual(usage, Int64(elf.count))
     }
 
+    func testAnUnwritableMediaDirectoryAnswers4606AndTheServerGoesOn() async throws {
+        let blocker = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-media-blocker-\(UUID().uuidString)")
+        try Data("not a directory".utf8).write(to: blocker)
+        defer { try? FileManager.default.removeItem(at: blocker) }
+        let server = try await ServerHarness.start { $0.media.directory = blocker.appendingPathComponent("media").path }
+        defer { Task { await server.stop() } }
+        let tom = try await sessionToken(server.port, "Tom")
+        let failed = try await call(
+            server.port, "POST", "/media?name=a.png", token: tom, body: Data(MediaFixtures.png(width: 2, height: 2)))
+        XCTAssertEqual(failed.status, 507)
+        XCTAssertEqual(failed.json["code"] as? Int, 4606)
+        let usage = try await server.server.media?.usage(owner: "Tom")
+        XCTAssertEqual(usage, 0)
+        let ready = try await call(server.port, "GET", "/ready")
+        XCTAssertEqual(ready.status, 200)
+    }
+
     /// Raw HTTP/1.1 on a socket: what a client that lies about or breaks off its body does.
     func rawExchange(_ port: Int, _ text: String, closeWriting: Bool) throws -> String {
         let fd = try connectLoopback(port: port)

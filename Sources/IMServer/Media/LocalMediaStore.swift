@@ -31,16 +31,11 @@ public final class LocalMediaStore: MediaStore {
     /// Bytes of one chunk when reading.
     static let readChunk = 256 * 1024
 
-    init(directory: String, records: any MediaRecordTable) throws {
+    /// The directories are made at the first upload, so a server that never stores a file leaves none
+    /// (and one whose media directory cannot be written to still starts: uploads answer 4606).
+    init(directory: String, records: any MediaRecordTable) {
         self.directory = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
         self.records = records
-        do {
-            for sub in ["objects", "tmp"] {
-                try FileManager.default.createDirectory(at: self.directory.appendingPathComponent(sub), withIntermediateDirectories: true)
-            }
-        } catch {
-            throw MediaError(.storageFailed, "cannot create the media directory \(directory): \(error.localizedDescription)")
-        }
     }
 
     /// Where the content with this hash is (or would be) kept.
@@ -52,8 +47,11 @@ public final class LocalMediaStore: MediaStore {
     where Body.Element == ByteBuffer {
         guard MediaIDs.isValid(upload.id) else { throw MediaError(.badRequest, "the media id \(upload.id) is not 1-64 of [A-Za-z0-9_-]") }
         if try await records.find(upload.id) != nil { throw MediaError(.idTaken, "the media id \(upload.id) is taken") }
-        let temp = directory.appendingPathComponent("tmp").appendingPathComponent(UUID().uuidString).path
-        guard FileManager.default.createFile(atPath: temp, contents: nil), let handle = FileHandle(forWritingAtPath: temp) else {
+        let tmp = directory.appendingPathComponent("tmp")
+        let temp = tmp.appendingPathComponent(UUID().uuidString).path
+        guard (try? FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)) != nil,
+            FileManager.default.createFile(atPath: temp, contents: nil), let handle = FileHandle(forWritingAtPath: temp)
+        else {
             throw MediaError(.storageFailed, "cannot create a file in \(directory.path)/tmp")
         }
         var kept = false

@@ -29,10 +29,10 @@ enum MediaStores {
     static func open(_ configuration: ServerConfiguration, store: any ServerStore) throws -> (any MediaStore)? {
         let directory = configuration.media.resolvedDirectory(databasePath: configuration.databasePath)
         if let sqlite = store as? SQLiteStore {
-            return try LocalMediaStore(directory: directory, records: SQLiteMediaRecords(db: sqlite.db))
+            return LocalMediaStore(directory: directory, records: SQLiteMediaRecords(db: sqlite.db))
         }
         if let postgres = store as? PostgresStore {
-            return try LocalMediaStore(directory: directory, records: PostgresMediaRecords(store: postgres))
+            return LocalMediaStore(directory: directory, records: PostgresMediaRecords(store: postgres))
         }
         return nil
     }
