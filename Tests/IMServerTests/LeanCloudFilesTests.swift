@@ -190,6 +190,35 @@ final class LeanCloudFilesTests: XCTestCase {
         XCTAssertEqual(refused.headers["access-control-allow-origin"], "*", "errors are readable too")
     }
 
+    /// Names with path parts lose them; names with spaces and other scripts are escaped in the url, which works.
+    func testFileNamesAreCleanedAndTheirURLsEscaped() async throws {
+        let server = try await startServer()
+        defer { Task { await server.stop() } }
+        let base = "http://127.0.0.1:\(server.port)"
+        let tricky = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "../../etc/passwd"])
+        XCTAssertEqual(tricky.status, 200, "\(tricky.json)")
+        XCTAssertEqual(tricky.json["key"] as? String, "\(try XCTUnwrap(tricky.json["objectId"] as? String))/passwd")
+        XCTAssertTrue((tricky.json["url"] as? String ?? "").hasSuffix("/passwd"), "\(tricky.json)")
+
+        let token = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "猫 #1?.png"])
+        let url = try XCTUnwrap(token.json["url"] as? String)
+        XCTAssertTrue(url.hasSuffix("/%E7%8C%AB%20%231%3F.png"), url)
+        let png = TestPNG.make(width: 2, height: 3)
+        let put = try await call(
+            "PUT", try XCTUnwrap(token.json["upload_url"] as? String), headers: ["Content-Type": "image/png"], body: png)
+        XCTAssertEqual(put.status, 200, "\(put.json)")
+        let (downloaded, response) = try await URLSession.shared.data(from: try XCTUnwrap(URL(string: url)))
+        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 200)
+        XCTAssertEqual(downloaded, png)
+        let fetched = try await call("GET", "\(base)/1.1/files/\(try XCTUnwrap(token.json["objectId"] as? String))")
+        XCTAssertEqual(fetched.json["name"] as? String, "猫 #1?.png")
+        let tooLong = try await call(
+            "POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(),
+            body: Data("{\"name\": \"\(String(repeating: "a", count: 70_000))\"}".utf8))
+        XCTAssertEqual(tooLong.status, 400, "\(tooLong.json)")
+        XCTAssertEqual(tooLong.json["code"] as? Int, 107)
+    }
+
     func testWrongKeysTokensAndOversizeUploadsAreRefused() async throws {
         let server = try await startServer(maxUploadBytes: 1000)
         defer { Task { await server.stop() } }
