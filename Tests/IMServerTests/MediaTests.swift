@@ -156,6 +156,12 @@ final class MediaRouteTests: XCTestCase {
     func call(
         _ port: Int, _ method: String, _ path: String, token: String? = nil, headers: [String: String] = [:], body: Data? = nil
     ) async throws -> Reply {
+        try await Self.call(port, method, path, token: token, headers: headers, body: body)
+    }
+
+    static func call(
+        _ port: Int, _ method: String, _ path: String, token: String? = nil, headers: [String: String] = [:], body: Data? = nil
+    ) async throws -> Reply {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = method
         if let token { request.setValue(token, forHTTPHeaderField: "X-LC-IM-Session-Token") }
@@ -230,6 +236,11 @@ final class MediaRouteTests: XCTestCase {
         let outside = try await call(server.port, "GET", "/media/\(id)", headers: ["Range": "bytes=\(png.count)-"])
         XCTAssertEqual(outside.status, 416)
         XCTAssertEqual(outside.headers["content-range"], "bytes */\(png.count)")
+
+        let head = try await call(server.port, "HEAD", "/media/\(id)")
+        XCTAssertEqual(head.status, 200)
+        XCTAssertEqual(head.headers["content-length"], String(png.count))
+        XCTAssertTrue(head.body.isEmpty)
 
         let cached = try await call(server.port, "GET", "/media/\(id)", headers: ["If-None-Match": "\"\(sha)\""])
         XCTAssertEqual(cached.status, 304)
@@ -338,6 +349,34 @@ final class MediaRouteTests: XCTestCase {
         XCTAssertEqual(usage, 0)
         let ready = try await call(server.port, "GET", "/ready")
         XCTAssertEqual(ready.status, 200)
+    }
+
+    func testConcurrentUploadsOfOneContentShareOneFile() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let tom = try await sessionToken(server.port, "Tom")
+        let bytes = Data(MediaFixtures.gif(width: 9, height: 9) + [UInt8](repeating: 3, count: 600_000))
+        let port = server.port
+        let ids = try await withThrowingTaskGroup(of: String?.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    try await Self.call(port, "POST", "/media?name=\(index).gif", token: tom, body: bytes).json["id"] as? String
+                }
+            }
+            return try await group.reduce(into: [String]()) { if let id = $1 { $0.append(id) } }
+        }
+        XCTAssertEqual(Set(ids).count, 8)
+        XCTAssertEqual(objectFiles(server).count, 1)
+        XCTAssertEqual(tempFiles(server), [])
+        let usage = try await server.server.media?.usage(owner: "Tom")
+        XCTAssertEqual(usage, Int64(bytes.count * 8))
+        for id in ids.prefix(7) {
+            let deleted = try await call(server.port, "DELETE", "/media/\(id)", token: tom)
+            XCTAssertEqual(deleted.status, 200)
+        }
+        XCTAssertEqual(objectFiles(server).count, 1)
+        let last = try await call(server.port, "GET", "/media/\(ids[7])")
+        XCTAssertEqual(last.body, bytes)
     }
 
     /// Raw HTTP/1.1 on a socket: what a client that lies about or breaks off its body does.
