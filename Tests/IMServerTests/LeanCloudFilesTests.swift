@@ -219,6 +219,51 @@ final class LeanCloudFilesTests: XCTestCase {
         XCTAssertEqual(tooLong.json["code"] as? Int, 107)
     }
 
+    /// Nodes of one PostgreSQL database: an upload URL one node gave is good on another (a load balancer may send
+    /// the PUT anywhere) because the ticket's key comes from the shared master key; a node with another key
+    /// refuses it. The nodes share a media directory here, as the bytes stay on the node's disk for now.
+    func testAnUploadURLFromOneNodeIsGoodOnAnotherWithTheSameMasterKey() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "starts its own nodes on the cluster (once, in the SQLite pass)")
+        let url = try TestDatabase.postgresURL(schema: TestDatabase.schemaName())
+        let media = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-media-\(UUID().uuidString)").path
+        var nodes: [ServerHarness] = []
+        for key in [Self.masterKey, Self.masterKey, "another-master-key"] {
+            nodes.append(
+                try await ServerHarness.start { configuration in
+                    configuration.databaseURL = url
+                    configuration.appID = Self.appID
+                    configuration.appKey = Self.appKey
+                    configuration.masterKey = key
+                    configuration.media.directory = media
+                })
+        }
+        let started = nodes
+        defer {
+            Task {
+                for node in started { await node.stop() }
+                try? FileManager.default.removeItem(atPath: media)
+            }
+        }
+        let master = ["X-LC-Id": Self.appID, "X-LC-Key": "\(Self.masterKey),master", "Content-Type": "application/json"]
+        let token = try await call("POST", "http://127.0.0.1:\(nodes[0].port)/1.1/fileTokens", headers: master, json: ["name": "n.png"])
+        XCTAssertEqual(token.status, 200, "\(token.json)")
+        let id = try XCTUnwrap(token.json["objectId"] as? String)
+        let uploadURL = try XCTUnwrap(token.json["upload_url"] as? String)
+        let png = TestPNG.make(width: 4, height: 4)
+        let onOther = uploadURL.replacingOccurrences(of: ":\(nodes[0].port)/", with: ":\(nodes[2].port)/")
+        let refused = try await call("PUT", onOther, headers: ["Content-Type": "image/png"], body: png)
+        XCTAssertEqual(refused.status, 401, "a node with another master key: \(refused.json)")
+        let onSecond = uploadURL.replacingOccurrences(of: ":\(nodes[0].port)/", with: ":\(nodes[1].port)/")
+        let put = try await call("PUT", onSecond, headers: ["Content-Type": "image/png"], body: png)
+        XCTAssertEqual(put.status, 200, "\(put.json)")
+        let fetched = try await call("GET", "http://127.0.0.1:\(nodes[0].port)/1.1/files/\(id)")
+        XCTAssertEqual(fetched.status, 200, "\(fetched.json)")
+        XCTAssertEqual((fetched.json["metaData"] as? [String: Any])?["width"] as? Int, 4)
+        let (downloaded, _) = try await URLSession.shared.data(
+            from: try XCTUnwrap(URL(string: try XCTUnwrap(fetched.json["url"] as? String))))
+        XCTAssertEqual(downloaded, png)
+    }
+
     func testWrongKeysTokensAndOversizeUploadsAreRefused() async throws {
         let server = try await startServer(maxUploadBytes: 1000)
         defer { Task { await server.stop() } }
