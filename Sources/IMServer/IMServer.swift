@@ -46,7 +46,7 @@ public final class IMServer: Sendable {
         certificates = try configuration.tls.map { try CertificateStore(settings: $0, logger: logger) }
         let metrics = ServerMetrics(factory: telemetry.factory)
         service = try IMService(configuration: configuration, logger: logger, metrics: metrics)
-        media = try MediaStores.open(configuration, store: service.store)
+        media = service.media
         connectionGuard = ConnectionGuard(configuration: configuration, metrics: metrics, logger: logger)
     }
 

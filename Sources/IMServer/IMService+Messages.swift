@@ -12,7 +12,9 @@ extension IMService {
         if command.action != nil {
             return try await sendCmdMessage(command, cid: cid, from: clientID, on: connection)
         }
-        let (body, binary) = try MessageContent.read(text: command.msg, binary: command.binaryMsg, limit: configuration.maxMessageBytes)
+        var (body, binary) = try MessageContent.read(text: command.msg, binary: command.binaryMsg, limit: configuration.maxMessageBytes)
+        // A file message's url and metaData are the server's (docs/MEDIA.md), before review and storage.
+        if !binary, let media, let filled = try await FileMessageFill.filled(body, media: media) { body = filled }
         if let priority = command.priority, !["high", "normal", "low"].contains(priority) {
             throw IMError(.invalidField, "priority must be high, normal or low")
         }

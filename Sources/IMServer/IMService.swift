@@ -27,6 +27,8 @@ final class IMService: Sendable {
     let wills = WillMessages()
     private let interceptorLogins: [String: SignatureVerifier]
     let logger: Logger
+    /// Uploaded files (docs/MEDIA.md), when the storage backend keeps them; file messages are filled from it.
+    let media: (any MediaStore)?
 
     init(configuration: ServerConfiguration, logger: Logger, metrics: ServerMetrics) throws {
         self.configuration = configuration
@@ -34,6 +36,7 @@ final class IMService: Sendable {
         self.metrics = metrics
         let store = try Self.openStore(configuration, logger: logger)
         self.store = store
+        media = try MediaStores.open(configuration, store: store)
         cluster = (store as? PostgresStore).map {
             ClusterNode(store: $0, address: "\(configuration.host):\(configuration.port)", metrics: metrics, logger: logger)
         }

@@ -1,0 +1,89 @@
+import Foundation
+import HookbotTestSupport
+import IMCore
+import XCTest
+
+/// Typed file messages (`_lcfile.objId`) get the stored file's url and metaData from the server.
+final class FileMessageTests: XCTestCase {
+    func send(_ text: String, from client: TestClient, to cid: String) async throws {
+        var direct = Command(cmd: .direct)
+        direct.cid = cid
+        direct.msg = text
+        let ack = try await client.request(direct)
+        XCTAssertNil(ack.code, ack.reason ?? "")
+    }
+
+    func fileObject(_ text: String?) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(try XCTUnwrap(text).utf8)) as? [String: Any]
+        return try XCTUnwrap(object?["_lcfile"] as? [String: Any])
+    }
+
+    func testImageMessageGetsTheStoredFilesURLAndMetadata() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let opener = try await TestClient.connect(port: server.port)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "Tom"
+        let token = try required(try await opener.request(open).st)
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let png = Data(MediaFixtures.png(width: 320, height: 200, padding: 500))
+        let up = try await MediaRouteTests.call(
+            server.port, "POST", "/media?name=cat.png", token: token, body: png)
+        XCTAssertEqual(up.status, 201, String(decoding: up.body, as: UTF8.self))
+        let id = try XCTUnwrap(up.json["id"] as? String)
+
+        // Only the objId and a wrong width (and a url elsewhere): the server's values replace them.
+        let sent =
+            #"{"_lctype":-2,"_lctext":"look","_lcfile":{"objId":"\#(id)","url":"http://127.0.0.1:\#(server.port)/x.png","#
+            + #""metaData":{"width":9999,"name":"evil.exe"}}}"#
+        try await send(sent, from: tom, to: cid)
+        let received = try await jerry.nextMessage()
+        let history = try required(try await jerry.history(cid).logs?.first)
+        for text in [received.msg, history.data] {
+            let file = try fileObject(text)
+            XCTAssertEqual(file["objId"] as? String, id)
+            XCTAssertEqual(file["url"] as? String, "http://127.0.0.1:\(server.port)/media/\(id)/cat.png")
+            let meta = try XCTUnwrap(file["metaData"] as? [String: Any])
+            XCTAssertEqual(meta["width"] as? Int, 320)
+            XCTAssertEqual(meta["height"] as? Int, 200)
+            XCTAssertEqual(meta["size"] as? Int, png.count)
+            XCTAssertEqual(meta["format"] as? String, "png")
+            XCTAssertEqual(meta["name"] as? String, "cat.png")
+            XCTAssertNil(meta["duration"])
+            let object = try JSONSerialization.jsonObject(with: Data(try XCTUnwrap(text).utf8)) as? [String: Any]
+            XCTAssertEqual(object?["_lctext"] as? String, "look")
+        }
+        // The url it names downloads the bytes.
+        let file = try fileObject(received.msg)
+        let path = try XCTUnwrap(URL(string: try XCTUnwrap(file["url"] as? String))?.path)
+        let download = try await MediaRouteTests.call(server.port, "GET", path)
+        XCTAssertEqual(download.body, png)
+
+        // Only an objId: the url is the download path.
+        try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(id)"}}"#, from: tom, to: cid)
+        let bare = try fileObject(try await jerry.nextMessage().msg)
+        XCTAssertEqual(bare["url"] as? String, "/media/\(id)/cat.png")
+        XCTAssertEqual((bare["metaData"] as? [String: Any])?["width"] as? Int, 320)
+    }
+
+    func testURLOnlyUnknownAndOrdinaryMessagesAreUntouched() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let texts = [
+            #"{"_lctype":-2,"_lcfile":{"url":"https://example.com/a.png","metaData":{"width":7,"height":5}}}"#,
+            #"{"_lctype":-2,"_lcfile":{"objId":"AAAAAAAAAAAAAAAAAAAAAA","url":"https://example.com/b.png","metaData":{"width":7}}}"#,
+            #"{"_lctype":-1,"_lctext":"\"_lcfile\" is just text"}"#,
+            #"not JSON "_lcfile""#,
+        ]
+        for text in texts {
+            try await send(text, from: tom, to: cid)
+            let got = try await jerry.nextMessage().msg
+            XCTAssertEqual(got, text)
+        }
+    }
+}
