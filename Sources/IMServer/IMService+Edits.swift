@@ -19,7 +19,9 @@ extension IMService {
     private func edit(_ patch: PatchItem, serial: Int?, by clientID: String, on connection: Connection) async throws {
         // An edit is a new way to say something: a muted member cannot edit either (4905).
         try await refuseIfMuted(cid: patch.cid, sender: clientID)
-        let (data, binary) = try MessageContent.read(text: patch.data, binary: patch.binaryMsg, limit: configuration.maxMessageBytes)
+        var (data, binary) = try MessageContent.read(text: patch.data, binary: patch.binaryMsg, limit: configuration.maxMessageBytes)
+        // As for a send: a file message's url and metaData are the server's (docs/MEDIA.md).
+        if !binary, let media, let filled = try await FileMessageFill.filled(data, media: media) { data = filled }
         if let mentions = patch.mentionPids, !mentions.isEmpty { _ = try validatedMembers(mentions, field: "mentionPids") }
         var edit = MessageEdit(
             cid: patch.cid, messageID: patch.mid, editor: clientID, data: data, binary: binary, mentionPids: patch.mentionPids,

@@ -5,12 +5,14 @@ import XCTest
 
 /// Typed file messages (`_lcfile.objId`) get the stored file's url and metaData from the server.
 final class FileMessageTests: XCTestCase {
-    func send(_ text: String, from client: TestClient, to cid: String) async throws {
+    @discardableResult
+    func send(_ text: String, from client: TestClient, to cid: String) async throws -> Command {
         var direct = Command(cmd: .direct)
         direct.cid = cid
         direct.msg = text
         let ack = try await client.request(direct)
         XCTAssertNil(ack.code, ack.reason ?? "")
+        return ack
     }
 
     func fileObject(_ text: String?) throws -> [String: Any] {
@@ -27,7 +29,7 @@ final class FileMessageTests: XCTestCase {
         var open = Command(cmd: .session, op: .open)
         open.peerId = "Tom"
         let token = try required(try await opener.request(open).st)
-        let cid = try await tom.startConversation(members: ["Jerry"])
+        let cid = try await tom.startConversation(members: ["Jerry", "Spike"])
         let png = Data(MediaFixtures.png(width: 320, height: 200, padding: 500))
         let up = try await MediaRouteTests.call(
             server.port, "POST", "/media?name=cat.png", token: token, body: png)
@@ -38,10 +40,14 @@ final class FileMessageTests: XCTestCase {
         let sent =
             #"{"_lctype":-2,"_lctext":"look","_lcfile":{"objId":"\#(id)","url":"http://127.0.0.1:\#(server.port)/x.png","#
             + #""metaData":{"width":9999,"name":"evil.exe"}}}"#
-        try await send(sent, from: tom, to: cid)
+        let ack = try await send(sent, from: tom, to: cid)
         let received = try await jerry.nextMessage()
         let history = try required(try await jerry.history(cid).logs?.first)
-        for text in [received.msg, history.data] {
+        // Spike was offline: he gets the stored message when he logs in.
+        let spike = try await server.login("Spike")
+        let offline = try await spike.nextMessage()
+        XCTAssertEqual(offline.offline, true)
+        for text in [received.msg, history.data, offline.msg] {
             let file = try fileObject(text)
             XCTAssertEqual(file["objId"] as? String, id)
             XCTAssertEqual(file["url"] as? String, "http://127.0.0.1:\(server.port)/media/\(id)/cat.png")
@@ -66,6 +72,18 @@ final class FileMessageTests: XCTestCase {
         let bare = try fileObject(try await jerry.nextMessage().msg)
         XCTAssertEqual(bare["url"] as? String, "/media/\(id)/cat.png")
         XCTAssertEqual((bare["metaData"] as? [String: Any])?["width"] as? Int, 320)
+
+        // An edit that claims another size is corrected the same way.
+        var edit = Command(cmd: .patch, op: .modify)
+        var item = PatchItem(cid: cid, mid: try XCTUnwrap(ack.uid), timestamp: try XCTUnwrap(ack.t))
+        item.data = #"{"_lctype":-2,"_lcfile":{"objId":"\#(id)","metaData":{"width":1,"height":1}}}"#
+        edit.patches = [item]
+        let edited = try await tom.request(edit)
+        XCTAssertEqual(edited.op, .modified, "\(edited)")
+        let event = try await jerry.next { $0.cmd == .patch && $0.op == .modify }
+        let editedMeta = try fileObject(event.patches?.first?.data)["metaData"] as? [String: Any]
+        XCTAssertEqual(editedMeta?["width"] as? Int, 320)
+        XCTAssertEqual(editedMeta?["height"] as? Int, 200)
     }
 
     func testURLOnlyUnknownAndOrdinaryMessagesAreUntouched() async throws {
