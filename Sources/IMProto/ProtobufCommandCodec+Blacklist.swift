@@ -10,16 +10,7 @@ extension ProtobufCommandCodec {
         if let v = c.next { b.next = v }
         if let v = c.blockedPids { b.blockedPids = v }
         if let v = c.allowedPids { b.allowedPids = v }
-        if let v = c.failedPids {
-            b.failedPids = v.map { failure in
-                var error = LCProtoErrorCommand()
-                error.pids = failure.pids
-                error.code = Int32(clamping: failure.code)
-                error.reason = failure.reason
-                if let detail = failure.detail { error.detail = detail }
-                return error
-            }
-        }
+        if let v = c.failedPids { b.failedPids = v.map(failureMessage) }
         if let v = c.t { b.t = v }
         if let v = c.n { b.n = v }
         if let v = c.s { b.s = v }
@@ -33,15 +24,27 @@ extension ProtobufCommandCodec {
         if b.hasNext { c.next = b.next }
         if !b.blockedPids.isEmpty { c.blockedPids = b.blockedPids }
         if !b.allowedPids.isEmpty { c.allowedPids = b.allowedPids }
-        if !b.failedPids.isEmpty {
-            c.failedPids = b.failedPids.map { error in
-                var failure = FailedPids(pids: error.pids, error: IMError(code: Int(error.code), reason: error.reason))
-                if error.hasDetail { failure.detail = error.detail }
-                return failure
-            }
-        }
+        if !b.failedPids.isEmpty { c.failedPids = b.failedPids.map(failedPids) }
         if b.hasT { c.t = b.t }
         if b.hasN { c.n = b.n }
         if b.hasS { c.s = b.s }
+    }
+
+    /// One partial failure (the ids and why) as LeanCloud's `ErrorCommand`, in `failedPids` of conv and
+    /// blacklist replies.
+    static func failureMessage(_ failure: FailedPids) -> LCProtoErrorCommand {
+        var error = LCProtoErrorCommand()
+        error.pids = failure.pids
+        error.code = Int32(clamping: failure.code)
+        error.reason = failure.reason
+        if let detail = failure.detail { error.detail = detail }
+        return error
+    }
+
+    /// The partial failure an `ErrorCommand` of `failedPids` carries.
+    static func failedPids(_ error: LCProtoErrorCommand) -> FailedPids {
+        var failure = FailedPids(pids: error.pids, error: IMError(code: Int(error.code), reason: error.reason))
+        if error.hasDetail { failure.detail = error.detail }
+        return failure
     }
 }

@@ -335,16 +335,7 @@ public struct ProtobufCommandCodec: Sendable {
         if let x = c.tempConvTTL { v.tempConvTtl = Int32(clamping: x) }
         if let x = c.tempConvIds { v.tempConvIds = x }
         if let x = c.allowedPids { v.allowedPids = x }
-        if let x = c.failedPids {
-            v.failedPids = x.map { failure in
-                var error = LCProtoErrorCommand()
-                error.pids = failure.pids
-                error.code = Int32(clamping: failure.code)
-                error.reason = failure.reason
-                if let detail = failure.detail { error.detail = detail }
-                return error
-            }
-        }
+        if let x = c.failedPids { v.failedPids = x.map(failureMessage) }
         if let results = c.results { v.results = json(.array(results.map(ConversationJSON.encode))) }
         if let x = c.next { v.next = x }
         if let x = c.targetClientId { v.targetClientID = x }
@@ -670,13 +661,7 @@ public struct ProtobufCommandCodec: Sendable {
         if v.hasTempConvTtl { c.tempConvTTL = Int(v.tempConvTtl) }
         if !v.tempConvIds.isEmpty { c.tempConvIds = v.tempConvIds }
         if !v.allowedPids.isEmpty { c.allowedPids = v.allowedPids }
-        if !v.failedPids.isEmpty {
-            c.failedPids = v.failedPids.map { error in
-                var failure = FailedPids(pids: error.pids, error: IMError(code: Int(error.code), reason: error.reason))
-                if error.hasDetail { failure.detail = error.detail }
-                return failure
-            }
-        }
+        if !v.failedPids.isEmpty { c.failedPids = v.failedPids.map(failedPids) }
         if v.hasWhere {
             guard let value = JSONValue.parse(v.where.data) else { throw fail(.malformedCommand, "where is not JSON") }
             c.where = ConversationAttributes.conditionFromSDK(value)
