@@ -6,8 +6,20 @@
 -- lowercased text. Keep them simple: Lua matching runs in C and is not
 -- interrupted by the instruction budget, so the text is cut to `max_scan`
 -- bytes first.
+--
+-- Files (image, audio, video and file messages) are checked against the
+-- server's record of the file (msg.file.mime, size and sha256, see
+-- docs/PLUGINS.md "Files"): which kinds and types may be posted, the largest
+-- size, banned files by SHA-256, files that are not stored on the hub, and no
+-- files from members who joined less than `new_member_minutes` ago. Join times
+-- come from the join events this plugin sees, kept in its state, so they
+-- survive a restart of the bot; a member whose join the bot never saw (it
+-- joined before the bot was there, or while it was down) counts as
+-- established.
 
-local RULES = { "flood", "links", "mentions", "pattern", "word" }
+local RULES = { "flood", "links", "mentions", "pattern", "word",
+                "file_banned", "file_kind", "file_type", "file_size", "file_url", "file_new_member" }
+local FILE_KINDS = { image = true, audio = true, video = true, file = true }
 
 local function set_of(list)
   local s = {}
@@ -65,7 +77,30 @@ local function links(lower)
 end
 
 -- Compiled once per loaded version (config does not change without a reload).
-local words, patterns, moderators, exempt
+local words, patterns, moderators, exempt, file_kinds, file_mimes, banned_files
+
+-- The file rule a message breaks, if any. Sizes, types and hashes of files stored on the hub are the
+-- server's (msg.file.stored); a URL-only file has only what its sender claims, and no type or hash.
+local function file_violation(msg, ctx)
+  local c, f = ctx.config, msg.file
+  if f.sha256 and banned_files[f.sha256] then return "file_banned" end
+  local kind = FILE_KINDS[msg.type_name] and msg.type_name or "file"
+  if not file_kinds[kind] then return "file_kind" end
+  if #file_mimes > 0 then
+    local mime, ok = f.stored and f.mime and f.mime:lower(), false
+    for _, m in ipairs(file_mimes) do
+      if mime and (mime == m or (m:sub(-2) == "/*" and mime:sub(1, #m - 1) == m:sub(1, -2))) then ok = true; break end
+    end
+    if not ok then return "file_type" end
+  end
+  if c.max_file_mb and f.size and f.size > c.max_file_mb * 1048576 then return "file_size" end
+  if not c.url_files and not f.stored then return "file_url" end
+  if c.new_member_minutes and c.new_member_minutes > 0 then
+    local joined = ctx.state.conv(msg.cid).get("joined:" .. msg.from)
+    if joined and ctx.now() - joined < c.new_member_minutes * 60 then return "file_new_member" end
+  end
+  return nil
+end
 
 local function is_moderator(uid) return moderators[uid] == true end
 
@@ -86,6 +121,10 @@ local function violation(msg, ctx)
     -- A fixed window: the first message sets the counter's expiry, later ones keep it.
     local n = ctx.state.conv(msg.cid).incr("flood:" .. msg.from, 1, c.flood.seconds)
     if n > c.flood.messages then return "flood" end
+  end
+  if type(msg.file) == "table" then
+    local rule = file_violation(msg, ctx)
+    if rule then return rule end
   end
   if text == "" then return nil end
   local scan = text:sub(1, c.max_scan)
@@ -133,8 +172,9 @@ local function escalate(msg, ctx, rule)
   conv.incr("stats:blocked")
   conv.incr("stats:" .. rule)
   conv.incr("stats:" .. step)
+  local f = type(msg.file) == "table" and msg.file or nil
   audit(ctx, { cid = msg.cid, user = msg.from, rule = rule, action = step, strikes = strikes,
-               text = (msg.text or ""):sub(1, 80) })
+               text = (msg.text or ""):sub(1, 80), file = f and (f.name or f.url), sha256 = f and f.sha256 })
   return actions
 end
 
@@ -160,7 +200,11 @@ local function mod_command(ctx, cid, from, args, reply)
     return reply(user .. " has " .. (conv.get("strikes:" .. user) or 0) .. " strike(s)")
   elseif sub == "stats" then
     local parts = {}
-    for _, r in ipairs(RULES) do parts[#parts + 1] = r .. " " .. (conv.get("stats:" .. r) or 0) end
+    for i, r in ipairs(RULES) do
+      -- The file rules are listed only once they have blocked something.
+      local n = conv.get("stats:" .. r) or 0
+      if i <= 5 or n > 0 then parts[#parts + 1] = r .. " " .. n end
+    end
     return reply(string.format("moderation in %s: %d blocked (%s); %d warned, %d muted, %d kicked",
       cid, conv.get("stats:blocked") or 0, table.concat(parts, ", "),
       conv.get("stats:warn") or 0, conv.get("stats:mute") or 0, conv.get("stats:kick") or 0))
@@ -197,6 +241,13 @@ return {
     silent = false,         -- true: senders are not told their message was blocked
     max_scan = 2000,        -- bytes of text checked by words and patterns
     audit_size = 100,
+    -- files (image, audio, video and file messages)
+    file_kinds = { "image", "audio", "video", "file" }, -- the kinds of file messages allowed
+    file_types = {},        -- MIME types of stored files allowed ("image/*", "audio/mpeg"); empty: any
+    max_file_mb = 100,      -- largest file in MiB (false disables)
+    banned_files = {},      -- SHA-256 (hex) of files that may not be posted
+    url_files = true,       -- false: files not stored on the hub (a URL only) are refused
+    new_member_minutes = 0, -- no files from members who joined less than this many minutes ago (0: off)
     reasons = {
       word = "please mind your language",
       pattern = "that message is not allowed here",
@@ -204,6 +255,12 @@ return {
       mentions = "too many mentions",
       flood = "slow down, you are sending messages too fast",
       muted = "you are muted",
+      file_banned = "that file is not allowed here",
+      file_kind = "that kind of file is not allowed here",
+      file_type = "that type of file is not allowed here",
+      file_size = "that file is too large",
+      file_url = "only files uploaded here may be posted",
+      file_new_member = "new members cannot post files yet",
     },
   },
 
@@ -223,6 +280,31 @@ return {
       else ctx.log("warning", "moderation: ignoring invalid pattern " .. p) end
     end
     moderators, exempt = set_of(c.moderators), set_of(c.exempt)
+    -- File settings are checked here: a mistake is a load error, not a rule silently not applied.
+    file_kinds = {}
+    for _, k in ipairs(c.file_kinds) do
+      if not FILE_KINDS[k] then
+        error("plugins.moderation.file_kinds: '" .. tostring(k) .. "' is not one of image, audio, video, file", 0)
+      end
+      file_kinds[k] = true
+    end
+    file_mimes = {}
+    for _, m in ipairs(c.file_types) do
+      if type(m) ~= "string" or not m:lower():match("^[%w%.%+%-]+/[%w%.%+%-%*]+$") or (m:find("*", 1, true) and m:sub(-2) ~= "/*") then
+        error("plugins.moderation.file_types: '" .. tostring(m) .. "' is not a MIME type such as image/png or image/*", 0)
+      end
+      file_mimes[#file_mimes + 1] = m:lower()
+    end
+    banned_files = {}
+    for _, h in ipairs(c.banned_files) do
+      if type(h) ~= "string" or #h ~= 64 or h:find("[^%x]") then
+        error("plugins.moderation.banned_files: '" .. tostring(h) .. "' is not a SHA-256 (64 hex digits)", 0)
+      end
+      banned_files[h:lower()] = true
+    end
+    if c.max_file_mb and c.max_file_mb <= 0 then
+      error("plugins.moderation.max_file_mb: must be more than 0 (or false)", 0)
+    end
     if ctx.bot then exempt[ctx.bot] = true end
     -- Configured moderators hold the role the command needs; more can be granted with ctx.roles or [roles].
     for uid in pairs(moderators) do ctx.roles.grant(uid, "moderator") end
@@ -257,7 +339,12 @@ return {
   end,
 
   on_member_joined = function(ev, ctx)
+    local minutes = ctx.config.new_member_minutes
     for _, uid in ipairs(ev.members) do
+      -- When members joined (for new_member_minutes), kept no longer than the rule needs it.
+      if minutes and minutes > 0 then
+        ctx.state.conv(ev.cid).set("joined:" .. uid, ctx.now(), minutes * 60)
+      end
       if ctx.state.conv(ev.cid).get("banned:" .. uid) then
         ctx.kick(ev.cid, uid, "banned")
         audit(ctx, { cid = ev.cid, user = uid, action = "kick", rule = "banned" })

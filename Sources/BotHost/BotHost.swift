@@ -79,6 +79,7 @@ public actor BotHost {
         metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) throws -> BotHost {
         try make(configuration: configuration, options: IMClientOptions(url: serverURL), logger: logger, metrics: metrics)
+            .lookingAtFiles(on: serverURL)
     }
 
     /// A bot host attached to a server in the same process: commands and interception requests cross as

@@ -22,7 +22,7 @@ enum HookMapping {
             id: id, cid: cid, from: from, type: typed.type, text: typed.text, attrs: attrs,
             file: typed.file.map {
                 HookFile(
-                    url: $0.url, name: $0.name, format: $0.format, size: $0.size.map { Int($0) },
+                    id: $0.objId, url: $0.url, name: $0.name, format: $0.format, size: $0.size.map { Int($0) },
                     width: $0.width, height: $0.height, duration: $0.duration)
             },
             location: typed.location.map { HookLocation(latitude: $0.latitude, longitude: $0.longitude) },
@@ -50,7 +50,7 @@ enum HookMapping {
             file: message.file.flatMap { file in
                 file.url.map {
                     FileInfo(
-                        url: $0, name: file.name, format: file.format, size: file.size.map(Int64.init),
+                        url: $0, objId: file.id, name: file.name, format: file.format, size: file.size.map(Int64.init),
                         width: file.width, height: file.height, duration: file.duration)
                 }
             },

@@ -58,7 +58,9 @@ public final class EmbeddedHub: Sendable {
             let metrics = imServer.telemetry.factory
             let host =
                 switch configuration.attachment {
-                case .inProcess: try BotHost.make(configuration: bot, local: imServer, logger: logger, metrics: metrics)
+                case .inProcess:
+                    try BotHost.make(configuration: bot, local: imServer, logger: logger, metrics: metrics)
+                        .lookingAtFiles(in: imServer.media)
                 case .webSocket:
                     try BotHost.make(configuration: bot, serverURL: "ws://127.0.0.1:\(port)/ws", logger: logger, metrics: metrics)
                 }
@@ -93,5 +95,14 @@ public final class EmbeddedHub: Sendable {
     private static func randomSecret() -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<4).map { _ in String(generator.next(), radix: 36) }.joined()
+    }
+}
+
+extension BotHost {
+    /// This bot with its plugins' looks at stored files going straight to the server's media store (the
+    /// bot attached in process; a bot over a WebSocket asks the server's HTTP API instead).
+    public nonisolated func lookingAtFiles(in store: (any MediaStore)?) -> BotHost {
+        runtime.setMedia(store.map { EmbeddedMedia(store: $0) })
+        return self
     }
 }

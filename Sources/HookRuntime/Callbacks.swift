@@ -9,7 +9,7 @@ import LuaSandbox
 // trampoline raises it once this frame is gone). Only raw table access. No
 // Lua allocation inside a database closure.
 
-@inline(__always) private func pluginOf(_ L: LuaRef) -> LuaPlugin? {
+@inline(__always) func pluginOf(_ L: LuaRef) -> LuaPlugin? {
     guard let lim = hb_limits_of(L), let owner = lim.pointee.owner else { return nil }
     return Unmanaged<LuaPlugin>.fromOpaque(owner).takeUnretainedValue()
 }

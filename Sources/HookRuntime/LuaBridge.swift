@@ -176,7 +176,11 @@ private func luaToJSON(_ L: LuaRef, _ idx: Int32, depth: Int, path: String, budg
 
 // MARK: messages
 
-func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?) {
+/// Pushes a message as plugins see it. `file` is what the host found about its file: a stored file's
+/// record adds `mime`, `sha256` and `stored = true` to `msg.file` (the message's own fields stay as it
+/// carries them: the server filled them in already); otherwise `stored = false`, with `error` when the
+/// lookup failed.
+func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?, file lookup: FileLookup? = nil) {
     lua_createtable(L, 0, 12)
     luaSetField(L, "id", m.id)
     luaSetField(L, "cid", m.cid)
@@ -191,7 +195,8 @@ func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?) {
     }
     luaSetFieldTop(L, "attrs")
     if let f = m.file {
-        lua_createtable(L, 0, 7)
+        lua_createtable(L, 0, 12)
+        if let v = f.id { luaSetField(L, "id", v) }
         if let v = f.url { luaSetField(L, "url", v) }
         if let v = f.name { luaSetField(L, "name", v) }
         if let v = f.format { luaSetField(L, "format", v) }
@@ -202,6 +207,15 @@ func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?) {
             lua_pushnumber(L, v)
             luaSetFieldTop(L, "duration")
         }
+        if let record = lookup?.record {
+            luaSetField(L, "mime", record.mime)
+            luaSetField(L, "sha256", record.sha256)
+            lua_pushboolean(L, 1)
+        } else {
+            if let error = lookup?.error { luaSetField(L, "error", error) }
+            lua_pushboolean(L, 0)
+        }
+        luaSetFieldTop(L, "stored")
         luaSetFieldTop(L, "file")
     }
     if let loc = m.location {
@@ -286,8 +300,9 @@ func luaToMessage(_ L: LuaRef, _ idx: Int32, base: HookMessage) throws -> HookMe
             lua_settop(L, -2)
             throw LuaConversionError("message.file must be a table")
         }
+        // `mime`, `sha256`, `stored` and `error` are the host's, not the message's: they are not read back.
         m.file = HookFile(
-            url: o["url"]?.stringValue, name: o["name"]?.stringValue, format: o["format"]?.stringValue,
+            id: o["id"]?.stringValue, url: o["url"]?.stringValue, name: o["name"]?.stringValue, format: o["format"]?.stringValue,
             size: o["size"]?.intValue, width: o["width"]?.intValue, height: o["height"]?.intValue,
             duration: o["duration"]?.doubleValue)
     }

@@ -65,6 +65,8 @@ final class PluginEnvironment {
     let httpPolicies: [String: HTTPPolicy]
     var startHTTP: (@Sendable (HookHTTPCall) -> Void)?
     var nextHTTPID = 0
+    /// Stored files (`msg.file`, `ctx.media`): the source the host set, and the records seen.
+    let media = MediaAccess()
 
     init(
         store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
@@ -351,6 +353,8 @@ final class LuaPlugin {
         set("roles", cbRoles)
         set("muted", cbMuted)
         set("http_start", cbHTTPStart)
+        set("media_info", cbMediaInfo)
+        set("media_read", cbMediaRead)
         set("types_validate", cbTypesValidate)
         set("types_name", cbTypesName)
         set("types_number", cbTypesNumber)

@@ -111,11 +111,14 @@ extension PluginEngine {
         }
     }
 
-    /// Pushes a message as a hook's one argument.
-    func pushMessage(_ message: HookMessage) -> (LuaRef) -> Int32 {
+    /// Pushes a message as a hook's one argument. A message with a file gets its stored record looked up
+    /// first (once: records are cached), waiting at most `HookMedia.lookupWait` and half the time left
+    /// before `until`.
+    func pushMessage(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> (LuaRef) -> Int32 {
         let name = env.registry.name(of: message.type)
+        let file = env.media.lookup(message.file, until: until)
         return { L in
-            luaPush(L, message: message, typeName: name)
+            luaPush(L, message: message, typeName: name, file: file)
             return 1
         }
     }

@@ -10,7 +10,7 @@ extension PluginEngine {
     /// runs past that instant (each gets the smaller of its own deadline and the time left).
     public func moderate(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> ModerationOutcome {
         let run = dispatch(
-            .moderation, cid: message.cid, messageID: message.id, until: until, push: pushMessage(message),
+            .moderation, cid: message.cid, messageID: message.id, until: until, push: pushMessage(message, until: until),
             read: { plugin, L -> ModerationVerdict? in
                 let (verdict, actions) = try readModeration(L, message: message)
                 plugin.pending += actions.map { HookAction(plugin: plugin.name, kind: $0) }
@@ -125,10 +125,13 @@ extension PluginEngine {
     /// message (seen by the next plugin) or `ctx.drop(reason)`.
     public func beforeSend(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> BeforeSendOutcome {
         var current = message
+        // Looked up before the chain, so the hooks' time is not spent on it (again only when a plugin
+        // changes the file).
+        let original = pushMessage(message, until: until)
         // A waterfall: each plugin gets the message as the previous one left it; a drop ends the chain.
         let run = dispatch(
             .beforeSend, cid: message.cid, messageID: message.id, until: until,
-            push: { L in pushMessage(current)(L) },
+            push: { L in current == message ? original(L) : pushMessage(current, until: until)(L) },
             read: { _, L -> String?? in
                 let t = lua_gettop(L)
                 switch lua_type(L, t) {

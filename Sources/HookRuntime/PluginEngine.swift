@@ -133,4 +133,10 @@ public final class PluginEngine {
     public func setConfig(_ config: [String: JSONValue]) {
         self.config = config
     }
+
+    /// Where `msg.file` records and `ctx.media` look for stored files (nil: nowhere; files then show
+    /// `stored = false`).
+    public func setMedia(_ source: (any HookMediaSource)?) {
+        env.media.box.source.withLock { $0 = source }
+    }
 }

@@ -38,13 +38,14 @@ public actor PluginRuntime {
     ///   - configLocator: where `config` was read from, so that configuration errors name file and line.
     ///   - commands: the command prefix and the roles of the host's configuration.
     ///   - http: performs the plugins' `ctx.http` calls (nil: they are refused); `httpPolicies` per plugin.
+    ///   - media: where `msg.file` records and `ctx.media` look for stored files (also `setMedia`).
     public init(
         directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
         limits: HookLimits = .default, clock: HookClock = .system,
         logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
         metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
         commands: CommandSettings = .init(), http: (any HookHTTPTransport)? = nil,
-        httpPolicies: [String: HTTPPolicy] = [:]
+        httpPolicies: [String: HTTPPolicy] = [:], media: (any HookMediaSource)? = nil
     ) {
         let engine = PluginEngine(
             directory: directory, store: store, config: config, limits: limits, clock: clock,
@@ -58,6 +59,8 @@ public actor PluginRuntime {
         self.clock = clock
         thread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         loop = thread.next()
+        mediaSource = engine.env.media.box
+        if let media { engine.setMedia(media) }
         if let http {
             // A call runs off the Lua thread; its callback comes back to it as one more call.
             let inFlight = httpInFlight
@@ -70,6 +73,15 @@ public actor PluginRuntime {
                 }
             }
         }
+    }
+
+    /// Where `msg.file` records and `ctx.media` look for stored files.
+    private nonisolated let mediaSource: MediaSourceBox
+
+    /// Sets where `msg.file` records and `ctx.media` look for stored files (the server's media store in
+    /// process, its HTTP API for a remote bot); nil: nowhere. Takes effect for the next hook call.
+    public nonisolated func setMedia(_ source: (any HookMediaSource)?) {
+        mediaSource.source.withLock { $0 = source }
     }
 
     private var asyncResults: (@Sendable (HookResult) async -> Void)?

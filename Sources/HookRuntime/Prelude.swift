@@ -325,6 +325,34 @@ let hookbotPrelude = #"""
       http_fns[id] = nil
       if fn then return fn(res, ctx) end
     end
+    -- stored files: ctx.media.info / sha256 / read take an id, a message (its file) or msg.file
+    local function media_id(v)
+      if type(v) == "string" then return v end
+      if type(v) ~= "table" then return nil, "a file id (a string), a message or msg.file is expected" end
+      if type(v.file) == "table" then v = v.file
+      elseif v.cid ~= nil or v.from ~= nil then return nil, "the message has no file" end
+      if type(v.id) ~= "string" then return nil, "not a file stored on the hub (a URL-only file has no id)" end
+      return v.id
+    end
+    ctx.media = {
+      info = function(v)
+        local id, err = media_id(v)
+        if not id then return nil, err end
+        return hb.media_info(id)
+      end,
+      sha256 = function(v)
+        local id, err = media_id(v)
+        if not id then return nil, err end
+        local info, why = hb.media_info(id)
+        if not info then return nil, why end
+        return info.sha256
+      end,
+      read = function(v, max_bytes)
+        local id, err = media_id(v)
+        if not id then return nil, err end
+        return hb.media_read(id, max_bytes)
+      end,
+    }
     ctx.roles = {
       has = function(user, role) return hb.roles("has", user, role) end,
       grant = function(user, role) return hb.roles("grant", user, role) end,

@@ -21,7 +21,13 @@ public enum HookMessageType {
     ]
 }
 
+/// The file of an image, audio, video or file message (`_lcfile`), as the message carries it: `id` is its
+/// `objId` (a file stored on the hub), the rest its `url` and `metaData`. What plugins see besides
+/// (`mime`, `sha256`, `stored`) comes from the server's record at the time a hook runs (`HookMediaSource`)
+/// and is not part of the message.
 public struct HookFile: Sendable, Hashable, Codable {
+    /// The stored file's id (`_lcfile.objId`); nil for URL-only files.
+    public var id: String?
     public var url: String?
     public var name: String?
     public var format: String?
@@ -31,9 +37,10 @@ public struct HookFile: Sendable, Hashable, Codable {
     public var duration: Double?
 
     public init(
-        url: String? = nil, name: String? = nil, format: String? = nil, size: Int? = nil,
+        id: String? = nil, url: String? = nil, name: String? = nil, format: String? = nil, size: Int? = nil,
         width: Int? = nil, height: Int? = nil, duration: Double? = nil
     ) {
+        self.id = id
         self.url = url
         self.name = name
         self.format = format

@@ -156,7 +156,8 @@ public final class PluginTestRunner {
             let runtime = PluginRuntime(
                 directory: pluginsDir, store: store, config: member.config, limits: limits,
                 clock: clock.clock, logger: logger, botID: member.id, http: transport,
-                httpPolicies: Dictionary(uniqueKeysWithValues: member.plugins.map { ($0, policy) }))
+                httpPolicies: Dictionary(uniqueKeysWithValues: member.plugins.map { ($0, policy) }),
+                media: ScenarioMedia(files: testCase.files))
             let settings = RoutingSettings(
                 botID: member.id, intercepting: index == 0 && testCase.mode == .interceptor,
                 maxHops: scenario.maxHops, replyLimit: scenario.replyLimit,
@@ -206,7 +207,8 @@ public final class PluginTestRunner {
         let loadFailures = expectations.check(testCase.expectLoad, actual: loaded.json, state: state, mainPlugin: mainPlugin)
         if !loadFailures.isEmpty { return ["load:"] + loadFailures.map { "  " + $0 } }
         for step in testCase.steps {
-            let outcome = try await host.record { try await perform(step.event, on: host) }
+            let media = ScenarioMedia(files: testCase.files)
+            let outcome = try await host.record { try await perform(step.event, on: host, media: media) }
             if verbose { output("  step \(step.number): " + Render.lua(.object(outcome.summary))) }
             let failures = expectations.check(step.expect, actual: outcome.json, state: state, mainPlugin: mainPlugin)
             if !failures.isEmpty {
@@ -235,11 +237,11 @@ public final class PluginTestRunner {
 
     // MARK: events
 
-    private func perform(_ event: Scenario.Step.Event, on host: SimulatedHost) async throws {
+    private func perform(_ event: Scenario.Step.Event, on host: SimulatedHost, media: ScenarioMedia) async throws {
         switch event {
-        case .message(let v): await host.message(try await message(v, host: host))
+        case .message(let v): await host.message(try await message(v, host: host, media: media))
         case .transient(let v):
-            var m = try await message(v, host: host)
+            var m = try await message(v, host: host, media: media)
             m.transient = true
             await host.transient(m)
         case .cmd(let v):
@@ -272,7 +274,7 @@ public final class PluginTestRunner {
                 .recalled(
                     cid: o["cid"]?.stringValue ?? "c1", messageID: o["id"]?.stringValue ?? "",
                     by: o["by"]?.stringValue, timestamp: Int64(host.clock.now * 1000)))
-        case .edit(let v): await host.edit(try await message(v, host: host))
+        case .edit(let v): await host.edit(try await message(v, host: host, media: media))
         case .advance(let seconds): await host.advance(seconds)
         case .translate(let v):
             let o = try object(v, "translate")
@@ -289,8 +291,9 @@ public final class PluginTestRunner {
     }
 
     /// A message step: a string is a text from Tom in c1; a table has the message fields, with `type`
-    /// a number or a registered type name.
-    private func message(_ v: JSONValue, host: SimulatedHost) async throws -> HookMessage {
+    /// a number or a registered type name. A `file` whose `id` names one of the scenario's files is
+    /// filled from it, as the server fills a stored file's message before anyone sees it.
+    private func message(_ v: JSONValue, host: SimulatedHost, media: ScenarioMedia) async throws -> HookMessage {
         if case .string(let text) = v {
             return HookMessage(id: host.newMessageID(), cid: "c1", from: "Tom", text: text, timestamp: Int64(host.clock.now * 1000))
         }
@@ -313,10 +316,12 @@ public final class PluginTestRunner {
         }
         var file: HookFile?
         if let f = o["file"]?.objectValue {
+            try Scenario.checkKeys(f, allowed: ["id", "url", "name", "format", "size", "width", "height", "duration"], at: "message.file")
             file = HookFile(
-                url: f["url"]?.stringValue, name: f["name"]?.stringValue, format: f["format"]?.stringValue,
+                id: f["id"]?.stringValue, url: f["url"]?.stringValue, name: f["name"]?.stringValue, format: f["format"]?.stringValue,
                 size: f["size"]?.intValue, width: f["width"]?.intValue, height: f["height"]?.intValue,
                 duration: f["duration"]?.doubleValue)
+            file = file.map(media.filled)
         }
         var location: HookLocation?
         if let l = o["location"]?.objectValue, let lat = l["latitude"]?.doubleValue, let lon = l["longitude"]?.doubleValue {

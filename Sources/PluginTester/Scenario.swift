@@ -46,6 +46,17 @@ public struct Scenario: Sendable {
         public var steps: [Step]
         /// Recorded HTTP responses by `"METHOD url"` (the file's, with the case's merged over them).
         public var http: [String: HookHTTPOutcome]
+        /// Files stored on the simulated hub, by id (the file's, with the case's merged over them): a message
+        /// whose `file.id` names one is filled from it as the server fills it, and `ctx.media` reads it.
+        public var files: [String: ScenarioFile] = [:]
+    }
+
+    /// A file stored on the simulated hub (`files = { [id] = { name = …, mime = …, size = …, content = …,
+    /// sha256 = …, width = …, height = …, duration = …, format = … } }`).
+    public struct ScenarioFile: Sendable {
+        public var record: HookMediaRecord
+        /// The bytes `ctx.media.read` returns; nil when the scenario gave none.
+        public var content: [UInt8]?
     }
 
     public struct Step: Sendable {
@@ -89,7 +100,7 @@ public struct Scenario: Sendable {
             root,
             allowed: [
                 "plugins", "bot", "mode", "config", "translate_to", "reply_limit",
-                "reply_window", "max_hops", "deadline_ms", "bots", "http", "cases",
+                "reply_window", "max_hops", "deadline_ms", "bots", "http", "files", "cases",
             ], at: "scenario")
         self.path = path
         self.pluginsDirectory = pluginsDirectory
@@ -112,6 +123,7 @@ public struct Scenario: Sendable {
         deadline = try root["deadline_ms"].map { try Self.number($0, "deadline_ms") / 1000 } ?? 1
         bots = try Self.bots(root["bots"], main: bot)
         let http = try Self.recordings(root["http"], at: "http")
+        let files = try Self.files(root["files"], at: "files")
         guard case .array(let list)? = root["cases"], !list.isEmpty else {
             throw ScenarioError("scenario needs a non-empty list `cases`")
         }
@@ -119,7 +131,7 @@ public struct Scenario: Sendable {
         for (i, item) in list.enumerated() {
             guard case .object(let c) = item else { throw ScenarioError("cases[\(i + 1)] must be a table") }
             try Self.checkKeys(
-                c, allowed: ["name", "config", "translate_to", "mode", "expect_load", "steps", "http"],
+                c, allowed: ["name", "config", "translate_to", "mode", "expect_load", "steps", "http", "files"],
                 at: "cases[\(i + 1)]")
             let name = try c["name"].map { try Self.string($0, "cases[\(i + 1)].name") } ?? "case \(i + 1)"
             let own = try Self.config(c["config"], main: main)
@@ -145,7 +157,8 @@ public struct Scenario: Sendable {
                     name: name, config: Self.merge(config, own),
                     translateTo: translateTo.merging(try Self.languages(c["translate_to"])) { $1 },
                     mode: caseMode, expectLoad: expectLoad, steps: steps,
-                    http: http.merging(try Self.recordings(c["http"], at: "\(name): http")) { $1 }))
+                    http: http.merging(try Self.recordings(c["http"], at: "\(name): http")) { $1 },
+                    files: files.merging(try Self.files(c["files"], at: "\(name): files")) { $1 }))
         }
         self.cases = cases
     }
@@ -235,6 +248,35 @@ public struct Scenario: Sendable {
             let error = try r["error"].map { try string($0, "\(location)[\(key)].error") }
             let status = try r["status"].map { try int($0, "\(location)[\(key)].status") } ?? (error == nil ? 200 : nil)
             out[key] = HookHTTPOutcome(status: status, headers: headers, body: body, error: error)
+        }
+        return out
+    }
+
+    /// `files = { [id] = { name, mime, size, content, sha256, format, width, height, duration } }`: `size` is
+    /// the content's length when content is given; `sha256` is taken as given (`hookbot test` does not hash).
+    private static func files(_ value: JSONValue?, at location: String) throws -> [String: ScenarioFile] {
+        guard let value else { return [:] }
+        guard let o = objectOrEmpty(value) else { throw ScenarioError("\(location) must map file ids to tables") }
+        var out: [String: ScenarioFile] = [:]
+        for (id, item) in o {
+            let at = "\(location)[\(id)]"
+            guard HookMedia.isValidID(id) else { throw ScenarioError("\(at): a file id is 1-64 letters, digits, - and _") }
+            guard let f = objectOrEmpty(item) else { throw ScenarioError("\(at) must be a table") }
+            try checkKeys(f, allowed: ["name", "mime", "size", "content", "sha256", "format", "width", "height", "duration"], at: at)
+            let content = try f["content"].map { Array(try string($0, "\(at).content").utf8) }
+            let name = try f["name"].map { try string($0, "\(at).name") } ?? "file"
+            let sha = try f["sha256"].map { try string($0, "\(at).sha256") } ?? ""
+            guard sha.isEmpty || (sha.count == 64 && sha.allSatisfy(\.isHexDigit)) else {
+                throw ScenarioError("\(at).sha256 must be 64 hex digits")
+            }
+            let record = HookMediaRecord(
+                id: id, url: "/media/\(id)/\(name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "file")",
+                name: name, mime: try f["mime"].map { try string($0, "\(at).mime") } ?? "application/octet-stream",
+                size: try f["size"].map { try int($0, "\(at).size") } ?? content?.count ?? 0,
+                format: try f["format"].map { try string($0, "\(at).format") },
+                width: try f["width"].map { try int($0, "\(at).width") }, height: try f["height"].map { try int($0, "\(at).height") },
+                duration: try f["duration"].map { try number($0, "\(at).duration") }, sha256: sha.lowercased())
+            out[id] = ScenarioFile(record: record, content: content)
         }
         return out
     }

@@ -74,11 +74,11 @@ final class DocExampleTests: XCTestCase {
         let all = try Self.examples()
         let checked: Set<String> = [
             "greeter", "schema", "commands", "webhooks", "http", "moderation", "beforesend",
-            "translate", "antiflood", "timers", "poll",
+            "translate", "antiflood", "timers", "poll", "files",
         ]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
-        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 13)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 14)
     }
 
     /// Without `[http.weather]` hosts the call is refused at once, as a value (the call itself is tested

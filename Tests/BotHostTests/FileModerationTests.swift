@@ -1,0 +1,190 @@
+import BotHost
+import BotHub
+import Foundation
+import HookRuntime
+import HookbotTestSupport
+import IMCore
+import IMServer
+import XCTest
+
+@testable import IMClient
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Files in a running bot: real PNGs uploaded to a real server, image messages naming them, the shipped
+/// moderation plugin refusing a too-large and a banned file before delivery while an allowed one is
+/// delivered, and what a plugin sees in `msg.file` and `ctx.media` — in process (the server's store) and
+/// over a WebSocket (the server's HTTP API).
+final class FileModerationTests: XCTestCase {
+    /// Records what it sees of each file under its name, as moderation's first plugin.
+    static let seen = #"""
+        return {
+          name = "seen",
+          priority = 200,
+          moderation = function(msg, ctx)
+            local f = msg.file
+            if not f then return nil end
+            local head = ctx.media.read(msg, 8)
+            ctx.state.set("file:" .. (f.name or f.url), {
+              id = f.id or false, mime = f.mime or false, sha256 = f.sha256 or false, stored = f.stored,
+              size = f.size or false, width = f.width or false, height = f.height or false, url = f.url or false,
+              png = head == "\137PNG\r\n\26\n", helper = ctx.media.sha256(msg) or false,
+            })
+          end,
+        }
+        """#
+
+    /// A valid RGBA PNG of `width` x `height` (IHDR, one stored zlib block, IEND) whose pixels depend on
+    /// `seed`.
+    static func png(width: Int, height: Int, seed: UInt8) -> [UInt8] {
+        func be32(_ v: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> $0) } }
+        func crc32(_ bytes: [UInt8]) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+            }
+            return ~crc
+        }
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            let body = Array(type.utf8) + data
+            return be32(UInt32(data.count)) + body + be32(crc32(body))
+        }
+        var raw: [UInt8] = []
+        for y in 0..<height {
+            raw.append(0)
+            for x in 0..<width { raw += [UInt8(truncatingIfNeeded: x &* 7 &+ Int(seed)), UInt8(truncatingIfNeeded: y &* 5), seed, 255] }
+        }
+        // zlib: stored blocks of at most 65535 bytes, then Adler-32.
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let n = min(65535, raw.count - offset)
+            let last: UInt8 = offset + n == raw.count ? 1 : 0
+            zlib += [last, UInt8(n & 0xFF), UInt8(n >> 8), UInt8(~n & 0xFF), UInt8((~n >> 8) & 0xFF)]
+            zlib += raw[offset..<offset + n]
+            offset += n
+        } while offset < raw.count
+        var a: UInt32 = 1
+        var b: UInt32 = 0
+        for byte in raw {
+            a = (a + UInt32(byte)) % 65521
+            b = (b + a) % 65521
+        }
+        zlib += be32(b << 16 | a)
+        let ihdr = be32(UInt32(width)) + be32(UInt32(height)) + [8, 6, 0, 0, 0]
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr) + chunk("IDAT", zlib) + chunk("IEND", [])
+    }
+
+    /// Uploads `bytes` as `name` with Tom's session token; the server's answer.
+    func upload(_ bytes: [UInt8], name: String, port: Int, token: String) async throws -> [String: Any] {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/media?name=\(name)")!)
+        request.httpMethod = "POST"
+        request.setValue(token, forHTTPHeaderField: "X-LC-IM-Session-Token")
+        let (data, response) = try await URLSession.shared.upload(for: request, from: Data(bytes))
+        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 201, String(decoding: data, as: UTF8.self))
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    func testModerationRefusesTooLargeAndBannedFilesBeforeDeliveryInProcess() async throws {
+        try await checkFileModeration(.inProcess)
+    }
+
+    func testModerationRefusesTooLargeAndBannedFilesBeforeDeliveryOverWebSocket() async throws {
+        try await checkFileModeration(.webSocket)
+    }
+
+    private func checkFileModeration(_ attachment: BotAttachment) async throws {
+        let harness = try await BotHarness.start(attachment: attachment)
+        defer { Task { await harness.server.stop() } }
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("plugins/moderation.lua")
+        try harness.write("moderation.lua", try String(contentsOf: shipped, encoding: .utf8))
+        try harness.write("seen.lua", Self.seen)
+
+        let tom = harness.server.client("Tom")
+        let jerry = harness.server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        // Tom's session token for the uploads.
+        let session = await tom.sessionToken
+        let token = try XCTUnwrap(session)
+        let small = Self.png(width: 16, height: 16, seed: 1)
+        let large = Self.png(width: 120, height: 100, seed: 2)
+        let banned = Self.png(width: 20, height: 20, seed: 3)
+        let ok = try await upload(small, name: "ok.png", port: harness.server.port, token: token)
+        let big = try await upload(large, name: "big.png", port: harness.server.port, token: token)
+        let bad = try await upload(banned, name: "bad.png", port: harness.server.port, token: token)
+        let badSHA = try XCTUnwrap(bad["sha256"] as? String)
+
+        let bot = try await harness.bot { configuration in
+            configuration.pluginConfig["moderation"] = [
+                "max_file_mb": 0.02, "banned_files": [.string(badSHA)], "file_types": ["image/*"], "flood": false,
+                "ladder": ["warn"],
+            ]
+        }
+        if attachment == .inProcess { _ = bot.lookingAtFiles(in: harness.server.server.media) }
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+
+        func image(_ answer: [String: Any]) throws -> IMMessageContent {
+            .image(FileInfo(url: "", objId: try XCTUnwrap(answer["id"] as? String)), text: answer["name"] as? String)
+        }
+        _ = try await conversation.send(try image(ok))
+        for (answer, reason) in [(big, "that file is too large"), (bad, "that file is not allowed here")] {
+            let content = try image(answer)
+            do {
+                _ = try await conversation.send(content)
+                XCTFail("\(answer["name"] ?? "") must be refused")
+            } catch {
+                XCTAssertEqual(error.code, 4402)
+                XCTAssertEqual(error.detail, reason)
+                XCTAssertEqual(error.appCode, 4301)
+            }
+        }
+        // A URL-only file has no type the hub knows: with file_types set, it is refused too.
+        do {
+            _ = try await conversation.send(.image(FileInfo(url: "https://cdn.example.org/x.png", name: "x.png", size: 10)))
+            XCTFail("x.png must be refused")
+        } catch {
+            XCTAssertEqual(error.detail, "that type of file is not allowed here")
+        }
+        _ = try await conversation.send(.text("done"))
+
+        // Jerry gets Tom's allowed photo (with the server's values) and text; the bot is no member, so its
+        // warnings do not reach the conversation.
+        let received = try await logs[1].messages(2, in: conversation.id)
+        XCTAssertEqual(received.map { $0.content.typedMessage?.file?.name ?? $0.content.text }, ["ok.png", "done"])
+        XCTAssertEqual(received.first?.content.typedMessage?.file?.width, 16)
+        XCTAssertEqual(received.first?.content.typedMessage?.file?.size, Int64(small.count))
+        let stray = await logs[1].settle().compactMap(\.receivedMessage)
+        XCTAssertTrue(stray.isEmpty, "the refused files never reached Jerry: \(stray)")
+
+        // What the plugin saw: the server's record for stored files, the sender's word for the URL-only one.
+        let store = bot.runtime.store
+        let seenOK = try XCTUnwrap(try store.get(plugin: "seen", key: "file:ok.png", now: Date().timeIntervalSince1970)?.objectValue)
+        XCTAssertEqual(seenOK["id"], .string(try XCTUnwrap(ok["id"] as? String)))
+        XCTAssertEqual(seenOK["stored"], .bool(true))
+        XCTAssertEqual(seenOK["mime"], "image/png")
+        XCTAssertEqual(seenOK["sha256"], .string(try XCTUnwrap(ok["sha256"] as? String)))
+        XCTAssertEqual(seenOK["helper"], seenOK["sha256"])
+        XCTAssertEqual(seenOK["size"], .int(small.count))
+        XCTAssertEqual(seenOK["width"], 16)
+        XCTAssertEqual(seenOK["height"], 16)
+        XCTAssertEqual(seenOK["png"], .bool(true), "ctx.media.read gave the file's first bytes")
+        let seenBig = try XCTUnwrap(try store.get(plugin: "seen", key: "file:big.png", now: Date().timeIntervalSince1970)?.objectValue)
+        XCTAssertEqual(seenBig["size"], .int(large.count))
+        XCTAssertEqual(seenBig["stored"], .bool(true))
+        let seenBad = try XCTUnwrap(try store.get(plugin: "seen", key: "file:bad.png", now: Date().timeIntervalSince1970)?.objectValue)
+        XCTAssertEqual(seenBad["sha256"], .string(badSHA))
+        let seenURL = try XCTUnwrap(try store.get(plugin: "seen", key: "file:x.png", now: Date().timeIntervalSince1970)?.objectValue)
+        XCTAssertEqual(seenURL["stored"], .bool(false))
+        XCTAssertEqual(seenURL["sha256"], .bool(false))
+        XCTAssertEqual(seenURL["size"], 10)
+        // The moderation plugin's audit names the rules and files.
+        let audit = try XCTUnwrap(try store.get(plugin: "moderation", key: "audit", now: Date().timeIntervalSince1970)?.arrayValue)
+        XCTAssertEqual(audit.compactMap { $0["rule"]?.stringValue }, ["file_size", "file_banned", "file_type"])
+        XCTAssertEqual(audit.compactMap { $0["file"]?.stringValue }, ["big.png", "bad.png", "x.png"])
+        await bot.stop()
+    }
+}
