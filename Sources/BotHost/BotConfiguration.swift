@@ -53,6 +53,8 @@ public struct BotConfiguration: Sendable {
     public var serverMedia: String?
     /// `[server] max_upload_mb`: largest uploaded file in MiB (100 by default).
     public var serverMaxUploadMB = 100
+    /// The other media settings of `[server]`: quota, thumbnail limits and cache, public URL, signed URLs.
+    public var serverMediaSettings = ServerMediaSettings()
     /// `[server] tls_cert` / `tls_key`: the embedded server speaks TLS with this certificate chain and key
     /// (PEM files, reloaded when they change); nil: plain `ws://`.
     public var serverTLSCertificate: String?
@@ -223,6 +225,7 @@ public struct BotConfiguration: Sendable {
                 guard megabytes >= 1 else { throw file.error("server.max_upload_mb", "must be at least 1") }
                 config.serverMaxUploadMB = megabytes
             }
+            try config.serverMediaSettings.read(&r, file: file)
             config.serverTLSCertificate = try r.string("tls_cert").map { Self.resolve($0, against: base).path }
             config.serverTLSKey = try r.string("tls_key").map { Self.resolve($0, against: base).path }
             if (config.serverTLSCertificate == nil) != (config.serverTLSKey == nil) {
@@ -339,7 +342,7 @@ private struct ConfigReader {
         self.file = file
     }
 
-    private func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    fileprivate func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     mutating func value(_ key: String) -> JSONValue? {
         read.insert(key)
@@ -392,5 +395,58 @@ private struct ConfigReader {
             let known = read.sorted().joined(separator: ", ")
             throw file.error(keyPath(first), path.isEmpty ? "unknown section (known: \(known))" : "unknown key (known: \(known))")
         }
+    }
+}
+
+extension ServerMediaSettings {
+    /// Reads the media keys of `[server]` (docs/MEDIA.md, "Settings"), each checked with the file, line and key.
+    fileprivate mutating func read(_ r: inout ConfigReader, file: ConfigFile) throws {
+        if let quota = try r.size("media_quota", allowingNone: true) { quotaBytes = quota == 0 ? nil : quota }
+        if let pixels = try r.int("thumbnail_max_pixels") {
+            guard pixels >= 1 else { throw file.error("server.thumbnail_max_pixels", "must be at least 1") }
+            thumbnailMaxPixels = pixels
+        }
+        if let jobs = try r.int("thumbnail_jobs") {
+            guard (1...256).contains(jobs) else { throw file.error("server.thumbnail_jobs", "must be between 1 and 256") }
+            thumbnailJobs = jobs
+        }
+        if let queue = try r.int("thumbnail_queue") {
+            guard queue >= 0 else { throw file.error("server.thumbnail_queue", "must be 0 or more") }
+            thumbnailQueue = queue
+        }
+        if let timeout = try r.int("thumbnail_timeout_ms") {
+            guard timeout >= 1 else { throw file.error("server.thumbnail_timeout_ms", "must be at least 1") }
+            thumbnailTimeoutMillis = timeout
+        }
+        if let cache = try r.size("thumbnail_cache") { thumbnailCacheBytes = cache }
+        if let url = try r.string("public_url") {
+            switch SettingValues.publicURL(url) {
+            case .success(let normalised): publicURL = normalised
+            case .failure(let problem): throw file.error("server.public_url", "\(problem)")
+            }
+        }
+        signedURLs = try r.bool("signed_urls") ?? signedURLs
+        if let ttl = try r.int("url_ttl") {
+            guard ttl >= 1 else { throw file.error("server.url_ttl", "must be at least 1 (seconds)") }
+            urlTTL = ttl
+        }
+    }
+}
+
+extension ConfigReader {
+    /// A byte size: an integer (bytes) or a string such as `"100 MiB"` (`SettingValues.byteSize`); with
+    /// `allowingNone`, `"none"` is 0.
+    fileprivate mutating func size(_ key: String, allowingNone: Bool = false) throws -> Int64? {
+        guard let v = value(key) else { return nil }
+        if let integer = v.intValue {
+            guard integer >= 0 else { throw file.error(keyPath(key), "must be 0 or more") }
+            return Int64(integer)
+        }
+        if let text = v.stringValue {
+            if allowingNone, text.lowercased() == "none" { return 0 }
+            if let bytes = SettingValues.byteSize(text) { return bytes }
+        }
+        let none = allowingNone ? ", or \"none\"" : ""
+        throw file.error(keyPath(key), "must be a size: bytes (an integer) or a string such as \"100 MiB\" or \"2 GB\"\(none)")
     }
 }

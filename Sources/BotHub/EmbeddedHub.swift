@@ -38,6 +38,7 @@ public final class EmbeddedHub: Sendable {
         server.databaseURL = configuration.serverDatabaseURL
         server.media.directory = configuration.serverMedia
         server.media.maxUploadBytes = Int64(configuration.serverMaxUploadMB) << 20
+        server.media.apply(configuration.serverMediaSettings)
         server.synchronousFull = configuration.serverSynchronousFull
         server.appID = configuration.appID
         server.masterKey = configuration.masterKey

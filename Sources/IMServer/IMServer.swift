@@ -197,7 +197,10 @@ public final class IMServer: Sendable {
             router: router,
             server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "hookbot"),
-            onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
+            onServerRunning: { [service] channel in
+                service.mediaURLs.listening(port: channel.localAddress?.port ?? 0)
+                onListening(channel.localAddress?.port ?? 0)
+            },
             logger: logger
         )
     }

@@ -29,6 +29,10 @@ final class IMService: Sendable {
     let logger: Logger
     /// Uploaded files (docs/MEDIA.md), when the storage backend keeps them; file messages are filled from it.
     let media: (any MediaStore)?
+    /// How file URLs are written and checked (public URL, listening address, signatures).
+    let mediaURLs: MediaURLs
+    /// Thumbnails of stored images: the server's limits and its on-disk cache.
+    let mediaThumbnails: MediaThumbnails
 
     init(configuration: ServerConfiguration, logger: Logger, metrics: ServerMetrics) throws {
         self.configuration = configuration
@@ -37,6 +41,8 @@ final class IMService: Sendable {
         let store = try Self.openStore(configuration, logger: logger)
         self.store = store
         media = try MediaStores.open(configuration, store: store)
+        mediaURLs = MediaURLs(configuration)
+        mediaThumbnails = MediaThumbnails(configuration)
         cluster = (store as? PostgresStore).map {
             ClusterNode(store: $0, address: "\(configuration.host):\(configuration.port)", metrics: metrics, logger: logger)
         }

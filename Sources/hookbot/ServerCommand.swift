@@ -1,5 +1,6 @@
 import ArgumentParser
 import BotHost
+import BotHub
 import Foundation
 import IMServer
 import Logging
@@ -20,7 +21,23 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Largest message body in bytes.") var maxMessageBytes = 64 * 1024
     @Option(help: ArgumentHelp("Directory of uploaded files (POST /media); default: media beside --db.", valueName: "dir"))
     var mediaDir: String?
-    @Option(help: "Largest uploaded file in bytes (POST /media).") var maxUploadBytes: Int64 = 100 << 20
+    @Option(help: ArgumentHelp("Largest uploaded file: bytes, or a size such as 100MiB.", valueName: "size"))
+    var maxUploadBytes = "104857600"
+    @Option(help: ArgumentHelp("Bytes one client may keep stored (e.g. 1GiB); 0 or none: no quota.", valueName: "size"))
+    var mediaQuota = "1GiB"
+    @Option(help: "Largest thumbnail source, width x height in pixels.") var thumbnailMaxPixels = 50_000_000
+    @Option(help: "Thumbnail jobs at once.") var thumbnailJobs = 2
+    @Option(help: "Thumbnail jobs waiting at once; more are refused as busy (503, 4624).") var thumbnailQueue = 64
+    @Option(help: "Milliseconds one thumbnail job may take.") var thumbnailTimeoutMs = 10_000
+    @Option(help: ArgumentHelp("Bytes of thumbnails kept on disk under the media directory's thumbs/; 0: none.", valueName: "size"))
+    var thumbnailCache = "256MiB"
+    @Option(
+        help: ArgumentHelp(
+            "The URL clients reach this server by (https://chat.example.com): every file URL the server writes starts with it.",
+            valueName: "url"))
+    var publicUrl: String?
+    @Flag(help: "File URLs carry an expiry and a signature; downloads without a valid one answer 403.") var signedUrls = false
+    @Option(help: "Seconds a signed file URL stays valid.") var urlTtl = 24 * 3600
     @Flag(help: "Use PRAGMA synchronous=NORMAL instead of FULL (faster; a power loss may lose the last commits).")
     var relaxedSync = false
     @Option(help: "Seconds after sending during which a sender may recall a message.") var recallWindow = 120
@@ -61,9 +78,8 @@ struct ServerCommand: AsyncParsableCommand {
         guard integrityCheckSeconds >= 0 else { throw ValidationError("--integrity-check-seconds must be 0 or more") }
         configuration.integrityCheckSeconds = integrityCheckSeconds
         configuration.maxMessageBytes = maxMessageBytes
-        guard maxUploadBytes > 0 else { throw ValidationError("--max-upload-bytes must be positive") }
         configuration.media.directory = mediaDir
-        configuration.media.maxUploadBytes = maxUploadBytes
+        try media(&configuration.media)
         configuration.synchronousFull = !relaxedSync
         configuration.recallWindow = recallWindow
         configuration.appID = appId
@@ -101,6 +117,43 @@ extension ServerCommand {
             throw ValidationError("--database takes a postgres:// URL (use --db for a SQLite file)")
         }
         return url
+    }
+
+    /// The media settings given on the command line, checked as `[server]` in hookbot.toml checks them.
+    func media(_ media: inout MediaConfiguration) throws {
+        guard let upload = SettingValues.byteSize(maxUploadBytes), upload > 0 else {
+            throw ValidationError("--max-upload-bytes must be a positive size (bytes, or e.g. 100MiB), got '\(maxUploadBytes)'")
+        }
+        media.maxUploadBytes = upload
+        var settings = ServerMediaSettings()
+        if mediaQuota.lowercased() == "none" {
+            settings.quotaBytes = nil
+        } else {
+            guard let quota = SettingValues.byteSize(mediaQuota) else {
+                throw ValidationError("--media-quota must be a size (bytes, or e.g. 1GiB) or none, got '\(mediaQuota)'")
+            }
+            settings.quotaBytes = quota == 0 ? nil : quota
+        }
+        guard thumbnailMaxPixels >= 1 else { throw ValidationError("--thumbnail-max-pixels must be at least 1") }
+        guard (1...256).contains(thumbnailJobs) else { throw ValidationError("--thumbnail-jobs must be between 1 and 256") }
+        guard thumbnailQueue >= 0 else { throw ValidationError("--thumbnail-queue must be 0 or more") }
+        guard thumbnailTimeoutMs >= 1 else { throw ValidationError("--thumbnail-timeout-ms must be at least 1") }
+        guard let cache = SettingValues.byteSize(thumbnailCache) else {
+            throw ValidationError("--thumbnail-cache must be a size (bytes, or e.g. 256MiB), got '\(thumbnailCache)'")
+        }
+        guard urlTtl >= 1 else { throw ValidationError("--url-ttl must be at least 1 (seconds)") }
+        (settings.thumbnailMaxPixels, settings.thumbnailJobs, settings.thumbnailQueue) = (thumbnailMaxPixels, thumbnailJobs, thumbnailQueue)
+        settings.thumbnailTimeoutMillis = thumbnailTimeoutMs
+        settings.thumbnailCacheBytes = cache
+        if let publicUrl {
+            switch SettingValues.publicURL(publicUrl) {
+            case .success(let normalised): settings.publicURL = normalised
+            case .failure(let problem): throw ValidationError("--public-url \(problem)")
+            }
+        }
+        settings.signedURLs = signedUrls
+        settings.urlTTL = urlTtl
+        media.apply(settings)
     }
 
     /// The TLS settings given on the command line (both files or neither).

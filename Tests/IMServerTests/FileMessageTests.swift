@@ -67,10 +67,10 @@ final class FileMessageTests: XCTestCase {
         let download = try await MediaRouteTests.call(server.port, "GET", path)
         XCTAssertEqual(download.body, png)
 
-        // Only an objId: the url is the download path.
+        // Only an objId: the url is the server's listening address and the download path.
         try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(id)"}}"#, from: tom, to: cid)
         let bare = try fileObject(try await jerry.nextMessage().msg)
-        XCTAssertEqual(bare["url"] as? String, "/media/\(id)/cat.png")
+        XCTAssertEqual(bare["url"] as? String, "http://127.0.0.1:\(server.port)/media/\(id)/cat.png")
         XCTAssertEqual((bare["metaData"] as? [String: Any])?["width"] as? Int, 320)
 
         // An edit that claims another size is corrected the same way.
@@ -103,5 +103,41 @@ final class FileMessageTests: XCTestCase {
             let got = try await jerry.nextMessage().msg
             XCTAssertEqual(got, text)
         }
+    }
+
+    /// The limit is checked on what the sender sent; the fill may then make the message longer, within
+    /// `FileMessageFill.headroomBytes`: delivered and stored whole, not refused after the fact.
+    func testAFilledMessageMayPassTheMessageLimitByTheFillsHeadroom() async throws {
+        let server = try await ServerHarness.start { $0.maxMessageBytes = 200 }
+        defer { Task { await server.stop() } }
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let opener = try await TestClient.connect(port: server.port)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "Tom"
+        let token = try required(try await opener.request(open).st)
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let name = String(repeating: "n", count: 120) + ".png"
+        let up = try await MediaRouteTests.call(
+            server.port, "POST", "/media?name=\(name)", token: token, body: Data(MediaFixtures.png(width: 3, height: 2)))
+        let id = try XCTUnwrap(up.json["id"] as? String)
+        let head = #"{"_lctype":-2,"_lcfile":{"objId":"\#(id)"},"_lctext":""#
+        let text = head + String(repeating: "x", count: 200 - head.utf8.count - 2) + #""}"#
+        XCTAssertEqual(text.utf8.count, 200)
+        try await send(text, from: tom, to: cid)
+        let message = try await jerry.nextMessage()
+        let received = try XCTUnwrap(message.msg)
+        XCTAssertGreaterThan(received.utf8.count, 400)
+        XCTAssertLessThanOrEqual(received.utf8.count, 200 + 4096)
+        let meta = try fileObject(received)["metaData"] as? [String: Any]
+        XCTAssertEqual(meta?["name"] as? String, name)
+        let history = try await jerry.history(cid)
+        XCTAssertEqual(try required(history.logs?.first).data, received)
+        // One byte over the limit as sent is refused as before (4109), fill or not.
+        var direct = Command(cmd: .direct)
+        direct.cid = cid
+        direct.msg = text + " "
+        let refused = try await tom.request(direct)
+        XCTAssertEqual(refused.code, 4109)
     }
 }

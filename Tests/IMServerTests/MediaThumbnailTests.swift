@@ -5,6 +5,8 @@ import IMCore
 import MediaImaging
 import XCTest
 
+@testable import IMServer
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -94,6 +96,95 @@ final class MediaThumbnailTests: XCTestCase {
         // The server is still serving.
         let after = try await call(server.port, "GET", url + "?imageView/2/w/10")
         XCTAssertEqual(after.status, 200)
+    }
+
+    func testASecondRequestIsServedFromTheCacheWithoutAJobAlsoAfterARestart() async throws {
+        let server = try await ServerHarness.start()
+        let client = try await TestClient.connect(port: server.port)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "Tom"
+        let opened = try await client.request(open)
+        let token = try XCTUnwrap(opened.st)
+        let url = try await upload(server.port, token: token, name: "photo.jpg", try noise(server.directory, "photo.jpg", 400, 300))
+        let thumb = url + "?imageView/2/w/80/h/80/q/90/format/jpg"
+        let thumbnails = server.server.service.mediaThumbnails
+        let first = try await call(server.port, "GET", thumb)
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(first.headers["x-hookbot-thumbnail"], "miss")
+        XCTAssertEqual(thumbnails.jobsStarted, 1)
+        let second = try await call(server.port, "GET", thumb)
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(second.headers["x-hookbot-thumbnail"], "hit")
+        XCTAssertEqual(second.headers["content-type"], "image/jpeg")
+        XCTAssertEqual(second.body, first.body)
+        XCTAssertEqual(thumbnails.jobsStarted, 1, "the second request ran no job")
+        // The same request spelled qiniu's way is the same thumbnail.
+        let spelled = try await call(server.port, "GET", url + "?imageView2/2/h/80/w/80/format/jpeg/q/90")
+        XCTAssertEqual(spelled.headers["x-hookbot-thumbnail"], "hit")
+        XCTAssertEqual(thumbnails.jobsStarted, 1)
+        // Kept under the media directory's thumbs/, whole (no temporary file left).
+        let thumbs = server.directory.appendingPathComponent("media/thumbs")
+        let kept = try FileManager.default.subpathsOfDirectory(atPath: thumbs.path).filter { $0.hasSuffix(".jpeg") }
+        XCTAssertEqual(kept.count, 1, "\(kept)")
+        XCTAssertEqual(try Data(contentsOf: thumbs.appendingPathComponent(kept[0])), first.body)
+
+        // After a restart the cache is still there: no job.
+        let restarted = try await server.restarted()
+        defer { Task { await restarted.stop() } }
+        let third = try await call(restarted.port, "GET", thumb)
+        XCTAssertEqual(third.headers["x-hookbot-thumbnail"], "hit")
+        XCTAssertEqual(third.body, first.body)
+        XCTAssertEqual(restarted.server.service.mediaThumbnails.jobsStarted, 0)
+        // The cache directory removed while the server runs: made again, served as before.
+        try FileManager.default.removeItem(at: thumbs)
+        let fourth = try await call(restarted.port, "GET", thumb)
+        XCTAssertEqual(fourth.status, 200)
+        XCTAssertEqual(fourth.headers["x-hookbot-thumbnail"], "miss")
+        XCTAssertEqual(restarted.server.service.mediaThumbnails.jobsStarted, 1)
+        let fifth = try await call(restarted.port, "GET", thumb)
+        XCTAssertEqual(fifth.headers["x-hookbot-thumbnail"], "hit")
+    }
+
+    func testTheCacheKeepsItsByteCapEvictingTheLeastRecentlyUsed() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-thumbs-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cache = ThumbnailCache(directory: directory.path, capacity: 1000)
+        let sha = String(repeating: "ab", count: 32)
+        let keys = ["a", "b", "c"].map { ThumbnailCache.Key(sha256: sha, request: "2-w\($0)-h-q75-png") }
+        let bytes = keys.indices.map { [UInt8](repeating: UInt8($0 + 1), count: 400) }
+        await cache.put(keys[0], bytes: bytes[0], format: .png)
+        try await Task.sleep(for: .milliseconds(20))
+        await cache.put(keys[1], bytes: bytes[1], format: .png)
+        try await Task.sleep(for: .milliseconds(20))
+        // a is used again, so b is now the least recently used.
+        let hit = await cache.get(keys[0])
+        XCTAssertEqual(hit?.bytes, bytes[0])
+        try await Task.sleep(for: .milliseconds(20))
+        await cache.put(keys[2], bytes: bytes[2], format: .png)
+        XCTAssertEqual(cache.totalBytes, 800)
+        let missing = await cache.get(keys[1])
+        XCTAssertNil(missing)
+        let onDisk = try FileManager.default.subpathsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".png") }
+        XCTAssertEqual(onDisk.count, 2, "\(onDisk)")
+        // A thumbnail larger than the whole cache is not kept.
+        await cache.put(ThumbnailCache.Key(sha256: sha, request: "big"), bytes: [UInt8](repeating: 9, count: 1001), format: .png)
+        XCTAssertEqual(cache.totalBytes, 800)
+        // A new cache on the same directory (a restart) finds what was kept.
+        let reopened = ThumbnailCache(directory: directory.path, capacity: 1000)
+        let a = await reopened.get(keys[0])
+        let b = await reopened.get(keys[1])
+        let c = await reopened.get(keys[2])
+        XCTAssertEqual(a?.bytes, bytes[0])
+        XCTAssertNil(b)
+        XCTAssertEqual(c?.bytes, bytes[2])
+        XCTAssertEqual(c?.format, .png)
+        XCTAssertEqual(reopened.totalBytes, 800)
+        // Capacity 0 keeps nothing.
+        let off = ThumbnailCache(directory: directory.appendingPathComponent("off").path, capacity: 0)
+        await off.put(keys[0], bytes: bytes[0], format: .png)
+        let none = await off.get(keys[0])
+        XCTAssertNil(none)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.appendingPathComponent("off").path))
     }
 
     /// A PNG whose IHDR declares `width`×`height`, with one tiny IDAT.

@@ -28,13 +28,15 @@ enum LeanCloudFilesRoute {
         let limits = configuration.media
         let media: any MediaStore = store ?? NoMediaStore()
         let key = LeanCloudUploadTicket.signingKey(configuration)
+        let urls = service.mediaURLs
         router.post("/1.1/fileTokens") { request, _ in
             await answering {
                 guard store != nil else { throw MediaError(.unavailable, "this server keeps no files (no media store on PostgreSQL yet)") }
                 let caller = try await LeanCloudCaller.identify(request, configuration: configuration, tokens: service.tokens)
                 let body = try await jsonBody(request)
                 try await refuseEarly(declaredSize: body["metaData"]?["size"]?.intValue, caller: caller, media: media, limits: limits)
-                return try fileToken(request, body: body, caller: caller, configuration: configuration, key: key)
+                let base = urls.publicURL ?? baseURL(request, configuration)
+                return try fileToken(request, body: body, caller: caller, base: base, urls: urls, key: key)
             }
         }
         router.put("/1.1/fileUploads/:objectId") { request, context in
@@ -69,11 +71,15 @@ enum LeanCloudFilesRoute {
         }
         router.get("/1.1/files/:objectId") { request, context in
             await answering {
+                // With signed URLs the answer hands out a fresh one, so the id alone is not enough: a caller the
+                // storage API knows (a session, the master key, or the app key while signatures are off).
+                if urls.signed { _ = try await LeanCloudCaller.identify(request, configuration: configuration, tokens: service.tokens) }
                 let id = context.parameters.get("objectId") ?? ""
                 guard MediaIDs.isValid(id), let record = try await media.record(id) else {
                     throw LeanCloudFilesError.notFound("no file \(id)")
                 }
-                return HTTPJSON.response(.ok, JSONValue.object(fileJSON(record, base: baseURL(request, configuration))))
+                let url = urls.url(id: record.id, name: record.name, requestBase: baseURL(request, configuration))
+                return HTTPJSON.response(.ok, JSONValue.object(fileJSON(record, url: url)))
             }
         }
         router.delete("/1.1/files/:objectId") { request, context in
@@ -171,8 +177,9 @@ enum LeanCloudFilesRoute {
         }
     }
 
+    /// `base`: the public URL, else the origin the request came by (the answer goes to this requester only).
     private static func fileToken(
-        _ request: Request, body: [String: JSONValue], caller: LeanCloudCaller, configuration: ServerConfiguration, key: Data
+        _ request: Request, body: [String: JSONValue], caller: LeanCloudCaller, base: String, urls: MediaURLs, key: Data
     ) throws -> Response {
         guard let rawName = body["name"]?.stringValue else { throw LeanCloudFilesError.invalidField("name (a string) is required") }
         let name = MediaNames.clean(rawName)
@@ -182,11 +189,11 @@ enum LeanCloudFilesRoute {
             objectID: MediaIDs.make(), uploader: caller.clientID, name: name, mimeType: mime,
             expires: Int64(Date().timeIntervalSince1970) + LeanCloudUploadTicket.lifetime)
         let token = ticket.encoded(key: key)
-        let base = baseURL(request, configuration)
         var query = URLComponents()
         query.queryItems = [URLQueryItem(name: "token", value: token)]
         let answer: [String: JSONValue] = [
-            "objectId": .string(ticket.objectID), "token": .string(token), "url": .string(fileURL(ticket.objectID, name: name, base: base)),
+            "objectId": .string(ticket.objectID), "token": .string(token),
+            "url": .string(urls.url(id: ticket.objectID, name: name, requestBase: base)),
             "upload_url": .string("\(base)/1.1/fileUploads/\(ticket.objectID)\(query.string ?? "")"), "provider": .string("s3"),
             "mime_type": .string(mime), "bucket": .string("hookbot"), "key": .string("\(ticket.objectID)/\(name)"),
             "createdAt": .string(isoDate(Int64(Date().timeIntervalSince1970 * 1000))),
@@ -217,7 +224,7 @@ enum LeanCloudFilesRoute {
     }
 
     /// What `GET /1.1/files/<id>` answers: LeanCloud's `_File` fields, `metaData` as the server computed it.
-    static func fileJSON(_ record: MediaRecord, base: String) -> [String: JSONValue] {
+    static func fileJSON(_ record: MediaRecord, url: String) -> [String: JSONValue] {
         let metadata = record.metadata
         var meta: [String: JSONValue] = [
             "size": .int(Int(metadata.size)), "owner": .string(record.owner.isEmpty ? "unknown" : record.owner),
@@ -229,21 +236,14 @@ enum LeanCloudFilesRoute {
         if let duration = metadata.duration { meta["duration"] = .double(duration) }
         let created = JSONValue.string(isoDate(record.createdAt))
         return [
-            "objectId": .string(record.id), "name": .string(record.name), "url": .string(fileURL(record.id, name: record.name, base: base)),
+            "objectId": .string(record.id), "name": .string(record.name), "url": .string(url),
             "mime_type": .string(metadata.mime), "metaData": .object(meta), "provider": .string("s3"), "bucket": .string("hookbot"),
             "key": .string("\(record.id)/\(record.name)"), "createdAt": created, "updatedAt": created,
         ]
     }
 
-    /// The file's public URL: the native download route `GET /media/<id>/<name>`.
-    static func fileURL(_ id: String, name: String, base: String) -> String {
-        var allowed = CharacterSet.urlPathAllowed
-        allowed.remove(charactersIn: "/?#;")
-        return "\(base)/media/\(id)/\(name.addingPercentEncoding(withAllowedCharacters: allowed) ?? "file")"
-    }
-
     /// `scheme://host[:port]` as the client reached this server: its `Host`, and `X-Forwarded-Proto` when a
-    /// proxy in front terminates TLS.
+    /// proxy in front terminates TLS. Used only when no public URL is set, and only in answers to that client.
     static func baseURL(_ request: Request, _ configuration: ServerConfiguration) -> String {
         let host = request.head.authority ?? "\(configuration.host):\(configuration.port)"
         let forwarded = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased()

@@ -8,7 +8,9 @@ import IMCore
 ///   is a logged-in client (`X-LC-IM-Session-Token`) or the operator (`X-LC-Key: <master key>,master`).
 ///   Answers 201 with the record and the metadata the server computed.
 /// - `GET /media/<id>[/<name>]` (and `HEAD`): the bytes, with `Range`, `ETag` / `If-None-Match`,
-///   `Cache-Control`, the sniffed `Content-Type` and `Content-Disposition`. Anyone with the URL may read.
+///   `Cache-Control`, the sniffed `Content-Type` and `Content-Disposition`. Anyone with the URL may read;
+///   with signed URLs (`MediaConfiguration.signedURLs`) only by `GET /media/<id>/<expires>-<mac>/<name>`
+///   with a valid, unexpired signature (`MediaURLs`), else 403 / 4610, 4611.
 /// - `DELETE /media/<id>`: the uploader or the operator.
 ///
 /// Errors answer `{"code", "reason", "error"}`: `MediaError` codes 46xx, and 4112 (`sessionTokenExpired`)
@@ -16,15 +18,25 @@ import IMCore
 enum MediaRoute {
     static func register(on router: Router<BasicRequestContext>, service: IMService, media: (any MediaStore)?) {
         let limits = service.configuration.media
+        let urls = service.mediaURLs
+        let thumbnails = service.mediaThumbnails
         router.post("/media") { request, _ -> Response in
-            await guarded { try await upload(request, service: service, media: available(media), limits: limits) }
+            await guarded { try await upload(request, service: service, media: available(media), limits: limits, urls: urls) }
         }
-        for path in ["/media/:id", "/media/:id/:name"] {
-            router.get(RouterPath(path)) { request, context -> Response in
-                await guarded { try await download(request, context: context, media: available(media), limits: limits, head: false) }
-            }
-            router.head(RouterPath(path)) { request, context -> Response in
-                await guarded { try await download(request, context: context, media: available(media), limits: limits, head: true) }
+        // `/media/<id>/<name>` and, signed, `/media/<id>/<expires>-<mac>/<name>`.
+        // (Hummingbird wants one parameter name per position: `:part` is the name or the signature.)
+        for path in ["/media/:id", "/media/:id/:part", "/media/:id/:part/:name"] {
+            let signedPath = path.hasSuffix(":name")
+            for head in [false, true] {
+                let handler: @Sendable (Request, BasicRequestContext) async -> Response = { request, context in
+                    await guarded {
+                        let id = context.parameters.get("id") ?? ""
+                        try urls.check(id: id, signature: signedPath ? context.parameters.get("part") : nil)
+                        return try await download(
+                            request, id: id, media: available(media), limits: limits, thumbnails: thumbnails, head: head)
+                    }
+                }
+                if head { router.head(RouterPath(path), use: handler) } else { router.get(RouterPath(path), use: handler) }
             }
         }
         router.delete("/media/:id") { request, context -> Response in
@@ -44,6 +56,8 @@ enum MediaRoute {
             return try await body()
         } catch let error as MediaError {
             return failure(error)
+        } catch let error as MediaURLError {
+            return answer(.forbidden, code: error.code, reason: error.reason, detail: error.detail)
         } catch let error as IMError {
             let status: HTTPResponse.Status = error.knownCode == .sessionTokenExpired ? .unauthorized : .badRequest
             return answer(status, code: error.code, reason: error.reason, detail: error.detail ?? error.reason)
@@ -88,9 +102,9 @@ enum MediaRoute {
         return clientID
     }
 
-    private static func upload(_ request: Request, service: IMService, media: any MediaStore, limits: MediaConfiguration) async throws
-        -> Response
-    {
+    private static func upload(
+        _ request: Request, service: IMService, media: any MediaStore, limits: MediaConfiguration, urls: MediaURLs
+    ) async throws -> Response {
         let owner = try await caller(request, service: service)
         // Refused before a byte of the body is read when the declared length says so.
         if let length = request.headers[.contentLength].flatMap({ Int64($0) }), length > limits.maxUploadBytes {
@@ -102,14 +116,14 @@ enum MediaRoute {
                 owner: owner, name: query["name"] ?? "file", declaredMIME: request.headers[.contentType],
                 maxBytes: limits.maxUploadBytes, quotaBytes: owner.isEmpty ? nil : limits.quotaBytes),
             body: request.body)
-        return HTTPJSON.response(.created, json(record))
+        return HTTPJSON.response(.created, json(record, url: urls.uploadAnswerURL(id: record.id, name: record.name)))
     }
 
     /// The JSON of a record, as `POST /media` answers it.
-    static func json(_ record: MediaRecord) -> JSONValue {
+    static func json(_ record: MediaRecord, url: String) -> JSONValue {
         let m = record.metadata
         var object: [String: JSONValue] = [
-            "id": .string(record.id), "name": .string(record.name), "url": .string(url(record)), "size": .int(Int(m.size)),
+            "id": .string(record.id), "name": .string(record.name), "url": .string(url), "size": .int(Int(m.size)),
             "sha256": .string(m.sha256), "mime": .string(m.mime), "createdAt": .int(Int(record.createdAt)),
         ]
         if let format = m.format { object["format"] = .string(format) }
@@ -119,19 +133,12 @@ enum MediaRoute {
         return .object(object)
     }
 
-    /// The path a record is served at: `/media/<id>/<name>` (the name percent-encoded).
-    static func url(_ record: MediaRecord) -> String {
-        let name = record.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#")))
-        return "/media/\(record.id)/\(name ?? "file")"
-    }
-
     private static func download(
-        _ request: Request, context: BasicRequestContext, media: any MediaStore, limits: MediaConfiguration, head: Bool
+        _ request: Request, id: String, media: any MediaStore, limits: MediaConfiguration, thumbnails: MediaThumbnails, head: Bool
     ) async throws -> Response {
-        let id = context.parameters.get("id") ?? ""
         guard let record = try await media.record(id) else { throw MediaError(.notFound, "no file \(id)") }
         // ?imageView/…: a thumbnail (MediaThumbnailRoute.swift).
-        let thumbnail = await MediaThumbnails.response(request, record: record, media: media, cacheControl: limits.cacheControl, head: head)
+        let thumbnail = await thumbnails.response(request, record: record, media: media, cacheControl: limits.cacheControl, head: head)
         if let thumbnail { return thumbnail }
         let size = record.metadata.size
         let etag = "\"\(record.metadata.sha256)\""

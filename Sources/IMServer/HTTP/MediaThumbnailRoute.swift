@@ -4,24 +4,40 @@ import Hummingbird
 import IMCore
 import MediaImaging
 import NIOCore
+import Synchronization
 
 /// Thumbnails of stored images in LeanCloud's URL form: `GET /media/<id>[/<name>]?imageView/2/w/W/h/H[/q/Q]
 /// [/format/F]` (what `AV.File#thumbnailURL()` appends to a file's URL; docs/MEDIA.md). `MediaRoute.download`
 /// asks here first; a query without `imageView` is served as the file itself.
 ///
-/// The stored bytes are copied to a temporary file (streamed, as any `MediaStore` gives them, inside the job's
-/// slot) and thumbnailed from there under `MediaThumbnails.thumbnailer`'s limits; nothing is cached yet (the next step: keep
-/// thumbnails by content hash and request beside the objects).
-enum MediaThumbnails {
-    /// One thumbnailer per process: its limits (source pixels, jobs at once, queue, time per job) bound all of
+/// A thumbnail is looked up in the server's `ThumbnailCache` first (by content SHA-256 and the normalised
+/// request): a hit is served from disk, with no libvips job and no read of the stored file. On a miss the stored
+/// bytes are copied to a temporary file (streamed, as any `MediaStore` gives them, inside the job's slot),
+/// thumbnailed under the server's `Thumbnailer` limits, and the result kept in the cache.
+final class MediaThumbnails: Sendable {
+    /// One thumbnailer per server: its limits (source pixels, jobs at once, queue, time per job) bound all of
     /// the server's thumbnail work.
-    static let thumbnailer = Thumbnailer()
+    let thumbnailer: Thumbnailer
+    let cache: ThumbnailCache
+    /// libvips jobs started (cache misses that passed the checks).
+    private let jobs = Atomic<Int>(0)
+
+    /// With the server's limits, and its cache in `<media dir>/thumbs`.
+    init(_ configuration: ServerConfiguration) {
+        let media = configuration.media
+        thumbnailer = Thumbnailer(limits: media.thumbnails)
+        cache = ThumbnailCache(
+            directory: (media.resolvedDirectory(databasePath: configuration.databasePath) as NSString).appendingPathComponent("thumbs"),
+            capacity: media.thumbnailCacheBytes)
+    }
+
+    var jobsStarted: Int { jobs.load(ordering: .relaxed) }
 
     /// The stored types libvips may decode here (`Thumbnailer` blocks every other loader).
     static let imageTypes: Set<String> = ["image/jpeg", "image/png", "image/webp", "image/gif"]
 
     /// The thumbnail answer when the query asks for one; nil when it does not.
-    static func response(_ request: Request, record: MediaRecord, media: any MediaStore, cacheControl: String, head: Bool) async
+    func response(_ request: Request, record: MediaRecord, media: any MediaStore, cacheControl: String, head: Bool) async
         -> Response?
     {
         let spec: ImageViewRequest
@@ -29,13 +45,14 @@ enum MediaThumbnails {
             guard let parsed = try ImageViewRequest.fromQuery(request.uri.query ?? "") else { return nil }
             spec = parsed
         } catch {
-            return failure(error)
+            return Self.failure(error)
         }
-        guard imageTypes.contains(record.metadata.mime) else {
-            return failure(.unsupportedImage("the file is \(record.metadata.mime)"))
+        guard Self.imageTypes.contains(record.metadata.mime) else {
+            return Self.failure(.unsupportedImage("the file is \(record.metadata.mime)"))
         }
         // One ETag per content and request: the same thumbnail of the same bytes is the same answer.
-        let etag = "\"\(record.metadata.sha256)-\(tag(spec))\""
+        let tag = Self.tag(spec)
+        let etag = "\"\(record.metadata.sha256)-\(tag)\""
         var headers: HTTPFields = [.eTag: etag, .cacheControl: cacheControl, HTTPField.Name("X-Content-Type-Options")!: "nosniff"]
         if let match = request.headers[.ifNoneMatch],
             match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0 == "*" })
@@ -44,24 +61,40 @@ enum MediaThumbnails {
         }
         // The size the store read from the header at upload: a bomb is refused before its bytes are copied.
         if let width = record.metadata.width, let height = record.metadata.height, width * height > thumbnailer.limits.maxSourcePixels {
-            return failure(.sourceTooLarge(width: width, height: height, limit: thumbnailer.limits.maxSourcePixels))
+            return Self.failure(.sourceTooLarge(width: width, height: height, limit: thumbnailer.limits.maxSourcePixels))
         }
-        let thumbnail: Thumbnail
-        do {
-            thumbnail = try await thumbnailer.thumbnail(request: spec) { path in
-                try await spool(media.read(record, range: 0..<record.metadata.size), to: path)
+        let cacheKey = ThumbnailCache.Key(sha256: record.metadata.sha256, request: tag)
+        let bytes: [UInt8]
+        let format: ImageFormat
+        if let hit = await cache.get(cacheKey) {
+            (bytes, format) = (hit.bytes, hit.format)
+            headers[Self.cacheHeader] = "hit"
+        } else {
+            let thumbnail: Thumbnail
+            do {
+                thumbnail = try await thumbnailer.thumbnail(request: spec) { path in
+                    self.jobs.add(1, ordering: .relaxed)
+                    try await Self.spool(media.read(record, range: 0..<record.metadata.size), to: path)
+                }
+            } catch let error as ThumbnailError {
+                return Self.failure(error)
+            } catch {
+                return Self.answer(
+                    .internalServerError, code: IMError(.internalError).code, reason: "INTERNAL_ERROR", detail: "reading the file: \(error)"
+                )
             }
-        } catch let error as ThumbnailError {
-            return failure(error)
-        } catch {
-            return answer(
-                .internalServerError, code: IMError(.internalError).code, reason: "INTERNAL_ERROR", detail: "reading the file: \(error)")
+            await cache.put(cacheKey, bytes: thumbnail.bytes, format: thumbnail.format)
+            (bytes, format) = (thumbnail.bytes, thumbnail.format)
+            headers[Self.cacheHeader] = "miss"
         }
-        headers[.contentType] = thumbnail.format.mimeType
-        headers[.contentLength] = String(thumbnail.bytes.count)
+        headers[.contentType] = format.mimeType
+        headers[.contentLength] = String(bytes.count)
         if head { return Response(status: .ok, headers: headers) }
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: thumbnail.bytes)))
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
+
+    /// `X-Hookbot-Thumbnail: hit` when the answer came from the cache, `miss` when a job made it.
+    static let cacheHeader = HTTPField.Name("X-Hookbot-Thumbnail")!
 
     /// `2-w100-h-q75-jpeg`: what distinguishes one thumbnail of a content from another.
     static func tag(_ spec: ImageViewRequest) -> String {

@@ -11,15 +11,25 @@ enum FileMessageFill {
     /// The `_lctype`s whose `_lcfile` names a file.
     static let fileTypes: Set<Int> = [-2, -3, -4, -6]
 
+    /// How much longer than `ServerConfiguration.maxMessageBytes` a filled message may be. The limit is checked
+    /// on what the sender sent; the fill then writes the server's url (up to a 512-byte public URL, a signature
+    /// and a percent-encoded name of at most 200 bytes) and metaData, at most about 1.5 KiB more than the
+    /// sender's own. A filled message within the limit plus this headroom is accepted; a longer one (which the
+    /// fill cannot make from a message within the limit, but a later change could) is refused with 4109 rather
+    /// than stored larger than receivers were promised.
+    static let headroomBytes = 4096
+
     /// `text` with `_lcfile` filled from the record its `objId` names, or nil when the message is left as is.
-    static func filled(_ text: String, media: any MediaStore) async throws -> String? {
+    /// Throws 4109 (`frameTooLong`) when the filled text passes `maxMessageBytes` plus `headroomBytes`.
+    static func filled(_ text: String, media: any MediaStore, urls: MediaURLs, maxMessageBytes: Int) async throws -> String? {
         // Ordinary text messages cost one substring search, no parse.
         guard text.utf8.first == UInt8(ascii: "{"), text.contains("\"_lcfile\"") else { return nil }
         guard case .object(var message) = JSONValue.parse(text), let type = message["_lctype"]?.intValue,
             fileTypes.contains(type), case .object(var file) = message["_lcfile"], case .string(let objID) = file["objId"],
             MediaIDs.isValid(objID), let record = try await media.record(objID)
         else { return nil }
-        file["url"] = .string(url(record, given: file["url"]))
+        // Never the sender's host: the server's public URL or listening address (MediaURLs).
+        file["url"] = .string(urls.messageURL(id: record.id, name: record.name))
         var meta: [String: JSONValue] = [:]
         if case .object(let given) = file["metaData"] { meta = given }
         let m = record.metadata
@@ -31,23 +41,21 @@ enum FileMessageFill {
         meta["duration"] = m.duration.map { .double($0) }
         file["metaData"] = .object(meta)
         message["_lcfile"] = .object(file)
-        return JSONValue.object(message).jsonString()
+        let filled = JSONValue.object(message).jsonString()
+        let limit = maxMessageBytes + headroomBytes
+        guard filled.utf8.count <= limit else {
+            throw IMError(
+                .frameTooLong,
+                "the file message is \(filled.utf8.count) bytes once the server's url and metaData are written; the limit is \(limit)")
+        }
+        return filled
     }
+}
 
-    /// The file's URL: its download path `/media/<id>/<name>`. The server does not know the address its
-    /// clients reach it by, so an absolute http(s) URL the sender gave keeps its scheme and host (the
-    /// upload answers gave it so) and gets the server's path; anything else becomes the bare path.
-    static func url(_ record: MediaRecord, given: JSONValue?) -> String {
-        let path = MediaRoute.url(record)
-        guard case .string(let text) = given, let components = URLComponents(string: text),
-            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = components.host,
-            !host.isEmpty, components.user == nil, components.password == nil
-        else { return path }
-        var origin = components
-        origin.percentEncodedPath = ""
-        origin.query = nil
-        origin.fragment = nil
-        guard let base = origin.string else { return path }
-        return base + path
+extension IMService {
+    /// `text` filled as `FileMessageFill.filled` does with this server's store and URLs; nil when left as is.
+    func filledFileMessage(_ text: String) async throws -> String? {
+        guard let media else { return nil }
+        return try await FileMessageFill.filled(text, media: media, urls: mediaURLs, maxMessageBytes: configuration.maxMessageBytes)
     }
 }
