@@ -187,13 +187,15 @@ final class MediaRouteTests: XCTestCase {
         return try XCTUnwrap(opened.st)
     }
 
-    func objectFiles(_ server: ServerHarness) -> [String] {
-        let root = server.directory.appendingPathComponent("media/objects").path
-        return (FileManager.default.subpaths(atPath: root) ?? []).filter { $0.count > 3 }.sorted()
+    /// What the server's content backend keeps: the media directory's `objects/` and `tmp/` (SQLite), or the
+    /// PostgreSQL blobs, committed and pending.
+    func inventory(_ server: ServerHarness) async throws -> MediaContentInventory {
+        try await Self.inventory(server)
     }
 
-    func tempFiles(_ server: ServerHarness) -> [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: server.directory.appendingPathComponent("media/tmp").path)) ?? []
+    static func inventory(_ server: ServerHarness) async throws -> MediaContentInventory {
+        let store = try XCTUnwrap(server.server.media as? ContentAddressedMediaStore)
+        return try await store.inventory()
     }
 
     func testUploadComputesMetadataAndServesRangesAndETags() async throws {
@@ -263,8 +265,9 @@ final class MediaRouteTests: XCTestCase {
         XCTAssertNotEqual(a, b)
         XCTAssertEqual(first["sha256"] as? String, second["sha256"] as? String)
         XCTAssertEqual(first["mime"] as? String, "application/octet-stream")
-        XCTAssertEqual(objectFiles(server).count, 1)
-        XCTAssertEqual(tempFiles(server), [])
+        let kept1 = try await inventory(server)
+        XCTAssertEqual(kept1.contents.count, 1)
+        XCTAssertEqual(kept1.pending, 0)
 
         let notHis = try await call(server.port, "DELETE", "/media/\(a)", token: jerry)
         XCTAssertEqual(notHis.status, 403)
@@ -277,12 +280,14 @@ final class MediaRouteTests: XCTestCase {
         XCTAssertEqual(answer1, 200)
         let answer2 = try await call(server.port, "GET", "/media/\(a)").status
         XCTAssertEqual(answer2, 404)
-        XCTAssertEqual(objectFiles(server).count, 1, "Jerry's record still uses the content")
+        let kept2 = try await inventory(server)
+        XCTAssertEqual(kept2.contents.count, 1, "Jerry's record still uses the content")
         let answer3 = try await call(server.port, "GET", "/media/\(b)").body
         XCTAssertEqual(answer3, bytes)
         let answer4 = try await call(server.port, "DELETE", "/media/\(b)", token: jerry).status
         XCTAssertEqual(answer4, 200)
-        XCTAssertEqual(objectFiles(server), [])
+        let kept3 = try await inventory(server)
+        XCTAssertEqual(kept3.contents, [])
     }
 
     func testSizeCapQuotaAndTokenAreEnforced() async throws {
@@ -308,8 +313,9 @@ final class MediaRouteTests: XCTestCase {
         let over = try await call(server.port, "POST", "/media", token: tom, body: Data(repeating: 2, count: 9_000))
         XCTAssertEqual(over.status, 413)
         XCTAssertEqual(over.json["code"] as? Int, 4602)
-        XCTAssertEqual(objectFiles(server).count, 1)
-        XCTAssertEqual(tempFiles(server), [])
+        let kept4 = try await inventory(server)
+        XCTAssertEqual(kept4.contents.count, 1)
+        XCTAssertEqual(kept4.pending, 0)
     }
 
     func testAnExecutableCalledPNGIsServedAsWhatItIsAndRecordsSurviveARestart() async throws {
@@ -338,7 +344,10 @@ final class MediaRouteTests: XCTestCase {
         let blocker = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-media-blocker-\(UUID().uuidString)")
         try Data("not a directory".utf8).write(to: blocker)
         defer { try? FileManager.default.removeItem(at: blocker) }
-        let server = try await ServerHarness.start { $0.media.directory = blocker.appendingPathComponent("media").path }
+        let server = try await ServerHarness.start {
+            $0.media.directory = blocker.appendingPathComponent("media").path
+            $0.media.contentInDirectory = true // on PostgreSQL too: this is the directory backend's failure
+        }
         defer { Task { await server.stop() } }
         let tom = try await sessionToken(server.port, "Tom")
         let failed = try await call(
@@ -366,17 +375,60 @@ final class MediaRouteTests: XCTestCase {
             return try await group.reduce(into: [String]()) { if let id = $1 { $0.append(id) } }
         }
         XCTAssertEqual(Set(ids).count, 8)
-        XCTAssertEqual(objectFiles(server).count, 1)
-        XCTAssertEqual(tempFiles(server), [])
+        let kept5 = try await inventory(server)
+        XCTAssertEqual(kept5.contents.count, 1)
+        XCTAssertEqual(kept5.pending, 0)
         let usage = try await server.server.media?.usage(owner: "Tom")
         XCTAssertEqual(usage, Int64(bytes.count * 8))
         for id in ids.prefix(7) {
             let deleted = try await call(server.port, "DELETE", "/media/\(id)", token: tom)
             XCTAssertEqual(deleted.status, 200)
         }
-        XCTAssertEqual(objectFiles(server).count, 1)
+        let kept6 = try await inventory(server)
+        XCTAssertEqual(kept6.contents.count, 1)
         let last = try await call(server.port, "GET", "/media/\(ids[7])")
         XCTAssertEqual(last.body, bytes)
+    }
+
+    /// Twenty uploads of one client at once, each within the quota alone, together four times over it: the
+    /// check holds under concurrency (before, each upload read the committed sum on its own and several
+    /// passed together). Exactly five fit, the others answer 413 / 4602, and nothing of them is kept.
+    func testConcurrentUploadsCannotPassTheQuotaTogether() async throws {
+        let server = try await ServerHarness.start { $0.media.quotaBytes = 55_000 }
+        defer { Task { await server.stop() } }
+        let tom = try await sessionToken(server.port, "Tom")
+        let port = server.port
+        let replies = try await withThrowingTaskGroup(of: (Int, Reply).self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    let body = Data(repeating: UInt8(index), count: 10_000)
+                    return (index, try await Self.call(port, "POST", "/media?name=\(index).bin", token: tom, body: body))
+                }
+            }
+            return try await group.reduce(into: [(Int, Reply)]()) { $0.append($1) }
+        }
+        let stored = replies.filter { $0.1.status == 201 }
+        let refused = replies.filter { $0.1.status != 201 }
+        XCTAssertEqual(stored.count, 5, "\(replies.map { $0.1.status })")
+        for (_, reply) in refused {
+            XCTAssertEqual(reply.status, 413, String(decoding: reply.body, as: UTF8.self))
+            XCTAssertEqual(reply.json["code"] as? Int, 4602)
+        }
+        let usage = try await server.server.media?.usage(owner: "Tom")
+        XCTAssertEqual(usage, Int64(stored.count * 10_000))
+        XCTAssertLessThanOrEqual(usage ?? .max, 55_000)
+        let kept = try await inventory(server)
+        XCTAssertEqual(kept.contents.count, stored.count, "only the stored uploads' bytes are kept")
+        XCTAssertEqual(kept.pending, 0)
+        for (index, reply) in stored {
+            let got = try await call(port, "GET", "/media/\(try XCTUnwrap(reply.json["id"] as? String))")
+            XCTAssertEqual(got.body, Data(repeating: UInt8(index), count: 10_000))
+        }
+        // Room again after a delete.
+        let freed = try await call(port, "DELETE", "/media/\(try XCTUnwrap(stored[0].1.json["id"] as? String))", token: tom)
+        XCTAssertEqual(freed.status, 200)
+        let again = try await call(port, "POST", "/media?name=again.bin", token: tom, body: Data(repeating: 99, count: 10_000))
+        XCTAssertEqual(again.status, 201)
     }
 
     /// Raw HTTP/1.1 on a socket: what a client that lies about or breaks off its body does.
@@ -418,8 +470,9 @@ final class MediaRouteTests: XCTestCase {
         // Declares 900 bytes, sends 100 and stops writing: nothing is kept.
         _ = try? rawExchange(server.port, head + "Content-Length: 900\r\n\r\n" + String(repeating: "y", count: 100), closeWriting: true)
         try await Task.sleep(for: .milliseconds(300))
-        XCTAssertEqual(objectFiles(server), [])
-        XCTAssertEqual(tempFiles(server), [])
+        let kept7 = try await inventory(server)
+        XCTAssertEqual(kept7.contents, [])
+        XCTAssertEqual(kept7.pending, 0)
         let answer6 = try await server.server.media?.usage(owner: "Tom")
         XCTAssertEqual(answer6, 0)
     }

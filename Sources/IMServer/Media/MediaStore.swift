@@ -126,10 +126,11 @@ public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(code) \(reason)" }
 }
 
-/// Where file bytes and their records live. The local-directory backend (`LocalMediaStore`) is the first;
-/// a PostgreSQL backend (large objects, so every node of a cluster serves every file) and an S3-compatible
-/// one fit the same shape: `store` streams a body in and commits it whole or not at all, `read` streams a
-/// byte range out, and the records are the same `MediaRecord`s.
+/// Where file bytes and their records live. `ContentAddressedMediaStore` is the one implementation: records
+/// in the server's database (`MediaRecordTable`), bytes in a `MediaContent` backend (the local directory,
+/// or the PostgreSQL database so that every node of a cluster serves every file; an S3-compatible bucket
+/// fits the same shape). `store` streams a body in and commits it whole or not at all, `read` streams a
+/// byte range out.
 public protocol MediaStore: Sendable {
     /// Streams `body` in (never whole in memory), computes the metadata, de-duplicates by SHA-256 and
     /// records the file under `upload.id`. Throws `MediaError` (.tooLarge, .quotaExceeded, .truncated,

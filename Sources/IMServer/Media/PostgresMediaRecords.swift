@@ -1,10 +1,10 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 /// The `media_files` table of the shared PostgreSQL store (migration 6, `media-files`): the same rows as
-/// `SQLiteMediaRecords`. The bytes stay in the node's media directory until the PostgreSQL content backend
-/// exists, so in a cluster a file is served by the node that took it, or by every node when they share the
-/// directory (docs/MEDIA.md).
+/// `SQLiteMediaRecords`. The bytes are in the same database (`PostgresMediaContent`), unless the operator
+/// keeps them in a media directory (`MediaConfiguration.contentInDirectory`).
 struct PostgresMediaRecords: MediaRecordTable {
     let store: PostgresStore
 
@@ -31,46 +31,31 @@ struct PostgresMediaRecords: MediaRecordTable {
         ]
     }
 
-    func insert(_ record: MediaRecord) async throws {
-        let m = record.metadata
-        let (width, height) = (m.width.map(Int64.init), m.height.map(Int64.init))
-        do {
-            _ = try await store.fetch(
-                """
-                INSERT INTO media_files (id, owner, name, declared_mime, size, sha256, mime, format, width, height, duration, created_at)
-                VALUES (\(record.id), \(record.owner), \(record.name), \(record.declaredMIME), \(m.size), \(m.sha256), \(m.mime),
-                    \(m.format), \(width), \(height), \(m.duration), \(record.createdAt))
-                """)
-        } catch  where PostgresStore.sqlState(error) == "23505" {
-            throw MediaError(.idTaken, "the media id \(record.id) is taken")
-        }
-    }
-
     func find(_ id: String) async throws -> MediaRecord? {
         try await store.fetch("SELECT * FROM media_files WHERE id = \(id)").first.map(Self.record)
-    }
-
-    func remove(_ id: String) async throws -> (record: MediaRecord, sharing: Int)? {
-        try await store.transaction { connection -> (record: MediaRecord, sharing: Int)? in
-            guard
-                let row = try await connection.query("DELETE FROM media_files WHERE id = \(id) RETURNING *", logger: store.logger)
-                    .collect().first
-            else { return nil }
-            let record = try Self.record(row)
-            let sharing = try await connection.query(
-                "SELECT COUNT(*) FROM media_files WHERE sha256 = \(record.metadata.sha256)", logger: store.logger
-            ).collect().first?.decode(Int64.self)
-            return (record, Int(sharing ?? 0))
-        }
-    }
-
-    func count(sha256: String) async throws -> Int {
-        Int(try await store.fetch("SELECT COUNT(*) FROM media_files WHERE sha256 = \(sha256)").first?.decode(Int64.self) ?? 0)
     }
 
     func usage(owner: String) async throws -> Int64 {
         try await store.fetch("SELECT COALESCE(SUM(size), 0)::BIGINT FROM media_files WHERE owner = \(owner)").first?.decode(Int64.self)
             ?? 0
+    }
+
+    /// A transaction holding transaction-scoped advisory locks on the content's hash and the owner (keys
+    /// from `hashtextextended` of the schema and the name: a collision only makes two commits wait for each
+    /// other), so the nodes sharing the database commit one content or one owner's uploads one at a time.
+    func locked<T: Sendable>(sha256: String, owner: String?, _ body: (any MediaTransaction) async throws -> T) async throws -> T {
+        let (contentKey, ownerKey) = ("\(store.schema) media content \(sha256)", owner.map { "\(store.schema) media owner \($0)" })
+        return try await store.logged {
+            try await store.transaction { connection in
+                _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(contentKey), 0))", logger: store.logger)
+                    .collect()
+                if let ownerKey {
+                    _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(ownerKey), 0))", logger: store.logger)
+                        .collect()
+                }
+                return try await body(PostgresMediaTransaction(connection: connection, logger: store.logger))
+            }
+        }
     }
 
     static func record(_ row: PostgresRow) throws -> MediaRecord {
@@ -84,5 +69,47 @@ struct PostgresMediaRecords: MediaRecordTable {
                 width: try row["width"].decode(Int64?.self).map(Int.init), height: try row["height"].decode(Int64?.self).map(Int.init),
                 duration: try row["duration"].decode(Double?.self)),
             createdAt: try row["created_at"].decode(Int64.self))
+    }
+}
+
+/// The records' statements of a commit or delete inside a PostgreSQL transaction.
+struct PostgresMediaTransaction: MediaTransaction {
+    let connection: PostgresConnection
+    let logger: Logger
+    var postgres: PostgresConnection? { connection }
+
+    func insert(_ record: MediaRecord) async throws {
+        let m = record.metadata
+        let (width, height) = (m.width.map(Int64.init), m.height.map(Int64.init))
+        let exists = try await connection.query("SELECT 1 FROM media_files WHERE id = \(record.id)", logger: logger).collect()
+        // Checked first: a failed INSERT would abort the transaction, and the caller may still undo its content.
+        guard exists.isEmpty else { throw MediaError(.idTaken, "the media id \(record.id) is taken") }
+        do {
+            _ = try await connection.query(
+                """
+                INSERT INTO media_files (id, owner, name, declared_mime, size, sha256, mime, format, width, height, duration, created_at)
+                VALUES (\(record.id), \(record.owner), \(record.name), \(record.declaredMIME), \(m.size), \(m.sha256), \(m.mime),
+                    \(m.format), \(width), \(height), \(m.duration), \(record.createdAt))
+                """, logger: logger
+            ).collect()
+        } catch  where PostgresStore.sqlState(error) == "23505" {
+            throw MediaError(.idTaken, "the media id \(record.id) is taken")
+        }
+    }
+
+    func remove(_ id: String) async throws -> MediaRecord? {
+        try await connection.query("DELETE FROM media_files WHERE id = \(id) RETURNING *", logger: logger).collect().first.map(
+            PostgresMediaRecords.record)
+    }
+
+    func count(sha256: String) async throws -> Int {
+        Int(
+            try await connection.query("SELECT COUNT(*) FROM media_files WHERE sha256 = \(sha256)", logger: logger).collect().first?
+                .decode(Int64.self) ?? 0)
+    }
+
+    func usage(owner: String) async throws -> Int64 {
+        try await connection.query("SELECT COALESCE(SUM(size), 0)::BIGINT FROM media_files WHERE owner = \(owner)", logger: logger)
+            .collect().first?.decode(Int64.self) ?? 0
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import PostgresNIO
 
 /// The `media_files` table of the server's SQLite file: one row a stored file (migration v10-media-files).
 struct SQLiteMediaRecords: MediaRecordTable {
@@ -27,6 +28,33 @@ struct SQLiteMediaRecords: MediaRecordTable {
                 """)
     }
 
+    func find(_ id: String) async throws -> MediaRecord? {
+        try await db.read { db in try Row.fetchOne(db, sql: "SELECT * FROM media_files WHERE id = ?", arguments: [id]).map(Self.record) }
+    }
+
+    func usage(owner: String) async throws -> Int64 { try await SQLiteMediaTransaction(db: db).usage(owner: owner) }
+
+    /// One process uses the SQLite file, and the caller holds this process's locks of the content and the
+    /// owner already: each statement runs on its own.
+    func locked<T: Sendable>(sha256: String, owner: String?, _ body: (any MediaTransaction) async throws -> T) async throws -> T {
+        try await body(SQLiteMediaTransaction(db: db))
+    }
+
+    static func record(_ row: Row) -> MediaRecord {
+        MediaRecord(
+            id: row["id"], owner: row["owner"], name: row["name"], declaredMIME: row["declared_mime"],
+            metadata: MediaMetadata(
+                size: row["size"], sha256: row["sha256"], mime: row["mime"], format: row["format"], width: row["width"],
+                height: row["height"], duration: row["duration"]),
+            createdAt: row["created_at"])
+    }
+}
+
+/// The records' statements of a commit or delete on SQLite, each its own write.
+struct SQLiteMediaTransaction: MediaTransaction {
+    let db: DatabasePool
+    var postgres: PostgresConnection? { nil }
+
     func insert(_ record: MediaRecord) async throws {
         do {
             try await db.write { db in
@@ -46,18 +74,11 @@ struct SQLiteMediaRecords: MediaRecordTable {
         }
     }
 
-    func find(_ id: String) async throws -> MediaRecord? {
-        try await db.read { db in try Row.fetchOne(db, sql: "SELECT * FROM media_files WHERE id = ?", arguments: [id]).map(Self.record) }
-    }
-
-    func remove(_ id: String) async throws -> (record: MediaRecord, sharing: Int)? {
+    func remove(_ id: String) async throws -> MediaRecord? {
         try await db.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM media_files WHERE id = ?", arguments: [id]) else { return nil }
-            let record = Self.record(row)
             try db.execute(sql: "DELETE FROM media_files WHERE id = ?", arguments: [id])
-            let sharing =
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM media_files WHERE sha256 = ?", arguments: [record.metadata.sha256]) ?? 0
-            return (record, sharing)
+            return SQLiteMediaRecords.record(row)
         }
     }
 
@@ -69,14 +90,5 @@ struct SQLiteMediaRecords: MediaRecordTable {
         try await db.read { db in
             try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM media_files WHERE owner = ?", arguments: [owner]) ?? 0
         }
-    }
-
-    static func record(_ row: Row) -> MediaRecord {
-        MediaRecord(
-            id: row["id"], owner: row["owner"], name: row["name"], declaredMIME: row["declared_mime"],
-            metadata: MediaMetadata(
-                size: row["size"], sha256: row["sha256"], mime: row["mime"], format: row["format"], width: row["width"],
-                height: row["height"], duration: row["duration"]),
-            createdAt: row["created_at"])
     }
 }
