@@ -3,11 +3,10 @@ import BotHub
 import Foundation
 import HookRuntime
 import HookbotTestSupport
+import IMClient
 import IMCore
 import IMServer
 import XCTest
-
-@testable import IMClient
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -78,6 +77,18 @@ final class FileModerationTests: XCTestCase {
         return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr) + chunk("IDAT", zlib) + chunk("IEND", [])
     }
 
+    /// The `st` the server answered a session open with on `socket`.
+    static func sessionToken(_ socket: RawWebSocket) throws -> String {
+        var token: String?
+        _ = try socket.readUntil(timeout: 10) { received in
+            let text = String(decoding: received, as: UTF8.self)
+            guard let start = text.range(of: #""st":""#), let end = text[start.upperBound...].firstIndex(of: "\"") else { return false }
+            token = String(text[start.upperBound..<end])
+            return true
+        }
+        return try XCTUnwrap(token, "no session token")
+    }
+
     /// Uploads `bytes` as `name` with Tom's session token; the server's answer.
     func upload(_ bytes: [UInt8], name: String, port: Int, token: String) async throws -> [String: Any] {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/media?name=\(name)")!)
@@ -107,9 +118,10 @@ final class FileModerationTests: XCTestCase {
         let tom = harness.server.client("Tom")
         let jerry = harness.server.client("Jerry")
         let logs = try await openClients([tom, jerry])
-        // Tom's session token for the uploads.
-        let session = await tom.sessionToken
-        let token = try XCTUnwrap(session)
+        // A session token of Tom's for the uploads (the `st` of a session opened over a raw WebSocket).
+        let socket = try RawWebSocket(port: harness.server.port)
+        try socket.sendText(#"{"cmd":"session","op":"open","i":1,"peerId":"Tom"}"#)
+        let token = try Self.sessionToken(socket)
         let small = Self.png(width: 16, height: 16, seed: 1)
         let large = Self.png(width: 120, height: 100, seed: 2)
         let banned = Self.png(width: 20, height: 20, seed: 3)
