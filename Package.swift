@@ -147,8 +147,12 @@ let package = Package(
         .target(
             name: "Benchmarks",
             dependencies: [
-                "BotHost", "BotHub", "HookRuntime", "IMClient", "IMCore", "IMServer",
+                "BotHost", "BotHub", "HookRuntime", "IMClient", "IMCore", "IMServer", "MediaImaging", "CVips",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // hookbot.toml: TOML (TOMLKit) into JSON values, with errors that name file, line and key.

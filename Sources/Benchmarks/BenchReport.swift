@@ -19,9 +19,10 @@ public struct BenchReport: Encodable {
     var w2: ModerationResult?
     var w3: FanOutResult?
     var rssMB: Double?
+    var media: MediaBenchResult?
 
     enum CodingKeys: String, CodingKey {
-        case machine, bot, store, synchronous, hooks, w1a, w1b, w2, w3
+        case machine, bot, store, synchronous, hooks, w1a, w1b, w2, w3, media
         case rssMB = "rss_mb"
     }
 }
@@ -70,7 +71,8 @@ struct FanOutResult: Encodable {
 }
 
 extension BenchReport {
-    /// Runs the `workloads` named (w1a, w1b, w2, w3, rss, hooks); `quick` runs a tenth of the messages.
+    /// Runs the `workloads` named (w1a, w1b, w2, w3, rss, hooks, media); `quick` runs a tenth of the messages
+    /// (and `media` a 10 MB file).
     public static func run(
         _ workloads: Set<String>, quick: Bool = false, relaxedSync: Bool = false,
         remoteBot: Bool = false, database: String? = nil, nodes: Int = 1
@@ -90,6 +92,9 @@ extension BenchReport {
         if workloads.contains("w2") { report.w2 = try await bench.moderation(messages: Int(2000 * scale)) }
         if workloads.contains("w3") { report.w3 = try await bench.groupFanOut(messages: Int(2000 * scale), members: 50) }
         if workloads.contains("rss") { report.rssMB = try await bench.idleConnectionsRSS(connections: 1000) }
+        if workloads.contains("media") {
+            report.media = try await MediaBenchmark(root: bench.root, logger: bench.logger, scale: scale).run()
+        }
         return report
     }
 
@@ -130,6 +135,7 @@ extension BenchReport {
             lines.append(
                 "hooks: \(number(hooks.trivialCallsPerSecond)) trivial calls/s, \(number(hooks.pipelineEventsPerSecond)) pipeline events/s")
         }
+        if let media { lines += media.summaryLines }
         return lines.joined(separator: "\n")
     }
 }
