@@ -197,23 +197,29 @@ public final class Console: Sendable {
     }
 
     /// The page, with a Content-Security-Policy that lets it load only its own files and connect only to
-    /// its own origin (and to the chat's WebSocket when that is a remote bot's server): even a page
-    /// tricked into building another address could not send the admin token there.
+    /// its own origin (and to the IM server when that is a remote bot's: its WebSocket, and its HTTP origin
+    /// for uploads): even a page tricked into building another address could not send the admin token there.
+    /// Images, audio and video come from the IM server only (this origin with an embedded server): a message
+    /// cannot make the page fetch from a host of the sender's choosing.
     /// `host` is the request's `Host`: its WebSocket origins are listed beside `'self'` for browsers whose
     /// `'self'` does not cover `ws:` (CSP level 2).
     private func page(host: String?) -> Response {
         var response = assets.response(for: "index.html")
         guard response.status == .ok else { return response }
         var connect = "'self'"
+        var media = "'self'"
         if let host, host.wholeMatch(of: /[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?/) != nil {
             connect += " ws://\(host) wss://\(host)"
         }
         if let socket = chatSocket(target.withLock { $0 }), let scheme = socket.scheme, let host = socket.host {
-            connect += " \(scheme)://\(host.contains(":") ? "[\(host)]" : host)\(socket.port.map { ":\($0)" } ?? "")"
+            let authority = "\(host.contains(":") ? "[\(host)]" : host)\(socket.port.map { ":\($0)" } ?? "")"
+            let web = scheme.lowercased() == "wss" ? "https" : "http"
+            connect += " \(scheme)://\(authority) \(web)://\(authority)"
+            media += " \(web)://\(authority)"
         }
         response.headers[.contentSecurityPolicy] =
-            "default-src 'self'; connect-src \(connect); img-src 'self' data: http: https:; "
-            + "media-src 'self' http: https:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+            "default-src 'self'; connect-src \(connect); img-src \(media); media-src \(media); "
+            + "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
         response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         return response
     }

@@ -115,7 +115,8 @@ final class RemoteBotTests: XCTestCase {
         let connect = page.contentSecurityPolicy?.split(separator: ";").first { $0.contains("connect-src") }
         XCTAssertEqual(
             connect.map { $0.trimmingCharacters(in: .whitespaces) },
-            "connect-src 'self' ws://127.0.0.1:\(listener.port) wss://127.0.0.1:\(listener.port) ws://127.0.0.1:\(server.port)")
+            "connect-src 'self' ws://127.0.0.1:\(listener.port) wss://127.0.0.1:\(listener.port) "
+                + "ws://127.0.0.1:\(server.port) http://127.0.0.1:\(server.port)")
 
         guard WebDriver.isInstalled else {
             if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }

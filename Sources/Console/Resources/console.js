@@ -71,6 +71,13 @@ function formatDuration(seconds) {
   return `${Math.round(s / 86400)} days`;
 }
 
+/** A media length as m:ss (h:mm:ss past an hour). */
+function formatClock(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  const two = (n) => String(n).padStart(2, '0');
+  return s >= 3600 ? `${Math.floor(s / 3600)}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}` : `${Math.floor(s / 60)}:${two(s % 60)}`;
+}
+
 /** A stable colour for a name (FNV-1a hash, spread by the golden ratio). */
 function hueOf(name) {
   let x = 0x811c9dc5;
@@ -117,6 +124,29 @@ function safeUrl(value) {
     return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : null;
   } catch { return null; }
 }
+
+/** The IM server's HTTP origin: this page's with an embedded server, else that of the remote bot's
+ *  server (its WebSocket's, ws → http, wss → https). Uploads go there, file URLs without a host are
+ *  resolved against it, and only its files are shown inline (the page's CSP allows no other). */
+function serverOrigin() {
+  const url = new URL(wsURL());
+  url.protocol = url.protocol === 'wss:' ? 'https:' : 'http:';
+  return url.origin;
+}
+
+/** A message's file URL as a URL object (resolved against the IM server), or null if it is not http(s). */
+function mediaUrl(value) {
+  if (typeof value !== 'string' || !value) return null;
+  try {
+    const url = new URL(value, `${serverOrigin()}/`);
+    url.hash = '';
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : null;
+  } catch { return null; }
+}
+
+/** LeanCloud's thumbnail form (AV.File#thumbnailURL): the file's URL + `?imageView/2/w/W/h/H`. */
+const THUMBNAIL_SIZE = 320;
+const thumbnailUrl = (url) => (url.search ? null : `${url.href}?imageView/2/w/${THUMBNAIL_SIZE}/h/${THUMBNAIL_SIZE}`);
 
 function fileNameFromUrl(value) {
   try { return decodeURIComponent(new URL(value).pathname.split('/').pop() || ''); } catch { return ''; }
@@ -1215,6 +1245,10 @@ function describe(rec) {
   if (rec.mentioned && !rec.own) badges.push(badge('mentions you', 'accent'));
   if (rec.edited) badges.push(badge('edited'));
   if (rec.recalled) return { text: 'This message was recalled', badges: [] };
+  if (rec.upload) return { text: rec.caption || '', badges, attachment: uploadNode(rec) };
+  if (rec.body == null && rec.error && rec.error.stage === 'upload') {
+    return { text: rec.caption || '', badges, attachment: h('div', { class: 'attachment' }, h('span', { class: 'file-chip' }, icon('file'), h('span', { text: rec.fileName || 'file' }))) };
+  }
   if (rec.action != null) {
     const ext = rec.ext && Object.keys(rec.ext).length ? ` ${JSON.stringify(rec.ext)}` : '';
     return { text: `/${rec.action}${ext}`, badges: [badge('cmd', 'info'), ...badges] };
@@ -1227,14 +1261,8 @@ function describe(rec) {
   if (type === -1) return { text: caption, badges };
   if (type === -127) return { text: 'This message was recalled', badges: [] };
   if (type === -2 || type === -3 || type === -4 || type === -6) {
-    const url = file && safeUrl(file.url);
-    const meta = (file && file.metaData) || {};
-    const name = meta.name || (file && fileNameFromUrl(file.url)) || BUILTIN_TYPES[type];
-    const details = [meta.format, typeof meta.size === 'number' ? formatBytes(meta.size) : null].filter(Boolean).join(' · ');
-    const link = url ? h('a', { href: url, target: '_blank', rel: 'noopener noreferrer', text: name }) : h('span', { text: `${name} (no valid http(s) URL)` });
-    const chip = h('span', { class: 'file-chip' }, icon(BUILTIN_TYPES[type]), link, details ? h('span', { class: 'muted', text: details }) : null);
-    const preview = type === -2 && url ? h('img', { src: url, alt: caption || name, loading: 'lazy', referrerPolicy: 'no-referrer', on: { error: (event) => event.currentTarget.remove() } }) : null;
-    return { text: caption || (type === -2 ? 'Image' : type === -6 ? 'File' : BUILTIN_TYPES[type]), badges: [badge(BUILTIN_TYPES[type], 'info'), ...badges], attachment: h('div', { class: 'attachment' }, preview, chip) };
+    const label = BUILTIN_TYPES[type];
+    return { text: caption, badges: [badge(label, 'info'), ...badges], attachment: fileAttachment(rec, type, file, caption) };
   }
   if (type === -5) {
     const loc = typed._lcloc && typeof typed._lcloc === 'object' ? typed._lcloc : {};
@@ -1249,6 +1277,53 @@ function describe(rec) {
   const name = type > 0 ? typeName(type) : null;
   const attachment = fields.length ? h('dl', { class: 'kv' }, fields.flatMap(([key, value]) => [h('dt', { text: key }), h('dd', { text: valueText(value) })])) : null;
   return { text: caption, badges: [badge(name ? `${name} · type ${type}` : `type ${type}`, 'accent'), ...badges], attachment };
+}
+
+/** An image, audio, video or file message's attachment: the thumbnail (opening the original), a player,
+ *  and a chip with the name (a download link), format, dimensions, duration and size. Files on the IM
+ *  server only are shown inline; others are links. The preview is kept while the body stays the same, so
+ *  re-rendering the message (a receipt) does not stop a player. */
+function fileAttachment(rec, type, file, caption) {
+  const url = file && mediaUrl(file.url);
+  const meta = (file && file.metaData && typeof file.metaData === 'object') ? file.metaData : {};
+  const number = (value) => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null);
+  const [width, height, duration, size] = [number(meta.width), number(meta.height), number(meta.duration), number(meta.size)];
+  const name = (typeof meta.name === 'string' && meta.name) || (url && fileNameFromUrl(url.href)) || BUILTIN_TYPES[type];
+  const details = [
+    typeof meta.format === 'string' ? meta.format : null,
+    width && height ? `${width}×${height}` : null,
+    duration ? formatClock(duration) : null,
+    size ? formatBytes(size) : null,
+  ].filter(Boolean).join(' · ');
+  const link = url
+    ? h('a', { class: 'file-link', href: url.href, target: '_blank', rel: 'noopener noreferrer', download: type === -6 ? name : null, text: name })
+    : h('span', { text: `${name} (no valid http(s) URL)` });
+  const chip = h('span', { class: 'file-chip' }, icon(BUILTIN_TYPES[type]), link, details ? h('span', { class: 'muted file-details', text: details }) : null);
+  if (!(rec.preview && rec.preview.body === rec.body)) {
+    rec.preview = { body: rec.body, node: url && url.origin === serverOrigin() ? filePreview(type, url, { name, caption, width, height }) : null };
+  }
+  return h('div', { class: 'attachment' }, rec.preview.node, chip);
+}
+
+function filePreview(type, url, { name, caption, width, height }) {
+  if (type === -2) {
+    const thumb = thumbnailUrl(url);
+    const img = h('img', { class: 'thumbnail', src: thumb || url.href, alt: caption || name, decoding: 'async', referrerPolicy: 'no-referrer' });
+    if (width && height) {
+      // The box the thumbnail will fill, so the list does not jump when it arrives.
+      const scale = Math.min(1, THUMBNAIL_SIZE / width, THUMBNAIL_SIZE / height);
+      img.width = Math.max(1, Math.round(width * scale));
+      img.height = Math.max(1, Math.round(height * scale));
+    }
+    img.addEventListener('error', () => {
+      // No thumbnail (a format the server does not thumbnail): the original, else nothing.
+      if (img.src !== url.href) img.src = url.href; else img.closest('.thumbnail-link')?.remove();
+    });
+    return h('a', { class: 'thumbnail-link', href: url.href, target: '_blank', rel: 'noopener noreferrer', title: 'Open the original' }, img);
+  }
+  if (type === -3) return h('audio', { class: 'player', controls: true, preload: 'metadata', src: url.href });
+  if (type === -4) return h('video', { class: 'player', controls: true, preload: 'metadata', playsInline: true, src: url.href });
+  return null;
 }
 
 function fillMessage(rec) {
@@ -1269,6 +1344,7 @@ function fillMessage(rec) {
   if (rec.action != null) classes.push('cmd');
   if (rec.recalled) classes.push('recalled');
   if (rec.state === 'pending') classes.push('pending');
+  if (rec.state === 'uploading') classes.push('uploading');
   if (rec.state === 'blocked') classes.push('blocked');
   if (rec.state === 'failed') classes.push('failed');
   node.className = classes.join(' ');
@@ -1283,11 +1359,12 @@ function fillMessage(rec) {
 
 /** The refusal exactly as the server sent it: code · reason (its detail when given), symbolic name, appCode. */
 function errorNode(error) {
+  const upload = error.stage === 'upload';
   if (error.code == null) {
-    return h('div', { class: 'message-error' }, 'Not sent:', h('span', { class: 'error-reason', text: error.reason }));
+    return h('div', { class: 'message-error' }, upload ? 'Not uploaded:' : 'Not sent:', h('span', { class: 'error-reason', text: error.reason }));
   }
   return h('div', { class: 'message-error', attrs: { role: 'note' } },
-    'Not delivered —',
+    upload ? 'Not uploaded —' : 'Not delivered —',
     h('span', { class: 'error-code', text: String(error.code) }), '·',
     h('span', { class: 'error-reason', text: error.detail || error.reason || '' }),
     error.detail && error.reason ? h('span', { class: 'error-name', text: error.reason }) : null,
@@ -1304,6 +1381,7 @@ function statusNode(rec) {
   let text = '';
   let title = null;
   if (rec.state === 'pending') text = 'Sending…';
+  else if (rec.state === 'uploading') text = 'Uploading…';
   else if (rec.state === 'sent' && !rec.recalled) {
     if (rec.transient || rec.action != null) text = '✓ Sent (not stored)';
     else if (rec.readBy.size || rec.readAny) {
@@ -1338,7 +1416,7 @@ async function recall(rec, button) {
 // ---------- Composer
 
 const COMPOSER_HINTS = {
-  text: 'Enter sends · Shift+Enter starts a new line',
+  text: 'Enter sends · Shift+Enter starts a new line · attach or drop files to send them',
   image: 'An image by URL (_lctype −2); the text is its caption.',
   file: 'A file by URL (_lctype −6); the text is its caption.',
   location: 'A location (_lctype −5); the text is its label.',
@@ -1362,6 +1440,7 @@ function updateComposer() {
   const conv = chat.current && chat.conversations.get(chat.current);
   const canSend = Boolean(conv && isMember(conv) && chat.conn && chat.conn.ready);
   $('#send-button').disabled = !canSend;
+  $('#attach-button').disabled = !canSend;
   $('#composer-text').disabled = !conv;
   let hint = COMPOSER_HINTS[kind];
   if (kind === 'text' && $('#composer-transient').checked) hint = 'Transient: online members only, never stored, no receipts.';
@@ -1519,15 +1598,23 @@ async function sendFromComposer() {
   showFormError(error, '');
   const transient = $('#composer-transient').checked && content.action == null;
   const rec = newRecord({ cid, from: chat.me, own: true, state: 'pending', ts: null, body: content.msg, action: content.action, ext: content.ext, transient });
-  const store = storeFor(cid);
-  addRecord(store, rec);
+  addRecord(storeFor(cid), rec);
   chat.stick = true;
   placeMessage(rec);
   clearComposer();
+  await deliver(rec, content);
+}
+
+/** Sends a record's content (`{ msg }` or `{ action, ext }`) and shows the server's answer on it. */
+async function deliver(rec, content) {
+  const { cid, transient } = rec;
+  const conv = chat.conversations.get(cid);
+  const store = storeFor(cid);
   const command = { cmd: 'direct', cid, ...content };
   if (transient) command.transient = true;
-  if (!transient && content.action == null && !conv.room) command.r = true; // ask for receipts
+  if (!transient && content.action == null && !(conv && conv.room)) command.r = true; // ask for receipts
   try {
+    if (!chat.conn || !chat.conn.ready) throw new Error('Not connected to the server.');
     const reply = await chat.conn.request(command);
     rec.state = 'sent';
     rec.mid = reply.uid || null;
@@ -1537,7 +1624,7 @@ async function sendFromComposer() {
       for (const from of chat.pendingReceipts.get(rec.mid) || []) rec.deliveredTo.add(from);
       chat.pendingReceipts.delete(rec.mid);
     }
-    if (!transient && content.action == null) conv.lm = rec.ts;
+    if (conv && !transient && content.action == null) conv.lm = rec.ts;
     renderConversationList();
   } catch (problem) {
     rec.ts = serverNow();
@@ -1551,6 +1638,138 @@ async function sendFromComposer() {
   }
   if (chat.current === cid) placeMessage(rec);
   refreshMessage(rec);
+}
+
+// ---------- Uploads
+
+/** A refused or failed upload: the server's `{code, reason, error}` when it answered one. */
+class UploadError extends Error {
+  constructor(status, body) {
+    const known = body && typeof body === 'object' && Number.isInteger(body.code);
+    super(known ? `${body.code} ${body.error || body.reason || ''}`.trim() : `HTTP ${status}`);
+    this.code = known ? body.code : null;
+    this.reason = known ? body.reason : null;
+    this.detail = known ? body.error : null;
+    this.status = status;
+  }
+}
+
+/** The typed message for a file the server sniffed as `mime`: −2 image, −3 audio, −4 video, −6 file. */
+function fileMessageType(mime) {
+  const kind = String(mime || '').split('/')[0];
+  return kind === 'image' ? -2 : kind === 'audio' ? -3 : kind === 'video' ? -4 : -6;
+}
+
+/** Uploads files to the open conversation, each as a message of its own; the composer's text (if any)
+ *  becomes the first one's caption. */
+function attachFiles(files) {
+  const list = [...(files || [])];
+  if (!list.length) return;
+  const cid = chat.current;
+  const conv = cid && chat.conversations.get(cid);
+  const error = $('#composer-error');
+  if (!conv || !isMember(conv) || !chat.conn || !chat.conn.ready) {
+    showFormError(error, 'Open a conversation you are a member of to send files.');
+    return;
+  }
+  showFormError(error, '');
+  const text = $('#composer-text');
+  const caption = text.value.trim() ? text.value : '';
+  if (caption) { text.value = ''; text.style.height = ''; }
+  list.forEach((file, index) => { uploadAndSend(file, cid, index === 0 ? caption : ''); });
+}
+
+/** One file: a message in the list with a progress bar while `POST /media` uploads it (as the logged-in
+ *  client, with the session token of its `session opened`), then the LeanCloud typed message with
+ *  `_lcfile {objId, url, metaData}` from the server's answer. A refusal (4601 too large, 4602 quota, …)
+ *  stays in the list with its code and reason. */
+async function uploadAndSend(file, cid, caption) {
+  const rec = newRecord({
+    cid, from: chat.me, own: true, state: 'uploading', ts: null, body: null, caption, transient: false,
+    upload: { name: file.name || 'file', size: file.size, loaded: 0, xhr: null },
+  });
+  const store = storeFor(cid);
+  addRecord(store, rec);
+  chat.stick = true;
+  if (chat.current === cid) placeMessage(rec);
+  let answer;
+  try {
+    answer = await postMedia(file, rec);
+  } catch (problem) {
+    if (problem && problem.name === 'AbortError') {
+      store.list.splice(store.list.indexOf(rec), 1);
+      if (rec.node) rec.node.remove();
+      return;
+    }
+    rec.fileName = `${rec.upload.name} (${formatBytes(rec.upload.size)})`;
+    rec.upload = null;
+    rec.state = problem instanceof UploadError && problem.code != null ? 'blocked' : 'failed';
+    rec.error = problem instanceof UploadError
+      ? { stage: 'upload', code: problem.code, reason: problem.reason, detail: problem.detail || problem.message }
+      : { stage: 'upload', reason: errorText(problem) };
+    rec.ts = serverNow();
+    if (chat.current === cid) placeMessage(rec);
+    refreshMessage(rec);
+    return;
+  }
+  const metaData = { name: answer.name, format: answer.format, size: answer.size, width: answer.width, height: answer.height, duration: answer.duration };
+  for (const key of Object.keys(metaData)) if (metaData[key] == null) delete metaData[key];
+  const url = mediaUrl(answer.url);
+  const message = { _lctype: fileMessageType(answer.mime), _lcfile: { objId: answer.id, url: url ? url.href : answer.url, metaData } };
+  if (caption) message._lctext = caption;
+  rec.body = JSON.stringify(message);
+  rec.uploaded = rec.upload.size;
+  rec.upload = null;
+  rec.state = 'pending';
+  refreshMessage(rec);
+  await deliver(rec, { msg: rec.body });
+}
+
+/** `POST <server>/media?name=…` with the file as the body, reporting upload progress on the record. */
+function postMedia(file, rec) {
+  return new Promise((resolve, reject) => {
+    if (!chat.st) { reject(new Error('This session has no session token to upload with; log in again.')); return; }
+    const xhr = new XMLHttpRequest();
+    rec.upload.xhr = xhr;
+    xhr.open('POST', `${serverOrigin()}/media?name=${enc(rec.upload.name)}`);
+    xhr.setRequestHeader('X-LC-IM-Session-Token', chat.st);
+    if (file.type) xhr.setRequestHeader('Content-Type', file.type);
+    xhr.upload.addEventListener('progress', (event) => { if (event.lengthComputable) showUploadProgress(rec, event.loaded, event.total); });
+    xhr.upload.addEventListener('load', () => showUploadProgress(rec, file.size, file.size));
+    xhr.addEventListener('load', () => {
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      if (xhr.status >= 200 && xhr.status < 300 && body && typeof body.id === 'string') resolve(body);
+      else reject(new UploadError(xhr.status, body));
+    });
+    xhr.addEventListener('error', () => reject(new Error(`The upload to ${serverOrigin()} failed: the server could not be reached or closed the connection.`)));
+    xhr.addEventListener('abort', () => reject(new DOMException('The upload was cancelled.', 'AbortError')));
+    xhr.send(file);
+  });
+}
+
+function showUploadProgress(rec, loaded, total) {
+  if (!rec.upload) return;
+  rec.upload.loaded = loaded;
+  const percent = total > 0 ? (loaded >= total ? 100 : Math.floor((loaded * 100) / total)) : 100;
+  if (rec.progressNode) {
+    rec.progressNode.value = percent;
+    rec.progressNode.textContent = `${percent}%`;
+  }
+  if (rec.progressText) rec.progressText.textContent = `${percent}% · ${formatBytes(loaded)} of ${formatBytes(total)}`;
+}
+
+/** The attachment of a message still uploading: name, progress bar, and a button that cancels it. */
+function uploadNode(rec) {
+  const { name, size, loaded } = rec.upload;
+  const percent = size > 0 ? Math.floor((loaded * 100) / size) : 0;
+  rec.progressNode = h('progress', { class: 'upload-progress', max: 100, value: percent, text: `${percent}%`, attrs: { 'aria-label': `Uploading ${name}` } });
+  rec.progressText = h('span', { class: 'upload-text muted', text: `${percent}% · ${formatBytes(loaded)} of ${formatBytes(size)}` });
+  return h('div', { class: 'attachment upload' },
+    h('span', { class: 'file-chip' }, icon('file'), h('span', { class: 'upload-name', text: name })),
+    rec.progressNode,
+    h('div', { class: 'upload-row' }, rec.progressText,
+      h('button', { type: 'button', class: 'upload-cancel link-button', text: 'Cancel', on: { click: () => rec.upload && rec.upload.xhr && rec.upload.xhr.abort() } })));
 }
 
 // ---------- Chat forms and controls
@@ -1612,6 +1831,7 @@ function wireChat() {
     updateComposer();
   });
   $('#composer-transient').addEventListener('change', updateComposer);
+  wireUploads();
   $('#composer-custom-type').addEventListener('change', renderCustomFields);
 
   const messages = $('#messages');
@@ -1722,6 +1942,46 @@ function wireChat() {
   // Keep presence fresh and send read marks when the tab comes back.
   setInterval(() => { if (activeTab === 'chat' && !document.hidden && chat.current) refreshMembers(); }, 15000);
   document.addEventListener('visibilitychange', () => { if (!document.hidden) markReadSoon(); });
+}
+
+/** The file picker and drag-and-drop onto the conversation. */
+function wireUploads() {
+  const input = $('#composer-file');
+  $('#attach-button').addEventListener('click', () => input.click());
+  input.addEventListener('change', () => {
+    attachFiles(input.files);
+    input.value = '';
+  });
+  const area = $('#chat-main');
+  const overlay = $('#drop-overlay');
+  const carriesFiles = (event) => Boolean(event.dataTransfer) && [...event.dataTransfer.types].includes('Files');
+  let depth = 0;
+  area.addEventListener('dragenter', (event) => {
+    if (!carriesFiles(event)) return;
+    event.preventDefault();
+    depth += 1;
+    overlay.hidden = $('#attach-button').disabled;
+  });
+  area.addEventListener('dragover', (event) => {
+    if (!carriesFiles(event)) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = $('#attach-button').disabled ? 'none' : 'copy';
+  });
+  area.addEventListener('dragleave', () => {
+    depth = Math.max(0, depth - 1);
+    if (!depth) overlay.hidden = true;
+  });
+  area.addEventListener('drop', (event) => {
+    if (!event.dataTransfer || !event.dataTransfer.files.length) return;
+    event.preventDefault();
+    depth = 0;
+    overlay.hidden = true;
+    attachFiles(event.dataTransfer.files);
+  });
+  // A file dropped beside the drop area must not replace the console with the file.
+  for (const type of ['dragover', 'drop']) {
+    window.addEventListener(type, (event) => { if (carriesFiles(event)) event.preventDefault(); });
+  }
 }
 
 // ============================================================== Plugins
