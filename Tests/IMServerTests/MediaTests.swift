@@ -431,6 +431,59 @@ final class MediaRouteTests: XCTestCase {
         XCTAssertEqual(again.status, 201)
     }
 
+    /// Runs a tool to its end; its exit status and what it wrote.
+    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    /// A full disk, for real: the media directory on a 1 MiB tmpfs the test mounts (skipped where `mount`
+    /// is not permitted). A 2 MB upload fails with 507 / 4606 and leaves nothing, neither in `objects/` nor
+    /// in `tmp/`, the space is free again, and the next upload that fits is stored.
+    func testAFullDiskAnswers4606KeepsNothingAndTheServiceGoesOn() async throws {
+        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-full-disk-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: mountPoint) }
+        let mounted = try Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint.path])
+        try XCTSkipUnless(mounted.status == 0, "cannot mount a small tmpfs here (mount needs root and permission): \(mounted.output)")
+        defer { _ = try? Self.run("/bin/umount", ["-l", mountPoint.path]) }
+        let server = try await ServerHarness.start {
+            $0.media.directory = mountPoint.appendingPathComponent("media").path
+            $0.media.contentInDirectory = true // the directory's disk is what fills up, on PostgreSQL too
+        }
+        defer { Task { await server.stop() } }
+        let tom = try await sessionToken(server.port, "Tom")
+
+        let tooBig = Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        let failed = try await call(server.port, "POST", "/media?name=big.bin", token: tom, body: tooBig)
+        XCTAssertEqual(failed.status, 507, String(decoding: failed.body, as: UTF8.self))
+        XCTAssertEqual(failed.json["code"] as? Int, 4606)
+        XCTAssertTrue((failed.json["error"] as? String)?.contains("disk full") == true, "\(failed.json)")
+        let kept = try await inventory(server)
+        XCTAssertEqual(kept, MediaContentInventory(contents: [], pending: 0))
+        let usage = try await server.server.media?.usage(owner: "Tom")
+        XCTAssertEqual(usage, 0)
+        let space = try Self.run("/bin/df", ["--output=used", "-B1", mountPoint.path]).output
+        let used = Int(space.split(separator: "\n").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? .max
+        XCTAssertLessThan(used, 64 * 1024, "the failed upload's bytes are freed: \(space)")
+
+        let fits = Data(MediaFixtures.png(width: 3, height: 2, padding: 100_000))
+        let stored = try await call(server.port, "POST", "/media?name=fits.png", token: tom, body: fits)
+        XCTAssertEqual(stored.status, 201, String(decoding: stored.body, as: UTF8.self))
+        let got = try await call(server.port, "GET", "/media/\(try XCTUnwrap(stored.json["id"] as? String))")
+        XCTAssertEqual(got.body, fits)
+        let ready = try await call(server.port, "GET", "/ready")
+        XCTAssertEqual(ready.status, 200)
+    }
+
     /// Raw HTTP/1.1 on a socket: what a client that lies about or breaks off its body does.
     func rawExchange(_ port: Int, _ text: String, closeWriting: Bool) throws -> String {
         let fd = try connectLoopback(port: port)
