@@ -23,6 +23,8 @@ public enum IMClientErrorCode: Int, Sendable, CaseIterable {
     case cancelled = 9009
     /// The signature provider failed to produce a signature.
     case signatureUnavailable = 9010
+    /// A media download into memory passed its `maxBytes` (`IMClient.data(at:)`).
+    case responseTooLarge = 9011
 
     public var reason: String {
         switch self {
@@ -36,6 +38,7 @@ public enum IMClientErrorCode: Int, Sendable, CaseIterable {
         case .unexpectedReply: "UNEXPECTED_REPLY"
         case .cancelled: "CANCELLED"
         case .signatureUnavailable: "SIGNATURE_UNAVAILABLE"
+        case .responseTooLarge: "RESPONSE_TOO_LARGE"
         }
     }
 }

@@ -37,7 +37,8 @@ public actor IMClient {
     private var pending: [Int: PendingRequest] = [:]
     private var reconnectTask: Task<Void, Never>?
     /// The session token of the last login, presented on reconnects instead of a new login signature.
-    private var sessionToken: String?
+    /// (Read by media uploads, which present it as `X-LC-IM-Session-Token`.)
+    private(set) var sessionToken: String?
     /// The newest recall or edit seen (or the last login's server time): a reconnect asks for the ones after
     /// it, which the server pushes as `patch modify` (`.recalled` / `.edited` events missed while paused).
     var lastPatchTime: Int64?

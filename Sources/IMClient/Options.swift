@@ -34,6 +34,9 @@ public struct IMClientOptions: Sendable {
     public var signatureProvider: (any IMSignatureProvider)?
     /// How many received message ids are remembered to drop redeliveries.
     public var deduplicationWindow: Int = 10_000
+    /// The server's HTTP address for media uploads and downloads (`http(s)://host:port`, a proxy's path
+    /// prefix allowed); nil: from `url`, `ws` becoming `http` and `wss` `https`, same host and port.
+    public var mediaBaseURL: String?
 
     /// Options for a server at `url` (for example `ws://127.0.0.1:8080/ws`).
     public init(url: String) {

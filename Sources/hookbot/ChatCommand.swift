@@ -8,7 +8,8 @@ struct ChatCommand: AsyncParsableCommand {
         commandName: "chat", abstract: "A terminal chat client for trying bots by hand.",
         discussion: """
             Type a line to send it. Commands: /join <name or id>, /quit, /members, /history [n], \
-            /cmd <action> [json object], /typing, /exit.
+            /cmd <action> [json object], /typing, /upload <path>, /exit. /upload sends a file as an image, audio, \
+            video or file message (by the type the server sniffs), uploaded to the server's /media with progress.
             """)
 
     @Option(name: .customLong("as"), help: "Client id to log in as.") var clientId: String
@@ -24,8 +25,9 @@ struct ChatCommand: AsyncParsableCommand {
         let events = client.events()
         try await client.open()
         var current = try await join(conversation, client: client)
-        let printer = Task { for await event in events { Self.show(event, me: clientId) } }
-        print("Logged in as \(clientId) in \(current.name ?? current.id). /exit leaves.")
+        let base = client.mediaBaseURL
+        let printer = Task { for await event in events { Self.show(event, me: clientId, mediaBase: base) } }
+        say("Logged in as \(clientId) in \(current.name ?? current.id). /exit leaves.")
         for await line in Self.standardInputLines() {
             let text = line.trimmingCharacters(in: .whitespaces)
             guard !text.isEmpty else { continue }
@@ -37,7 +39,7 @@ struct ChatCommand: AsyncParsableCommand {
                     _ = try await current.send(.text(text))
                 }
             } catch {
-                print("! \(error)")
+                say("! \(error)")
             }
         }
         printer.cancel()
@@ -52,22 +54,22 @@ struct ChatCommand: AsyncParsableCommand {
             return nil
         case "/join" where parts.count > 1:
             let joined = try await join(parts[1...].joined(separator: " "), client: client)
-            print("* now in \(joined.name ?? joined.id)")
+            say("* now in \(joined.name ?? joined.id)")
             return joined
         case "/quit":
             try await conversation.quit()
-            print("* left \(conversation.name ?? conversation.id)")
+            say("* left \(conversation.name ?? conversation.id)")
         case "/members":
             let fresh = try await conversation.fetch()
-            print("* members: \((fresh?.members ?? []).joined(separator: ", "))")
+            say("* members: \((fresh?.members ?? []).joined(separator: ", "))")
         case "/history":
             let limit = parts.count > 1 ? Int(parts[1]) ?? 20 : 20
-            for message in try await conversation.messages(limit: limit) { Self.show(message) }
+            for message in try await conversation.messages(limit: limit) { Self.show(message, mediaBase: client.mediaBaseURL) }
         case "/cmd" where parts.count > 1:
             var ext: [String: JSONValue] = [:]
             if parts.count > 2 {
                 guard let object = JSONValue.parse(parts[2])?.objectValue else {
-                    print("! /cmd takes a JSON object, e.g. /cmd poke {\"times\": 2}")
+                    say("! /cmd takes a JSON object, e.g. /cmd poke {\"times\": 2}")
                     return conversation
                 }
                 ext = object
@@ -75,8 +77,15 @@ struct ChatCommand: AsyncParsableCommand {
             _ = try await conversation.sendCmd(action: parts[1], ext: ext)
         case "/typing":
             _ = try await conversation.send(.typed(TypedMessage(type: Self.operationType, text: "typing…")), options: .transient)
+        case "/upload" where parts.count > 1:
+            let path = (String(text.dropFirst("/upload".count)).trimmingCharacters(in: .whitespaces) as NSString).expandingTildeInPath
+            let file = URL(fileURLWithPath: path)
+            let meter = UploadMeter(name: file.lastPathComponent, terminal: isatty(STDOUT_FILENO) == 1)
+            let sent = try await conversation.sendFile(at: file) { meter.update($0) }
+            meter.finish()
+            say("* " + sent.summary(mediaBase: client.mediaBaseURL))
         default:
-            print("! commands: /join <name or id>, /quit, /members, /history [n], /cmd <action> [json], /typing, /exit")
+            say("! commands: /join <name or id>, /quit, /members, /history [n], /cmd <action> [json], /typing, /upload <path>, /exit")
         }
         return conversation
     }
@@ -96,26 +105,27 @@ struct ChatCommand: AsyncParsableCommand {
         return conversation
     }
 
-    private static func show(_ event: IMEvent, me: String) {
+    private static func show(_ event: IMEvent, me: String, mediaBase: URL?) {
         switch event {
-        case .message(let message) where message.from != me: show(message)
-        case .cmd(let cmd): print("* \(cmd.from) /\(cmd.action) \(JSONValue.object(cmd.ext).jsonString())")
-        case .membersJoined(_, let members, let by): print("* \(members.joined(separator: ", ")) joined (by \(by ?? "?"))")
-        case .membersLeft(_, let members, let by): print("* \(members.joined(separator: ", ")) left (by \(by ?? "?"))")
-        case .kicked(_, let by): print("* you were removed by \(by ?? "?")")
-        case .recalled(let message): print("* \(message.from) recalled a message")
-        case .conversationUpdated(_, let patch, let by, _): print("* \(by ?? "?") updated \(JSONValue.object(patch).jsonString())")
-        case .paused: print("* connection lost, reconnecting…")
-        case .resumed: print("* reconnected")
-        case .kickedOffline(let error): print("* logged out: \(error)")
+        case .message(let message) where message.from != me: show(message, mediaBase: mediaBase)
+        case .cmd(let cmd): say("* \(cmd.from) /\(cmd.action) \(JSONValue.object(cmd.ext).jsonString())")
+        case .membersJoined(_, let members, let by): say("* \(members.joined(separator: ", ")) joined (by \(by ?? "?"))")
+        case .membersLeft(_, let members, let by): say("* \(members.joined(separator: ", ")) left (by \(by ?? "?"))")
+        case .kicked(_, let by): say("* you were removed by \(by ?? "?")")
+        case .recalled(let message): say("* \(message.from) recalled a message")
+        case .conversationUpdated(_, let patch, let by, _): say("* \(by ?? "?") updated \(JSONValue.object(patch).jsonString())")
+        case .paused: say("* connection lost, reconnecting…")
+        case .resumed: say("* reconnected")
+        case .kickedOffline(let error): say("* logged out: \(error)")
         default: break
         }
     }
 
-    private static func show(_ message: IMMessage) {
+    /// A message as one line: text as `alice: hi`, files as `alice sent photo.png (640×480, 12 KB) <url>`,
+    /// locations with their coordinates, other types compactly (`IMMessage.summary`).
+    private static func show(_ message: IMMessage, mediaBase: URL?) {
         let time = Date(timeIntervalSince1970: Double(message.timestamp) / 1000).formatted(date: .omitted, time: .standard)
-        let body = message.content.text ?? message.content.body
-        print("[\(time)] \(message.from)\(message.isTransient ? " (transient)" : ""): \(body)")
+        say("[\(time)] \(message.summary(mediaBase: mediaBase))\(message.isTransient ? " (transient)" : "")")
     }
 
     private static func standardInputLines() -> AsyncStream<String> {
@@ -126,4 +136,41 @@ struct ChatCommand: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// The progress line of `/upload`: redrawn in place on a terminal when the percentage changes, one line at
+/// the end otherwise.
+final class UploadMeter: @unchecked Sendable {
+    private let name: String
+    private let terminal: Bool
+    private let lock = NSLock()
+    private var shown = -1
+    private var last = IMTransferProgress(completedBytes: 0, totalBytes: nil)
+
+    init(name: String, terminal: Bool) {
+        self.name = name
+        self.terminal = terminal
+    }
+
+    func update(_ progress: IMTransferProgress) {
+        lock.withLock {
+            last = progress
+            let percent = Int((progress.fraction ?? 0) * 100)
+            guard terminal, percent != shown else { return }
+            shown = percent
+            say("\r" + line(progress), terminator: "")
+        }
+    }
+
+    func finish() {
+        lock.withLock { say((terminal ? "\r" : "") + line(last)) }
+    }
+
+    private func line(_ progress: IMTransferProgress) -> String { "* uploading \(name): \(progress)" }
+}
+
+/// Writes a line at once, even when standard output is a pipe (where `print` is fully buffered; and
+/// `fflush(nil)` would wait for standard input's lock, held by the thread reading lines).
+private func say(_ text: String, terminator: String = "\n") {
+    FileHandle.standardOutput.write(Data((text + terminator).utf8))
 }
