@@ -21,7 +21,7 @@ extension IMService {
         try await refuseIfMuted(cid: patch.cid, sender: clientID)
         var (data, binary) = try MessageContent.read(text: patch.data, binary: patch.binaryMsg, limit: configuration.maxMessageBytes)
         // As for a send: a file message's url and metaData are the server's (docs/MEDIA.md).
-        if !binary, let filled = try await filledFileMessage(data) { data = filled }
+        if !binary, let filled = try await filledFileMessage(data, from: clientID) { data = filled }
         if let mentions = patch.mentionPids, !mentions.isEmpty { _ = try validatedMembers(mentions, field: "mentionPids") }
         var edit = MessageEdit(
             cid: patch.cid, messageID: patch.mid, editor: clientID, data: data, binary: binary, mentionPids: patch.mentionPids,

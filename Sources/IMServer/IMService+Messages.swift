@@ -14,7 +14,7 @@ extension IMService {
         }
         var (body, binary) = try MessageContent.read(text: command.msg, binary: command.binaryMsg, limit: configuration.maxMessageBytes)
         // A file message's url and metaData are the server's (docs/MEDIA.md), before review and storage.
-        if !binary, let filled = try await filledFileMessage(body) { body = filled }
+        if !binary, let filled = try await filledFileMessage(body, from: clientID) { body = filled }
         if let priority = command.priority, !["high", "normal", "low"].contains(priority) {
             throw IMError(.invalidField, "priority must be high, normal or low")
         }

@@ -86,15 +86,18 @@ final class FileMessageTests: XCTestCase {
         XCTAssertEqual(editedMeta?["height"] as? Int, 200)
     }
 
-    func testURLOnlyUnknownAndOrdinaryMessagesAreUntouched() async throws {
+    func testUnknownAndOrdinaryMessagesAreUntouched() async throws {
         let server = try await ServerHarness.start()
         defer { Task { await server.stop() } }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let texts = [
-            #"{"_lctype":-2,"_lcfile":{"url":"https://example.com/a.png","metaData":{"width":7,"height":5}}}"#,
             #"{"_lctype":-2,"_lcfile":{"objId":"AAAAAAAAAAAAAAAAAAAAAA","url":"https://example.com/b.png","metaData":{"width":7}}}"#,
+            // URL-only, but not a URL a record may name: left as sent.
+            #"{"_lctype":-2,"_lcfile":{"url":"javascript:alert(1)","metaData":{"width":7}}}"#,
+            #"{"_lctype":-2,"_lcfile":{"url":"/relative/a.png"}}"#,
+            #"{"_lctype":-1,"_lcfile":{"url":"https://example.com/a.png"}}"#,
             #"{"_lctype":-1,"_lctext":"\"_lcfile\" is just text"}"#,
             #"not JSON "_lcfile""#,
         ]
@@ -103,6 +106,46 @@ final class FileMessageTests: XCTestCase {
             let got = try await jerry.nextMessage().msg
             XCTAssertEqual(got, text)
         }
+    }
+
+    /// A URL-only file message gets the objId of an external file record (LeanCloud's typed-messages plugin
+    /// cannot read an `_lcfile` without one); `GET /1.1/files/<objId>` answers the URL.
+    func testAURLOnlyFileMessageGetsTheObjIdOfAnExternalFileRecord() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let sent =
+            #"{"_lctype":-2,"_lctext":"look","_lcfile":{"url":"https://cdn.example.com/p/cat%20big.png","metaData":{"width":7,"height":5}}}"#
+        try await send(sent, from: tom, to: cid)
+        let received = try await jerry.nextMessage()
+        let file = try fileObject(received.msg)
+        let objID = try XCTUnwrap(file["objId"] as? String)
+        XCTAssertEqual(objID.count, 22)
+        // Nothing else changes: the url and metaData are the sender's (nobody has the bytes).
+        XCTAssertEqual(file["url"] as? String, "https://cdn.example.com/p/cat%20big.png")
+        XCTAssertEqual(file["metaData"] as? [String: Int], ["width": 7, "height": 5])
+        let history = try await jerry.history(cid)
+        XCTAssertEqual(try fileObject(history.logs?.first?.data)["objId"] as? String, objID)
+        // The storage API answers the record: the url, the name from the URL, the sender.
+        let fetched = try await MediaRouteTests.call(server.port, "GET", "/1.1/files/\(objID)")
+        XCTAssertEqual(fetched.status, 200)
+        XCTAssertEqual(fetched.json["url"] as? String, "https://cdn.example.com/p/cat%20big.png")
+        XCTAssertEqual(fetched.json["name"] as? String, "cat big.png")
+        XCTAssertEqual(fetched.json["provider"] as? String, "external")
+        XCTAssertEqual((fetched.json["metaData"] as? [String: String])?["owner"], "Tom")
+        // No bytes behind it: /media/<objId> is not a way to reach the URL.
+        let download = try await MediaRouteTests.call(server.port, "GET", "/media/\(objID)")
+        XCTAssertEqual(download.status, 404)
+        // The same URL from the same sender: the same record; from another sender: its own.
+        try await send(sent, from: tom, to: cid)
+        let again = try await jerry.nextMessage()
+        XCTAssertEqual(try fileObject(again.msg)["objId"] as? String, objID)
+        try await send(sent, from: jerry, to: cid)
+        let fromJerry = try await tom.nextMessage()
+        let jerrysID = try XCTUnwrap(try fileObject(fromJerry.msg)["objId"] as? String)
+        XCTAssertNotEqual(jerrysID, objID)
     }
 
     /// The limit is checked on what the sender sent; the fill may then make the message longer, within

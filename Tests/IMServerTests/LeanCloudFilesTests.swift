@@ -288,12 +288,13 @@ final class LeanCloudFilesTests: XCTestCase {
         XCTAssertEqual(notJSON.status, 400)
         XCTAssertEqual(notJSON.json["code"] as? Int, 107)
 
-        // AV.File.withURL(...).save(): a record of a file kept elsewhere is not kept yet, and says so.
+        // AV.File.withURL(...).save(): a record of a file kept elsewhere (MediaURLTests has the rest); a URL that is
+        // not http(s) is refused with 142.
         let external = try await call(
             "POST", "\(base)/1.1/files", headers: try sdkHeaders(session: tomToken),
-            json: ["name": "a.png", "url": "https://example.invalid/a.png", "metaData": ["__source": "external"]])
-        XCTAssertEqual(external.status, 501)
-        XCTAssertEqual(external.json["code"] as? Int, 501)
+            json: ["name": "a.png", "url": "ftp://example.invalid/a.png", "metaData": ["__source": "external"]])
+        XCTAssertEqual(external.status, 400)
+        XCTAssertEqual(external.json["code"] as? Int, 142)
 
         // With signatures off the app key alone may upload (owner "unknown"), as LeanCloud allows.
         let first = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: name)

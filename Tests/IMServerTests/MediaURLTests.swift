@@ -206,6 +206,42 @@ final class MediaURLTests: XCTestCase {
         XCTAssertEqual(reply7.body, png)
     }
 
+    /// `AV.File.withURL(name, url).save()`: `POST /1.1/files/<name>` `{name, ACL, metaData, mime_type, url}`
+    /// (the SDK's `src/file.js`) makes an external file record; fetch and destroy work on it.
+    func testTheStorageSDKsWithURLSaveMakesARecordOfAFileKeptElsewhere() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let tom = try await token(server.port, "Tom")
+        let jerry = try await token(server.port, "Jerry")
+        let body = Data(
+            #"{"name":"logo.png","ACL":null,"metaData":{"__source":"external","owner":"unknown"},"mime_type":"image/png","url":"https://cdn.example.com/logo.png"}"#
+                .utf8)
+        let saved = try await call(server.port, "POST", "/1.1/files/logo.png", headers: ["X-LC-Session": tom], body: body)
+        XCTAssertEqual(saved.status, 201, "\(saved.json)")
+        let id = try XCTUnwrap(saved.json["objectId"] as? String)
+        XCTAssertEqual(saved.json["url"] as? String, "https://cdn.example.com/logo.png")
+        XCTAssertEqual(saved.json["name"] as? String, "logo.png")
+        let fetched = try await call(server.port, "GET", "/1.1/files/\(id)")
+        XCTAssertEqual(fetched.status, 200)
+        XCTAssertEqual(fetched.json["mime_type"] as? String, "image/png")
+        XCTAssertEqual((fetched.json["metaData"] as? [String: Any])?["owner"] as? String, "Tom")
+        // Not a URL a record may name; no caller at all.
+        let bad = try await call(
+            server.port, "POST", "/1.1/files/x", headers: ["X-LC-Session": tom],
+            body: Data(#"{"name":"x","url":"file:///etc/passwd"}"#.utf8))
+        XCTAssertEqual(bad.status, 400)
+        XCTAssertEqual(bad.json["code"] as? Int, 142)
+        let anonymous = try await call(server.port, "POST", "/1.1/files", body: body)
+        XCTAssertEqual(anonymous.status, 401)
+        // Destroy: not by another client; by its owner.
+        let refused = try await call(server.port, "DELETE", "/1.1/files/\(id)", headers: ["X-LC-Session": jerry])
+        XCTAssertEqual(refused.status, 403)
+        let deleted = try await call(server.port, "DELETE", "/1.1/files/\(id)", headers: ["X-LC-Session": tom])
+        XCTAssertEqual(deleted.status, 200)
+        let gone = try await call(server.port, "GET", "/1.1/files/\(id)")
+        XCTAssertEqual(gone.status, 404)
+    }
+
     func call(_ port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws
         -> (status: Int, json: [String: Any])
     {

@@ -62,12 +62,33 @@ enum LeanCloudFilesRoute {
         for path in ["/1.1/fileTokens", "/1.1/fileCallback", "/1.1/files", "/1.1/files/:objectId", "/1.1/fileUploads/:objectId"] {
             router.on(RouterPath(path), method: .options) { _, _ in preflight() }
         }
-        // `AV.File.withURL(name, url).save()` asks for a record of a file kept elsewhere: not yet (issue 26).
-        router.post("/1.1/files") { _, _ in
-            LeanCloudFilesError(
-                status: .notImplemented, code: 501, reason: "EXTERNAL_FILES_UNSUPPORTED",
-                detail: "records of files kept elsewhere (AV.File.withURL) are not kept yet; upload the bytes with POST /1.1/fileTokens"
-            ).response
+        // `AV.File.withURL(name, url).save()` asks for a record of a file kept elsewhere: `POST /1.1/files/<name>`
+        // `{name, url, mime_type, metaData}` (the SDK puts the name in the path; `/1.1/files` is taken too).
+        let external = ExternalFiles.table(service.store)
+        for path in ["/1.1/files", "/1.1/files/:objectId"] {
+            router.post(RouterPath(path)) { request, _ in
+                await answering {
+                    let caller = try await LeanCloudCaller.identify(request, configuration: configuration, tokens: service.tokens)
+                    guard let external else { throw MediaError(.unavailable, "this server keeps no records of external files") }
+                    let body = try await jsonBody(request)
+                    guard let given = body["url"]?.stringValue else {
+                        throw LeanCloudFilesError.invalidField("url (the file's http or https URL) is required")
+                    }
+                    guard let url = ExternalFiles.acceptable(given) else {
+                        throw LeanCloudFilesError.invalidField(
+                            "url must be an absolute http or https URL without credentials, of at most \(ExternalFiles.maxURLBytes) bytes")
+                    }
+                    let mime = body["mime_type"]?.stringValue.flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
+                    let file = try await external.record(
+                        owner: caller.clientID ?? "", url: url, name: ExternalFiles.name(given: body["name"]?.stringValue, url: url),
+                        mime: mime)
+                    let answer: [String: JSONValue] = [
+                        "objectId": .string(file.id), "name": .string(file.name), "url": .string(file.url),
+                        "createdAt": .string(isoDate(file.createdAt)),
+                    ]
+                    return HTTPJSON.response(.created, JSONValue.object(answer))
+                }
+            }
         }
         router.get("/1.1/files/:objectId") { request, context in
             await answering {
@@ -76,6 +97,10 @@ enum LeanCloudFilesRoute {
                 if urls.signed { _ = try await LeanCloudCaller.identify(request, configuration: configuration, tokens: service.tokens) }
                 let id = context.parameters.get("objectId") ?? ""
                 guard MediaIDs.isValid(id), let record = try await media.record(id) else {
+                    // A file kept elsewhere: its record, with the URL it was given.
+                    if MediaIDs.isValid(id), let file = try await external?.find(id) {
+                        return HTTPJSON.response(.ok, JSONValue.object(ExternalFiles.json(file)))
+                    }
                     throw LeanCloudFilesError.notFound("no file \(id)")
                 }
                 let url = urls.url(id: record.id, name: record.name, requestBase: baseURL(request, configuration))
@@ -87,14 +112,16 @@ enum LeanCloudFilesRoute {
                 let caller = try await LeanCloudCaller.identify(request, configuration: configuration, tokens: service.tokens)
                 let id = context.parameters.get("objectId") ?? ""
                 guard MediaIDs.isValid(id), let record = try await media.record(id) else {
+                    if MediaIDs.isValid(id), let file = try await external?.find(id) {
+                        guard caller.mayDelete(owner: file.owner) else {
+                            throw LeanCloudFilesError.forbidden("only the client that named \(id) or the master key may delete it")
+                        }
+                        _ = try await external?.delete(id)
+                        return HTTPJSON.response(.ok, [String: JSONValue]())
+                    }
                     throw LeanCloudFilesError.notFound("no file \(id)")
                 }
-                let allowed =
-                    switch caller {
-                    case .master: true
-                    case .client(let clientID): record.owner == clientID
-                    case .app: record.owner.isEmpty
-                    }
+                let allowed = caller.mayDelete(owner: record.owner)
                 guard allowed else { throw LeanCloudFilesError.forbidden("only the uploader of \(id) or the master key may delete it") }
                 _ = try await media.delete(id)
                 return HTTPJSON.response(.ok, [String: JSONValue]())
@@ -285,4 +312,16 @@ private struct NoMediaStore: MediaStore {
     }
     func delete(_ id: String) async throws -> Bool { throw error }
     func usage(owner: String) async throws -> Int64 { throw error }
+}
+
+extension LeanCloudCaller {
+    /// Whether this caller may delete a file of `owner`: the master key any, a client its own, the app key those
+    /// stored with the app key.
+    func mayDelete(owner: String) -> Bool {
+        switch self {
+        case .master: true
+        case .client(let clientID): owner == clientID
+        case .app: owner.isEmpty
+        }
+    }
 }

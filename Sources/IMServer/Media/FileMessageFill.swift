@@ -19,15 +19,42 @@ enum FileMessageFill {
     /// than stored larger than receivers were promised.
     static let headroomBytes = 4096
 
-    /// `text` with `_lcfile` filled from the record its `objId` names, or nil when the message is left as is.
+    /// `text` with `_lcfile` filled from the record its `objId` names, or, for a URL-only file (no `objId`), with
+    /// the `objId` of the external file record of that URL (`ExternalFiles`); nil when the message is left as is.
     /// Throws 4109 (`frameTooLong`) when the filled text passes `maxMessageBytes` plus `headroomBytes`.
-    static func filled(_ text: String, media: any MediaStore, urls: MediaURLs, maxMessageBytes: Int) async throws -> String? {
+    static func filled(
+        _ text: String, sender: String, media: any MediaStore, external: (any ExternalFileTable)?, urls: MediaURLs, maxMessageBytes: Int
+    ) async throws -> String? {
         // Ordinary text messages cost one substring search, no parse.
         guard text.utf8.first == UInt8(ascii: "{"), text.contains("\"_lcfile\"") else { return nil }
         guard case .object(var message) = JSONValue.parse(text), let type = message["_lctype"]?.intValue,
-            fileTypes.contains(type), case .object(var file) = message["_lcfile"], case .string(let objID) = file["objId"],
-            MediaIDs.isValid(objID), let record = try await media.record(objID)
+            fileTypes.contains(type), case .object(var file) = message["_lcfile"]
         else { return nil }
+        switch file["objId"] {
+        case .string(let objID):
+            guard MediaIDs.isValid(objID), let record = try await media.record(objID) else { return nil }
+            fill(&file, from: record, urls: urls)
+        case nil, .null?:
+            // A file kept elsewhere: an objId for its URL, so the typed-messages plugin can read it.
+            guard let external, case .string(let given) = file["url"], let url = ExternalFiles.acceptable(given) else { return nil }
+            let name = ExternalFiles.name(given: file["metaData"]?["name"]?.stringValue, url: url)
+            file["objId"] = .string(try await external.record(owner: sender, url: url, name: name, mime: nil).id)
+        default:
+            return nil
+        }
+        message["_lcfile"] = .object(file)
+        let filled = JSONValue.object(message).jsonString()
+        let limit = maxMessageBytes + headroomBytes
+        guard filled.utf8.count <= limit else {
+            throw IMError(
+                .frameTooLong,
+                "the file message is \(filled.utf8.count) bytes once the server's url and metaData are written; the limit is \(limit)")
+        }
+        return filled
+    }
+
+    /// `url` and `metaData` from the stored file's record.
+    private static func fill(_ file: inout [String: JSONValue], from record: MediaRecord, urls: MediaURLs) {
         // Never the sender's host: the server's public URL or listening address (MediaURLs).
         file["url"] = .string(urls.messageURL(id: record.id, name: record.name))
         var meta: [String: JSONValue] = [:]
@@ -40,22 +67,15 @@ enum FileMessageFill {
         meta["height"] = m.height.map { .int($0) }
         meta["duration"] = m.duration.map { .double($0) }
         file["metaData"] = .object(meta)
-        message["_lcfile"] = .object(file)
-        let filled = JSONValue.object(message).jsonString()
-        let limit = maxMessageBytes + headroomBytes
-        guard filled.utf8.count <= limit else {
-            throw IMError(
-                .frameTooLong,
-                "the file message is \(filled.utf8.count) bytes once the server's url and metaData are written; the limit is \(limit)")
-        }
-        return filled
     }
 }
 
 extension IMService {
     /// `text` filled as `FileMessageFill.filled` does with this server's store and URLs; nil when left as is.
-    func filledFileMessage(_ text: String) async throws -> String? {
+    func filledFileMessage(_ text: String, from sender: String) async throws -> String? {
         guard let media else { return nil }
-        return try await FileMessageFill.filled(text, media: media, urls: mediaURLs, maxMessageBytes: configuration.maxMessageBytes)
+        return try await FileMessageFill.filled(
+            text, sender: sender, media: media, external: ExternalFiles.table(store), urls: mediaURLs,
+            maxMessageBytes: configuration.maxMessageBytes)
     }
 }
