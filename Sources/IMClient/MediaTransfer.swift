@@ -165,11 +165,16 @@ extension IMClient {
         return base
     }
 
+    /// The last login's session token; still good while the client is paused or resuming (the server keeps
+    /// it), gone after `close()` or a kick.
     private func requireToken() throws(IMError) -> String {
-        guard case .opened = state, let sessionToken else {
-            throw IMError(.clientNotOpen, "uploads need the session token of a login: open() the client first")
+        switch state {
+        case .opened, .paused, .resuming:
+            if let sessionToken { return sessionToken }
+        case .closed, .opening, .kicked:
+            break
         }
-        return sessionToken
+        throw IMError(.clientNotOpen, "uploads need the session token of a login: open() the client first")
     }
 
     /// `POST /media?name=…` with `chunks` as the body, counting what is handed to the connection.

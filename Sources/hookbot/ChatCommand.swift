@@ -81,7 +81,13 @@ struct ChatCommand: AsyncParsableCommand {
             let path = (String(text.dropFirst("/upload".count)).trimmingCharacters(in: .whitespaces) as NSString).expandingTildeInPath
             let file = URL(fileURLWithPath: path)
             let meter = UploadMeter(name: file.lastPathComponent, terminal: isatty(STDOUT_FILENO) == 1)
-            let sent = try await conversation.sendFile(at: file) { meter.update($0) }
+            let sent: IMMessage
+            do {
+                sent = try await conversation.sendFile(at: file) { meter.update($0) }
+            } catch {
+                meter.abandon()
+                throw error
+            }
             meter.finish()
             say("* " + sent.summary(mediaBase: client.mediaBaseURL))
         default:
@@ -160,6 +166,11 @@ final class UploadMeter: @unchecked Sendable {
             shown = percent
             say("\r" + line(progress), terminator: "")
         }
+    }
+
+    /// Ends a progress line drawn on a terminal, so that the error goes on a line of its own.
+    func abandon() {
+        lock.withLock { if terminal, shown >= 0 { say("") } }
     }
 
     func finish() {
