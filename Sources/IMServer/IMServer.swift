@@ -105,7 +105,7 @@ public final class IMServer: Sendable {
             portContinuation.yield(port)
             portContinuation.finish()
         }
-        let group = ServiceGroup(configuration: .init(services: [app] + certificateWatcher, logger: logger))
+        let group = ServiceGroup(configuration: .init(services: [app] + certificateWatcher + mediaRetention, logger: logger))
         let task = Task {
             defer { portContinuation.finish() }
             try await group.run()
@@ -148,7 +148,8 @@ public final class IMServer: Sendable {
         let app = makeApplication(onListening)
         let group = ServiceGroup(
             configuration: .init(
-                services: [app, GoAwayOnShutdown(server: self)] + certificateWatcher, gracefulShutdownSignals: [.sigterm, .sigint],
+                services: [app, GoAwayOnShutdown(server: self)] + certificateWatcher + mediaRetention,
+                gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()
         await service.pipeline.flush()

@@ -198,8 +198,9 @@ enum PostgresSchema {
                 version: 5, name: "patches-by-time",
                 statements: ["CREATE INDEX messages_by_patch_time ON \(s).messages(cid, patch_t) WHERE patch_t IS NOT NULL"]),
             Migration(version: 6, name: "media-files", statements: PostgresMediaRecords.tables(schema: s)),
-            Migration(version: 9, name: "media-external", statements: PostgresExternalFiles.tables(schema: s)),
             Migration(version: 7, name: "media-content", statements: PostgresMediaContent.tables(schema: s)),
+            Migration(version: 8, name: "media-refs", statements: MediaReferences.tables(schema: s)),
+            Migration(version: 9, name: "media-external", statements: PostgresExternalFiles.tables(schema: s)),
         ]
     }
 }

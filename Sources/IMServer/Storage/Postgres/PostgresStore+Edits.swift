@@ -20,6 +20,7 @@ extension PostgresStore {
                     UPDATE messages SET data = \(record.data), bin = \(record.binary), mention_pids = \(record.mentionPids),
                         mention_all = \(record.mentionAll), patch_t = \(record.patchT) WHERE id = \(record.id)
                     """)
+                try await MediaReferences.replace(run, record)
                 return (record, conversation, members)
             }
         }

@@ -253,7 +253,9 @@ final class PostgresStore: ServerStore {
                         """, logger: logger
                     ).collect()
                 }
-                return (try ConversationRecord(postgres: row), true)
+                let record = try ConversationRecord(postgres: row)
+                try await MediaReferences.replace(Self.runner(connection, logger), cid: record.id, name: record.name, attr: record.attr)
+                return (record, true)
             }
         }
     }
@@ -347,6 +349,7 @@ final class PostgresStore: ServerStore {
                 let (name, attr) = try AttributePatch.apply(patch, name: record.name, attr: record.attr)
                 _ = try await run(
                     "UPDATE conversations SET name = \(name), attr = \(attr.jsonString())::jsonb, updated_at = \(now) WHERE id = \(cid)")
+                try await MediaReferences.replace(run, cid: cid, name: name, attr: attr)
                 return members
             }
         }
@@ -555,6 +558,7 @@ final class PostgresStore: ServerStore {
         }
 
         let inserted = try await insertAndAnnounce(run, stored, moves: batch.moves)
+        try await MediaReferences.insert(run, stored.map(\.record), inserted: inserted)
         guard inserted.count < stored.count else { return BatchResult(outcomes: outcomes, timestamps: timestamps) }
         // Some dedupe tokens were stored already (an earlier batch, or another node): answer with those messages.
         var existing: [DedupeKey: MessageRecord] = [:]
@@ -823,6 +827,7 @@ final class PostgresStore: ServerStore {
                     record.patchT = now
                     _ = try await run(
                         "UPDATE messages SET recalled = TRUE, data = \(record.data), patch_t = \(now) WHERE id = \(record.id)")
+                    try await MediaReferences.replace(run, record)
                 }
                 let members = conversation.transient ? [] : try await Self.members(run, cid: cid)
                 return (record, conversation, members)

@@ -156,6 +156,7 @@ enum SQLiteSchema {
             try db.execute(sql: "CREATE INDEX messages_by_patch_time ON messages(cid, patch_t) WHERE patch_t IS NOT NULL")
         }
         migrator.registerMigration("v10-media-files") { db in try SQLiteMediaRecords.create(db) }
+        migrator.registerMigration("v11-media-refs") { db in try MediaReferences.create(db) }
         migrator.registerMigration("v12-media-external") { db in try SQLiteExternalFiles.create(db) }
         return migrator
     }

@@ -16,6 +16,7 @@ extension SQLiteStore {
                 arguments: [
                     record.data, record.binary, record.mentionPids.map(ClientIDList.text), record.mentionAll, record.patchT, record.id,
                 ])
+            try MediaReferences.replace(db, record)
             return (record, conversation, members)
         }
     }

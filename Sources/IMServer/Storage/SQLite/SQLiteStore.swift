@@ -81,7 +81,9 @@ final class SQLiteStore: ServerStore {
     func createConversation(_ new: NewConversation) async throws -> (record: ConversationRecord, created: Bool) {
         try await db.write { db in
             if new.temporaryTTL != nil { try ConversationTable.purgeExpired(db, now: new.now) }
-            return try ConversationTable.create(db, new)
+            let result = try ConversationTable.create(db, new)
+            if result.created { try MediaReferences.replace(db, cid: result.record.id, name: result.record.name, attr: result.record.attr) }
+            return result
         }
     }
 
@@ -132,6 +134,7 @@ final class SQLiteStore: ServerStore {
             try db.execute(
                 sql: "UPDATE conversations SET name = ?, attr = ?, updated_at = ? WHERE id = ?",
                 arguments: [name, attr.jsonString(), now, cid])
+            try MediaReferences.replace(db, cid: cid, name: name, attr: attr)
             return members
         }
     }
@@ -243,6 +246,7 @@ final class SQLiteStore: ServerStore {
             timestamps[message.cid] = t
             let record = message.record(id: Identifiers.messageID(), t: t, transient: conversation.transient)
             try MessageTable.insert(db, record, dedupeToken: message.dedupeToken, recipients: message.recipients)
+            try MediaReferences.insert(db, record)
             outcomes.append(
                 .stored(record, members: message.audience(of: members), room: conversation.transient && message.recipients == nil))
         }
@@ -305,6 +309,7 @@ final class SQLiteStore: ServerStore {
                 record.patchT = now
                 try db.execute(
                     sql: "UPDATE messages SET recalled = 1, data = ?, patch_t = ? WHERE id = ?", arguments: [record.data, now, record.id])
+                try MediaReferences.replace(db, record)
             }
             let members = conversation.transient ? [] : try ConversationTable.members(db, cid: cid)
             return (record, conversation, members)
