@@ -163,6 +163,10 @@ private final class PostgresContentWriter: MediaContentWriter, @unchecked Sendab
         pending = ByteBuffer()
     }
 
+    /// Each chunk commits without waiting for its WAL to reach the disk (`synchronous_commit` off for that
+    /// statement): a chunk matters only once the blob is committed, and that commit (synchronous, as the
+    /// server's are) flushes the WAL up to its own record, so every chunk written before it too. A crash
+    /// before that loses only a pending upload.
     private func insert(_ piece: ByteBuffer) async throws {
         if seq == 0 { head = piece }
         let (blob, seq, now) = (blob, seq, Identifiers.nowMillis())
@@ -170,8 +174,9 @@ private final class PostgresContentWriter: MediaContentWriter, @unchecked Sendab
         do {
             rows = try await content.store.fetch(
                 """
-                WITH pending AS (UPDATE media_blobs SET touched_at = \(now) WHERE id = \(blob) AND sha256 IS NULL RETURNING id)
-                INSERT INTO media_chunks (blob, seq, data) SELECT id, \(seq), \(piece) FROM pending RETURNING seq
+                WITH quick AS (SELECT set_config('synchronous_commit', 'off', true)),
+                    pending AS (UPDATE media_blobs SET touched_at = \(now) WHERE id = \(blob) AND sha256 IS NULL RETURNING id)
+                INSERT INTO media_chunks (blob, seq, data) SELECT id, \(seq), \(piece) FROM pending, quick RETURNING seq
                 """)
         } catch {
             throw MediaError(.storageFailed, "writing the upload to the database failed: \(String(reflecting: error))")
