@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Crypto
 import Foundation
 import HookRuntime
 import IMCore
@@ -10,13 +11,21 @@ import NIOHTTP1
 /// `GET /1.1/files/<id>` (LeanCloud's `_File`, whose `metaData` carries the server's `sha256` and
 /// `mime_type`), the first bytes from a ranged `GET` of the URL that record gives. The runtime bounds each
 /// call by the hook's time and caches records (`HookMedia`).
+///
+/// A server with signed URLs (`signed_urls`) answers `/1.1/files` only to a caller it knows: with the
+/// master key (`[bot] master_key`) the source signs its requests with it (`X-LC-Sign:
+/// md5(timestamp + key),timestamp,master`, so the key itself never crosses the network); without it such a
+/// server's records cannot be read and files show `stored = false` with the server's answer in `error`.
 public struct ServerMediaSource: HookMediaSource {
     /// `http(s)://host:port` of the server.
     public let base: String
+    /// The server's master key, when the bot has it.
+    public let masterKey: String?
 
     /// The source for the server whose WebSocket is `webSocketURL` (`ws://` → `http://`, `wss://` →
     /// `https://`, same host and port); nil when that is not a WebSocket URL.
-    public init?(webSocketURL: String) {
+    public init?(webSocketURL: String, masterKey: String? = nil) {
+        self.masterKey = masterKey
         guard var components = URLComponents(string: webSocketURL), let scheme = components.scheme?.lowercased(),
             scheme == "ws" || scheme == "wss", components.host?.isEmpty == false
         else { return nil }
@@ -39,7 +48,13 @@ public struct ServerMediaSource: HookMediaSource {
 
     public func record(id: String) async throws -> HookMediaRecord? {
         guard HookMedia.isValidID(id) else { return nil }
-        let response = try await Self.client.execute(HTTPClientRequest(url: "\(base)/1.1/files/\(id)"), timeout: Self.timeout)
+        var request = HTTPClientRequest(url: "\(base)/1.1/files/\(id)")
+        if let masterKey {
+            let millis = String(Int64(Date().timeIntervalSince1970 * 1000))
+            let digest = Insecure.MD5.hash(data: Data((millis + masterKey).utf8)).map { String(format: "%02x", $0) }.joined()
+            request.headers.add(name: "X-LC-Sign", value: "\(digest),\(millis),master")
+        }
+        let response = try await Self.client.execute(request, timeout: Self.timeout)
         let body = try await response.body.collect(upTo: 64 << 10)
         if response.status == .notFound { return nil }
         guard response.status == .ok else {
@@ -95,7 +110,7 @@ extension BotHost {
     /// This bot with its plugins' looks at stored files going to the server at `serverURL` (its WebSocket
     /// URL): see `ServerMediaSource`.
     nonisolated func lookingAtFiles(on serverURL: String) -> BotHost {
-        runtime.setMedia(ServerMediaSource(webSocketURL: serverURL))
+        runtime.setMedia(ServerMediaSource(webSocketURL: serverURL, masterKey: configuration.masterKey))
         return self
     }
 }

@@ -89,11 +89,12 @@ final class FileModerationTests: XCTestCase {
         return try XCTUnwrap(token, "no session token")
     }
 
-    /// Uploads `bytes` as `name` with Tom's session token; the server's answer.
-    func upload(_ bytes: [UInt8], name: String, port: Int, token: String) async throws -> [String: Any] {
+    /// Uploads `bytes` as `name` with Tom's session token (or the master key); the server's answer.
+    func upload(_ bytes: [UInt8], name: String, port: Int, token: String? = nil, masterKey: String? = nil) async throws -> [String: Any] {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/media?name=\(name)")!)
         request.httpMethod = "POST"
-        request.setValue(token, forHTTPHeaderField: "X-LC-IM-Session-Token")
+        if let token { request.setValue(token, forHTTPHeaderField: "X-LC-IM-Session-Token") }
+        if let masterKey { request.setValue("\(masterKey),master", forHTTPHeaderField: "X-LC-Key") }
         let (data, response) = try await URLSession.shared.upload(for: request, from: Data(bytes))
         XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 201, String(decoding: data, as: UTF8.self))
         return try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
@@ -198,5 +199,53 @@ final class FileModerationTests: XCTestCase {
         XCTAssertEqual(audit.compactMap { $0["rule"]?.stringValue }, ["file_size", "file_banned", "file_type"])
         XCTAssertEqual(audit.compactMap { $0["file"]?.stringValue }, ["big.png", "bad.png", "x.png"])
         await bot.stop()
+    }
+
+    /// A server with signed URLs answers file records only to callers it knows: a remote bot with the
+    /// master key signs its requests and sees the record and the bytes (through the signed URL the record
+    /// gives); without the key, files show stored = false and why.
+    func testARemoteBotOfAServerWithSignedURLsNeedsTheMasterKey() async throws {
+        let masterKey = "files-master-key-for-tests"
+        let server = try await ServerHarness.start { configuration in
+            configuration.interception.interceptors = [.init(clientID: "modbot", secret: BotHarness.secret)]
+            configuration.interception.deadlineMillis = 1000
+            configuration.masterKey = masterKey
+            configuration.media.signedURLs = true
+            configuration.media.urlTTL = 600
+        }
+        defer { Task { await server.stop() } }
+        let plugins = server.directory.appendingPathComponent("plugins-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
+        let harness = BotHarness(server: server, plugins: plugins, attachment: .webSocket, deadline: 1000)
+        try harness.write("seen.lua", Self.seen)
+        let one = Self.png(width: 12, height: 10, seed: 4)
+        let first = try await upload(one, name: "one.png", port: server.port, masterKey: masterKey)
+        let second = try await upload(Self.png(width: 12, height: 10, seed: 5), name: "two.png", port: server.port, masterKey: masterKey)
+
+        let tom = server.client("Tom")
+        let jerry = server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        defer { withExtendedLifetime(jerry) {} }
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        let now = { Date().timeIntervalSince1970 }
+
+        let keyed = try await harness.bot { $0.masterKey = masterKey }
+        _ = try await conversation.send(.image(FileInfo(url: "", objId: try XCTUnwrap(first["id"] as? String))))
+        _ = try await logs[1].messages(1, in: conversation.id)
+        let seenOne = try XCTUnwrap(try keyed.runtime.store.get(plugin: "seen", key: "file:one.png", now: now())?.objectValue)
+        XCTAssertEqual(seenOne["stored"], .bool(true))
+        XCTAssertEqual(seenOne["sha256"], .string(try XCTUnwrap(first["sha256"] as? String)))
+        XCTAssertEqual(seenOne["mime"], "image/png")
+        XCTAssertEqual(seenOne["png"], .bool(true), "the bytes were read through the signed URL")
+        await keyed.stop()
+
+        let keyless = try await harness.bot()
+        _ = try await conversation.send(.image(FileInfo(url: "", objId: try XCTUnwrap(second["id"] as? String))))
+        _ = try await logs[1].messages(1, in: conversation.id)
+        let seenTwo = try XCTUnwrap(try keyless.runtime.store.get(plugin: "seen", key: "file:two.png", now: now())?.objectValue)
+        XCTAssertEqual(seenTwo["stored"], .bool(false))
+        XCTAssertEqual(seenTwo["sha256"], .bool(false))
+        XCTAssertEqual(seenTwo["png"], .bool(false))
+        await keyless.stop()
     }
 }
