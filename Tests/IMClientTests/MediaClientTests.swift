@@ -176,6 +176,24 @@ final class MediaClientTests: XCTestCase {
         await server.stop()
     }
 
+    /// While the WebSocket is down (the client paused, waiting to reconnect) uploads still go out with the last
+    /// login's session token, which the server keeps across its restart.
+    func testUploadWhilePausedUsesTheLastSessionToken() async throws {
+        let server = try await ServerHarness.start()
+        let tom = server.client("Tom") { $0.reconnectBaseDelay = .seconds(60) }
+        let log = try await openClients([tom])[0]
+        await server.stop()
+        _ = try await log.next("paused") { if case .paused = $0 { true } else { nil } }
+        let again = try await server.restarted()
+        let state = await tom.state
+        XCTAssertEqual(state, .paused)
+        let stored = try await tom.upload(Data("while paused".utf8), name: "paused.txt")
+        let bytes = try await tom.data(at: stored.url)
+        XCTAssertEqual(bytes, Data("while paused".utf8))
+        await tom.close()
+        await again.stop()
+    }
+
     func testTypedMessagesReadAsOneLine() {
         let base = URL(string: "http://chat.example:8080")!
         func line(_ content: IMMessageContent, from: String = "alice") -> String {
