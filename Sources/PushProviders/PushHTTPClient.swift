@@ -18,6 +18,9 @@ public struct PushHTTPSettings: Sendable {
     public var additionalTrustRootsFile: String?
     /// Idle connections are kept this long (APNs asks for long-lived HTTP/2 connections).
     public var idleTimeout: Duration = .seconds(300)
+    /// HTTP/1.1 connections to one host (a push service without HTTP/2, a webhook gateway); HTTP/2 multiplexes
+    /// all requests to a host on one connection.
+    public var maxHTTP1ConnectionsPerHost: Int = 32
 
     public init(
         connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(15), additionalTrustRootsFile: String? = nil
@@ -42,7 +45,9 @@ public final class PushHTTPClient: Sendable {
             }
             tls.additionalTrustRoots = [.file(file)]
         }
-        var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: TimeAmount(settings.idleTimeout))
+        var pool = HTTPClient.Configuration.ConnectionPool(
+            idleTimeout: TimeAmount(settings.idleTimeout),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, settings.maxHTTP1ConnectionsPerHost))
         // A provider that refuses connections answers `retryLater` at once instead of holding the request (and a
         // slot of the provider's limit) until its time is up.
         pool.retryConnectionEstablishment = false

@@ -24,6 +24,8 @@ public struct WebPushSettings: Sendable {
     /// The `TTL` header when the notification has none: four weeks, what browsers' push services keep at most.
     public var defaultTTL: Int = 28 * 24 * 3600
     public var maxConcurrentRequests: Int = 64
+    /// Which subscription endpoints are posted to (public https hosts by default).
+    public var endpointPolicy: PushEndpointPolicy = .publicHTTPS
 
     public init(vapid: VAPIDSettings) { self.vapid = vapid }
 }
@@ -33,6 +35,9 @@ public struct UnifiedPushSettings: Sendable {
     public var vapid: VAPIDSettings?
     public var defaultTTL: Int = 28 * 24 * 3600
     public var maxConcurrentRequests: Int = 64
+    /// Which distributor endpoints are posted to (public https hosts by default; a distributor on the local
+    /// network needs `allowHTTP` / `allowPrivateAddresses`).
+    public var endpointPolicy: PushEndpointPolicy = .publicHTTPS
 
     public init(vapid: VAPIDSettings? = nil) { self.vapid = vapid }
 }
@@ -100,9 +105,10 @@ struct WebPushSender: Sendable {
     let vapid: VAPIDSigner?
     let defaultTTL: Int
     let limit: ConcurrencyLimit
+    let policy: PushEndpointPolicy
 
     func send(_ notification: PushNotification, to device: PushDevice, requireKeys: Bool) async throws -> PushOutcome {
-        let url = try checkedHTTPURL(device.token, what: "push endpoint", error: PushError.invalidDeviceToken)
+        let url = try policy.check(device.token)
         let plaintext = Array(notification.jsonValue.jsonString().utf8)
         var headers = HTTPHeaders()
         let body: [UInt8]
@@ -170,7 +176,7 @@ public final class WebPushProvider: PushProvider {
         self.name = name
         sender = WebPushSender(
             http: http, vapid: try VAPIDSigner(settings: settings.vapid), defaultTTL: settings.defaultTTL,
-            limit: ConcurrencyLimit(settings.maxConcurrentRequests))
+            limit: ConcurrencyLimit(settings.maxConcurrentRequests), policy: settings.endpointPolicy)
     }
 
     public func send(_ notification: PushNotification, to device: PushDevice) async throws -> PushOutcome {
@@ -189,7 +195,7 @@ public final class UnifiedPushProvider: PushProvider {
         self.name = name
         sender = WebPushSender(
             http: http, vapid: try settings.vapid.map(VAPIDSigner.init), defaultTTL: settings.defaultTTL,
-            limit: ConcurrencyLimit(settings.maxConcurrentRequests))
+            limit: ConcurrencyLimit(settings.maxConcurrentRequests), policy: settings.endpointPolicy)
     }
 
     public func send(_ notification: PushNotification, to device: PushDevice) async throws -> PushOutcome {

@@ -72,7 +72,7 @@ final class WebPushProviderTests: XCTestCase {
         // The VAPID key as `web-push generate-vapid-keys` prints it: base64url of the private scalar.
         var vapid = VAPIDSettings(subject: "mailto:ops@example.com", privateKey: Base64URL.encode(vapidKey.rawRepresentation))
         vapid.tokenLifetime = .seconds(3600)
-        let webPush = try WebPushProvider(settings: WebPushSettings(vapid: vapid), http: http)
+        let webPush = try WebPushProvider(settings: WebPushSettings(vapid: vapid).onLoopback, http: http)
         XCTAssertEqual(webPush.applicationServerKey, Base64URL.encode(vapidKey.publicKey.x963Representation))
         let notification = PushNotification(
             title: "Tom", body: "ping 🏓", badge: 2, data: ["cid": .string("lobby")], collapseID: "conversation lobby/1", priority: .normal,
@@ -120,8 +120,8 @@ final class WebPushProviderTests: XCTestCase {
         }
         let http = try PushHTTPClient()
         let webPush = try WebPushProvider(
-            settings: WebPushSettings(vapid: VAPIDSettings(subject: "https://example.com/contact", privateKey: vapidKey.pemRepresentation)),
-            http: http)
+            settings: WebPushSettings(vapid: VAPIDSettings(subject: "https://example.com/contact", privateKey: vapidKey.pemRepresentation))
+                .onLoopback, http: http)
         func send(_ id: String) async throws -> PushOutcome {
             try await webPush.send(
                 PushNotification(title: "t"), to: PushDevice(provider: "webpush", token: "\(server.baseURL)/push/\(id)", keys: browser.keys)
@@ -151,8 +151,8 @@ final class WebPushProviderTests: XCTestCase {
         let http = try PushHTTPClient()
         let webPush = try WebPushProvider(
             settings: WebPushSettings(
-                vapid: VAPIDSettings(subject: "mailto:a@b.c", privateKey: Base64URL.encode(vapidKey.rawRepresentation))),
-            http: http)
+                vapid: VAPIDSettings(subject: "mailto:a@b.c", privateKey: Base64URL.encode(vapidKey.rawRepresentation))
+            ).onLoopback, http: http)
         let endpoint = "\(server.baseURL)/push/x"
         let good = Browser().keys
         let cases: [(Int, PushDevice)] = [
@@ -206,6 +206,47 @@ final class WebPushProviderTests: XCTestCase {
         await server.shutdown()
     }
 
+    func testEndpointsOnTheServersOwnNetworkAreRefusedByDefault() async throws {
+        let received = DeliveryLog()
+        let server = try await pushService(browser: Browser(), deliveries: received)
+        let http = try PushHTTPClient()
+        let vapid = VAPIDSettings(subject: "mailto:a@b.c", privateKey: Base64URL.encode(vapidKey.rawRepresentation))
+        let webPush = try WebPushProvider(settings: WebPushSettings(vapid: vapid), http: http)
+        let unified = try UnifiedPushProvider(http: http)
+        let keys = Browser().keys
+        // A client registering its own endpoint could otherwise make the server POST into its network.
+        let refused = [
+            "\(server.baseURL)/push/x", "https://127.0.0.1/x", "https://127.1/x", "https://2130706433/x", "https://10.1.2.3/x",
+            "https://172.20.0.1/x", "https://192.168.1.1/x", "https://169.254.169.254/latest/meta-data", "https://100.64.0.1/x",
+            "https://0.0.0.0/x", "https://localhost/x", "https://db.localhost/x", "https://[::1]/x", "https://[fd00::1]/x",
+            "https://[fe80::1]/x", "https://[::ffff:127.0.0.1]/x", "http://push.example.com/x",
+        ]
+        for endpoint in refused {
+            await assertPushError(4701) {
+                try await webPush.send(PushNotification(title: "t"), to: PushDevice(provider: "webpush", token: endpoint, keys: keys))
+            }
+            await assertPushError(4701) {
+                try await unified.send(PushNotification(title: "t"), to: PushDevice(provider: "unifiedpush", token: endpoint))
+            }
+        }
+        let requestCount = await server.requests().count
+        XCTAssertEqual(requestCount, 0)
+        // Public hosts pass the default policy (checked without sending); allowedHosts narrows it to named services.
+        for endpoint in [
+            "https://fcm.googleapis.com/fcm/send/abc", "https://updates.push.services.mozilla.com/wpush/v2/x", "https://8.8.8.8/x",
+            "https://[2001:4860::1]/x",
+        ] {
+            XCTAssertNoThrow(try PushEndpointPolicy.publicHTTPS.check(endpoint), endpoint)
+        }
+        let named = PushEndpointPolicy(allowedHosts: ["mozilla.com", "fcm.googleapis.com"])
+        XCTAssertNoThrow(try named.check("https://updates.push.services.mozilla.com/wpush/v2/x"))
+        XCTAssertNoThrow(try named.check("https://fcm.googleapis.com/fcm/send/abc"))
+        XCTAssertThrowsError(try named.check("https://evilmozilla.com/x")) { XCTAssertEqual(($0 as? PushError)?.code, 4701) }
+        XCTAssertThrowsError(try named.check("https://push.example.com/x")) { XCTAssertEqual(($0 as? PushError)?.code, 4701) }
+        try await http.shutdown()
+        await server.shutdown()
+    }
+
     func testUnifiedPushPostsPlainJSONWithoutKeysAndEncryptsWithKeys() async throws {
         let browser = Browser()
         let deliveries = DeliveryLog()
@@ -213,7 +254,9 @@ final class WebPushProviderTests: XCTestCase {
             id == "gone" ? CannedResponse(status: 404) : CannedResponse(status: 201)
         }
         let http = try PushHTTPClient()
-        let unified = try UnifiedPushProvider(http: http)
+        var unifiedSettings = UnifiedPushSettings()
+        unifiedSettings.endpointPolicy = .any
+        let unified = try UnifiedPushProvider(settings: unifiedSettings, http: http)
         let notification = PushNotification(title: "Jerry", body: "hi", data: ["cid": .string("c1")])
         let plain = try await unified.send(notification, to: PushDevice(provider: "unifiedpush", token: "\(server.baseURL)/push/up1"))
         XCTAssertEqual(plain, .delivered(id: nil))
@@ -235,6 +278,15 @@ final class WebPushProviderTests: XCTestCase {
         XCTAssertEqual(requests[1].header("urgency"), "high")
         try await http.shutdown()
         await server.shutdown()
+    }
+}
+
+extension WebPushSettings {
+    /// The test push service is on loopback over http, which the default endpoint policy refuses.
+    fileprivate var onLoopback: WebPushSettings {
+        var settings = self
+        settings.endpointPolicy = .any
+        return settings
     }
 }
 
