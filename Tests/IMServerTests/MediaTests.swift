@@ -431,6 +431,25 @@ final class MediaRouteTests: XCTestCase {
         XCTAssertEqual(again.status, 201)
     }
 
+    /// A temporary file a crashed server left in `tmp/` (untouched for two hours) is removed at the first
+    /// upload after a start; one of an upload in progress (fresh) is not.
+    func testACrashedUploadsTemporaryFileIsSweptAndAFreshOneIsNot() async throws {
+        let server = try await ServerHarness.start { $0.media.contentInDirectory = true }
+        defer { Task { await server.stop() } }
+        let tmp = server.directory.appendingPathComponent("media/tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let (old, fresh) = (tmp.appendingPathComponent("left-by-a-crash").path, tmp.appendingPathComponent("in-progress").path)
+        XCTAssertTrue(FileManager.default.createFile(atPath: old, contents: Data(count: 1000)))
+        XCTAssertTrue(FileManager.default.createFile(atPath: fresh, contents: Data(count: 1000)))
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -7200)], ofItemAtPath: old)
+        let tom = try await sessionToken(server.port, "Tom")
+        let up = try await call(server.port, "POST", "/media?name=a.bin", token: tom, body: Data("new".utf8))
+        XCTAssertEqual(up.status, 201)
+        for _ in 0..<100 where FileManager.default.fileExists(atPath: old) { try await Task.sleep(for: .milliseconds(20)) }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: old))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: fresh))
+    }
+
     /// Runs a tool to its end; its exit status and what it wrote.
     static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
