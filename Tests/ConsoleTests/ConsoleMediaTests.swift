@@ -94,6 +94,19 @@ final class ConsoleMediaTests: XCTestCase {
         let bars = try await browser.script("return document.querySelectorAll('#messages progress').length") as? Int
         XCTAssertEqual(bars, 0)
 
+        // A message naming the server's file by another of its addresses (localhost for 127.0.0.1, as with a
+        // public_url the browser does not use) is shown from the server the page talks to.
+        let firstID = firstFile.objId ?? ""
+        _ = try await lobby.send(.image(FileInfo(url: "http://localhost:\(harness.port)/media/\(firstID)/sunset.png")))
+        try await browser.waitUntil(
+            "Jerry's image by another address, shown from this server",
+            """
+            const img = document.querySelector('#messages .message[data-from="Jerry"] img.thumbnail');
+            if (!img) return false;
+            img.scrollIntoView();
+            return img.complete && img.naturalWidth === 320 && img.src === arguments[0]
+            """, ["\(harness.base)/media/\(firstID)/sunset.png?imageView/2/w/320/h/320"])
+
         // 3. Over the upload limit (1 MiB here): the chat shows the server's 4601 and its reason; nothing is sent.
         try await drop(browser, name: "huge.bin", type: "application/octet-stream", base64: nil, on: "#chat-main")
         try await browser.waitUntil(
@@ -131,6 +144,80 @@ final class ConsoleMediaTests: XCTestCase {
         let log = try await browser.consoleLog().compactMap { $0["message"] as? String }
         XCTAssertEqual(log.filter { $0.contains("Content Security Policy") }, [])
         try await saveScreenshot(browser, "console-media.png")
+    }
+
+    /// A remote bot's console (`hookbot run --server`): the page, on the bot's port, uploads to the server's
+    /// origin (a cross-origin request the server allows) and shows the server's thumbnail, which its policy
+    /// allows from that origin; an SDK client of the server gets the image with the server's metadata.
+    func testARemoteBotsConsoleUploadsToItsServer() async throws {
+        guard WebDriver.isInstalled else {
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
+            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
+        }
+        let server = try await ServerHarness.start()
+        var configuration = BotConfiguration()
+        configuration.pluginsDirectory = server.directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: configuration.pluginsDirectory, withIntermediateDirectories: true)
+        configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
+        configuration.adminSocketPath = nil
+        configuration.watchInterval = 0
+        let telemetry = Telemetry()
+        let bot = try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws", metrics: telemetry.factory)
+        try await bot.start()
+        let console = Console(configuration: configuration, logs: LogBuffer())
+        console.attach(.init(bot: bot, server: nil, lobbyID: nil))
+        let listener = try await ConsoleServer.start(
+            console: console, readiness: { nil }, telemetry: telemetry, host: "127.0.0.1", port: 0,
+            logger: Logger(label: "remote-console-media-test"))
+        let jerry = server.client("Jerry")
+        let events = EventLog(jerry)
+        let browser = try await WebDriver.start()
+        do {
+            try await jerry.open()
+            let photos = try await jerry.createConversation(name: "photos", members: ["Tom"])
+            let serverOrigin = "http://127.0.0.1:\(server.port)"
+            let page = try await HTTPAnswer.fetch("http://127.0.0.1:\(listener.port)/")
+            let policy = page.contentSecurityPolicy ?? ""
+            XCTAssertTrue(policy.contains("img-src 'self' \(serverOrigin);"), policy)
+            XCTAssertTrue(policy.contains("media-src 'self' \(serverOrigin);"), policy)
+
+            try await browser.open("http://127.0.0.1:\(listener.port)/")
+            try await browser.type("Tom", into: "#login-client-id")
+            try await browser.click("#login-button")
+            try await browser.click(#"#conversation-list li[data-cid="\#(photos.id)"] button"#)
+            try await browser.waitUntil(
+                "the conversation to open with the composer enabled",
+                "return document.querySelector('#attach-button')?.disabled === false")
+            let png = TestMedia.png(width: 200, height: 120)
+            try await drop(browser, name: "remote.png", type: "image/png", base64: png.base64EncodedString(), on: "#messages")
+            let message = try await events.message(in: photos.id)
+            let info = try imageFile(message, caption: nil)
+            let id = try XCTUnwrap(info.objId)
+            let found = try await server.server.media?.record(id)
+            XCTAssertEqual(found?.owner, "Tom")
+            XCTAssertEqual(info.width, 200)
+            XCTAssertEqual(info.size, Int64(png.count))
+            try await browser.waitUntil(
+                "the thumbnail from the server's origin",
+                """
+                const img = document.querySelector('#messages .message.own img.thumbnail');
+                return !!img && img.complete && img.naturalWidth === 200 && img.src === arguments[0]
+                """, ["\(serverOrigin)/media/\(id)/remote.png?imageView/2/w/320/h/320"])
+            let log = try await browser.consoleLog().compactMap { $0["message"] as? String }
+            XCTAssertEqual(log.filter { $0.contains("Content Security Policy") || $0.contains("CORS") }, [])
+        } catch {
+            await browser.quit()
+            await jerry.close()
+            await listener.stop()
+            await bot.stop()
+            await server.stop()
+            throw error
+        }
+        await browser.quit()
+        await jerry.close()
+        await listener.stop()
+        await bot.stop()
+        await server.stop()
     }
 
     /// The page's policy: images, audio and video from the IM server only (this origin when it is embedded).

@@ -125,23 +125,35 @@ function safeUrl(value) {
   } catch { return null; }
 }
 
-/** The IM server's HTTP origin: this page's with an embedded server, else that of the remote bot's
- *  server (its WebSocket's, ws → http, wss → https). Uploads go there, file URLs without a host are
- *  resolved against it, and only its files are shown inline (the page's CSP allows no other). */
-function serverOrigin() {
-  const url = new URL(wsURL());
+/** The IM server's HTTP address: this page's origin with an embedded server, else where the remote bot's
+ *  server is (its WebSocket's folder, ws → http, wss → https). Uploads go there, and the files shown inline
+ *  come from there only (the page's CSP allows no other). */
+function serverBase() {
+  const url = new URL('.', wsURL());
   url.protocol = url.protocol === 'wss:' ? 'https:' : 'http:';
-  return url.origin;
+  url.search = '';
+  return url;
 }
+const serverOrigin = () => serverBase().origin;
 
-/** A message's file URL as a URL object (resolved against the IM server), or null if it is not http(s). */
+/** A message's file URL as a URL object (a bare path resolved against the IM server), or null if it is
+ *  not http(s). */
 function mediaUrl(value) {
   if (typeof value !== 'string' || !value) return null;
   try {
-    const url = new URL(value, `${serverOrigin()}/`);
+    const url = new URL(value, serverBase());
     url.hash = '';
     return url.protocol === 'http:' || url.protocol === 'https:' ? url : null;
   } catch { return null; }
+}
+
+/** Where this page loads a file from: the IM server's own files (`…/media/<id>/…`, also when the message
+ *  names them by another address of the server: its public_url, localhost for 127.0.0.1) from the server
+ *  this page talks to; null for files elsewhere, which are only linked. */
+function onServer(url) {
+  if (url.origin === serverOrigin()) return url;
+  const at = url.pathname.search(/\/media\/[\w-]{1,64}(\/|$)/);
+  return at < 0 ? null : new URL(url.pathname.slice(at + 1), serverBase());
 }
 
 /** LeanCloud's thumbnail form (AV.File#thumbnailURL): the file's URL + `?imageView/2/w/W/h/H`. */
@@ -1284,7 +1296,9 @@ function describe(rec) {
  *  server only are shown inline; others are links. The preview is kept while the body stays the same, so
  *  re-rendering the message (a receipt) does not stop a player. */
 function fileAttachment(rec, type, file, caption) {
-  const url = file && mediaUrl(file.url);
+  const given = file && mediaUrl(file.url);
+  const local = given && onServer(given);
+  const url = local || given;
   const meta = (file && file.metaData && typeof file.metaData === 'object') ? file.metaData : {};
   const number = (value) => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null);
   const [width, height, duration, size] = [number(meta.width), number(meta.height), number(meta.duration), number(meta.size)];
@@ -1300,7 +1314,7 @@ function fileAttachment(rec, type, file, caption) {
     : h('span', { text: `${name} (no valid http(s) URL)` });
   const chip = h('span', { class: 'file-chip' }, icon(BUILTIN_TYPES[type]), link, details ? h('span', { class: 'muted file-details', text: details }) : null);
   if (!(rec.preview && rec.preview.body === rec.body)) {
-    rec.preview = { body: rec.body, node: url && url.origin === serverOrigin() ? filePreview(type, url, { name, caption, width, height }) : null };
+    rec.preview = { body: rec.body, node: local ? filePreview(type, local, { name, caption, width, height }) : null };
   }
   return h('div', { class: 'attachment' }, rec.preview.node, chip);
 }
@@ -1315,6 +1329,7 @@ function filePreview(type, url, { name, caption, width, height }) {
       img.width = Math.max(1, Math.round(width * scale));
       img.height = Math.max(1, Math.round(height * scale));
     }
+    img.addEventListener('load', keepAtBottom);
     img.addEventListener('error', () => {
       // No thumbnail (a format the server does not thumbnail): the original, else nothing.
       if (img.src !== url.href) img.src = url.href; else img.closest('.thumbnail-link')?.remove();
@@ -1322,8 +1337,14 @@ function filePreview(type, url, { name, caption, width, height }) {
     return h('a', { class: 'thumbnail-link', href: url.href, target: '_blank', rel: 'noopener noreferrer', title: 'Open the original' }, img);
   }
   if (type === -3) return h('audio', { class: 'player', controls: true, preload: 'metadata', src: url.href });
-  if (type === -4) return h('video', { class: 'player', controls: true, preload: 'metadata', playsInline: true, src: url.href });
+  if (type === -4) return h('video', { class: 'player', controls: true, preload: 'metadata', playsInline: true, src: url.href, on: { loadedmetadata: keepAtBottom } });
   return null;
+}
+
+/** A picture or video that got its size keeps the list at its end if it was there. */
+function keepAtBottom() {
+  const box = $('#messages');
+  if (chat.stick) box.scrollTop = box.scrollHeight;
 }
 
 function fillMessage(rec) {
@@ -1731,7 +1752,7 @@ function postMedia(file, rec) {
     if (!chat.st) { reject(new Error('This session has no session token to upload with; log in again.')); return; }
     const xhr = new XMLHttpRequest();
     rec.upload.xhr = xhr;
-    xhr.open('POST', `${serverOrigin()}/media?name=${enc(rec.upload.name)}`);
+    xhr.open('POST', new URL(`media?name=${enc(rec.upload.name)}`, serverBase()).href);
     xhr.setRequestHeader('X-LC-IM-Session-Token', chat.st);
     if (file.type) xhr.setRequestHeader('Content-Type', file.type);
     xhr.upload.addEventListener('progress', (event) => { if (event.lengthComputable) showUploadProgress(rec, event.loaded, event.total); });

@@ -42,6 +42,18 @@ enum MediaRoute {
         router.delete("/media/:id") { request, context -> Response in
             await guarded { try await delete(request, context: context, service: service, media: available(media)) }
         }
+        // A page on another origin (a remote bot's console) uploads with a session token header: its browser
+        // asks first. Authority is in headers, never cookies, so any origin may call, as /1.1/files allows.
+        for path in ["/media", "/media/:id"] {
+            router.on(RouterPath(path), method: .options) { _, _ in
+                var response = Response(status: .noContent)
+                response.headers[.accessControlAllowOrigin] = "*"
+                response.headers[.accessControlAllowMethods] = "GET, HEAD, POST, DELETE, OPTIONS"
+                response.headers[.accessControlAllowHeaders] = "X-LC-IM-Session-Token, X-LC-Key, Content-Type"
+                response.headers[.accessControlMaxAge] = "86400"
+                return response
+            }
+        }
     }
 
     private static func available(_ media: (any MediaStore)?) throws -> any MediaStore {
@@ -51,7 +63,14 @@ enum MediaRoute {
         return media
     }
 
+    /// `answered`, readable from any origin.
     private static func guarded(_ body: () async throws -> Response) async -> Response {
+        var response = await answered(body)
+        response.headers[.accessControlAllowOrigin] = "*"
+        return response
+    }
+
+    private static func answered(_ body: () async throws -> Response) async -> Response {
         do {
             return try await body()
         } catch let error as MediaError {
