@@ -177,6 +177,25 @@ final class MediaClusterTests: XCTestCase {
         assertNoBytesOnDisk(cluster)
     }
 
+    /// The sniffer reads past the first chunk through the database: an MP4 whose `moov` (with the duration)
+    /// comes after 700 KB of `mdat`, as most recorders write it.
+    func testMetadataPastTheFirstChunkIsReadFromTheDatabase() async throws {
+        let cluster = try await nodes()
+        defer { Task { for node in cluster { await node.stop() } } }
+        let f = MediaFixtures.self
+        let mvhd = f.box("mvhd", [0, 0, 0, 0] + f.be32(0) + f.be32(0) + f.be32(600) + f.be32(600 * 42) + [UInt8](repeating: 0, count: 80))
+        let video = Data(
+            f.box("ftyp", f.ascii("isom") + f.be32(0) + f.ascii("isom")) + f.box("mdat", [UInt8](repeating: 9, count: 700_000))
+                + f.box("moov", mvhd))
+        let tom = try await sessionToken(cluster[0], "Tom")
+        let up = try await call("\(base(cluster[0]))/media?name=clip.mp4", "POST", headers: ["X-LC-IM-Session-Token": tom], body: video)
+        XCTAssertEqual(up.status, 201, String(decoding: up.body, as: UTF8.self))
+        XCTAssertEqual(up.json["mime"] as? String, "video/mp4")
+        XCTAssertEqual(try XCTUnwrap(up.json["duration"] as? Double), 42, accuracy: 0.001)
+        let got = try await call("\(base(cluster[1]))/media/\(try XCTUnwrap(up.json["id"] as? String))")
+        XCTAssertEqual(got.body, video)
+    }
+
     /// A pending upload a crashed node left behind (its chunks written, never committed, untouched for
     /// hours) is swept by the next upload on any node; a live one is not.
     func testACrashedNodesPendingUploadIsSwept() async throws {
