@@ -41,7 +41,7 @@ final class APNsProviderTests: XCTestCase {
     }
 
     private func client(timeout: Duration = .seconds(5)) throws -> PushHTTPClient {
-        try PushHTTPClient(settings: PushHTTPSettings(requestTimeout: timeout, additionalTrustRootsFile: caFile))
+        try pushClient(PushHTTPSettings(requestTimeout: timeout, additionalTrustRootsFile: caFile))
     }
 
     /// What the server checks on every request; nil when it is right, else why not.

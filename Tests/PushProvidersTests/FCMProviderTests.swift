@@ -95,7 +95,7 @@ final class FCMProviderTests: XCTestCase {
         let uri = Box()
         let server = try await TestPushServer { request in await google.handle(request, tokenURI: uri.value) }
         uri.value = "\(server.baseURL)/token"
-        let http = try PushHTTPClient()
+        let http = try pushClient()
         let fcm = try FCMProvider(settings: FCMSettings(serviceAccount: serviceAccount(server), endpoint: server.baseURL), http: http)
         return (server, fcm, http)
     }
@@ -230,6 +230,23 @@ final class FCMProviderTests: XCTestCase {
         let paths = await server.requests().map(\.path)
         XCTAssertEqual(paths, ["/token"])
         try await http.shutdown()
+        await server.shutdown()
+    }
+
+    func testATokenEndpointThatIsDownMeansRetryLater() async throws {
+        let server = try await TestPushServer { request in
+            request.path == "/token"
+                ? CannedResponse(status: 503, headers: [("retry-after", "3")], json: #"{"error":"backendError"}"#)
+                : CannedResponse(status: 200, json: #"{"name":"n"}"#)
+        }
+        let http = try pushClient()
+        let fcm = try FCMProvider(settings: FCMSettings(serviceAccount: serviceAccount(server), endpoint: server.baseURL), http: http)
+        let outcome = try await fcm.send(PushNotification(title: "t"), to: PushDevice(provider: "fcm", token: registrationToken))
+        XCTAssertEqual(outcome, .retryLater(after: .seconds(3), reason: "503 OAuth token: backendError"))
+        // The failed fetch is not cached: the next send asks again.
+        _ = try await fcm.send(PushNotification(title: "t"), to: PushDevice(provider: "fcm", token: registrationToken))
+        let paths = await server.requests().map(\.path)
+        XCTAssertEqual(paths, ["/token", "/token"])
         await server.shutdown()
     }
 

@@ -2,6 +2,7 @@
 import Foundation
 import IMCore
 import PushProviders
+import XCTest
 @preconcurrency import _CryptoExtras
 
 /// A compact JWT as a receiving server reads it: header and claims decoded, the signature checked with the
@@ -54,4 +55,14 @@ func temporaryDirectory(_ stem: String) throws -> URL {
 /// The body as a JSON object (nil when it is not one).
 func jsonObject(_ bytes: [UInt8]) -> [String: JSONValue]? {
     (try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)))?.objectValue
+}
+
+extension XCTestCase {
+    /// A client shut down when the test ends, also when it fails early (async-http-client stops the process
+    /// when a client is dropped without shutdown).
+    func pushClient(_ settings: PushHTTPSettings = PushHTTPSettings()) throws -> PushHTTPClient {
+        let http = try PushHTTPClient(settings: settings)
+        addTeardownBlock { try? await http.shutdown() }
+        return http
+    }
 }

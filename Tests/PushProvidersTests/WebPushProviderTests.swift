@@ -68,7 +68,7 @@ final class WebPushProviderTests: XCTestCase {
         let server = try await pushService(browser: browser, deliveries: deliveries) { id in
             CannedResponse(status: 201, headers: [("location", "/message/\(id)-1")])
         }
-        let http = try PushHTTPClient()
+        let http = try pushClient()
         // The VAPID key as `web-push generate-vapid-keys` prints it: base64url of the private scalar.
         var vapid = VAPIDSettings(subject: "mailto:ops@example.com", privateKey: Base64URL.encode(vapidKey.rawRepresentation))
         vapid.tokenLifetime = .seconds(3600)
@@ -118,7 +118,7 @@ final class WebPushProviderTests: XCTestCase {
             default: CannedResponse(status: 201)
             }
         }
-        let http = try PushHTTPClient()
+        let http = try pushClient()
         let webPush = try WebPushProvider(
             settings: WebPushSettings(vapid: VAPIDSettings(subject: "https://example.com/contact", privateKey: vapidKey.pemRepresentation))
                 .onLoopback, http: http)
@@ -148,7 +148,7 @@ final class WebPushProviderTests: XCTestCase {
 
     func testBadSubscriptionsEndpointsAndPayloadsAreRefusedBeforeSending() async throws {
         let server = try await pushService(browser: Browser(), deliveries: DeliveryLog())
-        let http = try PushHTTPClient()
+        let http = try pushClient()
         let webPush = try WebPushProvider(
             settings: WebPushSettings(
                 vapid: VAPIDSettings(subject: "mailto:a@b.c", privateKey: Base64URL.encode(vapidKey.rawRepresentation))
@@ -209,7 +209,7 @@ final class WebPushProviderTests: XCTestCase {
     func testEndpointsOnTheServersOwnNetworkAreRefusedByDefault() async throws {
         let received = DeliveryLog()
         let server = try await pushService(browser: Browser(), deliveries: received)
-        let http = try PushHTTPClient()
+        let http = try pushClient()
         let vapid = VAPIDSettings(subject: "mailto:a@b.c", privateKey: Base64URL.encode(vapidKey.rawRepresentation))
         let webPush = try WebPushProvider(settings: WebPushSettings(vapid: vapid), http: http)
         let unified = try UnifiedPushProvider(http: http)
@@ -253,7 +253,7 @@ final class WebPushProviderTests: XCTestCase {
         let server = try await pushService(browser: browser, deliveries: deliveries) { id in
             id == "gone" ? CannedResponse(status: 404) : CannedResponse(status: 201)
         }
-        let http = try PushHTTPClient()
+        let http = try pushClient()
         var unifiedSettings = UnifiedPushSettings()
         unifiedSettings.endpointPolicy = .any
         let unified = try UnifiedPushProvider(settings: unifiedSettings, http: http)

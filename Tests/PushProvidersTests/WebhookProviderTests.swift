@@ -33,7 +33,7 @@ final class WebhookProviderTests: XCTestCase {
             default: CannedResponse(status: 204)
             }
         }
-        let http = try PushHTTPClient()
+        let http = try pushClient()
         let webhook = try WebhookProvider(settings: WebhookSettings(url: "\(server.baseURL)/push", secret: Self.secret), http: http)
         let notification = PushNotification(title: "Tom", body: "ping", badge: 1, data: ["cid": .string("lobby")])
         func send(_ token: String) async throws -> PushOutcome {
@@ -83,7 +83,7 @@ final class WebhookProviderTests: XCTestCase {
             return CannedResponse(status: 204)
         }
         let healthy = try await gateway()
-        let http = try PushHTTPClient(settings: PushHTTPSettings(requestTimeout: .milliseconds(1500)))
+        let http = try pushClient(PushHTTPSettings(requestTimeout: .milliseconds(1500)))
         let stuck = try WebhookProvider(settings: WebhookSettings(url: "\(hanging.baseURL)/push", secret: Self.secret), http: http)
         let fine = try WebhookProvider(
             name: "gateway", settings: WebhookSettings(url: "\(healthy.baseURL)/push", secret: Self.secret), http: http)
@@ -119,7 +119,7 @@ final class WebhookProviderTests: XCTestCase {
             await gauge.leave()
             return CannedResponse(status: 204)
         }
-        let http = try PushHTTPClient()
+        let http = try pushClient()
         var settings = WebhookSettings(url: "\(server.baseURL)/push", secret: Self.secret)
         settings.maxConcurrentRequests = 2
         let webhook = try WebhookProvider(settings: settings, http: http)
