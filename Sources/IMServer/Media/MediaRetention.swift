@@ -73,6 +73,7 @@ public enum MediaRetention {
     ) async throws -> MediaCollection {
         let store = try IMService.openStore(configuration, logger: logger)
         do {
+            if let postgres = store as? PostgresStore { try await postgres.migrate() }
             guard let media = try MediaStores.open(configuration, store: store) else {
                 throw MediaError(.unavailable, "this storage backend keeps no media records")
             }
