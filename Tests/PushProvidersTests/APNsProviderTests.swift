@@ -31,12 +31,13 @@ final class APNsProviderTests: XCTestCase {
     }
 
     /// A provider for the test server at `server`, its key read from a `.p8` file as an operator gives it.
-    private func provider(_ server: TestPushServer, http: PushHTTPClient) throws -> APNsProvider {
+    private func provider(_ server: TestPushServer, http: PushHTTPClient, tokenLifetime: Duration? = nil) throws -> APNsProvider {
         let keyFile = directory.appendingPathComponent("AuthKey_KEY123.p8").path
         try signingKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
-        let settings = try APNsSettings(
+        var settings = try APNsSettings(
             teamID: "TEAM456", keyID: "KEY123", keyFile: keyFile, topic: "com.example.chat", environment: .sandbox,
             endpoint: server.baseURL)
+        if let tokenLifetime { settings.tokenLifetime = tokenLifetime }
         return try APNsProvider(settings: settings, http: http)
     }
 
@@ -102,6 +103,30 @@ final class APNsProviderTests: XCTestCase {
         // The provider token is reused, not signed per request.
         XCTAssertEqual(requests[0].header("authorization"), requests[1].header("authorization"))
         try await http.shutdown()
+        await server.shutdown()
+    }
+
+    func testTheProviderTokenIsSignedAnewWhenItsLifetimeIsOver() async throws {
+        let publicKey = signingKey.publicKey
+        let server = try await TestPushServer(tls: (certificate, key)) { request in
+            if let problem = Self.problem(with: request, key: publicKey) {
+                return CannedResponse(status: 403, json: #"{"reason":"\#(problem)"}"#)
+            }
+            return CannedResponse(status: 200)
+        }
+        let http = try client()
+        // 50 minutes in production; 300 ms here.
+        let apns = try provider(server, http: http, tokenLifetime: .milliseconds(300))
+        let device = PushDevice(provider: "apns", token: token)
+        for pause in [Duration.zero, .zero, .milliseconds(400)] {
+            try await Task.sleep(for: pause)
+            _ = try await apns.send(PushNotification(title: "t", body: "b"), to: device)
+        }
+        let tokens = await server.requests().map { $0.header("authorization") }
+        XCTAssertEqual(tokens[0], tokens[1])
+        XCTAssertNotEqual(tokens[1], tokens[2])
+        XCTAssertEqual(APNsSettings.Environment.production.url, "https://api.push.apple.com")
+        XCTAssertEqual(APNsSettings.Environment.sandbox.url, "https://api.sandbox.push.apple.com")
         await server.shutdown()
     }
 

@@ -140,8 +140,10 @@ final class WebPushProviderTests: XCTestCase {
         // Redirects are not followed.
         let moved = try await send("moved")
         XCTAssertEqual(moved, .rejected(status: 301, reason: "Moved Permanently"))
-        let paths = await server.requests().map(\.path)
-        XCTAssertFalse(paths.contains("/push/elsewhere"))
+        let requests = await server.requests()
+        XCTAssertFalse(requests.map(\.path).contains("/push/elsewhere"))
+        // One VAPID JWT per push service origin, reused.
+        XCTAssertEqual(Set(requests.map { $0.header("authorization") }).count, 1)
         try await http.shutdown()
         await server.shutdown()
     }
