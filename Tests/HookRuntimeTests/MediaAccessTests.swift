@@ -267,4 +267,34 @@ final class MediaAccessTests: XCTestCase {
         )
         XCTAssertEqual(engine.moderate(msg("just text")).verdict, .allow)
     }
+
+    /// new_member_minutes reads join times the plugin kept in its state: a bot restarted after the join
+    /// (a new engine on the same state file) still refuses the newcomer's file, until the time is up.
+    func testModerationKeepsJoinTimesAcrossARestart() throws {
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("plugins/moderation.lua")
+        let (f, media) = try fixture()
+        f.write("moderation.lua", try String(contentsOf: shipped, encoding: .utf8))
+        let config: [String: JSONValue] = ["moderation": ["new_member_minutes": 10, "flood": false]]
+        let before = f.runtime(config: config)
+        before.setMedia(media)
+        XCTAssertEqual(before.loadAll().errors, [])
+        _ = before.memberJoined(cid: "c1", members: ["newbie"], by: "newbie")
+        _ = before.shutdown()
+
+        f.clock.advance(by: 120)
+        let after = f.runtime(config: config)
+        after.setMedia(media)
+        XCTAssertEqual(after.loadAll().errors, [])
+        var photo = image(HookFile(id: "cat", url: "/media/cat/cat.png"))
+        photo.from = "newbie"
+        XCTAssertEqual(
+            after.incoming(photo).moderation.verdict,
+            .block(reason: "new members cannot post files yet", code: 4301, silent: false))
+        var old = photo
+        old.from = "u1"
+        XCTAssertEqual(after.incoming(old).moderation.verdict, .allow, "a member whose join the bot never saw is established")
+        f.clock.advance(by: 481)
+        XCTAssertEqual(after.incoming(photo).moderation.verdict, .allow)
+    }
 }
