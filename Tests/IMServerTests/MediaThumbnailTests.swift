@@ -145,6 +145,35 @@ final class MediaThumbnailTests: XCTestCase {
         XCTAssertEqual(fifth.headers["x-hookbot-thumbnail"], "hit")
     }
 
+    /// A new image in a large group: every member asks for the same thumbnail at once. One job makes it (one slot,
+    /// even with no queue), the others wait for it or read it from the cache.
+    func testABurstOfTheSameThumbnailRunsOneJob() async throws {
+        let server = try await ServerHarness.start { configuration in
+            configuration.media.thumbnails.maxConcurrentJobs = 1
+            configuration.media.thumbnails.maxQueuedJobs = 0
+        }
+        defer { Task { await server.stop() } }
+        let client = try await TestClient.connect(port: server.port)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = "Tom"
+        let opened = try await client.request(open)
+        let token = try XCTUnwrap(opened.st)
+        let url = try await upload(server.port, token: token, name: "big.jpg", try noise(server.directory, "big.jpg", 2000, 1500))
+        let port = server.port
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<16 {
+                group.addTask {
+                    let request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(url)?imageView/2/w/64/h/64")!)
+                    let (_, response) = try await URLSession.shared.data(for: request)
+                    return (response as? HTTPURLResponse)?.statusCode ?? 0
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        XCTAssertEqual(statuses, Array(repeating: 200, count: 16))
+        XCTAssertEqual(server.server.service.mediaThumbnails.jobsStarted, 1)
+    }
+
     func testTheCacheKeepsItsByteCapEvictingTheLeastRecentlyUsed() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-thumbs-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -21,6 +21,8 @@ final class MediaThumbnails: Sendable {
     let cache: ThumbnailCache
     /// libvips jobs started (cache misses that passed the checks).
     private let jobs = Atomic<Int>(0)
+    /// Jobs running or waiting, by what they make (`made`).
+    private let inFlight = Mutex<[ThumbnailCache.Key: Task<Thumbnail, any Error>]>([:])
 
     /// With the server's limits, and its cache in `<media dir>/thumbs`.
     init(_ configuration: ServerConfiguration) {
@@ -72,10 +74,7 @@ final class MediaThumbnails: Sendable {
         } else {
             let thumbnail: Thumbnail
             do {
-                thumbnail = try await thumbnailer.thumbnail(request: spec) { path in
-                    self.jobs.add(1, ordering: .relaxed)
-                    try await Self.spool(media.read(record, range: 0..<record.metadata.size), to: path)
-                }
+                thumbnail = try await made(cacheKey, spec: spec, record: record, media: media).value
             } catch let error as ThumbnailError {
                 return Self.failure(error)
             } catch {
@@ -83,7 +82,6 @@ final class MediaThumbnails: Sendable {
                     .internalServerError, code: IMError(.internalError).code, reason: "INTERNAL_ERROR", detail: "reading the file: \(error)"
                 )
             }
-            await cache.put(cacheKey, bytes: thumbnail.bytes, format: thumbnail.format)
             (bytes, format) = (thumbnail.bytes, thumbnail.format)
             headers[Self.cacheHeader] = "miss"
         }
@@ -91,6 +89,28 @@ final class MediaThumbnails: Sendable {
         headers[.contentLength] = String(bytes.count)
         if head { return Response(status: .ok, headers: headers) }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// The job making this thumbnail: one per key at a time, so a burst of the same request (a new image in a
+    /// large group, every member's client asking for its thumbnail at once) runs one job and takes one slot;
+    /// the others wait for its result. The job keeps its result in the cache before it leaves the table.
+    private func made(_ key: ThumbnailCache.Key, spec: ImageViewRequest, record: MediaRecord, media: any MediaStore)
+        -> Task<Thumbnail, any Error>
+    {
+        inFlight.withLock { running in
+            if let job = running[key] { return job }
+            let job = Task {
+                defer { self.inFlight.withLock { _ = $0.removeValue(forKey: key) } }
+                let thumbnail = try await self.thumbnailer.thumbnail(request: spec) { path in
+                    self.jobs.add(1, ordering: .relaxed)
+                    try await Self.spool(media.read(record, range: 0..<record.metadata.size), to: path)
+                }
+                await self.cache.put(key, bytes: thumbnail.bytes, format: thumbnail.format)
+                return thumbnail
+            }
+            running[key] = job
+            return job
+        }
     }
 
     /// `X-Hookbot-Thumbnail: hit` when the answer came from the cache, `miss` when a job made it.

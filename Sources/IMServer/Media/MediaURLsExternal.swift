@@ -93,8 +93,11 @@ struct SQLiteExternalFiles: ExternalFileTable {
     }
 
     func record(owner: String, url: String, name: String, mime: String?) async throws -> ExternalFile {
-        try await db.write { db in
-            if let row = try Row.fetchOne(db, sql: "SELECT * FROM media_external WHERE owner = ? AND url = ?", arguments: [owner, url]) {
+        // Read first: the same URL sent again costs no write.
+        let query = "SELECT * FROM media_external WHERE owner = ? AND url = ?"
+        if let row = try await db.read({ db in try Row.fetchOne(db, sql: query, arguments: [owner, url]) }) { return Self.file(row) }
+        return try await db.write { db in
+            if let row = try Row.fetchOne(db, sql: query, arguments: [owner, url]) {
                 return Self.file(row)
             }
             let file = ExternalFile(
@@ -146,6 +149,9 @@ struct PostgresExternalFiles: ExternalFileTable {
     func record(owner: String, url: String, name: String, mime: String?) async throws -> ExternalFile {
         let (id, created) = (MediaIDs.make(), Int64(Date().timeIntervalSince1970 * 1000))
         return try await store.logged {
+            if let row = try await store.fetch("SELECT * FROM media_external WHERE owner = \(owner) AND url = \(url)").first {
+                return try Self.file(row)
+            }
             // Two nodes naming the same URL at once: one insert wins, both read the same row.
             _ = try await store.fetch(
                 """
