@@ -45,8 +45,8 @@ struct PostgresMediaRecords: MediaRecordTable {
     /// other), so the nodes sharing the database commit one content or one owner's uploads one at a time.
     func locked<T: Sendable>(sha256: String, owner: String?, _ body: (any MediaTransaction) async throws -> T) async throws -> T {
         let (contentKey, ownerKey) = ("\(store.schema) media content \(sha256)", owner.map { "\(store.schema) media owner \($0)" })
-        return try await store.logged {
-            try await store.transaction { connection in
+        do {
+            return try await store.transaction { connection in
                 _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(contentKey), 0))", logger: store.logger)
                     .collect()
                 if let ownerKey {
@@ -55,6 +55,14 @@ struct PostgresMediaRecords: MediaRecordTable {
                 }
                 return try await body(PostgresMediaTransaction(connection: connection, logger: store.logger))
             }
+        } catch let error as MediaError {
+            throw error // a refusal (quota, id taken), not a database failure: the route answers it
+        } catch let error as PSQLError {
+            // The database failed (full disk: 53100, gone, …): 507 / 4606 like a full media directory.
+            let state = PostgresStore.sqlState(error) ?? "-"
+            store.logger.error(
+                "PostgreSQL media commit failed", metadata: ["sqlstate": "\(state)", "error": "\(String(reflecting: error))"])
+            throw MediaError(.storageFailed, "the database could not store the file (SQLSTATE \(state))")
         }
     }
 
