@@ -125,8 +125,8 @@ public enum HookEvent: Sendable, Hashable {
     case conversationUpdated(cid: String, attrs: [String: JSONValue], by: String?)
     /// `on_recall({cid, id, by, timestamp})`
     case recalled(cid: String, messageID: String, by: String?, timestamp: Int64)
-    /// `on_edit({cid, id, from, type, text, attrs, binary, timestamp, edited_at})` – a message's sender
-    /// replaced its content; the event carries the new version.
+    /// `on_edit({cid, id, from, type, text, attrs, binary, file, timestamp, edited_at})` – a message's
+    /// sender replaced its content; the event carries the new version.
     case edited(HookMessage, editedAt: Int64)
 
     var hookName: String {
@@ -176,6 +176,19 @@ public enum HookEvent: Sendable, Hashable {
             ]
             if let text = m.text { o["text"] = .string(text) }
             if let binary = m.binary { o["binary"] = .string(binary) }
+            if let file = m.file {
+                // The message's own file fields (no record lookup for events): see msg.file.
+                var f: [String: JSONValue] = [:]
+                if let v = file.id { f["id"] = .string(v) }
+                if let v = file.url { f["url"] = .string(v) }
+                if let v = file.name { f["name"] = .string(v) }
+                if let v = file.format { f["format"] = .string(v) }
+                if let v = file.size { f["size"] = .int(v) }
+                if let v = file.width { f["width"] = .int(v) }
+                if let v = file.height { f["height"] = .int(v) }
+                if let v = file.duration { f["duration"] = .double(v) }
+                o["file"] = .object(f)
+            }
             return .object(o)
         }
     }

@@ -297,4 +297,24 @@ final class MediaAccessTests: XCTestCase {
         f.clock.advance(by: 481)
         XCTAssertEqual(after.incoming(photo).moderation.verdict, .allow)
     }
+
+    /// on_edit carries the new version's file (its own fields); ctx.media gives the record.
+    func testAnEditedFileMessageShowsItsFileInOnEdit() throws {
+        let (f, media) = try fixture()
+        f.write(
+            "edits.lua",
+            #"""
+            return { on_edit = function(ev, ctx)
+              ctx.reply(ev.file.id .. "|" .. ev.file.name .. "|" .. ev.file.width .. "|" .. ctx.media.info(ev.file).mime
+                .. "|" .. ctx.media.sha256(ev))
+            end }
+            """#)
+        let engine = f.runtime()
+        engine.setMedia(media)
+        XCTAssertEqual(engine.loadAll().errors, [])
+        let edited = image(HookFile(id: "cat", url: "/media/cat/cat.png", name: "cat.png", width: 64, height: 48))
+        XCTAssertEqual(
+            sentTexts(engine.edited(edited, editedAt: 1_700_000_001_000).actions),
+            ["cat|cat.png|64|image/png|\(String(repeating: "3c", count: 32))"])
+    }
 }
