@@ -28,7 +28,7 @@ struct MediaGCCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "warning"
 
     func run() async throws {
-        guard let grace = Self.duration(grace) else {
+        guard let grace = MediaRetention.duration(grace) else {
             throw ValidationError("--grace takes seconds or a number with s, m, h or d (24h, 30m, 0), got '\(grace)'")
         }
         var configuration = ServerConfiguration()
@@ -47,18 +47,5 @@ struct MediaGCCommand: AsyncParsableCommand {
         }
         let files = result.files.count == 1 ? "1 file" : "\(result.files.count) files"
         print(dryRun ? "would remove \(files), \(result.bytes) bytes (dry run)" : "removed \(files), \(result.bytes) bytes")
-    }
-
-    /// `90`, `90s`, `30m`, `24h`, `7d` (fractions allowed); nil for anything else or a negative value.
-    static func duration(_ text: String) -> Duration? {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-        var number = Substring(text.trimmingCharacters(in: .whitespaces))
-        var scale = 1.0
-        if let last = number.last, let unit = units[last] {
-            scale = unit
-            number = number.dropLast()
-        }
-        guard let value = Double(number), value.isFinite, value >= 0, value * scale < 1e12 else { return nil }
-        return .milliseconds(Int64((value * scale * 1000).rounded()))
     }
 }
