@@ -66,6 +66,13 @@ extension MediaReferences {
         try await replace(run, ids(name: name, attr: attr), cid: cid, source: conversationSource)
     }
 
+    /// A new conversation's references; no statement when its name and attributes name no file.
+    static func insert(_ run: PostgresStore.Runner, conversation record: ConversationRecord) async throws {
+        let found = ids(name: record.name, attr: record.attr)
+        guard !found.isEmpty else { return }
+        try await replace(run, found, cid: record.id, source: conversationSource)
+    }
+
     /// One statement: the source's old rows out, its new ones in. The rows both name stay (a statement's
     /// insert does not see its own delete, so deleting them too would lose them).
     private static func replace(_ run: PostgresStore.Runner, _ ids: [String], cid: String, source: String) async throws {

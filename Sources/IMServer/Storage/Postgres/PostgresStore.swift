@@ -254,7 +254,7 @@ final class PostgresStore: ServerStore {
                     ).collect()
                 }
                 let record = try ConversationRecord(postgres: row)
-                try await MediaReferences.replace(Self.runner(connection, logger), cid: record.id, name: record.name, attr: record.attr)
+                try await MediaReferences.insert(Self.runner(connection, logger), conversation: record)
                 return (record, true)
             }
         }
