@@ -73,9 +73,16 @@ final class VAPIDSigner: Sendable {
         self.publicKey = Base64URL.encode(key.publicKey.x963Representation)
     }
 
+    /// The push resource's origin (RFC 6454), the JWT's `aud`: scheme, host (bracketed when IPv6), port when given.
+    static func origin(of url: URL) -> String {
+        let host = (url.host ?? "").lowercased()
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\((url.scheme ?? "https").lowercased())://\(bracketed)" + (url.port.map { ":\($0)" } ?? "")
+    }
+
     /// `Authorization: vapid t=<jwt>, k=<public key>` for a push resource at `url`.
     func authorization(for url: URL) async throws -> String {
-        let audience = "\(url.scheme!.lowercased())://\(url.host!)" + (url.port.map { ":\($0)" } ?? "")
+        let audience = Self.origin(of: url)
         let jwt = try await cache.token(for: audience, lifetime: settings.tokenLifetime) { expiry in
             try JWT.es256(
                 header: ["typ": .string("JWT")],

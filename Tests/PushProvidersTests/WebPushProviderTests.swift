@@ -95,6 +95,8 @@ final class WebPushProviderTests: XCTestCase {
         XCTAssertEqual(topic.count, 32)
         XCTAssertTrue(topic.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
         XCTAssertEqual(WebPushSender.topic("lobby"), "lobby")
+        XCTAssertEqual(VAPIDSigner.origin(of: URL(string: "https://Push.Example.com/wpush/v2/x")!), "https://push.example.com")
+        XCTAssertEqual(VAPIDSigner.origin(of: URL(string: "https://[2001:db8::1]:8443/x")!), "https://[2001:db8::1]:8443")
         // The encrypted body is not the plaintext (and is random: the salt and server key are new each time).
         XCTAssertNil(jsonObject(request.body))
         try await http.shutdown()
