@@ -138,6 +138,8 @@ private final class RequestHandler: ChannelInboundHandler, @unchecked Sendable {
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             promise.futureResult.whenSuccess { response in
                 let (this, context) = bound.value
+                // A client that gave up (its time limit) has closed the connection: nothing to answer.
+                guard context.channel.isActive else { return }
                 this.write(response, keepAlive: keepAlive, context: context)
             }
         }
