@@ -220,6 +220,70 @@ final class ConsoleMediaTests: XCTestCase {
         await server.stop()
     }
 
+    /// With signed URLs (`signed_urls`, here a 1 s `url_ttl`) a file message in the history names a URL that has
+    /// expired: the page asks `GET /1.1/files/<objId>` for a fresh one and shows the thumbnail from it.
+    func testAnExpiredSignedURLInTheHistoryIsAskedForAgain() async throws {
+        guard WebDriver.isInstalled else {
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
+            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
+        }
+        let harness = try await ConsoleHarness.start {
+            $0.serverMediaSettings.signedURLs = true
+            $0.serverMediaSettings.urlTTL = 1
+        }
+        let (jerry, _, events) = try await harness.lobbyMember("Jerry")
+        let first = try await WebDriver.start()
+        var second: WebDriver?
+        do {
+            try await logIn(first, harness, as: "Tom")
+            let png = TestMedia.png(width: 200, height: 120)
+            try await drop(first, name: "signed.png", type: "image/png", base64: png.base64EncodedString(), on: "#messages")
+            let info = try imageFile(try await events.message(in: harness.hub.lobbyID), caption: nil)
+            let id = try XCTUnwrap(info.objId)
+            // What is stored: a signed URL, which expires.
+            XCTAssertTrue(info.url.hasPrefix("\(harness.base)/media/\(id)/"), info.url)
+            var expired = try await HTTPAnswer.fetch(info.url)
+            try await eventually("the stored URL to expire", seconds: 5) {
+                expired = try await HTTPAnswer.fetch(info.url)
+                return expired.status != 200
+            }
+            XCTAssertEqual(expired.status, 403)
+            XCTAssertEqual(try expired.object()["code"] as? Int, 4611)
+
+            // A browser that has not seen the file (nothing cached) reads the same history.
+            let browser = try await WebDriver.start()
+            second = browser
+            try await logIn(browser, harness, as: "Tom")
+            try await browser.waitUntil(
+                "the thumbnail from a fresh URL",
+                """
+                const img = document.querySelector('#messages .message.own img.thumbnail');
+                return !!img && img.complete && img.naturalWidth === 200 && img.src.endsWith('/signed.png?imageView/2/w/320/h/320')
+                  && !img.src.startsWith(arguments[0]) && img.closest('a').href !== arguments[0]
+                  && img.closest('.attachment').querySelector('a.file-link').href === img.closest('a').href
+                """, [info.url])
+        } catch {
+            async let quitFirst: Void = first.quit()
+            await second?.quit()
+            await quitFirst
+            await jerry.close()
+            await harness.stop()
+            throw error
+        }
+        async let quitFirst: Void = first.quit()
+        await second?.quit()
+        await quitFirst
+        await jerry.close()
+        await harness.stop()
+    }
+
+    private func logIn(_ browser: WebDriver, _ harness: ConsoleHarness, as clientID: String) async throws {
+        try await browser.open("\(harness.base)/")
+        try await browser.type(clientID, into: "#login-client-id")
+        try await browser.click("#login-button")
+        try await browser.waitUntil("the lobby to open", "return document.querySelector('#attach-button')?.disabled === false")
+    }
+
     /// The page's policy: images, audio and video from the IM server only (this origin when it is embedded).
     func testThePagesPolicyAllowsMediaFromTheIMServerOnly() async throws {
         let harness = try await ConsoleHarness.start()

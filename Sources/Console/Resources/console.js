@@ -1298,7 +1298,8 @@ function describe(rec) {
 function fileAttachment(rec, type, file, caption) {
   const given = file && mediaUrl(file.url);
   const local = given && onServer(given);
-  const url = local || given;
+  const current = rec.preview && rec.preview.body === rec.body ? rec.preview : null;
+  const url = (current && current.fresh) || local || given;
   const meta = (file && file.metaData && typeof file.metaData === 'object') ? file.metaData : {};
   const number = (value) => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null);
   const [width, height, duration, size] = [number(meta.width), number(meta.height), number(meta.duration), number(meta.size)];
@@ -1313,13 +1314,30 @@ function fileAttachment(rec, type, file, caption) {
     ? h('a', { class: 'file-link', href: url.href, target: '_blank', rel: 'noopener noreferrer', download: type === -6 ? name : null, text: name })
     : h('span', { text: `${name} (no valid http(s) URL)` });
   const chip = h('span', { class: 'file-chip' }, icon(BUILTIN_TYPES[type]), link, details ? h('span', { class: 'muted file-details', text: details }) : null);
-  if (!(rec.preview && rec.preview.body === rec.body)) {
-    rec.preview = { body: rec.body, node: local ? filePreview(type, local, { name, caption, width, height }) : null };
+  if (!current) {
+    const objId = file && typeof file.objId === 'string' && file.objId ? file.objId : null;
+    rec.preview = { body: rec.body, fresh: null };
+    rec.preview.node = local ? filePreview(type, local, { name, caption, width, height, objId, preview: rec.preview }) : null;
   }
   return h('div', { class: 'attachment' }, rec.preview.node, chip);
 }
 
-function filePreview(type, url, { name, caption, width, height }) {
+/** The thumbnail or player of a file on the IM server. When it fails to load and the message names the
+ *  stored file (`objId`), its URL may have expired (`signed_urls`): it is asked for once more with
+ *  `GET /1.1/files/<objId>` (as this client) and the fresh URL used, for the download link too. */
+function filePreview(type, url, { name, caption, width, height, objId, preview }) {
+  let renewed = !objId;
+  const renew = async (apply) => {
+    if (renewed) return false;
+    renewed = true;
+    const fresh = await freshFileUrl(objId);
+    if (!fresh || fresh.href === url.href) return false;
+    url = fresh;
+    preview.fresh = fresh;
+    apply(fresh);
+    for (const link of preview.node.closest('.attachment')?.querySelectorAll('a.file-link') || []) link.href = fresh.href;
+    return true;
+  };
   if (type === -2) {
     const thumb = thumbnailUrl(url);
     const img = h('img', { class: 'thumbnail', src: thumb || url.href, alt: caption || name, decoding: 'async', referrerPolicy: 'no-referrer' });
@@ -1329,16 +1347,39 @@ function filePreview(type, url, { name, caption, width, height }) {
       img.width = Math.max(1, Math.round(width * scale));
       img.height = Math.max(1, Math.round(height * scale));
     }
+    const link = h('a', { class: 'thumbnail-link', href: url.href, target: '_blank', rel: 'noopener noreferrer', title: 'Open the original' }, img);
     img.addEventListener('load', keepAtBottom);
-    img.addEventListener('error', () => {
+    img.addEventListener('error', async () => {
+      if (await renew((fresh) => { link.href = fresh.href; img.src = thumbnailUrl(fresh) || fresh.href; })) return;
       // No thumbnail (a format the server does not thumbnail): the original, else nothing.
-      if (img.src !== url.href) img.src = url.href; else img.closest('.thumbnail-link')?.remove();
+      if (img.src !== url.href) img.src = url.href; else link.remove();
     });
-    return h('a', { class: 'thumbnail-link', href: url.href, target: '_blank', rel: 'noopener noreferrer', title: 'Open the original' }, img);
+    return link;
   }
-  if (type === -3) return h('audio', { class: 'player', controls: true, preload: 'metadata', src: url.href });
-  if (type === -4) return h('video', { class: 'player', controls: true, preload: 'metadata', playsInline: true, src: url.href, on: { loadedmetadata: keepAtBottom } });
-  return null;
+  if (type !== -3 && type !== -4) return null;
+  const player = type === -3
+    ? h('audio', { class: 'player', controls: true, preload: 'metadata', src: url.href })
+    : h('video', { class: 'player', controls: true, preload: 'metadata', playsInline: true, src: url.href, on: { loadedmetadata: keepAtBottom } });
+  player.addEventListener('error', () => { renew((fresh) => { player.src = fresh.href; }); });
+  return player;
+}
+
+/** A stored file's current URL from `GET /1.1/files/<objId>` (with this client's session token), on the
+ *  IM server; null when it cannot be had. Asked once a minute at most per file. */
+const freshUrls = new Map();
+function freshFileUrl(objId) {
+  const known = freshUrls.get(objId);
+  if (known && Date.now() - known.at < 60000) return known.url;
+  const url = (async () => {
+    const response = await fetch(new URL(`1.1/files/${enc(objId)}`, serverBase()), {
+      headers: chat.st ? { 'X-LC-Session': chat.st } : {}, credentials: 'omit', referrerPolicy: 'no-referrer',
+    });
+    const body = response.ok ? await response.json() : null;
+    const given = body && mediaUrl(body.url);
+    return given ? onServer(given) : null;
+  })().catch(() => null);
+  freshUrls.set(objId, { at: Date.now(), url });
+  return url;
 }
 
 /** A picture or video that got its size keeps the list at its end if it was there. */
