@@ -39,13 +39,12 @@ struct MediaGCCommand: AsyncParsableCommand {
             throw ValidationError("no database at \(db) (give the server's --db file, or --database for PostgreSQL)")
         }
         let logger = makeLogger(label: "hookbot.media", level: logLevel)
-        let result = try await MediaRetention.collect(configuration, grace: grace, dryRun: dryRun, logger: logger)
         let dates = ISO8601DateFormatter()
-        for file in result.files {
+        let result = try await MediaRetention.collect(configuration, grace: grace, dryRun: dryRun, logger: logger) { file in
             let created = dates.string(from: Date(timeIntervalSince1970: Double(file.createdAt) / 1000))
             print("\(file.id)\t\(file.size)\t\(created)\t\(file.owner.isEmpty ? "-" : file.owner)\t\(file.name)")
         }
-        let files = result.files.count == 1 ? "1 file" : "\(result.files.count) files"
+        let files = result.count == 1 ? "1 file" : "\(result.count) files"
         print(dryRun ? "would remove \(files), \(result.bytes) bytes (dry run)" : "removed \(files), \(result.bytes) bytes")
     }
 }

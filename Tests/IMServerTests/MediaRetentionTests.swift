@@ -295,6 +295,39 @@ final class MediaRetentionTests: XCTestCase {
         XCTAssertEqual(run.files.map(\.id), [loose])
     }
 
+    func testACollectionPagesThroughManyFiles() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let (tom, token) = try await login(server, "Tom")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        var loose: [String] = []
+        for padding in 1000..<1007 {
+            let id = try await upload(server, token: token, padding: padding)
+            if padding == 1003 {
+                try await send("/media/\(id)", from: tom, to: cid)
+            } else {
+                loose.append(id)
+            }
+        }
+        let media = try XCTUnwrap(server.server.media)
+        let later = nowMillis + Self.hour
+        var heard: [String] = []
+        let dry = try await MediaRetention.collect(
+            store: server.server.service.store, media: media, grace: .zero, now: later, dryRun: true, page: 2
+        ) { heard.append($0.id) }
+        XCTAssertEqual(Set(dry.files.map(\.id)), Set(loose))
+        XCTAssertEqual(heard, dry.files.map(\.id))
+        XCTAssertEqual(dry.count, 6)
+        let run = try await MediaRetention.collect(
+            store: server.server.service.store, media: media, grace: .zero, now: later, dryRun: false, page: 2)
+        XCTAssertEqual(Set(run.files.map(\.id)), Set(loose))
+        XCTAssertEqual(
+            run.bytes, (0..<7).filter { $0 != 3 }.reduce(0) { $0 + Int64(MediaFixtures.png(width: 8, height: 8, padding: 1000 + $1).count) }
+        )
+        let left = try await server.server.collectUnreferencedMedia(grace: .zero, now: later, dryRun: true)
+        XCTAssertEqual(left.count, 0)
+    }
+
     func testDurationsAsSettingsTakeThem() {
         XCTAssertEqual(MediaRetention.duration("24h"), .seconds(86_400))
         XCTAssertEqual(MediaRetention.duration("90"), .seconds(90))

@@ -6,12 +6,14 @@ import ServiceLifecycle
 
 /// What a collection of unreferenced files removed (or, in a dry run, would remove).
 public struct MediaCollection: Sendable, Equatable {
-    /// The files, oldest first.
-    public var files: [MediaRetention.File]
+    /// The first `MediaRetention.listed` of the files, oldest first (a run's memory stays bounded).
+    public var files: [MediaRetention.File] = []
+    /// How many files.
+    public var count = 0
+    /// Their bytes: what their owners' quotas get back. Content another record still shares stays on disk.
+    public var bytes: Int64 = 0
     /// Whether nothing was deleted (`hookbot media gc --dry-run`).
     public var dryRun: Bool
-    /// The files' bytes: what their owners' quotas get back. Content another record still shares stays on disk.
-    public var bytes: Int64 { files.reduce(0) { $0 + $1.size } }
 }
 
 /// Retention of stored files (docs/MEDIA.md, "Retention"): a file no stored message and no conversation
@@ -37,6 +39,8 @@ public enum MediaRetention {
 
     /// Files listed per query.
     static let page = 500
+    /// Files a `MediaCollection` lists (it counts them all).
+    public static let listed = 1000
 
     /// A grace period or interval as settings and `hookbot media gc --grace` take it: `90` (seconds), `90s`,
     /// `30m`, `24h`, `7d` (fractions allowed); nil for anything else or a negative value.
@@ -53,37 +57,42 @@ public enum MediaRetention {
     }
 
     /// Deletes (with `dryRun`, only lists) the files older than `grace` at `now` (milliseconds since 1970)
-    /// that nothing references, through `media.delete` (content goes with its last record). Each file is
-    /// checked once more just before it goes, so a message that names it meanwhile keeps it.
+    /// that nothing references, through `media.delete` (content goes with its last record), and tells `each`
+    /// of every one. Each file is checked once more just before it goes, so a message that names it
+    /// meanwhile keeps it.
     static func collect(
-        store: any ServerStore, media: any MediaStore, grace: Duration, now: Int64, dryRun: Bool
+        store: any ServerStore, media: any MediaStore, grace: Duration, now: Int64, dryRun: Bool, page: Int = page,
+        each: (File) -> Void = { _ in }
     ) async throws -> MediaCollection {
         guard let queries = store as? any MediaRetentionQueries else {
             throw MediaError(.unavailable, "this storage backend keeps no media records")
         }
         let graceMillis = max(0, grace.components.seconds * 1000 + grace.components.attoseconds / 1_000_000_000_000_000)
         let cutoff = now - graceMillis
-        var removed: [File] = []
+        var result = MediaCollection(dryRun: dryRun)
         var cursor: Cursor?
         while true {
             let files = try await queries.unreferencedMedia(createdAtOrBefore: cutoff, after: cursor, limit: page)
             for file in files {
-                if dryRun {
-                    removed.append(file)
-                } else if try await !queries.isMediaReferenced(file.id), try await media.delete(file.id) {
-                    removed.append(file)
+                if !dryRun {
+                    guard try await !queries.isMediaReferenced(file.id), try await media.delete(file.id) else { continue }
                 }
+                if result.files.count < listed { result.files.append(file) }
+                result.count += 1
+                result.bytes += file.size
+                each(file)
             }
             guard files.count == page, let last = files.last else { break }
             cursor = Cursor(createdAt: last.createdAt, id: last.id)
         }
-        return MediaCollection(files: removed, dryRun: dryRun)
+        return result
     }
 
     /// Opens the store `configuration` names (migrating it as a server would), collects, and closes it: what
-    /// `hookbot media gc` runs, beside a running server or not.
+    /// `hookbot media gc` runs, beside a running server or not. `each` hears of every file as it goes.
     public static func collect(
-        _ configuration: ServerConfiguration, grace: Duration? = nil, dryRun: Bool, logger: Logger
+        _ configuration: ServerConfiguration, grace: Duration? = nil, dryRun: Bool, logger: Logger,
+        each: (File) -> Void = { _ in }
     ) async throws -> MediaCollection {
         let store = try IMService.openStore(configuration, logger: logger)
         do {
@@ -93,7 +102,7 @@ public enum MediaRetention {
             }
             let result = try await collect(
                 store: store, media: media, grace: grace ?? configuration.media.retentionGrace, now: Identifiers.nowMillis(),
-                dryRun: dryRun)
+                dryRun: dryRun, each: each)
             await store.shutdown()
             return result
         } catch {
@@ -122,7 +131,7 @@ extension IMServer {
             dryRun: dryRun)
         if !dryRun {
             Counter(label: "hookbot_media_gc_runs_total", factory: telemetry.factory).increment()
-            Counter(label: "hookbot_media_gc_files_total", factory: telemetry.factory).increment(by: result.files.count)
+            Counter(label: "hookbot_media_gc_files_total", factory: telemetry.factory).increment(by: result.count)
             Counter(label: "hookbot_media_gc_bytes_total", factory: telemetry.factory).increment(by: Int(result.bytes))
         }
         return result
@@ -148,10 +157,10 @@ struct MediaRetentionService: Service {
                 try await Task.sleep(for: interval)
                 do {
                     let result = try await server.collectUnreferencedMedia()
-                    let level: Logger.Level = result.files.isEmpty ? .debug : .info
+                    let level: Logger.Level = result.count == 0 ? .debug : .info
                     logger.log(
                         level: level, "media gc: removed unreferenced files",
-                        metadata: ["files": "\(result.files.count)", "bytes": "\(result.bytes)"])
+                        metadata: ["files": "\(result.count)", "bytes": "\(result.bytes)"])
                 } catch {
                     logger.warning("media gc failed", metadata: ["error": "\(error)"])
                 }
