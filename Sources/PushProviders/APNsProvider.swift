@@ -104,6 +104,12 @@ public final class APNsProvider: PushProvider {
         if let collapseID = notification.collapseID, collapseID.utf8.count > 64 {
             throw PushError.invalidNotification("apns-collapse-id is at most 64 bytes, got \(collapseID.utf8.count)")
         }
+        if let collapseID = notification.collapseID,
+            collapseID.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
+            // It becomes a header: a line break in it would be refused by HTTP/2 or split the header block.
+            throw PushError.invalidNotification("apns-collapse-id has a control character")
+        }
         let body = Array(Self.payload(for: notification).jsonString().utf8)
         guard body.count <= Self.maxPayloadBytes else {
             throw PushError.payloadTooLarge("APNs payload is \(body.count) bytes, the limit is \(Self.maxPayloadBytes)")

@@ -223,6 +223,10 @@ final class APNsProviderTests: XCTestCase {
                 PushNotification(title: "t", collapseID: String(repeating: "c", count: 65)),
                 to: PushDevice(provider: "apns", token: self.token))
         }
+        await assertPushError(4707) {
+            try await apns.send(
+                PushNotification(title: "t", collapseID: "a\r\nauthorization: x"), to: PushDevice(provider: "apns", token: self.token))
+        }
         let requestCount = await server.requests().count
         XCTAssertEqual(requestCount, 0)
         XCTAssertThrowsError(
