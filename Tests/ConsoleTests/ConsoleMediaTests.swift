@@ -11,18 +11,22 @@ import Telemetry
 import XCTest
 
 /// The console's chat sends and shows files, in a real headless Chromium against an embedded server and
-/// its bot: a PNG picked with the file input and one dropped on the conversation are uploaded with a
-/// progress bar (`POST /media` with the page's session token) and sent as LeanCloud image messages, which
-/// an SDK client receives with the metadata the server computed; the page shows them as thumbnails in
-/// LeanCloud's `?imageView/2/w/320/h/320` form; a file over the upload limit shows 4601 in the chat; a voice
-/// message and a file from the SDK client become a player and a download link.
+/// its bot: PNGs picked with the file input, dropped on the conversation and pasted into the message box are
+/// uploaded with a progress bar (`POST /media` with the page's session token) and sent as LeanCloud image
+/// messages, which an SDK client receives with the metadata the server computed; the page shows them as
+/// thumbnails in LeanCloud's `?imageView/2/w/320/h/320` form; files over the upload limit or the quota show
+/// 4601 and 4602 in the chat; a voice message and a file from the SDK client become a player and a download
+/// link. Also a remote bot's console, and signed URLs that expire.
 final class ConsoleMediaTests: XCTestCase {
     func testUploadsByPickerAndDropAndReceivedAudioAndFileInTheBrowser() async throws {
         guard WebDriver.isInstalled else {
             if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
             throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
         }
-        let harness = try await ConsoleHarness.start { $0.serverMaxUploadMB = 1 }
+        let harness = try await ConsoleHarness.start {
+            $0.serverMaxUploadMB = 1
+            $0.serverMediaSettings.quotaBytes = 1 << 20
+        }
         let browser = try await WebDriver.start(width: 1280, height: 900)
         do {
             try await exercise(browser, harness)
@@ -107,18 +111,28 @@ final class ConsoleMediaTests: XCTestCase {
             return img.complete && img.naturalWidth === 320 && img.src === arguments[0]
             """, ["\(harness.base)/media/\(firstID)/sunset.png?imageView/2/w/320/h/320"])
 
-        // 3. Over the upload limit (1 MiB here): the chat shows the server's 4601 and its reason; nothing is sent.
-        try await drop(browser, name: "huge.bin", type: "application/octet-stream", base64: nil, on: "#chat-main")
-        try await browser.waitUntil(
-            "the upload refusal in the chat",
+        // 3. A picture pasted into the message box (a ClipboardEvent carrying a file, as a screenshot tool's).
+        let pasted = TestMedia.png(width: 40, height: 30)
+        let pastedShown = try await browser.script(
             """
-            const refused = [...document.querySelectorAll('#messages .message.blocked')].pop();
-            return refused?.querySelector('.error-code')?.textContent === '4601'
-              && (refused.querySelector('.error-reason')?.textContent || '').includes('limit')
-              && refused.textContent.includes('huge.bin')
-            """)
+            const data = new DataTransfer();
+            data.items.add(new File([Uint8Array.from(atob(arguments[0]), (c) => c.charCodeAt(0))], 'pasted.png', { type: 'image/png' }));
+            const event = new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true });
+            return !document.querySelector('#composer-text').dispatchEvent(event);
+            """, [pasted.base64EncodedString()])
+        XCTAssertEqual(pastedShown as? Bool, true, "the page takes the pasted file (the paste's default is prevented)")
+        let third = try await events.message(in: harness.hub.lobbyID)
+        try await checkFilled(try imageFile(third, caption: nil), bytes: pasted, name: "pasted.png", width: 40, height: 30, harness)
 
-        // 4. From the SDK client: a voice message and a file, each naming a stored file by objId only.
+        // 4. Refusals are shown in the chat with the server's code and reason, and nothing is sent: over the
+        // upload limit (1 MiB here) 4601, before the body is read; over Tom's quota (1 MiB, of which his
+        // three pictures use 595 KB) 4602.
+        try await drop(browser, name: "huge.bin", type: "application/octet-stream", base64: nil, zeros: 1536 * 1024, on: "#chat-main")
+        try await waitForRefusal(browser, of: "huge.bin", code: 4601, saying: "limit")
+        try await drop(browser, name: "more.bin", type: "application/octet-stream", base64: nil, zeros: 600_000, on: "#chat-main")
+        try await waitForRefusal(browser, of: "more.bin", code: 4602, saying: "quota")
+
+        // 5. From the SDK client: a voice message and a file, each naming a stored file by objId only.
         let voice = try await store(TestMedia.wav(seconds: 1), name: "voice.wav", owner: "Jerry", harness)
         _ = try await lobby.send(.audio(FileInfo(url: "", objId: voice)))
         let notes = Data("minutes of the meeting\n".utf8)
@@ -347,12 +361,14 @@ final class ConsoleMediaTests: XCTestCase {
             """, [original, "?imageView/2/w/320/h/320", shownWidth])
     }
 
-    /// Dispatches dragenter and drop events carrying one file (`base64` nil: 1.5 MiB of zeros) on `selector`;
+    /// Dispatches dragenter and drop events carrying one file (`base64` nil: `zeros` zero bytes) on `selector`;
     /// the drop overlay shows while the drag is over the conversation.
-    private func drop(_ browser: WebDriver, name: String, type: String, base64: String?, on selector: String) async throws {
+    private func drop(
+        _ browser: WebDriver, name: String, type: String, base64: String?, zeros: Int = 0, on selector: String
+    ) async throws {
         let overlaid = try await browser.script(
             """
-            const bytes = arguments[2] === null ? new Uint8Array(1536 * 1024)
+            const bytes = arguments[2] === null ? new Uint8Array(arguments[4])
               : Uint8Array.from(atob(arguments[2]), (c) => c.charCodeAt(0));
             const data = new DataTransfer();
             data.items.add(new File([bytes], arguments[0], { type: arguments[1] }));
@@ -361,8 +377,20 @@ final class ConsoleMediaTests: XCTestCase {
             const shown = !document.querySelector('#drop-overlay').hidden;
             target.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
             return shown && document.querySelector('#drop-overlay').hidden;
-            """, [name, type, base64 as Any? ?? NSNull(), selector])
+            """, [name, type, base64 as Any? ?? NSNull(), selector, zeros])
         XCTAssertEqual(overlaid as? Bool, true, "the drop overlay shows during the drag and goes at the drop")
+    }
+
+    /// The last refused upload in the chat is `name`'s, with `code` and a reason that says `saying`.
+    private func waitForRefusal(_ browser: WebDriver, of name: String, code: Int, saying: String) async throws {
+        try await browser.waitUntil(
+            "the refusal of \(name) in the chat",
+            """
+            const refused = [...document.querySelectorAll('#messages .message.blocked')].pop();
+            return refused?.querySelector('.error-code')?.textContent === String(arguments[1])
+              && (refused.querySelector('.error-reason')?.textContent || '').includes(arguments[2])
+              && refused.textContent.includes(arguments[0])
+            """, [name, code, saying])
     }
 
     /// Stores a file as `owner`'s directly in the server's media store; returns its id.

@@ -2006,13 +2006,20 @@ function wireChat() {
   document.addEventListener('visibilitychange', () => { if (!document.hidden) markReadSoon(); });
 }
 
-/** The file picker and drag-and-drop onto the conversation. */
+/** The file picker, drag-and-drop onto the conversation, and files pasted into the message box. */
 function wireUploads() {
   const input = $('#composer-file');
   $('#attach-button').addEventListener('click', () => input.click());
   input.addEventListener('change', () => {
     attachFiles(input.files);
     input.value = '';
+  });
+  // A picture pasted into the message box (a screenshot, say) is sent like a picked file.
+  $('#composer-text').addEventListener('paste', (event) => {
+    const files = event.clipboardData ? [...event.clipboardData.files] : [];
+    if (!files.length || $('#attach-button').disabled) return;
+    event.preventDefault();
+    attachFiles(files);
   });
   const area = $('#chat-main');
   const overlay = $('#drop-overlay');
