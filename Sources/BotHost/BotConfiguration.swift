@@ -430,10 +430,21 @@ extension ServerMediaSettings {
             guard ttl >= 1 else { throw file.error("server.url_ttl", "must be at least 1 (seconds)") }
             urlTTL = ttl
         }
+        if let grace = try r.duration("media_grace") { retentionGrace = grace }
+        if let interval = try r.duration("media_gc_interval") { retentionInterval = interval }
+        contentInDirectory = try r.bool("media_in_directory") ?? contentInDirectory
     }
 }
 
 extension ConfigReader {
+    /// A duration: seconds (an integer) or a string such as `"24h"` (`SettingValues.duration`).
+    fileprivate mutating func duration(_ key: String) throws -> Duration? {
+        guard let v = value(key) else { return nil }
+        if let integer = v.intValue, integer >= 0 { return .seconds(integer) }
+        if let text = v.stringValue, let duration = SettingValues.duration(text) { return duration }
+        throw file.error(keyPath(key), "must be seconds (0 or more) or a string such as \"30m\", \"24h\" or \"7d\"")
+    }
+
     /// A byte size: an integer (bytes) or a string such as `"100 MiB"` (`SettingValues.byteSize`); with
     /// `allowingNone`, `"none"` is 0.
     fileprivate mutating func size(_ key: String, allowingNone: Bool = false) throws -> Int64? {

@@ -21,6 +21,12 @@ public struct ServerMediaSettings: Sendable, Equatable {
     /// `signed_urls`: file URLs carry an expiry and an HMAC; `url_ttl`: how long they stay valid, in seconds.
     public var signedURLs = false
     public var urlTTL = 24 * 3600
+    /// `media_grace`: files nothing references are deleted once this old; `media_gc_interval`: how often
+    /// the server collects them (zero: only `hookbot media gc`).
+    public var retentionGrace: Duration = .seconds(24 * 3600)
+    public var retentionInterval: Duration = .seconds(3600)
+    /// `media_in_directory`: on PostgreSQL, keep file bytes in the media directory instead of the database.
+    public var contentInDirectory = false
 
     public init() {}
 }

@@ -13,5 +13,8 @@ extension MediaConfiguration {
         publicURL = settings.publicURL
         signedURLs = settings.signedURLs
         urlTTL = settings.urlTTL
+        retentionGrace = settings.retentionGrace
+        retentionInterval = settings.retentionInterval
+        contentInDirectory = settings.contentInDirectory
     }
 }

@@ -19,6 +19,20 @@ public enum SettingValues {
         return Int64(bytes)
     }
 
+    /// A duration: seconds (an integer, or a string `"90"`), or a number with `s`, `m`, `h` or `d`: `"90s"`,
+    /// `"30m"`, `"24h"`, `"7d"` (fractions allowed). Nil for anything else or a negative value.
+    public static func duration(_ text: String) -> Duration? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        var number = Substring(text.trimmingCharacters(in: .whitespaces))
+        var scale = 1.0
+        if let last = number.last, let unit = units[last] {
+            scale = unit
+            number = number.dropLast()
+        }
+        guard let value = Double(number), value.isFinite, value >= 0, value * scale < 1e12 else { return nil }
+        return .milliseconds(Int64((value * scale * 1000).rounded()))
+    }
+
     /// Why a value was refused.
     public struct Problem: Error, Sendable, CustomStringConvertible {
         public var description: String

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HookbotConfig
 import IMServer
 
 /// `hookbot media`: the server's stored files (docs/MEDIA.md).
@@ -28,7 +29,7 @@ struct MediaGCCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "warning"
 
     func run() async throws {
-        guard let grace = MediaRetention.duration(grace) else {
+        guard let grace = SettingValues.duration(grace) else {
             throw ValidationError("--grace takes seconds or a number with s, m, h or d (24h, 30m, 0), got '\(grace)'")
         }
         var configuration = ServerConfiguration()

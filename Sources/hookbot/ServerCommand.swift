@@ -38,6 +38,13 @@ struct ServerCommand: AsyncParsableCommand {
     var publicUrl: String?
     @Flag(help: "File URLs carry an expiry and a signature; downloads without a valid one answer 403.") var signedUrls = false
     @Option(help: "Seconds a signed file URL stays valid.") var urlTtl = 24 * 3600
+    @Option(
+        help: ArgumentHelp("Files no message or conversation references are deleted once this old (e.g. 24h, 30m).", valueName: "duration"))
+    var mediaGrace = "24h"
+    @Option(help: ArgumentHelp("How often unreferenced files are collected (e.g. 1h); 0: only hookbot media gc.", valueName: "duration"))
+    var mediaGcInterval = "1h"
+    @Flag(help: "With --database (PostgreSQL), keep file bytes in --media-dir (shared by the nodes) instead of the database.")
+    var mediaInDirectory = false
     @Flag(help: "Use PRAGMA synchronous=NORMAL instead of FULL (faster; a power loss may lose the last commits).")
     var relaxedSync = false
     @Option(help: "Seconds after sending during which a sender may recall a message.") var recallWindow = 120
@@ -153,6 +160,14 @@ extension ServerCommand {
         }
         settings.signedURLs = signedUrls
         settings.urlTTL = urlTtl
+        guard let grace = SettingValues.duration(mediaGrace) else {
+            throw ValidationError("--media-grace takes seconds or a number with s, m, h or d (24h, 30m), got '\(mediaGrace)'")
+        }
+        guard let interval = SettingValues.duration(mediaGcInterval) else {
+            throw ValidationError("--media-gc-interval takes seconds or a number with s, m, h or d (1h, 0), got '\(mediaGcInterval)'")
+        }
+        (settings.retentionGrace, settings.retentionInterval) = (grace, interval)
+        settings.contentInDirectory = mediaInDirectory
         media.apply(settings)
     }
 

@@ -1,6 +1,7 @@
 import BotHost
 import BotHub
 import Foundation
+import HookbotConfig
 import IMServer
 import XCTest
 
@@ -82,6 +83,33 @@ final class MediaConfigTests: XCTestCase {
     }
 
     /// BotHost repeats the server's defaults (it does not link the server): they must agree.
+    func testRetentionAndContentPlaceAreSettings() throws {
+        let settings = try BotConfiguration.parse("[server]\nmedia_grace = \"30m\"\nmedia_gc_interval = 0\nmedia_in_directory = true")
+            .serverMediaSettings
+        XCTAssertEqual(settings.retentionGrace, .seconds(1800))
+        XCTAssertEqual(settings.retentionInterval, .zero)
+        XCTAssertTrue(settings.contentInDirectory)
+        XCTAssertEqual(try BotConfiguration.parse("[server]\nmedia_grace = 90").serverMediaSettings.retentionGrace, .seconds(90))
+        XCTAssertThrowsError(try BotConfiguration.parse("[server]\nmedia_grace = \"1w\"")) { error in
+            XCTAssertEqual(
+                "\(error)", "hookbot.toml:2: server.media_grace: must be seconds (0 or more) or a string such as \"30m\", \"24h\" or \"7d\""
+            )
+        }
+        var configuration = MediaConfiguration()
+        configuration.apply(settings)
+        XCTAssertEqual(configuration.retentionGrace, .seconds(1800))
+        XCTAssertTrue(configuration.contentInDirectory)
+    }
+
+    func testDurationsAsSettingsTakeThem() {
+        XCTAssertEqual(SettingValues.duration("24h"), .seconds(86_400))
+        XCTAssertEqual(SettingValues.duration("90"), .seconds(90))
+        XCTAssertEqual(SettingValues.duration(" 1.5m "), .seconds(90))
+        XCTAssertEqual(SettingValues.duration("7d"), .seconds(7 * 86_400))
+        XCTAssertEqual(SettingValues.duration("0"), .zero)
+        for bad in ["", "h", "-1h", "soon", "1w", "1e20d", "nan"] { XCTAssertNil(SettingValues.duration(bad), bad) }
+    }
+
     func testTheBotHostsDefaultsAreTheServers() {
         var applied = MediaConfiguration()
         applied.quotaBytes = 1
@@ -93,6 +121,9 @@ final class MediaConfigTests: XCTestCase {
         applied.publicURL = "https://x.example"
         applied.signedURLs = true
         applied.urlTTL = 1
+        applied.retentionGrace = .seconds(1)
+        applied.retentionInterval = .zero
+        applied.contentInDirectory = true
         applied.apply(ServerMediaSettings())
         XCTAssertEqual(applied, MediaConfiguration())
     }

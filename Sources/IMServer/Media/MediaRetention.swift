@@ -42,20 +42,6 @@ public enum MediaRetention {
     /// Files a `MediaCollection` lists (it counts them all).
     public static let listed = 1000
 
-    /// A grace period or interval as settings and `hookbot media gc --grace` take it: `90` (seconds), `90s`,
-    /// `30m`, `24h`, `7d` (fractions allowed); nil for anything else or a negative value.
-    public static func duration(_ text: String) -> Duration? {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-        var number = Substring(text.trimmingCharacters(in: .whitespaces))
-        var scale = 1.0
-        if let last = number.last, let unit = units[last] {
-            scale = unit
-            number = number.dropLast()
-        }
-        guard let value = Double(number), value.isFinite, value >= 0, value * scale < 1e12 else { return nil }
-        return .milliseconds(Int64((value * scale * 1000).rounded()))
-    }
-
     /// Deletes (with `dryRun`, only lists) the files older than `grace` at `now` (milliseconds since 1970)
     /// that nothing references, through `media.delete` (content goes with its last record), and tells `each`
     /// of every one. Each file is checked once more just before it goes, so a message that names it
