@@ -132,9 +132,11 @@ final class ConsoleMediaTests: XCTestCase {
         try await drop(browser, name: "more.bin", type: "application/octet-stream", base64: nil, zeros: 600_000, on: "#chat-main")
         try await waitForRefusal(browser, of: "more.bin", code: 4602, saying: "quota")
 
-        // 5. From the SDK client: a voice message and a file, each naming a stored file by objId only.
+        // 5. From the SDK client: a voice message, a video and a file, each naming a stored file by objId only.
         let voice = try await store(TestMedia.wav(seconds: 1), name: "voice.wav", owner: "Jerry", harness)
         _ = try await lobby.send(.audio(FileInfo(url: "", objId: voice)))
+        let clip = try await store(TestMedia.mp4(seconds: 42), name: "clip.mp4", owner: "Jerry", harness)
+        _ = try await lobby.send(.video(FileInfo(url: "", objId: clip)))
         let notes = Data("minutes of the meeting\n".utf8)
         let notesID = try await store(notes, name: "notes.txt", owner: "Jerry", harness)
         _ = try await lobby.send(.file(FileInfo(url: "", objId: notesID)))
@@ -144,6 +146,14 @@ final class ConsoleMediaTests: XCTestCase {
             const audio = document.querySelector(`#messages .message[data-from="Jerry"] audio.player`);
             return !!audio && audio.src === arguments[0] && audio.readyState >= 1 && Math.abs(audio.duration - 1) < 0.05
             """, ["\(harness.base)/media/\(voice)/voice.wav"])
+        // (The clip is a header only, so it is not played; the player and what the server measured are shown.)
+        try await browser.waitUntil(
+            "the video's player",
+            """
+            const video = document.querySelector(`#messages .message[data-from="Jerry"] video.player`);
+            return !!video && video.src === arguments[0] && video.controls
+              && (video.closest('.attachment').querySelector('.file-details')?.textContent || '').includes('0:42')
+            """, ["\(harness.base)/media/\(clip)/clip.mp4"])
         try await browser.waitUntil(
             "the file's download link",
             """
@@ -441,6 +451,14 @@ enum TestMedia {
         let format = Array("fmt ".utf8) + le32(16) + le16(1) + le16(1) + le32(rate) + le32(rate * 2) + le16(2) + le16(16)
         let data = Array("data".utf8) + le32(bytes) + [UInt8](repeating: 0, count: Int(bytes))
         return Data(Array("RIFF".utf8) + le32(UInt32(4 + format.count + data.count)) + Array("WAVE".utf8) + format + data)
+    }
+
+    /// An MP4 header (ftyp, moov/mvhd with the duration at a 1000 Hz timescale) and no media.
+    static func mp4(seconds: Int) -> Data {
+        func box(_ type: String, _ body: [UInt8]) -> [UInt8] { be32(UInt32(8 + body.count)) + Array(type.utf8) + body }
+        let mvhd = box(
+            "mvhd", [0, 0, 0, 0] + be32(0) + be32(0) + be32(1000) + be32(UInt32(seconds * 1000)) + [UInt8](repeating: 0, count: 80))
+        return Data(box("ftyp", Array("isom".utf8) + be32(0) + Array("isommp41".utf8)) + box("moov", mvhd))
     }
 
     private static func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {

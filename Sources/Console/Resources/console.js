@@ -1478,9 +1478,9 @@ async function recall(rec, button) {
 // ---------- Composer
 
 const COMPOSER_HINTS = {
-  text: 'Enter sends · Shift+Enter starts a new line · attach or drop files to send them',
-  image: 'An image by URL (_lctype −2); the text is its caption.',
-  file: 'A file by URL (_lctype −6); the text is its caption.',
+  text: 'Enter sends · Shift+Enter starts a new line · attach, drop or paste files to send them',
+  image: 'An image kept elsewhere, by URL (_lctype −2); the text is its caption. The paperclip uploads one.',
+  file: 'A file kept elsewhere, by URL (_lctype −6); the text is its caption. The paperclip uploads one.',
   location: 'A location (_lctype −5); the text is its label.',
   custom: 'A custom type registered by a plugin; the text becomes _lctext.',
   cmd: 'A cmd message: the text is the action; online members only, never stored.',
