@@ -111,6 +111,23 @@ final class ConsoleMediaTests: XCTestCase {
             return img.complete && img.naturalWidth === 320 && img.src === arguments[0]
             """, ["\(harness.base)/media/\(firstID)/sunset.png?imageView/2/w/320/h/320"])
 
+        // Cancel, pressed while the upload is under way: the message leaves the list and nothing is sent (the
+        // next message Jerry gets is the pasted picture below). Whether the server kept the bytes depends on
+        // how far they got: a whole body already taken is an unreferenced file, which retention collects.
+        let cancelled = try await browser.script(
+            """
+            const data = new DataTransfer();
+            data.items.add(new File([new Uint8Array(100 * 1024)], 'cancelled.bin'));
+            document.querySelector('#messages').dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+            const button = [...document.querySelectorAll('#messages .message.uploading .upload-cancel')].pop();
+            button.click();
+            return !!button;
+            """)
+        XCTAssertEqual(cancelled as? Bool, true, "the uploading message has a Cancel button")
+        try await browser.waitUntil(
+            "the cancelled upload to leave the list",
+            "return ![...document.querySelectorAll('#messages .message')].some(m => m.textContent.includes('cancelled.bin'))")
+
         // 3. A picture pasted into the message box (a ClipboardEvent carrying a file, as a screenshot tool's).
         let pasted = TestMedia.png(width: 40, height: 30)
         let pastedShown = try await browser.script(
@@ -126,7 +143,7 @@ final class ConsoleMediaTests: XCTestCase {
 
         // 4. Refusals are shown in the chat with the server's code and reason, and nothing is sent: over the
         // upload limit (1 MiB here) 4601, before the body is read; over Tom's quota (1 MiB, of which his
-        // three pictures use 595 KB) 4602.
+        // three pictures use 595 KB, and the cancelled upload at most 100 KB) 4602.
         try await drop(browser, name: "huge.bin", type: "application/octet-stream", base64: nil, zeros: 1536 * 1024, on: "#chat-main")
         try await waitForRefusal(browser, of: "huge.bin", code: 4601, saying: "limit")
         try await drop(browser, name: "more.bin", type: "application/octet-stream", base64: nil, zeros: 600_000, on: "#chat-main")

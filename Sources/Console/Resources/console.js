@@ -437,6 +437,7 @@ const chat = {
   keepAlive: null,
   stick: true, // the message list follows new messages
   localSerial: 0,
+  uploads: new Set(), // XMLHttpRequests of uploads in flight (aborted at logout)
 };
 
 const serverNow = () => Date.now() + chat.skew;
@@ -584,6 +585,8 @@ function resetChat() {
   clearInterval(chat.keepAlive);
   Object.assign(chat, { st: null, current: null, room: null, roomCount: null });
   for (const map of [chat.conversations, chat.unread, chat.stores, chat.pendingReceipts, chat.acks]) map.clear();
+  for (const upload of chat.uploads) upload.abort();
+  chat.uploads.clear();
   chat.online.clear();
   $('#conversation-list').replaceChildren();
   $('#messages').replaceChildren();
@@ -1759,7 +1762,8 @@ async function uploadAndSend(file, cid, caption) {
     answer = await postMedia(file, rec);
   } catch (problem) {
     if (problem && problem.name === 'AbortError') {
-      store.list.splice(store.list.indexOf(rec), 1);
+      const index = store.list.indexOf(rec);
+      if (index >= 0) store.list.splice(index, 1);
       if (rec.node) rec.node.remove();
       return;
     }
@@ -1793,6 +1797,8 @@ function postMedia(file, rec) {
     if (!chat.st) { reject(new Error('This session has no session token to upload with; log in again.')); return; }
     const xhr = new XMLHttpRequest();
     rec.upload.xhr = xhr;
+    chat.uploads.add(xhr);
+    xhr.addEventListener('loadend', () => chat.uploads.delete(xhr));
     xhr.open('POST', new URL(`media?name=${enc(rec.upload.name)}`, serverBase()).href);
     xhr.setRequestHeader('X-LC-IM-Session-Token', chat.st);
     if (file.type) xhr.setRequestHeader('Content-Type', file.type);
