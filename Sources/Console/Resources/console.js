@@ -1784,7 +1784,6 @@ async function uploadAndSend(file, cid, caption) {
   const message = { _lctype: fileMessageType(answer.mime), _lcfile: { objId: answer.id, url: url ? url.href : answer.url, metaData } };
   if (caption) message._lctext = caption;
   rec.body = JSON.stringify(message);
-  rec.uploaded = rec.upload.size;
   rec.upload = null;
   rec.state = 'pending';
   refreshMessage(rec);
