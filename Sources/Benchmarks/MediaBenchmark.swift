@@ -38,6 +38,8 @@ struct MediaBenchmark {
     func run() async throws -> MediaBenchResult {
         let directory = root.appendingPathComponent("media")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Its 300 MB of uploads are not left behind in the temporary directory.
+        defer { try? FileManager.default.removeItem(at: directory) }
         // The fixtures first, before the server is measured: a 12-megapixel JPEG and a small one (libvips).
         let photo = try Self.noiseImage(directory.appendingPathComponent("photo-12mp.jpg"), width: 4000, height: 3000)
         let small = try Self.noiseImage(directory.appendingPathComponent("small.jpg"), width: 320, height: 240)
@@ -73,8 +75,8 @@ struct MediaBenchmark {
         // Large file: upload, then download, `rounds` times, each round a new content (no de-duplication).
         var uploads: [Double] = []
         var downloads: [Double] = []
-        var uploadMemory = RSSPhase()
-        var downloadMemory = RSSPhase()
+        var uploadCost = PhaseCost()
+        var downloadCost = PhaseCost()
         let chunk = Self.randomBuffer(1 << 20)
         for round in 0..<rounds {
             let watch = server.watchMemory()
@@ -83,14 +85,14 @@ struct MediaBenchmark {
                 http, base + "/media?name=large-\(round).bin", token: uploader.token,
                 body: Self.largeBody(chunk, bytes: largeBytes, round: round), length: largeBytes)
             uploads.append(Self.megabytesPerSecond(largeBytes, since: started))
-            uploadMemory.add(watch.finish())
+            uploadCost.add(watch.finish())
             guard let url = record["url"] as? String else { throw BenchError(message: "the upload answered no url: \(record)") }
 
             let readWatch = server.watchMemory()
             let readStarted = ContinuousClock.now
             let received = try await download(http, base + url)
             downloads.append(Self.megabytesPerSecond(largeBytes, since: readStarted))
-            downloadMemory.add(readWatch.finish())
+            downloadCost.add(readWatch.finish())
             guard received == largeBytes else { throw BenchError(message: "downloaded \(received) of \(largeBytes) bytes") }
         }
 
@@ -141,7 +143,7 @@ struct MediaBenchmark {
             return try await group.reduce(into: [Double]()) { $0.append($1) }
         }
         let burstSeconds = (ContinuousClock.now - burstStarted).milliseconds / 1000
-        let smallMemory = smallWatch.finish()
+        let smallCost = smallWatch.finish()
 
         return MediaBenchResult(
             server: "hookbot server child process (SQLite, media directory in a temporary directory), loopback HTTP/1.1",
@@ -149,13 +151,13 @@ struct MediaBenchmark {
                 bytes: largeBytes, rounds: rounds,
                 uploadMBPerSecond: Self.median(uploads), downloadMBPerSecond: Self.median(downloads),
                 uploadRoundsMBPerSecond: uploads, downloadRoundsMBPerSecond: downloads,
-                uploadServerRSSMB: uploadMemory, downloadServerRSSMB: downloadMemory),
+                uploadCost: uploadCost, downloadCost: downloadCost),
             thumbnail: ThumbnailBenchResult(
                 sourceWidth: 4000, sourceHeight: 3000, sourceBytes: photo.count, request: "imageView/2/w/200/h/150",
                 coldMs: LatencyStats(cold), repeatedMs: LatencyStats(warm)),
             smallUploads: SmallUploadsResult(
                 uploads: concurrentUploads, clients: clients, bytesEach: small.count, latencyMs: LatencyStats(latencies),
-                uploadsPerSecond: (Double(concurrentUploads) / max(burstSeconds, 0.001)).rounded(), serverRSSMB: smallMemory))
+                uploadsPerSecond: (Double(concurrentUploads) / max(burstSeconds, 0.001)).rounded(), serverCost: smallCost))
     }
 
     // MARK: HTTP
@@ -263,9 +265,9 @@ struct LargeFileResult: Encodable {
     var downloadMBPerSecond: Double
     var uploadRoundsMBPerSecond: [Double]
     var downloadRoundsMBPerSecond: [Double]
-    /// The server's resident size around the phase (over all rounds: the largest growth).
-    var uploadServerRSSMB: RSSPhase
-    var downloadServerRSSMB: RSSPhase
+    /// The server's memory and CPU in one round (the round whose resident size grew most).
+    var uploadCost: PhaseCost
+    var downloadCost: PhaseCost
 }
 
 struct ThumbnailBenchResult: Encodable {
@@ -286,22 +288,25 @@ struct SmallUploadsResult: Encodable {
     /// From each request's start to its whole answer, all started at once.
     var latencyMs: LatencyStats
     var uploadsPerSecond: Double
-    var serverRSSMB: RSSPhase
+    var serverCost: PhaseCost
 }
 
-/// The server's resident size, in MB (2^20 bytes): before a phase, its peak during it and after it.
-struct RSSPhase: Encodable {
-    var before: Double = 0
-    var peak: Double = 0
-    var after: Double = 0
+/// What one phase cost: the server's resident size in MB (2^20 bytes) before it, at its peak during it and
+/// after it, and the CPU seconds of the server's process and of the benchmark's own (the HTTP client).
+struct PhaseCost: Encodable {
+    var rssBeforeMB: Double = 0
+    var rssPeakMB: Double = 0
+    var rssAfterMB: Double = 0
     /// peak − before: what the phase made the server hold at once.
-    var growth: Double = 0
+    var rssGrowthMB: Double = 0
     /// How the peak was read: `VmHWM` (reset before the phase) or `sampled` (VmRSS every 5 ms).
     var peakFrom = "VmHWM"
+    var serverCPUSeconds: Double = 0
+    var benchCPUSeconds: Double = 0
 
     /// Keeps the phase with the largest growth.
-    mutating func add(_ other: RSSPhase) {
-        if other.growth >= growth || before == 0 { self = other }
+    mutating func add(_ other: PhaseCost) {
+        if other.rssGrowthMB >= rssGrowthMB || rssBeforeMB == 0 { self = other }
     }
 }
 
@@ -310,13 +315,16 @@ extension MediaBenchResult {
     var summaryLines: [String] {
         func mb(_ value: Double) -> String { String(format: "%.1f", value) }
         let large = self.large
+        func cpu(_ cost: PhaseCost) -> String { "cpu server \(cost.serverCPUSeconds) s, bench \(cost.benchCPUSeconds) s" }
         return [
-            "media: \(large.bytes / 1_000_000) MB upload \(mb(large.uploadMBPerSecond)) MB/s (server RSS +\(mb(large.uploadServerRSSMB.growth)) MB), "
-                + "download \(mb(large.downloadMBPerSecond)) MB/s (+\(mb(large.downloadServerRSSMB.growth)) MB)",
+            "media: \(large.bytes / 1_000_000) MB upload \(mb(large.uploadMBPerSecond)) MB/s (server RSS +\(mb(large.uploadCost.rssGrowthMB)) MB, "
+                + "\(cpu(large.uploadCost))), download \(mb(large.downloadMBPerSecond)) MB/s (+\(mb(large.downloadCost.rssGrowthMB)) MB, "
+                + "\(cpu(large.downloadCost)))",
             "media: thumbnail of \(thumbnail.sourceWidth)x\(thumbnail.sourceHeight) JPEG cold p50 \(thumbnail.coldMs.p50) ms "
                 + "max \(thumbnail.coldMs.max) ms, repeated p50 \(thumbnail.repeatedMs.p50) ms",
             "media: \(smallUploads.uploads) concurrent \(smallUploads.bytesEach / 1000) KB uploads p50 \(smallUploads.latencyMs.p50) ms "
-                + "p99 \(smallUploads.latencyMs.p99) ms, \(Int(smallUploads.uploadsPerSecond))/s",
+                + "p99 \(smallUploads.latencyMs.p99) ms, \(Int(smallUploads.uploadsPerSecond))/s (server RSS +\(mb(smallUploads.serverCost.rssGrowthMB)) MB, "
+                + "\(cpu(smallUploads.serverCost)))",
         ]
     }
 }
@@ -382,6 +390,8 @@ final class ServerProcess: Sendable {
 final class MemoryWatch: Sendable {
     let server: ServerProcess
     let before: Double
+    let serverCPU: Double
+    let benchCPU: Double
     let reset: Bool
     let sampled = Locked(0.0)
     let sampler: Task<Void, Never>
@@ -389,6 +399,8 @@ final class MemoryWatch: Sendable {
     init(server: ServerProcess) {
         self.server = server
         before = server.status("VmRSS")
+        serverCPU = ProcessCPU.seconds(pid: server.process.processIdentifier)
+        benchCPU = ProcessCPU.current()
         reset = (try? "5".write(toFile: "/proc/\(server.process.processIdentifier)/clear_refs", atomically: false, encoding: .utf8)) != nil
         let sampled = self.sampled
         sampler = Task {
@@ -400,14 +412,16 @@ final class MemoryWatch: Sendable {
         }
     }
 
-    func finish() -> RSSPhase {
+    func finish() -> PhaseCost {
         sampler.cancel()
         let after = server.status("VmRSS")
         let peak = reset ? server.status("VmHWM") : max(sampled.withLock { $0 }, after)
-        func round(_ value: Double) -> Double { (value * 10).rounded() / 10 }
-        return RSSPhase(
-            before: round(before), peak: round(peak), after: round(after), growth: round(max(0, peak - before)),
-            peakFrom: reset ? "VmHWM" : "sampled")
+        func round(_ value: Double, _ scale: Double = 10) -> Double { (value * scale).rounded() / scale }
+        return PhaseCost(
+            rssBeforeMB: round(before), rssPeakMB: round(peak), rssAfterMB: round(after), rssGrowthMB: round(max(0, peak - before)),
+            peakFrom: reset ? "VmHWM" : "sampled",
+            serverCPUSeconds: round(ProcessCPU.seconds(pid: server.process.processIdentifier) - serverCPU, 1000),
+            benchCPUSeconds: round(ProcessCPU.current() - benchCPU, 1000))
     }
 }
 
