@@ -328,6 +328,60 @@ final class MediaRetentionTests: XCTestCase {
         XCTAssertEqual(left.count, 0)
     }
 
+    /// A manager may delete a picture posted in the group they manage, but only while every conversation that
+    /// shows it is one they manage: a member who forwards it into a conversation of their own cannot delete it,
+    /// and that forward keeps the manager from deleting it too until it is recalled.
+    func testAManagerOfEveryConversationShowingAFileMayDeleteIt() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let (tom, tomToken) = try await login(server, "Tom")
+        let (jerry, jerryToken) = try await login(server, "Jerry")
+        let (_, spikeToken) = try await login(server, "Spike")
+        let group = try await tom.startConversation(members: ["Jerry", "Spike"])
+        var promote = Command(cmd: .conv, op: .memberInfoUpdate)
+        promote.cid = group
+        promote.targetClientId = "Spike"
+        promote.role = "Manager"
+        let promoted = try await tom.request(promote)
+        XCTAssertEqual(promoted.op, .memberInfoUpdated, "\(promoted)")
+        let picture = try await upload(server, token: tomToken, padding: 500)
+        let image = #"{"_lctype":-2,"_lcfile":{"objId":"\#(picture)"}}"#
+        try await send(image, from: tom, to: group)
+
+        // Jerry is a member of the group: no.
+        var reply = try await MediaRouteTests.call(server.port, "DELETE", "/media/\(picture)", token: jerryToken)
+        XCTAssertEqual(reply.status, 403)
+        XCTAssertEqual(reply.json["code"] as? Int, 4607)
+        // Jerry forwards it into a conversation he owns: still no (the group shows it too).
+        let own = try await jerry.startConversation(members: ["Tyke"])
+        let forward = try await send(image, from: jerry, to: own)
+        reply = try await MediaRouteTests.call(server.port, "DELETE", "/media/\(picture)", token: jerryToken)
+        XCTAssertEqual(reply.status, 403)
+        // Spike manages the group but not Jerry's conversation: no, through either API.
+        reply = try await MediaRouteTests.call(server.port, "DELETE", "/media/\(picture)", token: spikeToken)
+        XCTAssertEqual(reply.status, 403)
+        reply = try await MediaRouteTests.call(server.port, "DELETE", "/1.1/files/\(picture)", headers: ["X-LC-Session": spikeToken])
+        XCTAssertEqual(reply.status, 403, String(decoding: reply.body, as: UTF8.self))
+        let kept = try await exists(server, picture)
+        XCTAssertTrue(kept)
+
+        // Once the forward is recalled only the group shows it, and its manager removes it.
+        try await patch(jerry, cid: own, ack: forward, recall: true)
+        reply = try await MediaRouteTests.call(server.port, "DELETE", "/1.1/files/\(picture)", headers: ["X-LC-Session": spikeToken])
+        XCTAssertEqual(reply.status, 200, String(decoding: reply.body, as: UTF8.self))
+        let gone = try await exists(server, picture)
+        XCTAssertFalse(gone)
+        // The owner of the group may delete a file shown only there, through /media as well.
+        let second = try await upload(server, token: tomToken, padding: 501)
+        try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(second)"}}"#, from: jerry, to: group)
+        reply = try await MediaRouteTests.call(server.port, "DELETE", "/media/\(second)", token: tomToken)
+        XCTAssertEqual(reply.status, 200)
+        // A file no conversation shows stays its uploader's alone.
+        let loose = try await upload(server, token: jerryToken, padding: 502)
+        reply = try await MediaRouteTests.call(server.port, "DELETE", "/media/\(loose)", token: tomToken)
+        XCTAssertEqual(reply.status, 403)
+    }
+
     func testReferencesAreFoundWithoutParsing() {
         let id = "abcDEF012_-xyzXYZ789abc"
         XCTAssertEqual(MediaReferences.ids(in: "plain text, no file"), [])

@@ -121,8 +121,14 @@ enum LeanCloudFilesRoute {
                     }
                     throw LeanCloudFilesError.notFound("no file \(id)")
                 }
-                let allowed = caller.mayDelete(owner: record.owner)
-                guard allowed else { throw LeanCloudFilesError.forbidden("only the uploader of \(id) or the master key may delete it") }
+                var allowed = caller.mayDelete(owner: record.owner)
+                if !allowed, case .client(let clientID) = caller {
+                    allowed = try await service.mayDelete(media: id, owner: record.owner, by: clientID)
+                }
+                guard allowed else {
+                    throw LeanCloudFilesError.forbidden(
+                        "only the uploader of \(id), the master key, or a manager of every conversation that shows it may delete it")
+                }
                 _ = try await media.delete(id)
                 return HTTPJSON.response(.ok, [String: JSONValue]())
             }

@@ -224,8 +224,10 @@ enum MediaRoute {
         let who = try await caller(request, service: service)
         let id = context.parameters.get("id") ?? ""
         guard let record = try await media.record(id) else { throw MediaError(.notFound, "no file \(id)") }
-        guard who.isEmpty || who == record.owner else {
-            throw MediaError(.forbidden, "only the uploader of \(id) or the operator may delete it")
+        let allowed = try await who.isEmpty ? true : service.mayDelete(media: id, owner: record.owner, by: who)
+        guard allowed else {
+            throw MediaError(
+                .forbidden, "only the uploader of \(id), the operator, or a manager of every conversation that shows it may delete it")
         }
         guard try await media.delete(id) else { throw MediaError(.notFound, "no file \(id)") }
         return HTTPJSON.response(.ok, ["deleted": JSONValue.string(id)])

@@ -102,6 +102,10 @@ extension PostgresStore: MediaRetentionQueries {
         }
     }
 
+    func conversationsNamingMedia(_ id: String) async throws -> [String] {
+        try await fetch("SELECT DISTINCT cid FROM media_refs WHERE media_id = \(id) ORDER BY cid").map { try $0.decode(String.self) }
+    }
+
     func isMediaReferenced(_ id: String) async throws -> Bool {
         try await fetch("SELECT EXISTS (SELECT 1 FROM media_refs WHERE media_id = \(id))").first?.decode(Bool.self) ?? false
     }

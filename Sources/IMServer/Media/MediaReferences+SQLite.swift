@@ -76,6 +76,12 @@ extension SQLiteStore: MediaRetentionQueries {
         }
     }
 
+    func conversationsNamingMedia(_ id: String) async throws -> [String] {
+        try await db.read { db in
+            try String.fetchAll(db, sql: "SELECT DISTINCT cid FROM media_refs WHERE media_id = ? ORDER BY cid", arguments: [id])
+        }
+    }
+
     func isMediaReferenced(_ id: String) async throws -> Bool {
         try await db.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM media_refs WHERE media_id = ?)", arguments: [id])
         }

@@ -103,6 +103,8 @@ protocol MediaRetentionQueries: Sendable {
     /// Files created at or before `cutoff` with no reference, after `after` in (created_at, id) order.
     func unreferencedMedia(createdAtOrBefore cutoff: Int64, after: MediaRetention.Cursor?, limit: Int) async throws -> [MediaRetention.File]
     func isMediaReferenced(_ id: String) async throws -> Bool
+    /// The conversations whose messages or attributes name the file (for managers' deletes).
+    func conversationsNamingMedia(_ id: String) async throws -> [String]
 }
 
 extension IMServer {
