@@ -36,7 +36,11 @@ struct SQLiteMediaRecords: MediaRecordTable {
     }
 
     func find(_ id: String) async throws -> MediaRecord? {
-        try await db.read { db in try Row.fetchOne(db, sql: "SELECT * FROM media_files WHERE id = ?", arguments: [id]).map(Self.record) }
+        // Cached statements (here and below): prepared once per connection, not parsed and authorised on every
+        // upload.
+        try await db.read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM media_files WHERE id = ?"), arguments: [id]).map(Self.record)
+        }
     }
 
     func usage(owner: String) async throws -> Int64 { try await SQLiteMediaTransaction(db: db).usage(owner: owner) }
@@ -75,15 +79,15 @@ struct SQLiteMediaTransaction: MediaTransaction {
 
     static func insertRow(_ record: MediaRecord, _ db: Database) throws {
         let m = record.metadata
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO media_files (id, owner, name, declared_mime, size, sha256, mime, format, width, height, duration, created_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [
-                record.id, record.owner, record.name, record.declaredMIME, m.size, m.sha256, m.mime, m.format, m.width, m.height,
-                m.duration, record.createdAt,
-            ])
+                """
+        ).execute(arguments: [
+            record.id, record.owner, record.name, record.declaredMIME, m.size, m.sha256, m.mime, m.format, m.width, m.height,
+            m.duration, record.createdAt,
+        ])
     }
 
     func remove(_ id: String) async throws -> MediaRecord? {
@@ -100,7 +104,9 @@ struct SQLiteMediaTransaction: MediaTransaction {
 
     func usage(owner: String) async throws -> Int64 {
         try await db.read { db in
-            try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM media_files WHERE owner = ?", arguments: [owner]) ?? 0
+            try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT COALESCE(SUM(size), 0) FROM media_files WHERE owner = ?"), arguments: [owner])
+                ?? 0
         }
     }
 }
