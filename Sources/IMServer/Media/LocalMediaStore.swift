@@ -91,7 +91,8 @@ final class LocalMediaContent: MediaContent {
 /// One upload into `tmp/<uuid>`: 256 KiB writes on NIO's thread pool; renamed into `objects/` at commit.
 /// Used by one upload at a time, hence unchecked.
 ///
-/// The buffers are written as they came from the connection (no copy into one buffer, then into a `Data`).
+/// Received buffers are gathered into one (a copy in cache) and written with one `write(2)` each 256 KiB, not
+/// copied again into a `Data` first.
 /// The final `fsync` runs on `syncPool`, not on NIO's thread pool (one thread a core): many uploads' fsyncs
 /// then wait side by side, and the filesystem's journal commits them together, instead of two at a time
 /// with every other file operation queued behind them.
@@ -99,8 +100,7 @@ private final class LocalContentWriter: MediaContentWriter, @unchecked Sendable 
     let content: LocalMediaContent
     let temp: String
     let handle: FileHandle
-    var pending: [ByteBuffer] = []
-    var pendingBytes = 0
+    var pending = ByteBuffer()
     var closed = false
 
     /// Threads that only wait in `fsync` (no CPU): enough for a burst of small uploads to sync together.
@@ -117,35 +117,32 @@ private final class LocalContentWriter: MediaContentWriter, @unchecked Sendable 
     }
 
     func write(_ buffer: ByteBuffer) async throws {
-        pending.append(buffer)
-        pendingBytes += buffer.readableBytes
-        if pendingBytes >= LocalMediaContent.writeChunk { try await flush() }
+        var buffer = buffer
+        pending.writeBuffer(&buffer)
+        if pending.readableBytes >= LocalMediaContent.writeChunk { try await flush() }
     }
 
     private func flush() async throws {
-        guard pendingBytes > 0 else { return }
-        let (buffers, descriptor) = (pending, handle.fileDescriptor)
-        pending = []
-        pendingBytes = 0
+        guard pending.readableBytes > 0 else { return }
+        let (buffer, descriptor) = (pending, handle.fileDescriptor)
         do {
-            try await NIOThreadPool.singleton.runIfActive { try Self.write(buffers, to: descriptor) }
+            try await NIOThreadPool.singleton.runIfActive { try Self.write(buffer, to: descriptor) }
         } catch {
             throw MediaError(.storageFailed, "writing the upload failed (disk full?): \(error.localizedDescription)")
         }
+        pending.clear()
     }
 
-    private static func write(_ buffers: [ByteBuffer], to descriptor: Int32) throws {
-        for buffer in buffers {
-            try buffer.withUnsafeReadableBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = posixWrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-                    }
-                    offset += written
+    private static func write(_ buffer: ByteBuffer, to descriptor: Int32) throws {
+        try buffer.withUnsafeReadableBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = posixWrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
                 }
+                offset += written
             }
         }
     }
