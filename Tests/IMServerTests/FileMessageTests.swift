@@ -39,7 +39,7 @@ final class FileMessageTests: XCTestCase {
         // Only the objId and a wrong width (and a url elsewhere): the server's values replace them.
         let sent =
             #"{"_lctype":-2,"_lctext":"look","_lcfile":{"objId":"\#(id)","url":"http://127.0.0.1:\#(server.port)/x.png","#
-            + #""metaData":{"width":9999,"name":"evil.exe"}}}"#
+            + #""metaData":{"width":9999,"name":"evil.exe","owner":"Jerry"}}}"#
         let ack = try await send(sent, from: tom, to: cid)
         let received = try await jerry.nextMessage()
         let history = try required(try await jerry.history(cid).logs?.first)
@@ -57,6 +57,8 @@ final class FileMessageTests: XCTestCase {
             XCTAssertEqual(meta["size"] as? Int, png.count)
             XCTAssertEqual(meta["format"] as? String, "png")
             XCTAssertEqual(meta["name"] as? String, "cat.png")
+            // The uploader, as GET /1.1/files answers it, not the sender's claim.
+            XCTAssertEqual(meta["owner"] as? String, "Tom")
             XCTAssertNil(meta["duration"])
             let object = try JSONSerialization.jsonObject(with: Data(try XCTUnwrap(text).utf8)) as? [String: Any]
             XCTAssertEqual(object?["_lctext"] as? String, "look")

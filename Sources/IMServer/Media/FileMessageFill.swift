@@ -61,6 +61,9 @@ enum FileMessageFill {
         if case .object(let given) = file["metaData"] { meta = given }
         let m = record.metadata
         meta["name"] = .string(record.name)
+        // The uploader, as `GET /1.1/files` answers it ("unknown" for the operator or the app key, as LeanCloud's
+        // storage SDK writes when no user is logged in): never the sender's claim.
+        meta["owner"] = .string(record.owner.isEmpty ? "unknown" : record.owner)
         meta["size"] = .int(Int(m.size))
         meta["format"] = m.format.map { .string($0) }
         meta["width"] = m.width.map { .int($0) }
