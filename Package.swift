@@ -146,7 +146,7 @@ let package = Package(
             name: "BotHub",
             dependencies: ["BotHost", "IMClient", "IMCore", "IMServer", .product(name: "Logging", package: "swift-log")]
         ),
-        // The benchmark workloads of `hookbot bench` (hook dispatch, ping-pong, moderation, fan-out, RSS):
+        // The benchmark workloads of `hookbot bench` (hook dispatch, ping-pong, moderation, fan-out, RSS, media):
         // only the command-line tool links them.
         .target(
             name: "Benchmarks",
