@@ -178,9 +178,11 @@ public final class IMServer: Sendable {
         wsConfig.autoPing = .enabled(timePeriod: configuration.pingInterval)
         let connectionGuard = connectionGuard
         let certificates = certificates
+        let maxUploadBytes = configuration.media.maxUploadBytes
         let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
             http1: .init(
-                additionalChannelHandlers: [FirstRequestArrived(connectionGuard)], idleTimeout: TimeAmount(configuration.httpIdleTimeout)),
+                additionalChannelHandlers: [FirstRequestArrived(connectionGuard), ExpectContinue(maxBodyBytes: maxUploadBytes)],
+                idleTimeout: TimeAmount(configuration.httpIdleTimeout)),
             ws: wsConfig)
         let server = HTTPServerBuilder { responder -> any ServerChildChannel in
             let http = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: channelConfiguration) {
