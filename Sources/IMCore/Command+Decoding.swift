@@ -11,6 +11,7 @@ extension Command {
         case next, srcCid, toPids, blockedPids, duration, all, targetClientId, role
         case binaryMsg, patchTimestamp
         case flag, will, tIncluded, ttIncluded, lctype, queryAllMembers, maxReadTuples, lastPatchTime
+        case deviceToken, device, devices
     }
 
     public init(from decoder: any Decoder) throws {
@@ -109,6 +110,9 @@ extension Command {
             case .queryAllMembers: queryAllMembers = try container.decodeIfPresent(Bool.self, forKey: .queryAllMembers)
             case .maxReadTuples: maxReadTuples = try container.decodeIfPresent([MaxReadTuple].self, forKey: .maxReadTuples)
             case .lastPatchTime: lastPatchTime = try container.decodeIfPresent(Int64.self, forKey: .lastPatchTime)
+            case .deviceToken: deviceToken = try container.decodeIfPresent(String.self, forKey: .deviceToken)
+            case .device: device = try container.decodeIfPresent(JSONValue.self, forKey: .device)
+            case .devices: devices = try container.decodeIfPresent(JSONValue.self, forKey: .devices)
             }
         }
     }

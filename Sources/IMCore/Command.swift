@@ -5,6 +5,8 @@ public enum CommandType: String, Sendable, Codable, CaseIterable {
     case blacklist
     /// Interceptor hook requests and verdicts (server ⇄ bot host).
     case hook
+    /// Push devices of the logged-in client (`add`, `remove`, `query`; Hookbot's, docs/PUSH.md "Devices").
+    case device
 }
 
 /// The operation of a command (`op`).
@@ -198,6 +200,14 @@ public struct Command: Sendable, Codable, Equatable {
     public var maxReadTuples: [MaxReadTuple]?
     /// In `session open`: the newest patch time the client has seen; patches after it are pushed.
     public var lastPatchTime: Int64?
+
+    // Push devices (docs/PUSH.md, "Devices").
+    /// In `session open`: the device's push token (LeanCloud's field: an APNs token from the iOS SDK, else FCM).
+    public var deviceToken: String?
+    /// In `device add` / `remove` and their replies: one device (`provider`, `token`, `deviceId`, `keys`).
+    public var device: JSONValue?
+    /// In the reply to `device query`: the client's devices.
+    public var devices: JSONValue?
 
     public init(cmd: CommandType, op: OpType? = nil, i: Int? = nil) {
         self.cmd = cmd

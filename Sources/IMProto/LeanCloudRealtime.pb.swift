@@ -62,6 +62,9 @@ public nonisolated enum LCProtoCommandType: Int, SwiftProtobuf.Enum, Swift.CaseI
   case blacklist = 20
   case goaway = 21
 
+  /// Hookbot's push devices (docs/PUSH.md); far from LeanCloud's numbers.
+  case device = 100
+
   public init() {
     self = .session
   }
@@ -2416,7 +2419,7 @@ public nonisolated struct LCProtoGenericCommand: @unchecked Sendable {
 fileprivate nonisolated let _protobuf_package = "hookbot.leancloud"
 
 nonisolated extension LCProtoCommandType: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0session\0\u{1}conv\0\u{1}direct\0\u{1}ack\0\u{1}rcp\0\u{1}unread\0\u{1}logs\0\u{1}error\0\u{1}login\0\u{1}data\0\u{1}room\0\u{1}read\0\u{1}presence\0\u{1}report\0\u{1}echo\0\u{1}loggedin\0\u{1}logout\0\u{1}loggedout\0\u{1}patch\0\u{1}pubsub\0\u{1}blacklist\0\u{1}goaway\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0session\0\u{1}conv\0\u{1}direct\0\u{1}ack\0\u{1}rcp\0\u{1}unread\0\u{1}logs\0\u{1}error\0\u{1}login\0\u{1}data\0\u{1}room\0\u{1}read\0\u{1}presence\0\u{1}report\0\u{1}echo\0\u{1}loggedin\0\u{1}logout\0\u{1}loggedout\0\u{1}patch\0\u{1}pubsub\0\u{1}blacklist\0\u{1}goaway\0\u{2}\u{4F}\u{1}device\0")
 }
 
 nonisolated extension LCProtoOpType: SwiftProtobuf._ProtoNameProviding {

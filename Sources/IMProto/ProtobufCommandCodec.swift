@@ -167,7 +167,7 @@ public struct ProtobufCommandCodec: Sendable {
         case .blacklist: g.blacklistMessage = blacklistMessage(command)
         case .echo:
             if command.serverTs == nil, let t = command.t { g.serverTs = t }
-        case .goaway, .hook: break
+        case .goaway, .hook, .device: break
         }
         return g
     }
@@ -189,6 +189,7 @@ public struct ProtobufCommandCodec: Sendable {
         if let v = c.sessionPeerIds { s.sessionPeerIds = v }
         if let v = c.onlineSessionPeerIds { s.onlineSessionPeerIds = v }
         if let v = c.lastPatchTime { s.lastPatchTime = v }
+        if let v = c.deviceToken { s.deviceToken = v }
         return s
     }
 
@@ -470,6 +471,7 @@ public struct ProtobufCommandCodec: Sendable {
                 if !s.sessionPeerIds.isEmpty { c.sessionPeerIds = s.sessionPeerIds }
                 if !s.onlineSessionPeerIds.isEmpty { c.onlineSessionPeerIds = s.onlineSessionPeerIds }
                 if s.hasLastPatchTime { c.lastPatchTime = s.lastPatchTime }
+                if s.hasDeviceToken { c.deviceToken = s.deviceToken }
             }
         case .error:
             if g.hasErrorMessage {
@@ -616,7 +618,7 @@ public struct ProtobufCommandCodec: Sendable {
                 c.t = g.serverTs
                 c.serverTs = nil
             }
-        case .goaway, .hook:
+        case .goaway, .hook, .device:
             break
         }
         return [c]

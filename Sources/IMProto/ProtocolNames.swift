@@ -5,7 +5,7 @@ enum ProtocolNames {
     static let lcCommand: [CommandType: LCProtoCommandType] = [
         .session: .session, .conv: .conv, .direct: .direct, .ack: .ack, .rcp: .rcp, .unread: .unread,
         .logs: .logs, .error: .error, .read: .read, .patch: .patch, .echo: .echo, .goaway: .goaway,
-        .blacklist: .blacklist,
+        .blacklist: .blacklist, .device: .device,
     ]
 
     static let modelCommand: [LCProtoCommandType: CommandType] = Dictionary(

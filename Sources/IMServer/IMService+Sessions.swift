@@ -38,7 +38,9 @@ extension IMService {
             generation = claimed
         }
         let token = try await tokens.issue(for: clientID)
-        connection.setIdentity(.init(clientID: clientID, tag: tag, deviceID: deviceID, sessionToken: token, tagGeneration: generation))
+        let pushToken = try await registerLoginDevice(command, clientID: clientID)
+        connection.setIdentity(
+            .init(clientID: clientID, tag: tag, deviceID: deviceID, sessionToken: token, tagGeneration: generation, deviceToken: pushToken))
         // The reply goes out before the session is registered, so a racing login that takes the tag kicks
         // it only after it was told it had opened.
         var opened = Command(cmd: .session, op: .opened, i: command.i)

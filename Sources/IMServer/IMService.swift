@@ -142,6 +142,7 @@ final class IMService: Sendable {
         case (.session, .close?):
             // A session that logs itself out cannot be resumed with its token.
             if let token = identity.sessionToken { try await tokens.revoke(token) }
+            try await removeLoginDevice(of: identity)
             connection.send(Command(cmd: .session, op: .closed, i: command.i))
             connectionClosed(connection)
             connection.close()
@@ -175,6 +176,8 @@ final class IMService: Sendable {
             try await patchMessage(command, by: identity.clientID, on: connection)
         case (.read, _):
             try await markRead(command, by: identity.clientID, on: connection)
+        case (.device, _):
+            try await handleDevice(command, by: identity, on: connection)
         case (.hook, .verdict?):
             guard interceptors.isInterceptor(identity.clientID) else {
                 throw IMError(.notInterceptor, "\(identity.clientID) is not a configured interceptor")

@@ -473,7 +473,7 @@ final class JSONCodecTests: XCTestCase {
             if !Mirror(reflecting: full).children.contains(where: { Self.isNil($0.value) }) { break }
         }
         let labels = Mirror(reflecting: full).children.map { $0.label! }
-        XCTAssertEqual(labels.count, 90)
+        XCTAssertEqual(labels.count, 93)
         let text = codec.encode(full)
         XCTAssertEqual(Self.topLevelKeys(text), labels)
         XCTAssertEqual(try foundationDecode(text), full)
@@ -711,6 +711,9 @@ final class JSONCodecTests: XCTestCase {
             }
         }
         c.lastPatchTime = maybe(&rng, randomInt64)
+        c.deviceToken = maybe(&rng, randomString)
+        c.device = maybe(&rng, randomNonNullValue)
+        c.devices = maybe(&rng, randomNonNullValue)
         return c
     }
 

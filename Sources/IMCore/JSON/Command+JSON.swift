@@ -275,6 +275,7 @@ extension Command {
         "next", "srcCid", "toPids", "blockedPids", "duration", "all", "targetClientId", "role",
         "binaryMsg", "patchTimestamp",
         "flag", "will", "tIncluded", "ttIncluded", "lctype", "queryAllMembers", "maxReadTuples", "lastPatchTime",
+        "deviceToken", "device", "devices",
     ])
 
     /// Decodes the members of the frame's object (the reader is past its `{`).
@@ -374,6 +375,9 @@ extension Command {
             case 87: self.queryAllMembers = errors.take(try reader.decodeBool(), 87)
             case 88: self.maxReadTuples = errors.take(try reader.decodeArray(MaxReadTuple.decodeJSON), 88)
             case 89: self.lastPatchTime = errors.take(try reader.decodeInt64(), 89)
+            case 90: self.deviceToken = errors.take(try reader.decodeString(), 90)
+            case 91: self.device = errors.take(try reader.decodeAny(), 91)
+            case 92: self.devices = errors.take(try reader.decodeAny(), 92)
             default: try reader.skipValue()
             }
         } while try reader.nextMember()
@@ -713,6 +717,18 @@ extension Command {
         if let v = self.lastPatchTime {
             out.appendJSONRaw(#","lastPatchTime":"#)
             out.appendJSONInt(v)
+        }
+        if let v = self.deviceToken {
+            out.appendJSONRaw(#","deviceToken":"#)
+            out.appendJSONString(v)
+        }
+        if let v = self.device {
+            out.appendJSONRaw(#","device":"#)
+            out.appendJSONValue(v)
+        }
+        if let v = self.devices {
+            out.appendJSONRaw(#","devices":"#)
+            out.appendJSONValue(v)
         }
     }
 }

@@ -28,6 +28,8 @@ final class Connection: Sendable {
         /// How many times the tag had been taken when this login took it: in a cluster, a login of the same
         /// tag with a higher number on another node closes this one.
         var tagGeneration: Int64 = 0
+        /// The push token this login registered (`deviceToken`), removed again when the session closes itself.
+        var deviceToken: String? = nil
     }
 
     private struct State {

@@ -201,6 +201,7 @@ enum PostgresSchema {
             Migration(version: 7, name: "media-content", statements: PostgresMediaContent.tables(schema: s)),
             Migration(version: 8, name: "media-refs", statements: MediaReferences.tables(schema: s)),
             Migration(version: 9, name: "media-external", statements: PostgresExternalFiles.tables(schema: s)),
+            Migration(version: 10, name: "push-devices", statements: PostgresPushDevices.tables(schema: s)),
         ]
     }
 }

@@ -158,6 +158,7 @@ enum SQLiteSchema {
         migrator.registerMigration("v10-media-files") { db in try SQLiteMediaRecords.create(db) }
         migrator.registerMigration("v11-media-refs") { db in try MediaReferences.create(db) }
         migrator.registerMigration("v12-media-external") { db in try SQLiteExternalFiles.create(db) }
+        migrator.registerMigration("v13-push-devices") { db in try SQLitePushDevices.create(db) }
         return migrator
     }
 }
