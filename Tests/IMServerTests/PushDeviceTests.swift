@@ -121,6 +121,9 @@ final class PushDeviceTests: XCTestCase {
             ])
         XCTAssertEqual(added.op, .added, "\(added)")
         XCTAssertEqual(added.device?.objectValue?["token"], .string(endpoint))
+        // What docs/PROTOCOL.md shows for `device added`.
+        XCTAssertEqual(
+            added.device?.objectValue?.keys.sorted(), ["createdAt", "deviceId", "keys", "provider", "token", "updatedAt"])
         try await mustAdd(tom, ["provider": "webhook", "token": "tom@gateway"])
         try await mustAdd(tom, ["provider": "unifiedpush", "token": "https://ntfy.sh/upAbC123?up=1"])
         try await mustAdd(tom, ["provider": "fcm", "token": .string(Self.fcmToken), "deviceId": "pixel"])
