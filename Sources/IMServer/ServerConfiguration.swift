@@ -76,6 +76,9 @@ public struct ServerConfiguration: Sendable {
     /// Uploaded files (`POST /media`): where, how large, how much per client. See `MediaConfiguration`.
     public var media = MediaConfiguration()
 
+    /// Offline push: providers, templates, the queue. See `PushConfiguration` and docs/PUSH.md.
+    public var push = PushConfiguration()
+
     public init() {}
 
     /// Checks settings the server cannot start with; the error names the setting.
