@@ -111,7 +111,7 @@ let package = Package(
         .target(
             name: "BotHost",
             dependencies: [
-                "IMCore", "IMClient", "HookRuntime", "BotRouting", "HookbotConfig",
+                "IMCore", "IMClient", "HookRuntime", "BotRouting", "HookbotConfig", "PushProviders",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -198,7 +198,11 @@ let package = Package(
             path: "Tests/Support"),
         .testTarget(
             name: "BotHostTests",
-            dependencies: ["BotHost", "BotHub", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport"]),
+            dependencies: [
+                "BotHost", "BotHub", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport", "PushProviders",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]),
         .testTarget(
             name: "ConsoleTests",
             dependencies: [

@@ -79,6 +79,8 @@ public struct BotConfiguration: Sendable {
     public var webhookMaxBytes = 1 << 20
     /// What each plugin may reach with `ctx.http` (`[http.<plugin>]`); unlisted plugins reach nothing.
     public var httpPolicies: [String: HTTPPolicy] = [:]
+    /// Offline push (`[push]`, `[push.<provider>]`): the embedded server's providers, templates and queue.
+    public var push = PushSettings()
 
     public init() {}
 
@@ -273,6 +275,9 @@ public struct BotConfiguration: Sendable {
                 try r.finish()
                 config.httpPolicies[plugin] = policy
             }
+        }
+        if let push = try reader.table("push") {
+            config.push = try PushSettings.parse(push, file: file, base: base)
         }
         if let webhooks = try reader.table("webhooks") {
             for (plugin, secret) in webhooks.sorted(by: { $0.key < $1.key }) {

@@ -39,6 +39,7 @@ public final class EmbeddedHub: Sendable {
         server.media.directory = configuration.serverMedia
         server.media.maxUploadBytes = Int64(configuration.serverMaxUploadMB) << 20
         server.media.apply(configuration.serverMediaSettings)
+        server.push.apply(configuration.push)
         server.synchronousFull = configuration.serverSynchronousFull
         server.appID = configuration.appID
         server.masterKey = configuration.masterKey

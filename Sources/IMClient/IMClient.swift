@@ -169,6 +169,7 @@ public actor IMClient {
         open.peerId = clientId
         open.tag = tag
         open.deviceId = deviceId
+        open.deviceToken = options.deviceToken
         open.r = reopen ? true : nil
         open.ua = "hookbot-swift-sdk/1"
         var rejoin: Command?

@@ -37,6 +37,10 @@ public struct IMClientOptions: Sendable {
     /// The server's HTTP address for media uploads and downloads (`http(s)://host:port`, a proxy's path
     /// prefix allowed); nil: from `url`, `ws` becoming `http` and `wss` `https`, same host and port.
     public var mediaBaseURL: String?
+    /// The device's push token (an APNs device token, an FCM registration token), sent in `session open` as
+    /// LeanCloud's SDKs send it: the server registers it for this client (`apns` for 64 hex digits, else `fcm`)
+    /// with the client's `deviceId`, and `close()` removes it. Other providers: `IMClient.registerDevice`.
+    public var deviceToken: String?
 
     /// Options for a server at `url` (for example `ws://127.0.0.1:8080/ws`).
     public init(url: String) {

@@ -74,6 +74,11 @@ struct ServerCommand: AsyncParsableCommand {
     var tlsCert: String?
     @Option(help: ArgumentHelp("The TLS certificate's private key (PEM).", valueName: "file")) var tlsKey: String?
     @Option(help: "Seconds between checks of the TLS files for a renewed certificate.") var tlsReloadInterval = 5.0
+    @Option(
+        help: ArgumentHelp(
+            "A TOML file whose [push] and [push.<provider>] sections configure offline push (docs/PUSH.md, Settings); keys are file paths or env:NAME.",
+            valueName: "file"))
+    var pushConfig: String?
 
     func run() async throws {
         let logger = makeLogger(label: "hookbot.server", level: logLevel)
@@ -101,6 +106,7 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.loginTimeout = .milliseconds(Int64(loginTimeout * 1000))
         configuration.pingInterval = .milliseconds(Int64(pingInterval * 1000))
         configuration.tls = try tls()
+        if let pushConfig { configuration.push.apply(try PushSettings.load(path: pushConfig)) }
         let server = try IMServer(configuration: configuration, logger: logger)
         try await server.run { [scheme = server.webSocketScheme] port in
             logger.info(
