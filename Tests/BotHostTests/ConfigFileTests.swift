@@ -156,7 +156,7 @@ final class ConfigFileTests: XCTestCase {
         )
         XCTAssertEqual(
             failure("\n[sever]\nport = 1"),
-            "conf/hookbot.toml:2: sever: unknown section (known: bot, console, http, plugins, roles, server, translate, webhooks)")
+            "conf/hookbot.toml:2: sever: unknown section (known: bot, console, http, plugins, push, roles, server, translate, webhooks)")
         XCTAssertEqual(failure("[server]\nport = \"8080\""), "conf/hookbot.toml:2: server.port: must be an integer")
         XCTAssertEqual(failure("[plugins]\nmoderation = 3"), "conf/hookbot.toml:2: plugins.moderation: must be a table")
         XCTAssertEqual(failure("[console]\ntoken = \"short\""), "conf/hookbot.toml:2: console.token: must be at least 16 characters")
