@@ -199,7 +199,9 @@ public struct PushSettings: Sendable {
     /// Builds every provider once, as the server will, and reports the first that cannot be built with the
     /// section (and, for an unusable key, the key) it came from.
     func check(file: ConfigFile) throws {
-        let http = Self.checkingClient
+        guard let http = Self.checkingClient else {
+            throw ConfigurationError(message: "the push providers cannot be checked: no HTTP client could be made", file: file.name)
+        }
         for provider in providers {
             do { _ = try provider.makeProvider(http: http) } catch let error as PushError {
                 let section = "push.\(provider.name)"
@@ -225,9 +227,7 @@ public struct PushSettings: Sendable {
 
     /// The client providers are built with to check them (nothing is sent through it; it lives as long as the
     /// process, so it needs no shutdown).
-    private static let checkingClient: PushHTTPClient = {
-        do { return try PushHTTPClient() } catch { fatalError("the push HTTP client cannot be made: \(error)") }
-    }()
+    private static let checkingClient: PushHTTPClient? = try? PushHTTPClient()
 }
 
 /// Reads one table of `[push…]`, naming the file, line and key of every problem.
