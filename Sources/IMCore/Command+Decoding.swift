@@ -11,7 +11,7 @@ extension Command {
         case next, srcCid, toPids, blockedPids, duration, all, targetClientId, role
         case binaryMsg, patchTimestamp
         case flag, will, tIncluded, ttIncluded, lctype, queryAllMembers, maxReadTuples, lastPatchTime
-        case deviceToken, device, devices
+        case deviceToken, device, devices, pushData
     }
 
     public init(from decoder: any Decoder) throws {
@@ -113,6 +113,9 @@ extension Command {
             case .deviceToken: deviceToken = try container.decodeIfPresent(String.self, forKey: .deviceToken)
             case .device: device = try container.decodeIfPresent(JSONValue.self, forKey: .device)
             case .devices: devices = try container.decodeIfPresent(JSONValue.self, forKey: .devices)
+            case .pushData:
+                let value = try container.decodeIfPresent(JSONValue.self, forKey: .pushData)
+                pushData = value.flatMap { $0 == .null ? nil : ($0.stringValue ?? $0.jsonString()) }
             }
         }
     }

@@ -208,6 +208,9 @@ public struct Command: Sendable, Codable, Equatable {
     public var device: JSONValue?
     /// In the reply to `device query`: the client's devices.
     public var devices: JSONValue?
+    /// In a `direct` message: LeanCloud's `pushData`, what offline receivers' notification says (a JSON object's
+    /// text, or plain text); see docs/PUSH.md "What it says".
+    public var pushData: String?
 
     public init(cmd: CommandType, op: OpType? = nil, i: Int? = nil) {
         self.cmd = cmd

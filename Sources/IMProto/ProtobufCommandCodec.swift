@@ -217,6 +217,7 @@ public struct ProtobufCommandCodec: Sendable {
         if let v = c.dt { d.dt = v }
         if let v = c.mentionPids { d.mentionPids = v }
         if let v = c.mentionAll { d.mentionAll = v }
+        if let v = c.pushData { d.pushData = v }
         if let v = c.binaryMsg.flatMap(Self.bytes) { d.binaryMsg = v }
         if let v = c.patchTimestamp { d.patchTimestamp = v }
         if let v = c.will { d.will = v }
@@ -499,6 +500,7 @@ public struct ProtobufCommandCodec: Sendable {
                 if d.hasDt { c.dt = d.dt }
                 if !d.mentionPids.isEmpty { c.mentionPids = d.mentionPids }
                 if d.hasMentionAll { c.mentionAll = d.mentionAll }
+                if d.hasPushData { c.pushData = d.pushData }
                 if d.hasWill { c.will = d.will }
             }
         case .ack:

@@ -105,7 +105,7 @@ public final class IMServer: Sendable {
             portContinuation.yield(port)
             portContinuation.finish()
         }
-        let group = ServiceGroup(configuration: .init(services: [app] + certificateWatcher + mediaRetention, logger: logger))
+        let group = ServiceGroup(configuration: .init(services: [app] + certificateWatcher + mediaRetention + pushServices, logger: logger))
         let task = Task {
             defer { portContinuation.finish() }
             try await group.run()
@@ -132,6 +132,7 @@ public final class IMServer: Sendable {
         _ = try? await task.value
         stragglers.cancel()
         await service.pipeline.flush()
+        await service.pushes?.queued()
         await service.leaveCluster()
     }
 
@@ -148,11 +149,12 @@ public final class IMServer: Sendable {
         let app = makeApplication(onListening)
         let group = ServiceGroup(
             configuration: .init(
-                services: [app, GoAwayOnShutdown(server: self)] + certificateWatcher + mediaRetention,
+                services: [app, GoAwayOnShutdown(server: self)] + certificateWatcher + mediaRetention + pushServices,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()
         await service.pipeline.flush()
+        await service.pushes?.queued()
         await service.leaveCluster()
     }
 

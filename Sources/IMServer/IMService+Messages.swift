@@ -30,6 +30,10 @@ extension IMService {
             dedupeToken: command.dt, mentionPids: command.mentionPids, mentionAll: command.mentionAll,
             sender: connection, serial: command.i)
         message.binary = binary
+        if let pushData = command.pushData {
+            guard pushData.utf8.count <= 4096 else { throw IMError(.invalidField, "pushData is over 4096 bytes") }
+            message.pushData = pushData
+        }
         if interceptors.isActive, interceptors.inScope(cid), !interceptors.isInterceptor(clientID) {
             // Backpressure: a sender with too many messages under review waits here, unread further.
             await interception.admission.enter(connection.id)

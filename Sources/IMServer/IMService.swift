@@ -33,6 +33,8 @@ final class IMService: Sendable {
     let mediaURLs: MediaURLs
     /// Thumbnails of stored images: the server's limits and its on-disk cache.
     let mediaThumbnails: MediaThumbnails
+    /// Offline push (docs/PUSH.md), when providers are configured.
+    let pushes: PushDispatcher?
 
     init(configuration: ServerConfiguration, logger: Logger, metrics: ServerMetrics) throws {
         self.configuration = configuration
@@ -47,9 +49,10 @@ final class IMService: Sendable {
             ClusterNode(store: $0, address: "\(configuration.host):\(configuration.port)", metrics: metrics, logger: logger)
         }
         tokens = SessionTokens(store: store, ttl: TimeInterval(configuration.sessionTokenTTL))
+        pushes = try PushDispatcher.make(configuration, store: store, registry: registry, metrics: metrics, logger: logger)
         pipeline = MessagePipeline(
             store: store, registry: registry, receipts: receipts, rooms: rooms,
-            counters: storageCounters, metrics: metrics, logger: logger, fansOutLocally: cluster == nil)
+            counters: storageCounters, metrics: metrics, logger: logger, fansOutLocally: cluster == nil, pushes: pushes)
         interceptors = InterceptorHub(configuration: configuration.interception, metrics: metrics, logger: logger, cluster: cluster)
         interception = InterceptionStage(
             hub: interceptors, pipeline: pipeline, metrics: metrics,

@@ -13,7 +13,7 @@ final class ServerMetrics: Sendable {
         var code: Int?
     }
 
-    private let factory: any MetricsFactory
+    let factory: any MetricsFactory
     private let connectionGauges: [WireFormat: Meter]
     private let sessionGauges: [WireFormat: Meter]
     private let commandCounters = Mutex<[CommandKey: Counter]>([:])

@@ -473,7 +473,7 @@ final class JSONCodecTests: XCTestCase {
             if !Mirror(reflecting: full).children.contains(where: { Self.isNil($0.value) }) { break }
         }
         let labels = Mirror(reflecting: full).children.map { $0.label! }
-        XCTAssertEqual(labels.count, 93)
+        XCTAssertEqual(labels.count, 94)
         let text = codec.encode(full)
         XCTAssertEqual(Self.topLevelKeys(text), labels)
         XCTAssertEqual(try foundationDecode(text), full)
@@ -714,6 +714,7 @@ final class JSONCodecTests: XCTestCase {
         c.deviceToken = maybe(&rng, randomString)
         c.device = maybe(&rng, randomNonNullValue)
         c.devices = maybe(&rng, randomNonNullValue)
+        c.pushData = maybe(&rng, randomString)
         return c
     }
 

@@ -275,7 +275,7 @@ extension Command {
         "next", "srcCid", "toPids", "blockedPids", "duration", "all", "targetClientId", "role",
         "binaryMsg", "patchTimestamp",
         "flag", "will", "tIncluded", "ttIncluded", "lctype", "queryAllMembers", "maxReadTuples", "lastPatchTime",
-        "deviceToken", "device", "devices",
+        "deviceToken", "device", "devices", "pushData",
     ])
 
     /// Decodes the members of the frame's object (the reader is past its `{`).
@@ -378,6 +378,10 @@ extension Command {
             case 90: self.deviceToken = errors.take(try reader.decodeString(), 90)
             case 91: self.device = errors.take(try reader.decodeAny(), 91)
             case 92: self.devices = errors.take(try reader.decodeAny(), 92)
+            case 93:
+                // LeanCloud's SDKs send the JSON object's text; an object is taken as well.
+                let value = errors.take(try reader.decodeAny(), 93)
+                self.pushData = value.flatMap { $0 == .null ? nil : ($0.stringValue ?? $0.jsonString()) }
             default: try reader.skipValue()
             }
         } while try reader.nextMember()
@@ -729,6 +733,10 @@ extension Command {
         if let v = self.devices {
             out.appendJSONRaw(#","devices":"#)
             out.appendJSONValue(v)
+        }
+        if let v = self.pushData {
+            out.appendJSONRaw(#","pushData":"#)
+            out.appendJSONString(v)
         }
     }
 }

@@ -23,6 +23,8 @@ struct OutgoingMessage: Sendable {
     var recipients: [String]? = nil
     /// When the server received it (`ServerMetrics.now()`), for the delivery latency.
     var received = ServerMetrics.now()
+    /// LeanCloud's `pushData`: what offline receivers' notification says (docs/PUSH.md).
+    var pushData: String? = nil
 }
 
 /// Stores messages with group commit and fans them out in commit order.
@@ -74,11 +76,15 @@ final class MessagePipeline: Sendable {
     private let thread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let writer: any EventLoop
     private let timestampCacheLimit = 10_000
+    /// Offline push: told of every stored message.
+    private let pushes: PushDispatcher?
 
     init(
         store: any ServerStore, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms,
-        counters: StorageCounters, metrics: ServerMetrics, logger: Logger, fansOutLocally: Bool = true
+        counters: StorageCounters, metrics: ServerMetrics, logger: Logger, fansOutLocally: Bool = true,
+        pushes: PushDispatcher? = nil
     ) {
+        self.pushes = pushes
         writeBatch = store.batchWriter
         roomMembers = { [rooms] cid in Array(rooms.clientIDs(in: cid)) }
         self.fansOutLocally = fansOutLocally
@@ -229,6 +235,7 @@ final class MessagePipeline: Sendable {
                 deliver(record, members: members, room: room)
                 ServerMetrics.record(metrics.deliveryLatency, since: message.received)
             }
+            pushes?.messageStored(record, members: members, room: room, pushData: message.pushData)
             ack.uid = record.id
             ack.t = record.t
         case .duplicate(let record):

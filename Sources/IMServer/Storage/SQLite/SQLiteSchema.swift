@@ -159,6 +159,7 @@ enum SQLiteSchema {
         migrator.registerMigration("v11-media-refs") { db in try MediaReferences.create(db) }
         migrator.registerMigration("v12-media-external") { db in try SQLiteExternalFiles.create(db) }
         migrator.registerMigration("v13-push-devices") { db in try SQLitePushDevices.create(db) }
+        migrator.registerMigration("v14-push-queue") { db in try SQLitePushQueue.create(db) }
         return migrator
     }
 }
