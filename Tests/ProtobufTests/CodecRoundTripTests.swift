@@ -426,6 +426,17 @@ final class CodecRoundTripTests: XCTestCase {
         expected.lastPatchTime = 5
         XCTAssertEqual(try ProtobufCommandCodec.commands(from: open), [expected])
 
+        // A message with LeanCloud's pushData (what offline receivers' notification says) keeps it.
+        var pushing = LCProtoGenericCommand()
+        pushing.cmd = .direct
+        pushing.peerID = "Tom"
+        pushing.i = 2
+        pushing.directMessage.cid = "c1"
+        pushing.directMessage.msg = "hi"
+        pushing.directMessage.pushData = #"{"alert":"Tom: hi","badge":1}"#
+        let decoded = try ProtobufCommandCodec.commands(from: pushing).first
+        XCTAssertEqual(decoded?.pushData, #"{"alert":"Tom: hi","badge":1}"#)
+
         // A range acknowledgement moves the cursor to its end.
         var ack = LCProtoGenericCommand()
         ack.cmd = .ack

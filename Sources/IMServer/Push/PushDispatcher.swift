@@ -85,12 +85,13 @@ final class PushDispatcher: Sendable {
     /// Called by the message pipeline once `record` is committed (never for transient, cmd or refused
     /// messages, which are not stored; chat rooms are skipped here). Does not hold the pipeline up.
     func messageStored(_ record: MessageRecord, members: [String], room: Bool, pushData: String?) {
-        guard !room else { return }
-        let offline = members.filter { $0 != record.from && registry.connections(of: $0).isEmpty }
-        guard !offline.isEmpty else { return }
+        guard !room, members.count > 1 else { return }
         queueing.withLock { $0.running += 1 }
         Task {
             defer { finishedQueueing() }
+            // Presence is read here, off the pipeline's thread: a 10,000-member group costs it nothing.
+            let offline = members.filter { $0 != record.from && registry.connections(of: $0).isEmpty }
+            guard !offline.isEmpty else { return }
             do {
                 try await queuePushes(for: record, receivers: offline, pushData: pushData)
             } catch {
