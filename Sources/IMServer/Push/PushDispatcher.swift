@@ -34,7 +34,7 @@ final class PushDispatcher: Sendable {
     ) throws -> PushDispatcher? {
         guard configuration.push.isEnabled else { return nil }
         guard let queue = store as? any PushQueueStore, let devices = store as? any PushDeviceStore else {
-            logger.warning("push providers are configured but this store keeps no push queue (PostgreSQL): no pushes are sent")
+            logger.warning("push providers are configured but this store keeps no push queue: no pushes are sent")
             return nil
         }
         let http = try PushHTTPClient(settings: configuration.push.http)
@@ -90,9 +90,13 @@ final class PushDispatcher: Sendable {
         Task {
             defer { finishedQueueing() }
             // Presence is read here, off the pipeline's thread: a 10,000-member group costs it nothing.
-            let offline = members.filter { $0 != record.from && registry.connections(of: $0).isEmpty }
+            var offline = members.filter { $0 != record.from && registry.connections(of: $0).isEmpty }
             guard !offline.isEmpty else { return }
             do {
+                // In a cluster, members with a session on another node (the presence table) are online too.
+                let elsewhere = try await queue.connectedElsewhere(offline)
+                offline.removeAll { elsewhere.contains($0) }
+                guard !offline.isEmpty else { return }
                 try await queuePushes(for: record, receivers: offline, pushData: pushData)
             } catch {
                 logger.error("push: queueing failed", metadata: ["message": "\(record.id)", "error": "\(error)"])
@@ -228,6 +232,12 @@ final class PushDispatcher: Sendable {
         } catch {
             outcome = .retryLater(after: nil, reason: "\(error)")
         }
+        // Not cancelled with the workers at shutdown: a send cut short is rescheduled, not left held.
+        await Task { await self.record(outcome, for: item, metadata: metadata) }.value
+    }
+
+    /// Acts on a provider's answer: removes, reschedules or drops the push, removes a gone device.
+    private func record(_ outcome: PushOutcome, for item: PushQueueItem, metadata: Logger.Metadata) async {
         do {
             switch outcome {
             case .delivered:

@@ -90,6 +90,8 @@ extension SQLiteStore: PushQueueStore {
         try await db.write { db in try db.execute(sql: "UPDATE push_queue SET held_until = 0 WHERE held_until <> 0") }
     }
 
+    func connectedElsewhere(_ clientIDs: [String]) async throws -> Set<String> { [] }
+
     func pushQueueDepth() async throws -> Int {
         try await db.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_queue") ?? 0 }
     }

@@ -35,6 +35,8 @@ protocol PushQueueStore: Sendable {
     /// Releases the holds of a previous run of this process (one node: nothing is being sent at start).
     func releasePushHolds() async throws
     func pushQueueDepth() async throws -> Int
+    /// Of `clientIDs`, those with a session on another node of a cluster (none for a single server).
+    func connectedElsewhere(_ clientIDs: [String]) async throws -> Set<String>
 }
 
 /// What a notification says, decided when the push is queued: LeanCloud's `pushData` when the message

@@ -202,6 +202,7 @@ enum PostgresSchema {
             Migration(version: 8, name: "media-refs", statements: MediaReferences.tables(schema: s)),
             Migration(version: 9, name: "media-external", statements: PostgresExternalFiles.tables(schema: s)),
             Migration(version: 10, name: "push-devices", statements: PostgresPushDevices.tables(schema: s)),
+            Migration(version: 11, name: "push-queue", statements: PostgresPushQueue.tables(schema: s)),
         ]
     }
 }
