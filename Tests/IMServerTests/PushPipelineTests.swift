@@ -152,6 +152,16 @@ final class PushPipelineTests: XCTestCase {
         XCTAssertEqual(after.last?.json?["device"]?["token"], "flaky", "Jerry's removed device gets nothing more")
         let settled = await gateway.settle()
         XCTAssertEqual(settled.count, 4)
+        let metrics = String(decoding: try await MediaRouteTests.call(server.port, "GET", "/metrics").body, as: UTF8.self)
+        func sent(_ outcome: String) -> Int? {
+            metrics.split(separator: "\n").first {
+                $0.hasPrefix("hookbot_push_sent_total") && $0.contains(#"outcome="\#(outcome)""#) && $0.contains(#"provider="webhook""#)
+            }.flatMap { Int($0.split(separator: " ").last ?? "") }
+        }
+        XCTAssertEqual(sent("delivered"), 2, metrics)
+        XCTAssertEqual(sent("device_gone"), 1, metrics)
+        XCTAssertEqual(sent("retry"), 1, metrics)
+        XCTAssertTrue(metrics.contains("hookbot_push_queue_depth 0"), metrics)
     }
 
     func testPushesQueuedBeforeARestartAreSentAfterIt() async throws {
