@@ -117,6 +117,27 @@ final class PushPipelineTests: XCTestCase {
         XCTAssertEqual(depth, 0)
     }
 
+    /// A group of 30 offline members, two of them with a second device: one message, one push per device (the
+    /// devices of all receivers are read in one query).
+    func testEveryOfflineMemberOfAGroupGetsOnePushPerDevice() async throws {
+        let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
+        defer { Task { await gateway.shutdown() } }
+        let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
+        defer { Task { await server.stop() } }
+        let members = (1...30).map { "member-\($0)" }
+        for member in members { try await registerOffline(server, member, token: "\(member)-phone") }
+        for member in members.prefix(2) { try await registerOffline(server, member, token: "\(member)-tablet") }
+        let tom = try await server.login("Tom")
+        let cid = try await tom.startConversation(members: members)
+        try await send(tom, cid, msg: TypedMessage.text("大家好 👋").encoded())
+        _ = try await gateway.waitFor(count: 32)
+        let settled = await gateway.settle()
+        let tokens = settled.compactMap { $0.json?["device"]?["token"]?.stringValue }
+        XCTAssertEqual(tokens.count, 32, "\(tokens)")
+        XCTAssertEqual(Set(tokens), Set(members.map { "\($0)-phone" } + members.prefix(2).map { "\($0)-tablet" }))
+        XCTAssertTrue(settled.allSatisfy { $0.json?["notification"]?["body"]?.stringValue == "Tom: 大家好 👋" })
+    }
+
     func testAGoneDeviceIsRemovedAndA503IsRetried() async throws {
         let tries = PushTestBox<[String: Int]>([:])
         let gateway = try await PushGateway(secret: Self.secret) { token in

@@ -80,6 +80,22 @@ extension PostgresStore: PushDeviceStore {
         }
     }
 
+    func pushDevices(ofEach clientIDs: [String]) async throws -> [PushDeviceRecord] {
+        guard !clientIDs.isEmpty else { return [] }
+        return try await fetch(
+            """
+            SELECT client_id, provider, token, device_id, keys, created_at, updated_at FROM push_devices
+            WHERE client_id = ANY(\(clientIDs)) ORDER BY client_id, updated_at DESC
+            """
+        ).map { row in
+            let (clientID, provider, token, device, keys, createdAt, updatedAt) = try row.decode(
+                (String, String, String, String, String?, Int64, Int64).self)
+            return PushDeviceRecord(
+                clientID: clientID, provider: provider, token: token, deviceID: device, keys: PushDeviceRecord.keys(fromJSON: keys),
+                createdAt: createdAt, updatedAt: updatedAt)
+        }
+    }
+
     func removePushDevices(of clientID: String, provider: String?, token: String?, deviceID: String?) async throws -> Int {
         let device = deviceID ?? ""
         return try await fetch(

@@ -78,6 +78,29 @@ extension SQLiteStore: PushDeviceStore {
         }
     }
 
+    func pushDevices(ofEach clientIDs: [String]) async throws -> [PushDeviceRecord] {
+        var found: [PushDeviceRecord] = []
+        // 500 ids a statement: far under SQLite's limit on bound variables.
+        for start in stride(from: 0, to: clientIDs.count, by: 500) {
+            let chunk = Array(clientIDs[start..<min(start + 500, clientIDs.count)])
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            found += try await db.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT client_id, provider, token, device_id, keys, created_at, updated_at FROM push_devices
+                        WHERE client_id IN (\(marks)) ORDER BY client_id, updated_at DESC
+                        """, arguments: StatementArguments(chunk)
+                ).map {
+                    PushDeviceRecord(
+                        clientID: $0["client_id"], provider: $0["provider"], token: $0["token"], deviceID: $0["device_id"],
+                        keys: PushDeviceRecord.keys(fromJSON: $0["keys"]), createdAt: $0["created_at"], updatedAt: $0["updated_at"])
+                }
+            }
+        }
+        return found
+    }
+
     func removePushDevices(of clientID: String, provider: String?, token: String?, deviceID: String?) async throws -> Int {
         try await db.write { db in
             var removed = 0

@@ -56,6 +56,8 @@ protocol PushDeviceStore: Sendable {
     func registerPushDevice(_ record: PushDeviceRecord, cap: Int) async throws -> PushDeviceRegistration
     /// The client's devices, most recently registered first.
     func pushDevices(of clientID: String) async throws -> [PushDeviceRecord]
+    /// The devices of all of `clientIDs` in one query per few hundred ids (a message's offline receivers).
+    func pushDevices(ofEach clientIDs: [String]) async throws -> [PushDeviceRecord]
     /// Removes the client's devices with this token (any provider when `provider` is nil), and those of
     /// `deviceID` when given; answers how many went.
     func removePushDevices(of clientID: String, provider: String?, token: String?, deviceID: String?) async throws -> Int

@@ -134,14 +134,13 @@ final class PushDispatcher: Sendable {
         ).stored
         let now = Identifiers.nowMillis()
         var items: [PushQueueItem] = []
-        for receiver in receivers where !muted.contains(receiver) {
-            for device in try await devices.pushDevices(of: receiver) {
-                guard providers[device.provider] != nil else { continue }
-                items.append(
-                    PushQueueItem(
-                        id: 0, clientID: receiver, provider: device.provider, token: device.token, keys: device.keys,
-                        messageID: record.id, content: content, attempts: 0, createdAt: now, dueAt: now))
-            }
+        // One query for all of them, not one per receiver: a big group's message may have hundreds offline.
+        for device in try await devices.pushDevices(ofEach: receivers.filter { !muted.contains($0) }) {
+            guard providers[device.provider] != nil else { continue }
+            items.append(
+                PushQueueItem(
+                    id: 0, clientID: device.clientID, provider: device.provider, token: device.token, keys: device.keys,
+                    messageID: record.id, content: content, attempts: 0, createdAt: now, dueAt: now))
         }
         guard !items.isEmpty else { return }
         try await queue.enqueuePushes(items)
