@@ -98,9 +98,7 @@ public final class APNsProvider: PushProvider {
     public func send(_ notification: PushNotification, to device: PushDevice) async throws -> PushOutcome {
         try checkProvider(of: device)
         let token = device.token
-        guard (64...200).contains(token.count), token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
-            throw PushError.invalidDeviceToken("an APNs device token is 64 to 200 hex digits, got \(token.count) characters")
-        }
+        try PushDevice.checkAPNsToken(token)
         if let collapseID = notification.collapseID, collapseID.utf8.count > 64 {
             throw PushError.invalidNotification("apns-collapse-id is at most 64 bytes, got \(collapseID.utf8.count)")
         }

@@ -144,13 +144,7 @@ public final class FCMProvider: PushProvider {
     public func send(_ notification: PushNotification, to device: PushDevice) async throws -> PushOutcome {
         try checkProvider(of: device)
         let token = device.token
-        guard (1...4096).contains(token.utf8.count),
-            token.unicodeScalars.allSatisfy({
-                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_:.".unicodeScalars.contains($0))
-            })
-        else {
-            throw PushError.invalidDeviceToken("an FCM registration token is 1 to 4096 letters, digits, '-', '_', ':' or '.'")
-        }
+        try PushDevice.checkFCMToken(token)
         for key in notification.data.keys {
             if Self.reservedDataKeys.contains(key) || Self.reservedDataPrefixes.contains(where: { key.lowercased().hasPrefix($0) }) {
                 throw PushError.invalidNotification("FCM reserves the data key '\(key)'")

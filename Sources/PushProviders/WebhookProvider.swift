@@ -47,9 +47,7 @@ public final class WebhookProvider: PushProvider {
 
     public func send(_ notification: PushNotification, to device: PushDevice) async throws -> PushOutcome {
         try checkProvider(of: device)
-        guard (1...4096).contains(device.token.utf8.count) else {
-            throw PushError.invalidDeviceToken("a webhook device token is 1 to 4096 bytes, got \(device.token.utf8.count)")
-        }
+        try PushDevice.checkWebhookToken(device.token)
         let body = Array(
             JSONValue.object([
                 "device": .object(["provider": .string(device.provider), "token": .string(device.token)]),
