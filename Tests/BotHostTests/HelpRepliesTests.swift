@@ -62,8 +62,12 @@ final class HelpRepliesTests: XCTestCase {
         }
         XCTAssertGreaterThan(pages.count, 2)
         let lines = pages.flatMap { $0.split(separator: "\n").dropFirst().dropLast().map(String.init) }
-        XCTAssertEqual(lines.count, 44, lines.joined(separator: "\n"))
-        XCTAssertTrue(lines.contains("!mod [action] [target] — unban <user>, strikes <user>, stats, audit [n] (moderator)"), "\(lines)")
+        XCTAssertEqual(lines.count, 45, lines.joined(separator: "\n"))
+        XCTAssertTrue(
+            lines.contains(
+                "!mod [action] [target] [value] — pardon <user>, history <user>, rules, dryrun <rule> on|off, appeals, stats (moderator)"),
+            "\(lines)")
+        XCTAssertTrue(lines.contains("!appeal <text:text> — ask the moderators to look again at an action taken against you"), "\(lines)")
         XCTAssertTrue(lines.contains("!roll [sides:integer] — roll a die"), "\(lines)")
         XCTAssertTrue(lines.contains("!rig <user:user> <value:integer> — fix someone's next rolls (gm)"), "\(lines)")
         for page in pages { XCTAssertLessThanOrEqual(page.utf8.count, 4000) }

@@ -46,7 +46,7 @@ end
 
 local traffic = photo_traffic(36, 2, { member7 = 1, member30 = 2 })
 traffic[#traffic + 1] = { expect_state = { ["conv:c1:stats:file_banned"] = 2, ["conv:c1:stats:blocked"] = 2,
-                                           ["conv:c1:strikes:member7"] = 1, ["conv:c1:strikes:member30"] = 1,
+                                           ["conv:c1:strikes:member7"] = { 1700000042 }, ["conv:c1:strikes:member30"] = { 1700000455 },
                                            ["conv:c1:strikes:member8"] = NIL } }
 
 -- A newcomer among established members: joins, posts a photo at once (refused), writes text (fine),
@@ -86,7 +86,7 @@ return {
         { message = photo("Tom", "meme"),
           expect = { verdict = "block", reason = "that file is not allowed here", code = 4301,
                      actions = { { kind = "warn", user = "Tom", reason = "that file is not allowed here" } } } },
-        { expect_state = { ["conv:c1:strikes:Tom"] = 1, ["conv:c1:stats:file_banned"] = 1,
+        { expect_state = { ["conv:c1:strikes:Tom"] = { 1700000000 }, ["conv:c1:stats:file_banned"] = 1,
                            audit = { { cid = "c1", user = "Tom", rule = "file_banned", action = "warn", strikes = 1,
                                        file = "meme.jpg", sha256 = BANNED } } } },
         -- The same picture under another name and a claimed size is the same file: the hash is the server's.
