@@ -739,7 +739,8 @@ local function appeal(args, msg, ctx)
   local last = modlog and modlog.recent(ctx, { target = uid, since = since, limit = 5 }) or {}
   local sanction
   for _, e in ipairs(last) do
-    if not e.dry_run and e.action ~= "pardon" and e.action ~= "appeal" then sanction = e; break end
+    local what = tostring(e.action)
+    if not e.dry_run and what ~= "alert" and what ~= "pardon" and what:sub(1, 6) ~= "appeal" then sanction = e; break end
   end
   if not sanction then return ctx.reply("you have no recent moderation action to appeal") end
   local open = ctx.state.get("appeals_open:" .. uid) or {}
@@ -797,6 +798,7 @@ return {
     exempt = { "modbot" },  -- never moderated (the bot's own client id belongs here)
     exempt_roles = { "moderator" }, -- holders of these roles are not moderated by `rules`
     modlog = false,         -- conversation id of the mod-log (every action is posted there)
+    modlog_keep = 500,      -- mod-log entries kept in state (!mod history reads them)
     appeal_days = 30,       -- !appeal is open to members sanctioned within this many days
     recall_blocked = false, -- true: also recall messages `delete` hits (a bot that is not the interceptor)
     code = 4301,            -- application error code of blocked messages
