@@ -458,8 +458,8 @@ return {
       if type(sub) ~= "table" or type(sub.url) ~= "string" or not sub.url:match("^https?://") then
         error("plugins.banlist.subscribe[" .. i .. "]: needs url = \"http(s)://…\"", 0)
       end
-      if sub.every ~= nil and (type(sub.every) ~= "number" or sub.every < 10) then
-        error("plugins.banlist.subscribe[" .. i .. "].every: seconds, at least 10", 0)
+      if sub.every ~= nil and (type(sub.every) ~= "number" or sub.every < 1) then
+        error("plugins.banlist.subscribe[" .. i .. "].every: seconds, at least 1", 0)
       end
     end
     known = ctx.state.get("convs") or {}
