@@ -505,6 +505,7 @@ return {
       end
     end
     if #refused > 0 then
+      process(ctx, ctx.config.batch)
       return ctx.block("banned: " .. table.concat(refused, ", "), { code = ctx.config.code })
     end
   end,
