@@ -1,6 +1,6 @@
 # Hookbot — build, test and run.
 SWIFT ?= swift
-APT_PACKAGES := liblua5.4-dev libsqlite3-dev libvips-dev pkg-config
+APT_PACKAGES := liblua5.4-dev libsqlite3-dev libvips-dev libpcre2-dev pkg-config
 ## Headless Chromium and its WebDriver, for the console's browser test.
 BROWSER_PACKAGES := chromium chromium-driver
 ## PostgreSQL's server, for the cluster tests and the server suites on PostgreSQL (a throwaway cluster per run).

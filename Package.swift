@@ -93,6 +93,13 @@ let package = Package(
             pkgConfig: "vips",
             providers: [.apt(["libvips-dev"])]
         ),
+        // PCRE2 (Debian's libpcre2-dev) for the plugins' bounded regular expressions (ctx.matcher): match and depth
+        // limits per call, so a pattern that could backtrack catastrophically cannot stall the bot.
+        .systemLibrary(
+            name: "CPCRE2",
+            pkgConfig: "libpcre2-8",
+            providers: [.apt(["libpcre2-dev"])]
+        ),
         // Bounded thumbnails (LeanCloud's imageView URLs) on libvips: source pixels, concurrency, time limit.
         .target(name: "MediaImaging", dependencies: ["CVips"]),
         // The sandbox's limits in C (allocator, instruction and deadline hook, Swift function trampoline).
@@ -100,7 +107,7 @@ let package = Package(
         .target(
             name: "HookRuntime",
             dependencies: [
-                "CLua", "LuaSandbox", "IMCore",
+                "CLua", "LuaSandbox", "IMCore", "CPCRE2",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

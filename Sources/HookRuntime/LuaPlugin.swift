@@ -365,6 +365,10 @@ final class LuaPlugin {
         }
     }
 
+        set("matcher_new", cbMatcherNew)
+        set("text_normalise", cbTextNormalise)
+        set("text_urls", cbTextURLs)
+        set("text_stats", cbTextStats)
     // MARK: calling
 
     /// Calls `hook(args..., ctx)` under the limits. On success the single

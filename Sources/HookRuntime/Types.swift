@@ -443,6 +443,8 @@ public struct HookLimits: Sendable, Hashable {
         self.instructionBudget = instructionBudget
         self.deadline = deadline
         self.loadDeadline = loadDeadline
+    /// The caps of `ctx.matcher` and `ctx.text` (keywords, regular expressions and their limits, text size).
+    public var matcher = TextMatcherLimits()
         self.memoryBytes = memoryBytes
         self.breakerThreshold = breakerThreshold
         self.moderationFailClosed = moderationFailClosed
