@@ -220,8 +220,11 @@ public final class PluginTestRunner {
 
     private func copyPlugins(_ names: [String], from source: URL, to target: URL) throws {
         let fm = FileManager.default
-        let lib = source.appendingPathComponent("lib")
-        if fm.fileExists(atPath: lib.path) { try fm.copyItem(at: lib, to: target.appendingPathComponent("lib")) }
+        // Shared modules (`require`) and the matcher's preset word lists (`ctx.matcher{presets = …}`).
+        for folder in ["lib", "presets"] {
+            let shared = source.appendingPathComponent(folder)
+            if fm.fileExists(atPath: shared.path) { try fm.copyItem(at: shared, to: target.appendingPathComponent(folder)) }
+        }
         for name in names {
             let folder = source.appendingPathComponent(name)
             let file = source.appendingPathComponent(name + ".lua")
