@@ -128,12 +128,13 @@ local words, patterns, moderators, exempt, file_kinds, file_mimes, banned_files
 local rules, custom, by_name, ladder, legacy_rule
 -- Whether the host keeps member records (ctx.conv(cid).member), and whether a rule counts messages.
 local member_api, counts_messages, appeal_prefix, join_keep
+local membership -- defined below, used by the file rules
 -- Counters that need no history beyond their window live in memory (a restart forgets at most one window).
 local windows, dups, muted_cache
 
 -- The file rule a message breaks, if any. Sizes, types and hashes of files stored on the hub are the
 -- server's (msg.file.stored); a URL-only file has only what its sender claims, and no type or hash.
-local function file_violation(msg, ctx)
+local function file_violation(msg, ctx, m)
   local c, f = ctx.config, msg.file
   if f.sha256 and banned_files[f.sha256] then return "file_banned" end
   local kind = FILE_KINDS[msg.type_name] and msg.type_name or "file"
@@ -148,7 +149,7 @@ local function file_violation(msg, ctx)
   if c.max_file_mb and f.size and f.size > c.max_file_mb * 1048576 then return "file_size" end
   if not c.url_files and not f.stored then return "file_url" end
   if c.new_member_minutes and c.new_member_minutes > 0 then
-    local joined = ctx.state.conv(msg.cid).get("joined:" .. msg.from)
+    local joined = membership(ctx, msg.cid, msg.from, m)
     if joined and ctx.now() - joined < c.new_member_minutes * 60 then return "file_new_member" end
   end
   return nil
@@ -190,7 +191,7 @@ local function bump(tbl, key, seconds, now)
 end
 
 -- Which built-in (legacy) rule the message breaks, if any.
-local function legacy_violation(msg, ctx, now)
+local function legacy_violation(msg, ctx, now, m)
   local c = ctx.config
   local text = msg.text or ""
   if c.flood and c.flood.messages then
@@ -199,7 +200,7 @@ local function legacy_violation(msg, ctx, now)
     if w.n > c.flood.messages then return "flood" end
   end
   if type(msg.file) == "table" then
-    local rule = file_violation(msg, ctx)
+    local rule = file_violation(msg, ctx, m)
     if rule then return rule end
   end
   if text == "" then return nil end
@@ -316,17 +317,30 @@ end
 -- Whether `uid` is a new member of `cid` for a rule's new_members = {minutes, messages}: joined less than
 -- `minutes` ago, or sent fewer than `messages` messages there. Founders of the conversation, and members
 -- whose join time is unknown (they were there before the bot), are established.
-local function is_new(ctx, cid, uid, nm, now)
-  local conv = ctx.conv(cid)
-  local member = conv.member and conv.member(uid)
+-- When `uid` joined `cid` and how many messages they sent there, as far as the host (its member records)
+-- or the plugin (the joins it saw) knows; nil when unknown. Founders of the conversation never count as
+-- joiners. Looked up once per message (`m` caches it).
+function membership(ctx, cid, uid, m)
+  if m.joined ~= nil then return m.joined or nil, m.sent end
   local joined, sent
-  if member then
-    if member.founder then return false end
-    joined, sent = member.joined_at, member.messages
-  else
-    joined = ctx.state.conv(cid).get("joined:" .. uid)
-    sent = joined and ctx.state.conv(cid).get("sent:" .. uid) or nil
+  if member_api then
+    local member = ctx.conv(cid).member(uid)
+    if member and not member.founder then joined, sent = member.joined_at, member.messages end
   end
+  if not joined then
+    local conv = ctx.state.conv(cid)
+    joined = conv.get("joined:" .. uid)
+    sent = joined and not member_api and conv.get("sent:" .. uid) or sent
+  end
+  m.joined, m.sent = joined or false, sent
+  return joined, sent
+end
+
+-- Whether `uid` is a new member of `cid` for a rule's new_members = {minutes, messages}: joined less than
+-- `minutes` ago, or sent fewer than `messages` messages there. Members whose join time is unknown (they
+-- were there before the bot) are established.
+local function is_new(ctx, cid, uid, nm, now, m)
+  local joined, sent = membership(ctx, cid, uid, m)
   if not joined then return false end
   if nm.minutes and now - joined < nm.minutes * 60 then return true end
   if nm.messages and sent and sent < nm.messages then return true end
@@ -944,14 +958,14 @@ return {
       if t and t:sub(1, #appeal_prefix) == appeal_prefix then return nil end
       return ctx.block(ctx.config.reasons.muted or "you are muted", { code = ctx.config.code, silent = true })
     end
-    local name = legacy_violation(msg, ctx, now)
+    local m = { text = msg.text and msg.text:sub(1, ctx.config.max_scan) or "" }
+    local name = legacy_violation(msg, ctx, now, m)
     if name then
       local v = enforce(legacy_rule[name], msg, ctx, legacy_rule[name].message, now)
       if v then return v end
     end
-    local m = { text = msg.text and msg.text:sub(1, ctx.config.max_scan) or "" }
     for _, rule in ipairs(custom) do
-      if applies(rule, msg) and (not rule.new_members or is_new(ctx, cid, uid, rule.new_members, now)) then
+      if applies(rule, msg) and (not rule.new_members or is_new(ctx, cid, uid, rule.new_members, now, m)) then
         local hit, why = fires(rule, msg, ctx, m, now)
         if hit and not (rule.exempt_roles and #rule.exempt_roles > 0 and holds(ctx, cid, uid, rule.exempt_roles)) then
           local v = enforce(rule, msg, ctx, why, now)
