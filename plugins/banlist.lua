@@ -22,7 +22,7 @@ local modlog = require("modlog")
 local MAX_TARGET = 64
 
 -- Compiled once per loaded version, rebuilt when a list changes.
-local exact, patterns, cache = {}, {}, {}
+local exact, patterns, cache, cached = {}, {}, {}, 0
 local known = {}          -- conversations the bot is a member of (learned from events, kept in state)
 local only, excluded, allowed, moderators = {}, {}, {}, {}
 local todo, todo_set = {}, {} -- client ids whose server blocks are to be brought in line
@@ -144,7 +144,7 @@ local function sources(ctx)
 end
 
 local function rebuild(ctx)
-  exact, patterns, cache = {}, {}, {}
+  exact, patterns, cache, cached = {}, {}, {}, 0
   for _, src in ipairs(sources(ctx)) do
     for _, e in ipairs(src.entries) do
       local entry = { target = e.target, reason = e.reason, by = e.by, at = e.at, source = src.name }
@@ -169,7 +169,9 @@ local function lookup(uid)
         if glob_match(p.tokens, uid) then hit = p.entry; break end
       end
     end
+    if cached >= 20000 then cache, cached = {}, 0 end -- senders seen: bounded memory
     cache[uid] = hit
+    cached = cached + 1
   end
   return hit or nil
 end

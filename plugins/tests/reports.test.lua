@@ -63,6 +63,30 @@ return {
       },
     },
     {
+      name = "members of trusted_days standing with no upheld report against them are trusted",
+      members = { c1 = { Old = { ago = 40 * 86400 }, New = { ago = 3600 }, Bad = { ago = 40 * 86400 }, Spammer = { ago = 60 } } },
+      config = { threshold = 10 },
+      steps = {
+        say("spam", "Spammer"),
+        report("Old", "m1", nil, { replies = { "report #1 noted (trusted, weight 2)" } }),
+        report("New", "m1", nil, { replies = { "report #1 noted (member, weight 1)" } }),
+        { set_state = { ["sanction:Bad"] = 1700000000 } },
+        report("Bad", "m1", nil, { replies = { "report #1 noted (member, weight 1)" } }),
+        report("Stranger", "m1", nil, { replies = { "report #1 noted (member, weight 1)" } }),
+      },
+    },
+    {
+      name = "an upheld report costs a member the trusted standing",
+      members = { c1 = { Old = { ago = 40 * 86400 } } },
+      config = { threshold = 10 },
+      steps = {
+        say("rude", "Old"), say("spam", "Spammer"),
+        report("Ann", "m1"),
+        { message = { text = "!resolve 1 uphold", from = "Mod" }, expect = { replies = { { cid = "mods" }, "report #1 upheld" } } },
+        report("Old", "m2", nil, { replies = { "report #2 noted (member, weight 1)" } }),
+      },
+    },
+    {
       name = "reports by message id and by @user; a reply needs a message to point at",
       steps = {
         say("spam spam", "Spammer"), -- m1
