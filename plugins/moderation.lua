@@ -908,14 +908,7 @@ return {
       by_name[name] = legacy_rule[name]
     end
     if type(c.rules) ~= "table" then error("plugins.moderation.rules: must be a list of rules", 0) end
-    -- A host older than ctx.matcher / ctx.text runs the built-in rules and rate rules only.
-    local host_text = ctx.matcher ~= nil and ctx.text ~= nil
     for i, r in ipairs(c.rules) do
-      local needs_text = false
-      if type(r) == "table" and type(r.trigger) == "table" then
-        for k in pairs(r.trigger) do if k ~= "rate" then needs_text = true end end
-      end
-      if needs_text and not host_text then goto continue end
       local rule = parse_rule(i, r, ctx)
       if by_name[rule.name] then
         error("plugins.moderation.rules[" .. i .. "]: a rule named " .. rule.name .. " already exists", 0)
@@ -928,7 +921,6 @@ return {
         remembers_joins = true
         if rule.new_members.messages then counts_messages = true end
       end
-      ::continue::
     end
     join_keep = math.max((c.new_member_minutes or 0) * 60, (remembers_joins and not member_api) and 7 * 86400 or 0)
     if ctx.bot then exempt[ctx.bot] = true end
