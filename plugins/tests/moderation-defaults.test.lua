@@ -194,9 +194,13 @@ return {
       end)(),
     },
     {
-      name = "caps, emoji floods and zalgo",
+      name = "caps (in dry run until a moderator turns it on), emoji floods and zalgo",
       steps = {
         allowed("OMG that's great news"), allowed("NASA and ESA launch today!"),
+        -- caps ships in dry run: counted (and posted to the mod-log when there is one), nothing done
+        allowed("WHY DOES NOBODY EVER ANSWER MY QUESTIONS"),
+        { expect_state = { ["hits:caps"] = 1 } },
+        { message = { text = "!mod dryrun caps off", from = "Mod" }, expect = { replies = { "rule caps: dry run off" } } },
         { message = "WHY DOES NOBODY EVER ANSWER MY QUESTIONS", expect = { verdict = "block", reason = "please do not write in capitals" } },
         { advance = 10 }, allowed("🎉🎉🎉🎂🎂 happy birthday!!! 🥳🥳"),
         { message = string.rep("😂", 31), expect = { verdict = "block", reason = "too many emoji" } },
