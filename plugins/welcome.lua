@@ -1,6 +1,7 @@
 -- Greets members who join, says goodbye when they leave, and remembers when
 -- each member first joined each conversation (so returning members get a
--- "welcome back").
+-- "welcome back"). The founders of a conversation (the members it was created
+-- with, ev.founding) are not joiners: nobody is greeted when a group is created.
 --
 -- Templates: {user}, {conversation}, {by}, {first} (first-join date, UTC).
 
@@ -20,6 +21,7 @@ return {
   },
 
   on_member_joined = function(ev, ctx)
+    if ev.founding then return end
     local skip = {}
     for _, s in ipairs(ctx.config.skip) do skip[s] = true end
     if ctx.bot then skip[ctx.bot] = true end

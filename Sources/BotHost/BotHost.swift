@@ -192,17 +192,42 @@ public actor BotHost {
         var conversations = Set<String>()
         do {
             while true {
-                let page = try await client.conversations(
-                    matching: IMConversationQuery().whereMember(configuration.clientID).limit(1000).skip(conversations.count))
-                conversations.formUnion(page.map(\.id))
-                for conversation in page {
-                    if let creator = conversation.creator { router.setConversationRole("Owner", of: creator, in: conversation.id) }
-                }
+                let page = try await conversationsWithMembers(
+                    IMConversationQuery().whereMember(configuration.clientID), skip: conversations.count)
+                conversations.formUnion(page.map(\.objectId))
+                for conversation in page { learn(conversation) }
                 if page.count < 1000 { break }
             }
             reach.replace(with: conversations)
         } catch {
             logger.error("could not list the bot's conversations", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// A page of up to 1000 conversations matching `query`, each with its members' join times, roles and
+    /// sent-message counts (`conv query` flag bit 4, `memberInfo`).
+    private func conversationsWithMembers(_ query: IMConversationQuery, skip: Int = 0) async throws -> [ConversationInfo] {
+        var command = Command(cmd: .conv, op: .query)
+        command.where = query.whereJSON
+        command.limit = 1000
+        command.skip = skip
+        command.flag = 4
+        return try await client.send(command).results ?? []
+    }
+
+    /// Records a conversation's owner and what is known of its members (`ctx.conv(cid).member`).
+    private func learn(_ conversation: ConversationInfo) {
+        if let creator = conversation.c { router.setConversationRole("Owner", of: creator, in: conversation.objectId) }
+        router.learn(conversation)
+    }
+
+    /// Asks the server for one conversation the bot just entered and records it (see `learn(_:)`).
+    private func learnConversation(_ cid: String) async {
+        do {
+            let query = IMConversationQuery().whereKey("objectId", equalTo: .string(cid))
+            if let conversation = try await conversationsWithMembers(query).first { learn(conversation) }
+        } catch {
+            logger.warning("could not read a conversation's members", metadata: ["cid": "\(cid)", "error": "\(error)"])
         }
     }
 
@@ -275,16 +300,16 @@ public actor BotHost {
                 .recalled(
                     cid: message.conversationId, messageID: message.id, by: message.from,
                     timestamp: message.timestamp))
-        case .membersJoined(let cid, let members, let by):
+        case .membersJoined(let cid, let members, let by, let founding):
             if members.contains(configuration.clientID) { runtime.reach?.insert(cid) }
-            await router.event(.membersJoined(cid: cid, members: members, by: by))
+            await router.event(.membersJoined(cid: cid, members: members, by: by, founding: founding))
         case .membersLeft(let cid, let members, let by):
             if members.contains(configuration.clientID) { runtime.reach?.remove(cid) }
             await router.event(.membersLeft(cid: cid, members: members, by: by))
         case .invited(let cid, let by):
-            if configuration.acceptInvitations { runtime.reach?.insert(cid) }
-            if configuration.acceptInvitations, let creator = try? await client.conversation(cid).fetch()?.creator {
-                router.setConversationRole("Owner", of: creator, in: cid)
+            if configuration.acceptInvitations {
+                runtime.reach?.insert(cid)
+                await learnConversation(cid)
             }
             await router.event(.invited(cid: cid, by: by))
             if !configuration.acceptInvitations {
@@ -294,6 +319,7 @@ public actor BotHost {
             }
         case .joined(let cid, _):
             runtime.reach?.insert(cid)
+            await learnConversation(cid)
         case .kicked(let cid, let by):
             runtime.reach?.remove(cid)
             await router.event(.kicked(cid: cid, by: by))

@@ -52,6 +52,14 @@ struct ClientOutlet: BotOutlet {
             } else {
                 _ = try await client.conversation(cid).muteMembers([user], seconds: seconds ?? 600, reason: reason)
             }
+        case .lock(let cid, let locked, let reason):
+            // A lock is the join policy switched to invite-only (the server refuses outsiders' joins, 4308).
+            metrics.executed(locked ? "lock" : "unlock")
+            var update = Command(cmd: .conv, op: .update)
+            update.cid = cid
+            update.attr = .object(["attr.joinPolicy": .string(locked ? "invite" : "open")])
+            update.detail = reason
+            _ = try await client.send(update)
         case .block(let cid, let user, let blocked):
             metrics.executed(blocked ? "block" : "unblock")
             if blocked {

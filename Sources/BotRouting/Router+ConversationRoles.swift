@@ -6,6 +6,7 @@ extension Router {
     public func setConversationRole(_ role: String?, of user: String, in cid: String) {
         let key = ConversationRoles.key(cid, user)
         let now = plugins.clock.now()
+        plugins.members.setRole(role.map(ConversationMembersRole.name) ?? "member", of: user, in: cid)
         if let role, role != "Member" {
             try? plugins.store.set(plugin: MuteList.namespace, key: key, value: .string(role), now: now)
         } else {

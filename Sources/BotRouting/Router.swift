@@ -48,6 +48,8 @@ public final class Router: Sendable {
     /// Routes a delivered message (common or typed; transient ones go to `transient(_:)`).
     nonisolated(nonsending) public func message(_ message: HookMessage) async {
         guard message.from != settings.botID else { return note(.ignored(hops: 0)) }
+        // Counted once its hooks ran: `ctx.conv(cid).member(uid).messages` counts the member's earlier messages.
+        defer { plugins.members.counted(message.from, in: message.cid) }
         note(.arrived(.message))
         let hops = message.attrs[LoopGuard.hopKey]?.intValue ?? 0
         guard loopGuard.withLock({ $0.mayAnswer(hops: hops) }) else {
@@ -103,6 +105,7 @@ public final class Router: Sendable {
     /// Routes a conversation event (membership, update, recall) to its hook.
     nonisolated(nonsending) public func event(_ event: HookEvent) async {
         note(.arrived(.event))
+        track(event)
         await finish(await plugins.handle(event))
     }
 
@@ -283,6 +286,15 @@ public final class Router: Sendable {
             await perform(action, "add", cid)
         case .updateAttribute(let cid, _, _):
             await perform(action, "update_attr", cid)
+        case .lock(let cid, let locked, let reason):
+            do {
+                try await outlet.perform(action)
+                plugins.members.setLocked(locked, cid)
+                logger.info(
+                    locked ? "conversation locked" : "conversation unlocked", metadata: ["cid": "\(cid)", "reason": "\(reason ?? "")"])
+            } catch {
+                failed(locked ? "lock" : "unlock", cid, plugin: plugin, error)
+            }
         case .log:
             await perform(action, "log", "")
         }

@@ -370,6 +370,42 @@ let cbMuted: hb_swift_fn = { L in
     return 1
 }
 
+/// `hb.conv_member(cid, uid)`: `{joined_at, role, messages, founder}` of a member of `cid` as the host knows
+/// it (`ConversationMembers`), nil when it does not know `uid` as a member.
+let cbConvMember: hb_swift_fn = { L in
+    guard let L, let plugin = pluginOf(L) else { return 0 }
+    guard let cid = lua_type(L, 1) <= LUA_TNIL ? plugin.currentCid : argString(L, 1) else {
+        return fail(L, "ctx.conv(cid).member: conversation id expected")
+    }
+    guard let user = argString(L, 2) else { return fail(L, "ctx.conv(cid).member: user id (a string) expected") }
+    guard let member = plugin.env.members.member(user, of: cid) else {
+        lua_pushnil(L)
+        return 1
+    }
+    lua_createtable(L, 0, 4)
+    lua_pushnumber(L, member.joinedAt)
+    lua_setfield(L, -2, "joined_at")
+    luaPush(L, member.role)
+    lua_setfield(L, -2, "role")
+    lua_pushinteger(L, Int64(member.messages))
+    lua_setfield(L, -2, "messages")
+    if member.founder {
+        lua_pushboolean(L, 1)
+        lua_setfield(L, -2, "founder")
+    }
+    return 1
+}
+
+/// `hb.conv_locked(cid)`: whether the host knows `cid` as locked (invite-only by a lock).
+let cbConvLocked: hb_swift_fn = { L in
+    guard let L, let plugin = pluginOf(L) else { return 0 }
+    guard let cid = lua_type(L, 1) <= LUA_TNIL ? plugin.currentCid : argString(L, 1) else {
+        return fail(L, "ctx.conv(cid).locked: conversation id expected")
+    }
+    lua_pushboolean(L, plugin.env.members.isLocked(cid) ? 1 : 0)
+    return 1
+}
+
 // MARK: types
 
 let cbTypesRegister: hb_swift_fn = { L in
@@ -470,8 +506,8 @@ let cbTypesNumber: hb_swift_fn = { L in
 
 enum ActionKind: String, CaseIterable {
     case reply, send, send_cmd, send_transient, recall, kick, mute, add, warn, update_attr
-    // ctx.conv(cid): unmute, block, unblock
-    case unmute, block, unblock
+    // ctx.conv(cid): unmute, block, unblock, lock, unlock
+    case unmute, block, unblock, lock, unlock
 }
 
 private func messageArg(_ L: LuaRef, _ i: Int32, cid: String, plugin: LuaPlugin, what: String) throws -> HookMessage {
@@ -560,6 +596,10 @@ let cbAction: hb_swift_fn = { L in
             action =
                 kind == .unmute
                 ? .mute(cid: cid, user: user, seconds: 0, reason: argString(L, 3)) : .block(cid: cid, user: user, blocked: kind == .block)
+        case .lock, .unlock:
+            guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
+            if lua_type(L, 2) > LUA_TNIL, lua_type(L, 2) != LUA_TSTRING { return fail(L, "\(fname): reason must be a string") }
+            action = .lock(cid: cid, locked: kind == .lock, reason: argString(L, 2))
         case .update_attr:
             guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
             guard let key = argString(L, 2), !key.isEmpty else { return fail(L, "\(fname): attribute key expected") }

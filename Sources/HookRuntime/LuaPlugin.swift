@@ -60,6 +60,8 @@ final class PluginEnvironment {
     let reach: ConversationReach?
     /// Where a configuration key is set in the host's configuration file, for errors.
     let configLocator: ConfigLocator?
+    /// The members of the bot's conversations as the host knows them (`ctx.conv(cid).member`, `locked`).
+    let members: ConversationMembers
     let commandSettings: CommandSettings
     /// What each plugin may reach over HTTP, and how calls are started (set by `PluginRuntime`; nil: none).
     let httpPolicies: [String: HTTPPolicy]
@@ -70,11 +72,12 @@ final class PluginEnvironment {
 
     init(
         store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
-        reach: ConversationReach? = nil, configLocator: ConfigLocator? = nil, commandSettings: CommandSettings = .init(),
-        httpPolicies: [String: HTTPPolicy] = [:]
+        reach: ConversationReach? = nil, members: ConversationMembers = ConversationMembers(), configLocator: ConfigLocator? = nil,
+        commandSettings: CommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]
     ) {
         self.httpPolicies = httpPolicies
         self.store = store
+        self.members = members
         self.clock = clock
         self.logger = logger
         self.limits = limits
@@ -354,6 +357,8 @@ final class LuaPlugin {
         set("muted", cbMuted)
         set("http_start", cbHTTPStart)
         set("media_info", cbMediaInfo)
+        set("conv_member", cbConvMember)
+        set("conv_locked", cbConvLocked)
         set("media_read", cbMediaRead)
         set("types_validate", cbTypesValidate)
         set("types_name", cbTypesName)

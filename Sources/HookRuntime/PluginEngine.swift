@@ -67,6 +67,7 @@ public final class PluginEngine {
         directory: URL, store: HookStateStore, config: [String: JSONValue] = [:],
         limits: HookLimits = .default, clock: HookClock = .system,
         logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
+        members: ConversationMembers = ConversationMembers(),
         metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
         commands: CommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]
     ) {
@@ -79,7 +80,7 @@ public final class PluginEngine {
         self.config = config
         self.env = PluginEnvironment(
             store: store, clock: clock, logger: logger, limits: limits, directory: self.directory,
-            botID: botID, reach: reach, configLocator: configLocator, commandSettings: commands,
+            botID: botID, reach: reach, members: members, configLocator: configLocator, commandSettings: commands,
             httpPolicies: httpPolicies)
     }
 

@@ -24,6 +24,9 @@ public actor PluginRuntime {
 
     /// The conversations plugins may act in besides the current event's (kept by the host); nil: any.
     public nonisolated let reach: ConversationReach?
+    /// The members of the bot's conversations, their join times, roles and message counts, and the
+    /// conversations' locks, as the host knows them (`ctx.conv(cid).member`, `locked`).
+    public nonisolated let members: ConversationMembers
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
 
@@ -47,11 +50,13 @@ public actor PluginRuntime {
         commands: CommandSettings = .init(), http: (any HookHTTPTransport)? = nil,
         httpPolicies: [String: HTTPPolicy] = [:], media: (any HookMediaSource)? = nil
     ) {
+        let members = ConversationMembers()
         let engine = PluginEngine(
             directory: directory, store: store, config: config, limits: limits, clock: clock,
-            logger: logger, botID: botID, reach: reach, metrics: metrics, configLocator: configLocator,
+            logger: logger, botID: botID, reach: reach, members: members, metrics: metrics, configLocator: configLocator,
             commands: commands, httpPolicies: httpPolicies)
         self.reach = reach
+        self.members = members
         self.engine = engine
         self.directory = engine.directory
         self.store = store

@@ -233,7 +233,8 @@ let hookbotPrelude = #"""
     ctx.add = hb.act_add
     ctx.warn = hb.act_warn
     ctx.update_attr = hb.act_update_attr
-    -- ctx.conv(cid): a conversation's mutes and block list (carried out by the server)
+    -- ctx.conv(cid): a conversation's mutes, block list and lock (carried out by the server), and its
+    -- members as the host knows them
     ctx.conv = function(cid)
       if cid ~= nil and type(cid) ~= "string" then fail("ctx.conv: conversation id (a string) expected") end
       return {
@@ -242,6 +243,10 @@ let hookbotPrelude = #"""
         block = function(uid) return hb.act_block(cid, uid) end,
         unblock = function(uid) return hb.act_unblock(cid, uid) end,
         muted = function() return hb.muted(cid) end,
+        member = function(uid) return hb.conv_member(cid, uid) end,
+        lock = function(reason) return hb.act_lock(cid, reason) end,
+        unlock = function(reason) return hb.act_unlock(cid, reason) end,
+        locked = function() return hb.conv_locked(cid) end,
       }
     end
     ctx.now = hb.now

@@ -113,8 +113,9 @@ public struct HookCommand: Sendable, Hashable, Codable {
 
 /// Conversation-level events fed by the host.
 public enum HookEvent: Sendable, Hashable {
-    /// `on_member_joined({cid, members, by})`
-    case membersJoined(cid: String, members: [String], by: String?)
+    /// `on_member_joined({cid, members, by, founding})`: `founding` when the members were added as the
+    /// conversation was created (`conv start`), not joiners.
+    case membersJoined(cid: String, members: [String], by: String?, founding: Bool = false)
     /// `on_member_left({cid, members, by})`
     case membersLeft(cid: String, members: [String], by: String?)
     /// `on_invited({cid, by})` – the bot was added to a conversation.
@@ -143,7 +144,7 @@ public enum HookEvent: Sendable, Hashable {
 
     var cid: String {
         switch self {
-        case .membersJoined(let c, _, _), .membersLeft(let c, _, _), .invited(let c, _), .kicked(let c, _),
+        case .membersJoined(let c, _, _, _), .membersLeft(let c, _, _), .invited(let c, _), .kicked(let c, _),
             .conversationUpdated(let c, _, _), .recalled(let c, _, _, _):
             return c
         case .edited(let message, _):
@@ -153,7 +154,12 @@ public enum HookEvent: Sendable, Hashable {
 
     var table: JSONValue {
         switch self {
-        case .membersJoined(let cid, let m, let by), .membersLeft(let cid, let m, let by):
+        case .membersJoined(let cid, let m, let by, let founding):
+            var o: [String: JSONValue] = ["cid": .string(cid), "members": .array(m.map { .string($0) })]
+            if let by { o["by"] = .string(by) }
+            if founding { o["founding"] = .bool(true) }
+            return .object(o)
+        case .membersLeft(let cid, let m, let by):
             var o: [String: JSONValue] = ["cid": .string(cid), "members": .array(m.map { .string($0) })]
             if let by { o["by"] = .string(by) }
             return .object(o)
@@ -226,6 +232,9 @@ public struct HookAction: Sendable, Hashable {
         case mute(cid: String, user: String, seconds: Int?, reason: String?)
         /// Block (`blocked`) or unblock a client in the conversation (`ctx.conv(cid).block` / `unblock`).
         case block(cid: String, user: String, blocked: Bool)
+        /// Lock (`locked`: join policy `invite`) or unlock (`open`) the conversation (`ctx.conv(cid).lock` /
+        /// `unlock`), with the reason outsiders' refused joins give.
+        case lock(cid: String, locked: Bool, reason: String?)
         case add(cid: String, user: String)
         case warn(cid: String, user: String, reason: String?)
         case updateAttribute(cid: String, key: String, value: JSONValue)
@@ -237,7 +246,7 @@ public struct HookAction: Sendable, Hashable {
             switch self {
             case .send(let cid, _, _), .sendTransient(let cid, _), .sendCommand(let cid, _), .recall(let cid, _),
                 .kick(let cid, _, _), .mute(let cid, _, _, _), .block(let cid, _, _), .add(let cid, _), .warn(let cid, _, _),
-                .updateAttribute(let cid, _, _):
+                .updateAttribute(let cid, _, _), .lock(let cid, _, _):
                 cid
             case .log: nil
             }
@@ -248,7 +257,7 @@ public struct HookAction: Sendable, Hashable {
         public var sends: Bool {
             switch self {
             case .send, .sendTransient, .sendCommand, .warn: true
-            case .recall, .kick, .mute, .block, .add, .updateAttribute, .log: false
+            case .recall, .kick, .mute, .block, .lock, .add, .updateAttribute, .log: false
             }
         }
     }

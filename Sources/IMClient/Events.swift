@@ -53,8 +53,9 @@ public enum IMEvent: Sendable {
     case unread([IMUnreadCount])
 
     // MARK: Conversations
-    /// Members joined a conversation this client is in (`by` added them, or they joined themselves).
-    case membersJoined(conversationId: String, members: [String], by: String?)
+    /// Members joined a conversation this client is in (`by` added them, or they joined themselves);
+    /// `founding` when they were added as the conversation was created (Hookbot: the event carries `cdate`).
+    case membersJoined(conversationId: String, members: [String], by: String?, founding: Bool = false)
     /// Members left or were removed from a conversation this client is in.
     case membersLeft(conversationId: String, members: [String], by: String?)
     /// This client joined a conversation by itself (possibly from another device).

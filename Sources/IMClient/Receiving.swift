@@ -112,7 +112,8 @@ extension IMClient {
         case .invited: hub.emit(.invited(conversationId: cid, by: by))
         case .kicked: hub.emit(.kicked(conversationId: cid, by: by))
         case .left: hub.emit(.left(conversationId: cid, by: by))
-        case .membersJoined: hub.emit(.membersJoined(conversationId: cid, members: command.m ?? [], by: by))
+        case .membersJoined:
+            hub.emit(.membersJoined(conversationId: cid, members: command.m ?? [], by: by, founding: command.cdate != nil))
         case .membersLeft: hub.emit(.membersLeft(conversationId: cid, members: command.m ?? [], by: by))
         case .updated:
             hub.emit(

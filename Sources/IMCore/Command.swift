@@ -239,6 +239,10 @@ public struct ConversationInfo: Sendable, Codable, Equatable {
     public var ttl: Int?
     public var createdAt: Int64?
     public var updatedAt: Int64?
+    /// Hookbot's, answered to members when `conv query` has flag bit 4: each member's join time (ms), role,
+    /// count of messages sent and whether it founded the conversation, by client id:
+    /// `{"Tom": {"joinedAt": 1764…, "role": "Owner", "sent": 12, "founder": true}}`.
+    public var memberInfo: JSONValue?
 
     public init(objectId: String) { self.objectId = objectId }
 }

@@ -36,14 +36,17 @@ extension IMService {
         }
         guard created else { return }
         let all = try await store.members(of: record.id)
+        // `cdate` marks the events of a creation: these members founded the conversation, they did not join it.
         var invited = Command(cmd: .conv, op: .invited)
         invited.cid = record.id
         invited.initBy = clientID
+        invited.cdate = record.createdAt
         await notify(all.filter { $0 != clientID }, invited)
         var joined = Command(cmd: .conv, op: .membersJoined)
         joined.cid = record.id
         joined.m = all
         joined.initBy = clientID
+        joined.cdate = record.createdAt
         await notify(all, joined, except: connection)
     }
 

@@ -112,6 +112,35 @@ extension IMService {
         connection.send(reply)
     }
 
+    /// How many of a conversation's newest messages `memberInfo` counts each member's sent messages in.
+    static let memberInfoWindow = 10_000
+
+    /// `conv query` flag bit 4: the results the viewer sees the members of (it is a member, or an
+    /// interceptor) with `memberInfo`: each member's join time, role, messages sent among the newest
+    /// `memberInfoWindow` and whether it founded the conversation (joined when it was created).
+    func withMemberInfo(_ results: [ConversationInfo], viewer: String) async throws -> [ConversationInfo] {
+        var answered: [ConversationInfo] = []
+        for var info in results {
+            if let members = info.m, members.contains(viewer) || interceptors.isInterceptor(viewer),
+                let record = try await store.conversation(info.objectId)
+            {
+                let controls = try await memberControls(record.id)
+                var described: [String: JSONValue] = [:]
+                for member in try await store.memberActivity(of: record.id, window: Self.memberInfoWindow) {
+                    var fields: [String: JSONValue] = [
+                        "joinedAt": .int(Int(member.joinedAt)), "role": .string(controls.role(of: member.clientID, in: record).rawValue),
+                        "sent": .int(member.sent),
+                    ]
+                    if member.joinedAt == record.createdAt { fields["founder"] = .bool(true) }
+                    described[member.clientID] = .object(fields)
+                }
+                info.memberInfo = .object(described)
+            }
+            answered.append(info)
+        }
+        return answered
+    }
+
     /// Asks the interceptors whether a membership change may happen; a drop becomes 4305.
     func reviewMembership(cid: String, actor: String, members: [String], action: String) async throws {
         guard interceptors.isActive, interceptors.configuration.reviewMembership, interceptors.inScope(cid),

@@ -19,6 +19,8 @@ extension IMService {
         if let ids = Self.lookedUpIDs(command.where), skip == 0, results.count < limit {
             results += try await joinableByID(ids, besides: results, viewer: viewer).prefix(limit - results.count)
         }
+        // Flag bit 4 (Hookbot's): each member's join time, role and messages sent, for members.
+        if let flag = command.flag, flag & 4 != 0 { results = try await withMemberInfo(results, viewer: viewer) }
         // Flag bit 1 is the SDKs' `compact(true)`: results without their member lists.
         if let flag = command.flag, flag & 1 != 0 {
             results = results.map { info in
@@ -48,7 +50,9 @@ extension IMService {
         }
         let now = Identifiers.nowMillis()
         let inRoom = rooms.room(of: connection) == cid
-        let members = try await store.updateConversation(cid: cid, by: clientID, inRoom: inRoom, patch: patch, now: now)
+        let members = try await store.updateConversation(
+            cid: cid, by: clientID, inRoom: inRoom, patch: patch, now: now, trusted: interceptors.isInterceptor(clientID),
+            reason: command.detail)
         var reply = Command(cmd: .conv, op: .updated, i: command.i)
         reply.cid = cid
         reply.udate = now
@@ -102,7 +106,6 @@ enum AttributePatch {
             }
         }
         let result = JSONValue.object(attributes)
-        try JoinPolicy.checkUnchanged(attr, result)
         try ConversationRecord.checkLimits(name: name, attr: result)
         return (name, result)
     }

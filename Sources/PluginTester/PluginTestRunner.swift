@@ -158,6 +158,7 @@ public final class PluginTestRunner {
                 clock: clock.clock, logger: logger, botID: member.id, http: transport,
                 httpPolicies: Dictionary(uniqueKeysWithValues: member.plugins.map { ($0, policy) }),
                 media: ScenarioMedia(files: testCase.files))
+            testCase.members.install(in: runtime.members, now: clock.now)
             let settings = RoutingSettings(
                 botID: member.id, intercepting: index == 0 && testCase.mode == .interceptor,
                 maxHops: scenario.maxHops, replyLimit: scenario.replyLimit,
@@ -255,7 +256,12 @@ public final class PluginTestRunner {
                     cid: o["cid"]?.stringValue ?? "c1", from: o["from"]?.stringValue ?? "Tom"))
         case .join(let v):
             let o = try object(v, "join")
-            await host.event(.membersJoined(cid: o["cid"]?.stringValue ?? "c1", members: members(o), by: o["by"]?.stringValue))
+            let cid = o["cid"]?.stringValue ?? "c1"
+            for bot in host.bots {
+                ScenarioMembers.preset(o, members: members(o), cid: cid, in: bot.runtime.members, now: host.clock.now)
+            }
+            await host.event(
+                .membersJoined(cid: cid, members: members(o), by: o["by"]?.stringValue, founding: o["founding"]?.boolValue == true))
         case .leave(let v):
             let o = try object(v, "leave")
             await host.event(.membersLeft(cid: o["cid"]?.stringValue ?? "c1", members: members(o), by: o["by"]?.stringValue))

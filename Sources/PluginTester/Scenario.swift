@@ -49,6 +49,8 @@ public struct Scenario: Sendable {
         /// Files stored on the simulated hub, by id (the file's, with the case's merged over them): a message
         /// whose `file.id` names one is filled from it as the server fills it, and `ctx.media` reads it.
         public var files: [String: ScenarioFile] = [:]
+        /// The members the bots know when the case starts (the file's, with the case's merged over them).
+        var members = ScenarioMembers()
     }
 
     /// A file stored on the simulated hub (`files = { [id] = { name = …, mime = …, size = …, content = …,
@@ -100,7 +102,7 @@ public struct Scenario: Sendable {
             root,
             allowed: [
                 "plugins", "bot", "mode", "config", "translate_to", "reply_limit",
-                "reply_window", "max_hops", "deadline_ms", "bots", "http", "files", "cases",
+                "reply_window", "max_hops", "deadline_ms", "bots", "http", "files", "cases", "members",
             ], at: "scenario")
         self.path = path
         self.pluginsDirectory = pluginsDirectory
@@ -126,12 +128,13 @@ public struct Scenario: Sendable {
         let files = try Self.files(root["files"], at: "files")
         guard case .array(let list)? = root["cases"], !list.isEmpty else {
             throw ScenarioError("scenario needs a non-empty list `cases`")
+        let members = try ScenarioMembers(root["members"], at: "members")
         }
         var cases: [TestCase] = []
         for (i, item) in list.enumerated() {
             guard case .object(let c) = item else { throw ScenarioError("cases[\(i + 1)] must be a table") }
             try Self.checkKeys(
-                c, allowed: ["name", "config", "translate_to", "mode", "expect_load", "steps", "http", "files"],
+                c, allowed: ["name", "config", "translate_to", "mode", "expect_load", "steps", "http", "files", "members"],
                 at: "cases[\(i + 1)]")
             let name = try c["name"].map { try Self.string($0, "cases[\(i + 1)].name") } ?? "case \(i + 1)"
             let own = try Self.config(c["config"], main: main)
@@ -158,7 +161,8 @@ public struct Scenario: Sendable {
                     translateTo: translateTo.merging(try Self.languages(c["translate_to"])) { $1 },
                     mode: caseMode, expectLoad: expectLoad, steps: steps,
                     http: http.merging(try Self.recordings(c["http"], at: "\(name): http")) { $1 },
-                    files: files.merging(try Self.files(c["files"], at: "\(name): files")) { $1 }))
+                    files: files.merging(try Self.files(c["files"], at: "\(name): files")) { $1 },
+                    members: try ScenarioMembers(c["members"], at: "\(name): members").merged(over: members)))
         }
         self.cases = cases
     }

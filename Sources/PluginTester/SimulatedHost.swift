@@ -263,6 +263,8 @@ struct RecordingOutlet: BotOutlet {
     }
 }
 
+        case .lock(let cid, let locked, let reason):
+            record(["kind": locked ? "lock" : "unlock", "cid": .string(cid)], reason: reason)
 /// The outcome of the step being run, filled in from every bot's routing notes and outlet, and the
 /// follow-ups still to run.
 final class StepRecorder: Sendable {

@@ -115,7 +115,7 @@ struct ChatCommand: AsyncParsableCommand {
         switch event {
         case .message(let message) where message.from != me: show(message, mediaBase: mediaBase)
         case .cmd(let cmd): say("* \(cmd.from) /\(cmd.action) \(JSONValue.object(cmd.ext).jsonString())")
-        case .membersJoined(_, let members, let by): say("* \(members.joined(separator: ", ")) joined (by \(by ?? "?"))")
+        case .membersJoined(_, let members, let by, _): say("* \(members.joined(separator: ", ")) joined (by \(by ?? "?"))")
         case .membersLeft(_, let members, let by): say("* \(members.joined(separator: ", ")) left (by \(by ?? "?"))")
         case .kicked(_, let by): say("* you were removed by \(by ?? "?")")
         case .recalled(let message): say("* \(message.from) recalled a message")

@@ -74,11 +74,33 @@ final class DocExampleTests: XCTestCase {
         let all = try Self.examples()
         let checked: Set<String> = [
             "greeter", "schema", "commands", "webhooks", "http", "moderation", "beforesend",
-            "translate", "antiflood", "timers", "poll", "files",
+            "translate", "antiflood", "timers", "poll", "files", "newmembers",
         ]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
-        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 14)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 15)
+    }
+
+    /// `ctx.conv(cid).member(uid)`: founders post links at once, a joiner after 10 minutes and 3 messages,
+    /// somebody the host does not know as a member never.
+    func testNewMembers() throws {
+        let (f, rt) = try setUp("newmembers")
+        let members = rt.env.members
+        let now = f.clock.now
+        members.joined(["Spike"], in: "c1", at: now, founding: true)
+        members.joined(["Tom"], in: "c1", at: now, founding: false)
+        func verdict(_ from: String) -> ModerationVerdict { rt.moderate(msg("see https://example.org", from: from)).verdict }
+        XCTAssertEqual(verdict("Spike"), .allow)
+        XCTAssertEqual(verdict("Tom"), .block(reason: "new members cannot post links yet", code: nil, silent: false))
+        XCTAssertEqual(verdict("Jerry"), .block(reason: "new members cannot post links yet", code: nil, silent: false))
+        f.clock.advance(by: 601)
+        for _ in 0..<2 { members.counted("Tom", in: "c1") }
+        XCTAssertEqual(verdict("Tom"), .block(reason: "new members cannot post links yet", code: nil, silent: false))
+        members.counted("Tom", in: "c1")
+        XCTAssertEqual(members.member("Tom", of: "c1")?.messages, 3)
+        XCTAssertEqual(verdict("Tom"), .allow)
+        members.left(["Tom"], from: "c1")
+        XCTAssertEqual(verdict("Tom"), .block(reason: "new members cannot post links yet", code: nil, silent: false))
     }
 
     /// Without `[http.weather]` hosts the call is refused at once, as a value (the call itself is tested

@@ -20,7 +20,7 @@ final class ConversationTests: XCTestCase {
         }
         XCTAssertEqual(invitedBy, "Jerry")
         let joined = try await logs[1].next("members joined") {
-            if case .membersJoined(let cid, let members, let by) = $0, cid == conversation.id, members == ["Harry"] {
+            if case .membersJoined(let cid, let members, let by, _) = $0, cid == conversation.id, members == ["Harry"] {
                 (members, by ?? "")
             } else {
                 nil
@@ -32,7 +32,7 @@ final class ConversationTests: XCTestCase {
         try await william.conversation(conversation.id).join()
         _ = try await logs[3].next("joined") { if case .joined(let cid, _) = $0, cid == conversation.id { true } else { nil } }
         let williamJoined = try await logs[0].next("William joined") {
-            if case .membersJoined(_, let members, _) = $0, members == ["William"] { true } else { nil }
+            if case .membersJoined(_, let members, _, _) = $0, members == ["William"] { true } else { nil }
         }
         XCTAssertTrue(williamJoined)
         let count = try await conversation.countMembers()

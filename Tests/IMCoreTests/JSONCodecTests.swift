@@ -616,6 +616,7 @@ final class JSONCodecTests: XCTestCase {
                 info.createdAt = maybe(&rng, randomInt64)
                 info.updatedAt = maybe(&rng, randomInt64)
                 info.ttl = maybe(&rng, randomInt)
+                info.memberInfo = maybe(&rng, randomNonNullValue)
                 return info
             }
         }

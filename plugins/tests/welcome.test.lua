@@ -12,6 +12,15 @@ return {
       },
     },
     {
+      name = "founders of a new conversation are not greeted; a later joiner is",
+      steps = {
+        { join = { cid = "c1", members = { "Spike", "Tom", "Jerry" }, by = "Spike", founding = true },
+          expect = { replies = {} } },
+        { join = { cid = "c1", members = { "Tyke" }, by = "Tyke" }, expect = { replies = { "Welcome, Tyke!" } } },
+        { expect_state = { ["conv:c1:first:Tom"] = NIL, ["conv:c1:first:Tyke"] = 1700000000 } },
+      },
+    },
+    {
       name = "a returning member is welcomed back with the first-join date",
       steps = {
         { join = { members = { "Tom" } } },

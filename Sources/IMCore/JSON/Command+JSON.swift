@@ -786,7 +786,7 @@ extension MaxReadTuple {
 
 extension ConversationInfo {
     static let jsonKeys = JSONKeyTable([
-        "objectId", "name", "m", "c", "tr", "unique", "attr", "mu", "lm", "createdAt", "updatedAt", "ttl",
+        "objectId", "name", "m", "c", "tr", "unique", "attr", "mu", "lm", "createdAt", "updatedAt", "ttl", "memberInfo",
     ])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
@@ -815,6 +815,7 @@ extension ConversationInfo {
                 case 11: value.ttl = errors.take(try reader.decodeInt(), 11)
                 default: try reader.skipValue()
                 }
+                case 12: value.memberInfo = errors.take(try reader.decodeAny(), 12)
             } while try reader.nextMember()
         }
         if let failure = errors.first(in: jsonKeys) { return .invalid(failure) }
@@ -872,6 +873,10 @@ extension ConversationInfo {
         }
         out.append(.closeBrace)
     }
+        if let v = memberInfo {
+            out.appendJSONRaw(#","memberInfo":"#)
+            out.appendJSONValue(v)
+        }
 }
 
 extension FailedPids {

@@ -67,6 +67,12 @@ struct ConversationRecord: Sendable, Equatable {
     var expiresAt: Int64?
     /// Who may join by themselves (`StoreRules.mayJoin`).
     var joinPolicy: JoinPolicy = .open
+    /// Set while a lock holds the conversation invite-only (an owner's, manager's or interceptor's `conv
+    /// update` of `attr.joinPolicy` to `invite`): the reason given, empty when none; nil otherwise.
+    var lockReason: String? = nil
+
+    /// A 1:1 conversation: unique, with two members at creation (its join policy stays `invite`).
+    var isOneToOne: Bool { uniqueKey.map { $0.split(separator: "\u{1F}", omittingEmptySubsequences: false).count == 2 } ?? false }
 
     /// The wire form; `members` is nil for chat rooms.
     func info(members: [String]?) -> ConversationInfo {
@@ -146,11 +152,36 @@ enum JoinPolicy: String, Sendable, CaseIterable {
         text.map { JoinPolicy(rawValue: $0) ?? .invite } ?? .open
     }
 
-    /// Refuses a `conv update` whose result changes the attribute (4903): the policy is fixed at creation.
-    static func checkUnchanged(_ old: JSONValue, _ new: JSONValue) throws {
-        if old.objectValue?[attributeKey] != new.objectValue?[attributeKey] {
-            throw IMError(.invalidField, "joinPolicy is set when the conversation is created and cannot be changed")
+    /// The longest lock reason kept (characters).
+    static let maxLockReason = 500
+
+    /// What a `conv update` whose result is `attr` does to the conversation's join policy: nil when it leaves
+    /// `attr.joinPolicy` as it was; otherwise the new policy and lock reason (`reason`, or empty, for
+    /// `invite`; nil for `open`). Switching between `open` and `invite` (a lock) is for the owner, managers
+    /// and interceptors (`actor`: their role, `.manager` for an interceptor) of a group; anybody else, a 1:1,
+    /// a temporary conversation, a chat room (always open), removing the attribute or another value: 4903.
+    static func change(of record: ConversationRecord, to attr: JSONValue, by actor: MemberRole, reason: String?) throws
+        -> (policy: JoinPolicy, lockReason: String?)?
+    {
+        let old = record.attr.objectValue?[attributeKey]
+        let new = attr.objectValue?[attributeKey]
+        guard old != new else { return nil }
+        guard new != nil else { throw IMError(.invalidField, "joinPolicy cannot be removed: set it to 'open' or 'invite'") }
+        guard let policy = try requested(in: attr, transient: record.transient) else { return nil }
+        if record.expiresAt != nil || record.isOneToOne {
+            throw IMError(
+                .invalidField,
+                "\(record.id) is a \(record.expiresAt != nil ? "temporary" : "1:1") conversation: its joinPolicy stays 'invite'")
         }
+        guard actor >= .manager else {
+            throw IMError(
+                .invalidField,
+                "joinPolicy of \(record.id) is changed only by its owner, its managers or an interceptor (a lock); members cannot")
+        }
+        if let reason, reason.count > maxLockReason {
+            throw IMError(.invalidField, "the lock reason (detail) is limited to \(maxLockReason) characters")
+        }
+        return (policy, policy == .invite ? (reason ?? "") : nil)
     }
 }
 

@@ -40,9 +40,14 @@ protocol ServerStore: MemberControlStore {
     func memberships(of clientID: String) async throws -> [Membership]
     /// Adds or removes members after `StoreRules.authorize` allows the actor, in one transaction.
     func changeMembers(_ request: MembershipRequest) async throws -> MembershipChange
-    /// Applies a `conv update` patch; returns the members (to notify).
-    func updateConversation(cid: String, by clientID: String, inRoom: Bool, patch: [String: JSONValue], now: Int64) async throws
-        -> [String]
+    /// Applies a `conv update` patch; returns the members (to notify). A change of `attr.joinPolicy` (a lock)
+    /// is for the owner, managers and interceptors (`trusted`, who need not be members), with `reason` kept
+    /// as the lock's (`JoinPolicy.change`).
+    func updateConversation(
+        cid: String, by clientID: String, inRoom: Bool, patch: [String: JSONValue], now: Int64, trusted: Bool, reason: String?
+    ) async throws -> [String]
+    /// Each member's join time (ms) and how many of the conversation's newest `window` messages it sent.
+    func memberActivity(of cid: String, window: Int) async throws -> [(clientID: String, joinedAt: Int64, sent: Int)]
     func setMuted(cid: String, clientID: String, muted: Bool) async throws
     /// Runs a compiled `conv query` as `viewer`, refusing unindexed queries over `scanLimit` conversations.
     func queryConversations(_ query: ConversationQuery, sort: String?, viewer: String, limit: Int, skip: Int, scanLimit: Int)
@@ -82,6 +87,15 @@ protocol ServerStore: MemberControlStore {
     /// The messages recalled or edited after `after` (their `patch_t`) in the conversations `clientID` is
     /// a member of and may see, oldest patch first, at most `limit`.
     func patchedMessages(clientID: String, after: Int64, limit: Int) async throws -> [MessageRecord]
+}
+
+extension ServerStore {
+    /// A `conv update` by a client that is not an interceptor, without a lock reason.
+    func updateConversation(cid: String, by clientID: String, inRoom: Bool, patch: [String: JSONValue], now: Int64) async throws
+        -> [String]
+    {
+        try await updateConversation(cid: cid, by: clientID, inRoom: inRoom, patch: patch, now: now, trusted: false, reason: nil)
+    }
 }
 
 /// A group commit: the messages to store and the cursor moves to write, in one transaction.
@@ -141,6 +155,12 @@ enum StoreRules {
             } else if !selfChange, !actorIsMember {
                 throw IMError(.conversationMembershipRequired, "only members may add others to \(request.cid)")
             } else if selfChange, !mayJoin(record, isMember: actorIsMember) {
+                if let lock = record.lockReason {
+                    throw IMError(
+                        .conversationNotAllowed,
+                        "\(request.cid) is locked (invite-only for now\(lock.isEmpty ? "" : ": \(lock)")): a member must add \(request.actor)"
+                    )
+                }
                 throw IMError(
                     .conversationNotAllowed,
                     "\(request.cid) is invite-only (join policy '\(record.joinPolicy.rawValue)'): a member must add \(request.actor)")
@@ -172,9 +192,11 @@ enum StoreRules {
         !isBlocked && (record.transient || isMember || record.joinPolicy == .open)
     }
 
-    /// Whether `clientID` may update the conversation (a member, or in the chat room).
-    static func authorizeUpdate(record: ConversationRecord, members: [String], clientID: String, inRoom: Bool) throws {
-        if record.transient ? !inRoom : !members.contains(clientID) {
+    /// Whether `clientID` may update the conversation (a member, or in the chat room; an interceptor,
+    /// `trusted`, always).
+    static func authorizeUpdate(record: ConversationRecord, members: [String], clientID: String, inRoom: Bool, trusted: Bool = false) throws
+    {
+        if !trusted, record.transient ? !inRoom : !members.contains(clientID) {
             throw IMError(
                 .conversationUpdateRejected, "\(clientID) is not \(record.transient ? "in the chat room" : "a member of") \(record.id)")
         }

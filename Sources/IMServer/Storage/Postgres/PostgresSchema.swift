@@ -203,6 +203,8 @@ enum PostgresSchema {
             Migration(version: 9, name: "media-external", statements: PostgresExternalFiles.tables(schema: s)),
             Migration(version: 10, name: "push-devices", statements: PostgresPushDevices.tables(schema: s)),
             Migration(version: 11, name: "push-queue", statements: PostgresPushQueue.tables(schema: s)),
+            // A lock's reason while a conversation is locked to invite-only (see JoinPolicy.change).
+            Migration(version: 12, name: "join-lock", statements: ["ALTER TABLE \(s).conversations ADD COLUMN lock_reason TEXT"]),
         ]
     }
 }

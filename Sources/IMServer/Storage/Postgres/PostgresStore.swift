@@ -337,20 +337,46 @@ final class PostgresStore: ServerStore {
         }
     }
 
-    func updateConversation(cid: String, by clientID: String, inRoom: Bool, patch: [String: JSONValue], now: Int64) async throws
-        -> [String]
-    {
+    func updateConversation(
+        cid: String, by clientID: String, inRoom: Bool, patch: [String: JSONValue], now: Int64, trusted: Bool, reason: String?
+    ) async throws -> [String] {
         try await logged {
             try await transaction { connection -> [String] in
                 let run = Self.runner(connection, logger)
                 let record = try await Self.lockConversation(run, id: cid)
                 let members = try await Self.members(run, cid: cid)
-                try StoreRules.authorizeUpdate(record: record, members: members, clientID: clientID, inRoom: inRoom)
+                try StoreRules.authorizeUpdate(record: record, members: members, clientID: clientID, inRoom: inRoom, trusted: trusted)
                 let (name, attr) = try AttributePatch.apply(patch, name: record.name, attr: record.attr)
+                let controls = MemberControls(controls: try await Self.memberControls(run, cid: cid, now: now), now: now)
+                let actor = trusted ? .manager : controls.role(of: clientID, in: record)
+                if let change = try JoinPolicy.change(of: record, to: attr, by: actor, reason: reason) {
+                    _ = try await run(
+                        "UPDATE conversations SET join_policy = \(change.policy.rawValue), lock_reason = \(change.lockReason) WHERE id = \(cid)"
+                    )
+                }
                 _ = try await run(
                     "UPDATE conversations SET name = \(name), attr = \(attr.jsonString())::jsonb, updated_at = \(now) WHERE id = \(cid)")
                 try await MediaReferences.replace(run, cid: cid, name: name, attr: attr)
                 return members
+            }
+        }
+    }
+
+    func memberActivity(of cid: String, window: Int) async throws -> [(clientID: String, joinedAt: Int64, sent: Int)] {
+        try await logged {
+            var sent: [String: Int] = [:]
+            for row in try await fetch(
+                """
+                SELECT from_id, COUNT(*) FROM (SELECT from_id FROM messages WHERE cid = \(cid) ORDER BY t DESC LIMIT \(window)) AS recent
+                GROUP BY from_id
+                """)
+            {
+                let (from, n) = try row.decode((String, Int64).self)
+                sent[from] = Int(n)
+            }
+            return try await fetch("SELECT client_id, joined_at FROM members WHERE cid = \(cid) ORDER BY joined_at, client_id").map { row in
+                let (clientID, joinedAt) = try row.decode((String, Int64).self)
+                return (clientID, joinedAt, sent[clientID] ?? 0)
             }
         }
     }
@@ -974,7 +1000,9 @@ extension ConversationRecord {
             attr: JSONValue.parse(try row["attr"].decode(String.self)) ?? .object([:]),
             muted: ClientIDList.parse(try row["muted"].decode(String.self)) ?? [], lm: try row["lm"].decode(Int64?.self),
             createdAt: try row["created_at"].decode(Int64.self), updatedAt: try row["updated_at"].decode(Int64.self),
-            expiresAt: try row["expires_at"].decode(Int64?.self), joinPolicy: JoinPolicy.stored(try row["join_policy"].decode(String?.self))
+            expiresAt: try row["expires_at"].decode(Int64?.self),
+            joinPolicy: JoinPolicy.stored(try row["join_policy"].decode(String?.self)),
+            lockReason: try row["lock_reason"].decode(String?.self)
         )
     }
 }

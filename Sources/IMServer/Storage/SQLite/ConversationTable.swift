@@ -8,7 +8,7 @@ extension ConversationRecord {
             id: row["id"], name: row["name"], creator: row["creator"], transient: row["transient"], uniqueKey: row["unique_key"],
             attr: JSONValue.parse(row["attr"] ?? "{}") ?? .object([:]), muted: ClientIDList.parse(row["muted"]) ?? [],
             lm: row["lm"], createdAt: row["created_at"], updatedAt: row["updated_at"], expiresAt: row["expires_at"],
-            joinPolicy: JoinPolicy.stored(row["join_policy"]))
+            joinPolicy: JoinPolicy.stored(row["join_policy"]), lockReason: row["lock_reason"])
     }
 }
 

@@ -160,6 +160,8 @@ enum SQLiteSchema {
         migrator.registerMigration("v12-media-external") { db in try SQLiteExternalFiles.create(db) }
         migrator.registerMigration("v13-push-devices") { db in try SQLitePushDevices.create(db) }
         migrator.registerMigration("v14-push-queue") { db in try SQLitePushQueue.create(db) }
+        // A lock's reason while a conversation is locked to invite-only (see JoinPolicy.change).
+        migrator.registerMigration("v15-join-lock") { db in try db.execute(sql: "ALTER TABLE conversations ADD COLUMN lock_reason TEXT") }
         return migrator
     }
 }

@@ -123,19 +123,46 @@ final class SQLiteStore: ServerStore {
         }
     }
 
-    func updateConversation(cid: String, by clientID: String, inRoom: Bool, patch: [String: JSONValue], now: Int64) async throws
-        -> [String]
-    {
+    func updateConversation(
+        cid: String, by clientID: String, inRoom: Bool, patch: [String: JSONValue], now: Int64, trusted: Bool, reason: String?
+    ) async throws -> [String] {
         try await db.write { db -> [String] in
             let record = try ConversationTable.existing(db, id: cid)
             let members = try ConversationTable.members(db, cid: cid)
-            try StoreRules.authorizeUpdate(record: record, members: members, clientID: clientID, inRoom: inRoom)
+            try StoreRules.authorizeUpdate(record: record, members: members, clientID: clientID, inRoom: inRoom, trusted: trusted)
             let (name, attr) = try AttributePatch.apply(patch, name: record.name, attr: record.attr)
+            let controls = MemberControls(controls: try MemberControlTable.all(db, cid: cid, now: now), now: now)
+            let actor = trusted ? .manager : controls.role(of: clientID, in: record)
+            if let change = try JoinPolicy.change(of: record, to: attr, by: actor, reason: reason) {
+                try db.execute(
+                    sql: "UPDATE conversations SET join_policy = ?, lock_reason = ? WHERE id = ?",
+                    arguments: [change.policy.rawValue, change.lockReason, cid])
+            }
             try db.execute(
                 sql: "UPDATE conversations SET name = ?, attr = ?, updated_at = ? WHERE id = ?",
                 arguments: [name, attr.jsonString(), now, cid])
             try MediaReferences.replace(db, cid: cid, name: name, attr: attr)
             return members
+        }
+    }
+
+    func memberActivity(of cid: String, window: Int) async throws -> [(clientID: String, joinedAt: Int64, sent: Int)] {
+        try await db.read { db in
+            let sent = Dictionary(
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT from_id, COUNT(*) AS n FROM (SELECT from_id FROM messages WHERE cid = ? ORDER BY t DESC LIMIT ?)
+                        GROUP BY from_id
+                        """, arguments: [cid, window]
+                ).map { (row: Row) -> (String, Int) in (row["from_id"], row["n"]) }, uniquingKeysWith: { a, _ in a })
+            return try Row.fetchAll(
+                db, sql: "SELECT client_id, joined_at FROM members WHERE cid = ? ORDER BY joined_at, client_id", arguments: [cid]
+            )
+            .map { row in
+                let clientID: String = row["client_id"]
+                return (clientID, row["joined_at"], sent[clientID] ?? 0)
+            }
         }
     }
 
