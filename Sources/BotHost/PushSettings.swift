@@ -56,6 +56,10 @@ public struct PushSettings: Sendable {
     public var titleTemplate: String??
     public var sound: String??
     public var maxBodyCharacters: Int?
+    /// `[push.conversations."<cid>"]`: per conversation, the `[push.templates]` keys it overrides and
+    /// `enabled` (false: no push for it), as read (checked) from the file; the server's
+    /// `PushConversationTemplates` reads them.
+    public var conversationTemplates: [String: [String: JSONValue]] = [:]
     /// `[push] workers`, `retry_delay`, `max_retry_delay`, `max_age`: the persisted queue; nil: the server's.
     public var workers: Int?
     public var retryDelay: Duration?
@@ -128,6 +132,26 @@ public struct PushSettings: Sendable {
                 }
                 guard let text = value.stringValue, !text.isEmpty else { throw t.error(key, "must be a template (a non-empty string)") }
                 settings.templatesByType[type] = text
+            }
+        }
+        if let conversations = try r.table("conversations") {
+            for (cid, value) in conversations.sorted(by: { $0.key < $1.key }) {
+                let path = "push.conversations.\(cid)"
+                guard !cid.isEmpty, let table = value.objectValue else {
+                    throw file.error(path, "must be a table of template overrides for conversation \(cid)")
+                }
+                var t = PushTableReader(table: table, path: path, file: file, base: base)
+                _ = try t.bool("enabled")
+                _ = try t.string("title")
+                _ = try t.string("sound")
+                for (key, value) in t.remaining() {
+                    guard typeNames[key] != nil || Int(key) != nil || key == "plain" || key == "other" else {
+                        let names = (typeNames.keys.sorted() + ["plain", "other", "title", "sound", "enabled"]).joined(separator: ", ")
+                        throw t.error(key, "unknown key (known: \(names), or a message type number such as \"7\")")
+                    }
+                    guard let text = value.stringValue, !text.isEmpty else { throw t.error(key, "must be a template (a non-empty string)") }
+                }
+                settings.conversationTemplates[cid] = table
             }
         }
         if let apns = try r.table("apns") {

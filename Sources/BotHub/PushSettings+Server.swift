@@ -1,4 +1,5 @@
 import BotHost
+import IMCore
 import IMServer
 
 extension PushConfiguration {
@@ -21,6 +22,10 @@ extension PushConfiguration {
         if let title = settings.titleTemplate { templates.title = title }
         if let sound = settings.sound { templates.sound = sound }
         if let most = settings.maxBodyCharacters { templates.maxBodyCharacters = most }
+        for (cid, table) in settings.conversationTemplates {
+            // Checked when the file was read.
+            conversations[cid] = try? PushConversationTemplates(object: .object(table))
+        }
         if let workers = settings.workers { queue.workers = workers }
         if let delay = settings.retryDelay { queue.retryDelay = delay }
         if let delay = settings.maxRetryDelay { queue.maxRetryDelay = delay }

@@ -194,3 +194,12 @@ struct SignView: Encodable {
     var timestamp: Int64
     var nonce: String
 }
+
+/// `GET /api/pushes`: the embedded server's last pushes (oldest first) and its attempts per provider and outcome.
+struct PushesView: Encodable {
+    var enabled: Bool
+    var reason: String?
+    var entries: [PushHistoryEntry]
+    var next: Int
+    var providers: [String: [String: Int]]
+}

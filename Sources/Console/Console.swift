@@ -132,6 +132,9 @@ public final class Console: Sendable {
         router.get("/api/interception") { [self] request, _ in
             await admin(request) { target in await interception(target) }
         }
+        router.get("/api/pushes") { [self] request, _ in
+            await admin(request) { target in pushes(request, target) }
+        }
         router.get("/api/stats") { [self] request, _ in
             await admin(request) { target in HTTPJSON.response(.ok, await target.bot.statistics) }
         }
@@ -255,6 +258,40 @@ public final class Console: Sendable {
         let plugin = query.get("plugin").flatMap { $0.isEmpty ? nil : $0 }
         let (entries, next) = logs.entries(after: after, minimumLevel: level, plugin: plugin, limit: limit)
         return HTTPJSON.response(.ok, LogView(entries: entries.map(LogView.EntryView.init), next: next))
+    }
+
+    /// The last pushes the embedded server sent, retried or dropped, and its counts per provider.
+    private func pushes(_ request: Request, _ target: Target) -> Response {
+        let query = request.uri.queryParameters
+        var after = 0
+        var limit = 200
+        if let value = query.get("after") {
+            guard let number = Int(value), number >= 0 else { return HTTPJSON.error(.badRequest, "after must be a sequence number") }
+            after = number
+        }
+        if let value = query.get("limit") {
+            guard let number = Int(value), (0...1000).contains(number) else {
+                return HTTPJSON.error(.badRequest, "limit must be between 0 and 1000")
+            }
+            limit = number
+        }
+        let cid = query.get("cid").flatMap { $0.isEmpty ? nil : $0 }
+        guard let server = target.server else {
+            return HTTPJSON.response(
+                .ok,
+                PushesView(
+                    enabled: false, reason: "the IM server runs in another process: its pushes are not visible here", entries: [],
+                    next: 0, providers: [:]))
+        }
+        guard server.isPushEnabled else {
+            return HTTPJSON.response(
+                .ok,
+                PushesView(
+                    enabled: false, reason: "no push provider is configured ([push.<name>] in hookbot.toml)", entries: [], next: 0,
+                    providers: [:]))
+        }
+        let (entries, next) = server.recentPushes(after: after, cid: cid, limit: limit)
+        return HTTPJSON.response(.ok, PushesView(enabled: true, reason: nil, entries: entries, next: next, providers: server.pushCounts))
     }
 
     private func interception(_ target: Target) async -> Response {

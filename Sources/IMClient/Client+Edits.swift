@@ -49,6 +49,7 @@ extension IMClient {
         direct.priority = options.priority?.rawValue
         direct.mentionPids = options.mentionPids
         direct.mentionAll = options.mentionAll ? true : nil
+        direct.pushData = options.transient ? nil : try options.pushData?.validated()
         direct.dt = options.transient ? nil : (options.dedupeToken ?? nextDedupeToken())
         let ack = try await request(direct)
         var message = IMMessage(

@@ -26,6 +26,7 @@ extension IMClient {
         direct.priority = options.priority?.rawValue
         direct.mentionPids = options.mentionPids
         direct.mentionAll = options.mentionAll ? true : nil
+        direct.pushData = options.transient ? nil : try options.pushData?.validated()
         // Stored messages carry a token the server de-duplicates on, so they can be resent after a
         // reconnect; transient ones are not stored and are not resent.
         direct.dt = options.transient ? nil : (options.dedupeToken ?? nextDedupeToken())

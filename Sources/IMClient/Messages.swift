@@ -169,10 +169,13 @@ public struct IMSendOptions: Sendable {
     /// The de-duplication token sent as `dt`. Left nil, a fresh token (a per-client random prefix and a counter) is used; pass the same token to
     /// retry a send whose outcome is unknown (for example after `REQUEST_TIMEOUT`) without duplicating it.
     public var dedupeToken: String?
+    /// What the push notification of members who are offline says (LeanCloud's `pushData`); nil: the
+    /// server's templates. Ignored for transient messages (they are never pushed).
+    public var pushData: IMPushData?
 
     public init(
         transient: Bool = false, receipt: Bool = false, priority: IMMessagePriority? = nil,
-        mentionPids: [String]? = nil, mentionAll: Bool = false, dedupeToken: String? = nil
+        mentionPids: [String]? = nil, mentionAll: Bool = false, dedupeToken: String? = nil, pushData: IMPushData? = nil
     ) {
         self.transient = transient
         self.receipt = receipt
@@ -180,6 +183,7 @@ public struct IMSendOptions: Sendable {
         self.mentionPids = mentionPids
         self.mentionAll = mentionAll
         self.dedupeToken = dedupeToken
+        self.pushData = pushData
     }
 
     public static let `default` = IMSendOptions()

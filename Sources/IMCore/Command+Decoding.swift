@@ -115,6 +115,10 @@ extension Command {
             case .devices: devices = try container.decodeIfPresent(JSONValue.self, forKey: .devices)
             case .pushData:
                 let value = try container.decodeIfPresent(JSONValue.self, forKey: .pushData)
+                if let value, value != .null, value.stringValue == nil, value.objectValue == nil {
+                    throw DecodingError.dataCorruptedError(
+                        forKey: .pushData, in: container, debugDescription: "pushData is a JSON object or its text")
+                }
                 pushData = value.flatMap { $0 == .null ? nil : ($0.stringValue ?? $0.jsonString()) }
             }
         }

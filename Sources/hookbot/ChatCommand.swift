@@ -8,7 +8,8 @@ struct ChatCommand: AsyncParsableCommand {
         commandName: "chat", abstract: "A terminal chat client for trying bots by hand.",
         discussion: """
             Type a line to send it. Commands: /join <name or id>, /quit, /members, /history [n], \
-            /cmd <action> [json object], /typing, /upload <path>, /exit. /upload sends a file as an image, audio, \
+            /cmd <action> [json object], /push <json object> <text>, /typing, /upload <path>, /exit. /push sends the text with \
+            LeanCloud's pushData (what members who are offline get as a push notification). /upload sends a file as an image, audio, \
             video or file message (by the type the server sniffs), uploaded to the server's /media with progress.
             """)
 
@@ -75,6 +76,13 @@ struct ChatCommand: AsyncParsableCommand {
                 ext = object
             }
             _ = try await conversation.sendCmd(action: parts[1], ext: ext)
+        case "/push" where parts.count > 1:
+            let rest = String(text.dropFirst("/push".count)).trimmingCharacters(in: .whitespaces)
+            guard let (pushData, message) = Self.pushLine(rest) else {
+                say(#"! /push takes a JSON object then the message, e.g. /push {"alert": "Tom needs you", "badge": 1} hello"#)
+                return conversation
+            }
+            _ = try await conversation.send(.text(message), options: IMSendOptions(pushData: pushData))
         case "/typing":
             _ = try await conversation.send(.typed(TypedMessage(type: Self.operationType, text: "typing…")), options: .transient)
         case "/upload" where parts.count > 1:
@@ -91,9 +99,26 @@ struct ChatCommand: AsyncParsableCommand {
             meter.finish()
             say("* " + sent.summary(mediaBase: client.mediaBaseURL))
         default:
-            say("! commands: /join <name or id>, /quit, /members, /history [n], /cmd <action> [json], /typing, /upload <path>, /exit")
+            say(
+                "! commands: /join <name or id>, /quit, /members, /history [n], /cmd <action> [json], /push <json> <text>, /typing, "
+                    + "/upload <path>, /exit")
         }
         return conversation
+    }
+
+    /// `/push`'s argument: a JSON object (LeanCloud's pushData), then the message's text. Nil when it does not
+    /// start with a JSON object or no text follows.
+    static func pushLine(_ rest: String) -> (IMPushData, String)? {
+        guard rest.hasPrefix("{") else { return nil }
+        var end = rest.startIndex
+        while let brace = rest[end...].firstIndex(of: "}") {
+            end = rest.index(after: brace)
+            let json = String(rest[..<end])
+            guard JSONValue.parse(json)?.objectValue != nil, let pushData = try? IMPushData(json: json) else { continue }
+            let message = rest[end...].trimmingCharacters(in: .whitespaces)
+            return message.isEmpty ? nil : (pushData, message)
+        }
+        return nil
     }
 
     /// Joins a conversation given by id or by name.

@@ -277,6 +277,7 @@ function updateGates() {
   if (ADMIN_TABS.includes(activeTab)) $(`#panel-${activeTab} .token-gate`).append(form);
   $('#token-message').textContent = tokenMessage
     || 'This part of the console shows and changes the bot\'s internals, so it needs the admin token.';
+  renderPushes();
 }
 
 // ============================================================== Admin API
@@ -954,6 +955,7 @@ async function openConversation(cid) {
   renderConversationList();
   renderHeader();
   renderMembers();
+  renderPushes();
   renderMessages();
   updateComposer();
   try {
@@ -2464,6 +2466,8 @@ async function pollInterception() {
     const [interception, stats] = await Promise.all([api('/api/interception', { admin: true }), api('/api/stats', { admin: true })]);
     renderInterception(interception || {});
     renderStats(stats || {});
+    await pollPushes();
+    renderPushStats();
     showFormError(notice, '');
   } catch (error) {
     if (error.status !== 401) showFormError(notice, `Could not read the interception counters: ${error.reason}`);
@@ -2523,6 +2527,81 @@ function renderStats(stats) {
   }));
 }
 
+// ============================================================== Last pushes (chat) and push counters (interception)
+
+const PUSH_KEEP = 200;
+const PUSH_OUTCOMES = {
+  delivered: ['delivered', 'ok'],
+  retry: ['retry', 'warn'],
+  device_gone: ['device gone', 'danger'],
+  rejected: ['rejected', 'danger'],
+  expired: ['expired', 'danger'],
+  dropped: ['dropped', 'danger'],
+};
+
+const pushesView = { after: 0, entries: [], enabled: null, reason: '', providers: {}, poller: null };
+
+/** Reads the pushes recorded since the last poll (every push of every conversation; the panel shows the open one's). */
+async function pollPushes() {
+  if (!Token.get()) { renderPushes(); return; }
+  try {
+    const data = await api(`/api/pushes?${new URLSearchParams({ after: String(pushesView.after) })}`, { admin: true });
+    pushesView.enabled = !!data.enabled;
+    pushesView.reason = data.reason || '';
+    pushesView.providers = data.providers || {};
+    if (typeof data.next === 'number' && data.next < pushesView.after) { pushesView.after = 0; pushesView.entries = []; } // a new server
+    const entries = Array.isArray(data.entries) ? data.entries : [];
+    pushesView.entries = [...pushesView.entries, ...entries].slice(-PUSH_KEEP);
+    if (typeof data.next === 'number') pushesView.after = data.next;
+  } catch (error) {
+    if (error.status !== 401) pushesView.reason = `Could not read the pushes: ${error.reason}`;
+  }
+  renderPushes();
+}
+
+function renderPushes() {
+  const list = $('#push-list');
+  const note = $('#push-note');
+  const count = $('#push-count');
+  if (!Token.get()) {
+    list.replaceChildren();
+    count.textContent = '';
+    note.textContent = 'Showing what offline members were pushed needs the admin token.';
+    return;
+  }
+  if (pushesView.enabled === false) {
+    list.replaceChildren();
+    count.textContent = '';
+    note.textContent = pushesView.reason;
+    return;
+  }
+  const cid = chat.current;
+  const shown = pushesView.entries.filter((entry) => entry.cid === cid).reverse();
+  count.textContent = shown.length ? String(shown.length) : '';
+  note.textContent = shown.length ? '' : (cid ? 'No push for this conversation yet: members who are offline and have a device get one per message.' : 'Open a conversation to see its pushes.');
+  list.replaceChildren(...shown.map((entry) => {
+    const [label, tone] = PUSH_OUTCOMES[entry.outcome] || [entry.outcome, 'info'];
+    return h('li', { class: 'push-item', dataset: { receiver: entry.receiver, outcome: entry.outcome, seq: String(entry.seq) } },
+      h('div', { class: 'push-line' }, avatar(entry.receiver, true), h('span', { class: 'member-name', text: entry.receiver }),
+        badge(entry.provider, 'info'), badge(label, tone), entry.badge != null ? badge(`badge ${entry.badge}`, 'accent') : null),
+      entry.title ? h('div', { class: 'push-title', text: entry.title }) : null,
+      h('div', { class: 'push-body', text: entry.body != null ? entry.body : '(no text: a background push)' }),
+      h('div', { class: 'push-meta', text: [formatTime(entry.time, true), `device ${entry.device}`, entry.attempts > 1 ? `attempt ${entry.attempts}` : '',
+        entry.reason || ''].filter(Boolean).join(' · '), title: `message ${entry.messageID}` }));
+  }));
+}
+
+function renderPushStats() {
+  const node = $('#push-stats');
+  if (pushesView.enabled === false) { node.replaceChildren(h('p', { class: 'notice info', text: pushesView.reason })); return; }
+  const providers = Object.entries(pushesView.providers || {}).sort(([a], [b]) => a.localeCompare(b));
+  if (!providers.length) { node.replaceChildren(h('p', { class: 'muted', text: 'No push attempt yet.' })); return; }
+  const failed = (counts) => (counts.rejected || 0) + (counts.device_gone || 0) + (counts.expired || 0);
+  node.replaceChildren(...providers.map(([name, counts]) => statTile(name, counts.delivered || 0,
+    `sent · ${formatNumber(failed(counts))} failed · ${formatNumber(counts.dropped || 0)} dropped · ${formatNumber(counts.retry || 0)} retried`,
+    failed(counts) || counts.dropped ? 'bad' : '')));
+}
+
 // ============================================================== Tabs and start-up
 
 const TABS = ['chat', 'plugins', 'log', 'interception'];
@@ -2530,7 +2609,7 @@ const ADMIN_TABS = ['plugins', 'log', 'interception'];
 let activeTab = 'chat';
 
 function pollers() {
-  return { plugins: pluginsView.poller, log: logView.poller, interception: interceptionView.poller };
+  return { chat: pushesView.poller, plugins: pluginsView.poller, log: logView.poller, interception: interceptionView.poller };
 }
 
 /** Runs the visible admin panel's poller only. */
@@ -2605,6 +2684,7 @@ function start() {
   pluginsView.poller = new Poller(pollPlugins, 2000);
   logView.poller = new Poller(pollLog, 1000);
   interceptionView.poller = new Poller(pollInterception, 2000);
+  pushesView.poller = new Poller(pollPushes, 1000);
   wireTabs();
   wireToken();
   wireChat();

@@ -379,8 +379,10 @@ extension Command {
             case 91: self.device = errors.take(try reader.decodeAny(), 91)
             case 92: self.devices = errors.take(try reader.decodeAny(), 92)
             case 93:
-                // LeanCloud's SDKs send the JSON object's text; an object is taken as well.
-                let value = errors.take(try reader.decodeAny(), 93)
+                // LeanCloud's SDKs send the JSON object's text; an object is taken as well, nothing else (4901).
+                var decoded = try reader.decodeAny()
+                if case .value(let v?) = decoded, v != .null, v.stringValue == nil, v.objectValue == nil { decoded = .invalid(.here) }
+                let value = errors.take(decoded, 93)
                 self.pushData = value.flatMap { $0 == .null ? nil : ($0.stringValue ?? $0.jsonString()) }
             default: try reader.skipValue()
             }

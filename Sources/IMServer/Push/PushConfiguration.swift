@@ -1,4 +1,5 @@
 import Foundation
+import IMCore
 import PushProviders
 
 /// Offline push on the server (docs/PUSH.md): which providers to build, what notifications say when the
@@ -13,11 +14,106 @@ public struct PushConfiguration: Sendable {
     public var templates = PushTemplates()
     /// How queued pushes are sent and retried.
     public var queue = PushQueueSettings()
+    /// Per conversation id (`[push.conversations."<cid>"]`): overrides of `templates`, or no push at all. They
+    /// win over the conversation's own `pushTemplates` attribute, key by key (docs/PUSH.md, "What it says").
+    public var conversations: [String: PushConversationTemplates] = [:]
 
     public init() {}
 
     /// True when at least one provider is configured.
     public var isEnabled: Bool { !providers.isEmpty }
+
+    /// The templates of a conversation: `templates`, then what its `pushTemplates` attribute overrides, then
+    /// what `[push.conversations."<cid>"]` overrides (the operator's word wins); nil when the result is
+    /// `enabled = false` (no push for this conversation, `pushData` or not).
+    func templates(for cid: String, attributes: JSONValue) -> PushTemplates? {
+        var result = templates
+        var enabled = true
+        let owners = attributes.objectValue?[PushConversationTemplates.attributeName].flatMap {
+            try? PushConversationTemplates(object: $0, strict: false)
+        }
+        for override in [owners, conversations[cid]] {
+            guard let override else { continue }
+            override.apply(to: &result)
+            if let value = override.enabled { enabled = value }
+        }
+        return enabled ? result : nil
+    }
+}
+
+/// What one conversation changes in the templates (`[push.conversations."<cid>"]` in hookbot.toml, or the
+/// conversation's attribute `pushTemplates` its members set with `conv update`): the same keys as
+/// `[push.templates]` (`text`, `image`, `audio`, `video`, `location`, `file` or a type number, `plain`,
+/// `other`, `title`, `sound`; an empty `title` or `sound` leaves it out) and `enabled` (false: no push for
+/// this conversation).
+public struct PushConversationTemplates: Sendable, Equatable {
+    public var enabled: Bool?
+    public var byType: [Int: String] = [:]
+    public var plain: String?
+    public var other: String?
+    /// `.some(nil)`: no title.
+    public var title: String??
+    /// `.some(nil)`: no sound.
+    public var sound: String??
+
+    public init() {}
+
+    /// The conversation attribute owners set (`attr.pushTemplates`).
+    public static let attributeName = "pushTemplates"
+    /// The message types named by word, as LeanCloud's `_lctype`.
+    public static let typeNames: [String: Int] = ["text": -1, "image": -2, "audio": -3, "video": -4, "location": -5, "file": -6]
+
+    /// Reads the overrides from a JSON object. `strict`: an unknown key or a value of the wrong type is an
+    /// error (`IMError` 4903, naming the key); otherwise such keys are skipped (a conversation attribute is
+    /// whatever its members wrote).
+    public init(object value: JSONValue, strict: Bool = true) throws {
+        guard let object = value.objectValue else {
+            throw IMError(.invalidField, "push templates must be an object of template texts (and enabled)")
+        }
+        func wrong(_ key: String, _ what: String) throws {
+            if strict { throw IMError(.invalidField, "push templates: '\(key)' \(what)") }
+        }
+        for (key, entry) in object {
+            switch key {
+            case "enabled":
+                if let flag = entry.boolValue { enabled = flag } else { try wrong(key, "must be true or false") }
+            case "title", "sound":
+                guard let text = entry.stringValue else {
+                    try wrong(key, "must be a string (\"\" leaves it out)")
+                    continue
+                }
+                let value: String?? = .some(text.isEmpty ? nil : text)
+                if key == "title" { title = value } else { sound = value }
+            default:
+                let type = Self.typeNames[key] ?? Int(key)
+                guard key == "plain" || key == "other" || type != nil else {
+                    let known = "text, image, audio, video, location, file, a type number, plain, other, title, sound, enabled"
+                    try wrong(key, "is not a template name (\(known))")
+                    continue
+                }
+                guard let text = entry.stringValue, !text.isEmpty else {
+                    try wrong(key, "must be a template (a non-empty string)")
+                    continue
+                }
+                if key == "plain" {
+                    plain = text
+                } else if key == "other" {
+                    other = text
+                } else if let type {
+                    byType[type] = text
+                }
+            }
+        }
+    }
+
+    /// `templates` with these overrides.
+    func apply(to templates: inout PushTemplates) {
+        templates.byType.merge(byType) { _, new in new }
+        if let plain { templates.plain = plain }
+        if let other { templates.other = other }
+        if let title { templates.title = title }
+        if let sound { templates.sound = sound }
+    }
 }
 
 /// One `[push.<name>]` section: a provider's name (the `provider` of the devices it serves) and its settings.

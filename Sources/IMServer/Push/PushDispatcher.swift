@@ -21,6 +21,8 @@ final class PushDispatcher: Sendable {
     let factory: any MetricsFactory
     let sent = Mutex<[String: Counter]>([:])
     let depth: Gauge
+    /// The last pushes sent or dropped, for the console (PushHistory.swift).
+    let history = PushHistory()
     /// Set when pushes were queued: the workers look at once instead of at their next poll.
     let woken = Atomic<Bool>(false)
     /// Queueing tasks still running (a stop waits for them, so what was stored is queued).
@@ -128,9 +130,11 @@ final class PushDispatcher: Sendable {
 
     private func queuePushes(for record: MessageRecord, receivers: [String], pushData: String?) async throws {
         guard let conversation = try await store.conversation(record.cid), !conversation.transient else { return }
+        // The conversation's templates ([push.conversations], its pushTemplates attribute); nil: no push for it.
+        guard let templates = configuration.templates(for: record.cid, attributes: conversation.attr) else { return }
         let muted = Set(conversation.muted)
         let content = PushContent.make(
-            for: record, pushData: pushData, conversationName: conversation.name, templates: configuration.templates
+            for: record, pushData: pushData, conversationName: conversation.name, templates: templates
         ).stored
         let now = Identifiers.nowMillis()
         var items: [PushQueueItem] = []

@@ -73,12 +73,14 @@ extension PushDispatcher {
         guard let provider = providers[item.provider], let content = PushContent(stored: item.content) else {
             logger.warning("push dropped: its provider is no longer configured", metadata: metadata)
             count(item.provider, "dropped")
+            history.record(nil, for: item)
             try? await queue.removePush(id: item.id)
             return
         }
         let outcome: PushOutcome
         do {
             let unread = try await store.unreadCounts(clientID: item.clientID).reduce(0) { $0 + $1.unread }
+            history.sending(item, badge: content.badge ?? unread)
             outcome = try await provider.send(content.notification(unread: unread), to: item.device)
         } catch let error as PushError {
             outcome = .rejected(status: error.code, reason: error.reason)
@@ -91,6 +93,7 @@ extension PushDispatcher {
 
     /// Acts on a provider's answer: removes, reschedules or drops the push, removes a gone device.
     fileprivate func record(_ outcome: PushOutcome, for item: PushQueueItem, metadata: Logger.Metadata) async {
+        history.record(outcome, for: item)
         do {
             switch outcome {
             case .delivered:
@@ -111,6 +114,7 @@ extension PushDispatcher {
                 let due = now + retryDelay(attempts: attempts, after: after).milliseconds
                 if due - item.createdAt > configuration.queue.maxAge.milliseconds {
                     count(item.provider, "expired")
+                    history.expired(item)
                     logger.warning(
                         "push dropped: not sent within its max age",
                         metadata: metadata.merging(["attempts": "\(attempts)", "reason": "\(reason)"]) { $1 })

@@ -1,0 +1,59 @@
+import Foundation
+import HookbotTestSupport
+import IMClient
+import IMCore
+import IMServer
+import PushProviders
+import XCTest
+
+/// `IMSendOptions.pushData` (docs/PUSH.md, "From the Swift SDK and `hookbot chat`"): the documented example as
+/// written, against a real server whose webhook gateway is not listening, so each push is tried once and kept
+/// in the server's record of recent pushes with the text it was sent with.
+final class PushDataClientTests: XCTestCase {
+    func testTheDocumentedExampleSendsPushDataAndTheServerPushesItsText() async throws {
+        let server = try await ServerHarness.start { configuration in
+            // Nothing listens on port 9 of loopback: the push is tried (and retried much later).
+            configuration.push.providers = [
+                PushProviderConfiguration(.webhook(WebhookSettings(url: "http://127.0.0.1:9/push", secret: "sixteen-bytes-or-more")))
+            ]
+            configuration.push.queue.retryDelay = .seconds(60)
+            configuration.push.queue.pollInterval = .milliseconds(50)
+        }
+        defer { Task { await server.stop() } }
+        let jerry = server.client("Jerry")
+        try await jerry.open()
+        _ = try await jerry.registerDevice(IMPushDevice(provider: .webhook, token: "jerry-phone", deviceId: "phone"))
+        await jerry.close() // logout: the devices of this login's device id go, the phone's stays
+        let tom = server.client("Tom")
+        try await tom.open()
+        defer { Task { await tom.close() } }
+        let conversation = try await tom.createConversation(name: "kitchen", members: ["Jerry"])
+
+        // docs/PUSH.md, as written:
+        let push = IMPushData(title: "Tom", body: "New order #42", badge: .number(1), sound: "default", payload: ["order": 42])
+        try await conversation.send(.text("order 42 is ready"), options: IMSendOptions(pushData: push))
+        // sent as {"alert":{"body":"New order #42","title":"Tom"},"badge":1,"order":42,"sound":"default"}
+
+        // Written by hand, as LeanCloud's other SDKs take it ("Increment": the receiver's unread count):
+        let raw = try IMPushData(json: #"{"alert": "Tom needs you", "badge": "Increment", "sound": "default"}"#)
+        try await conversation.send(.text("come to the kitchen"), options: IMSendOptions(pushData: raw))
+
+        XCTAssertEqual(push.encoded, #"{"alert":{"body":"New order #42","title":"Tom"},"badge":1,"order":42,"sound":"default"}"#)
+        XCTAssertEqual(raw.body, "Tom needs you")
+        XCTAssertEqual(raw.badge, .increment)
+        var entries: [PushHistoryEntry] = []
+        for _ in 0..<200 {
+            entries = server.server.recentPushes(cid: conversation.id).entries
+            if entries.count == 2 { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        XCTAssertEqual(entries.map(\.receiver), ["Jerry", "Jerry"])
+        XCTAssertEqual(entries.map(\.title), ["Tom", nil])
+        XCTAssertEqual(entries.map(\.body), ["New order #42", "Tom needs you"])
+        XCTAssertEqual(entries.map(\.badge), [1, 2], "pushData's badge, then the unread count")
+        XCTAssertEqual(entries.map(\.outcome), ["retry", "retry"], "nothing listens: tried again later")
+
+        // A transient message is never pushed: its pushData is not even sent, and that is no error.
+        _ = try await conversation.send(.text("typing"), options: IMSendOptions(transient: true, pushData: push))
+    }
+}
