@@ -5,6 +5,8 @@ import Logging
 /// Measures hook dispatch speed (the `hooks` workload of `hookbot bench`).
 public enum HookBenchmark {
     public struct Result: Codable, Sendable {
+        /// `ctx.matcher` in a hook: 1,000 keywords, 10 regexes and the presets on the benign corpus (nil without `plugins/`).
+        public var matcher: MatcherResult?
         /// Trivial `on_receive` hook calls per second (one plugin, one thread).
         public var trivialCallsPerSecond: Double
         /// Microseconds per event for the trivial hook.
@@ -142,6 +144,7 @@ public enum HookBenchmark {
         return Result(
             trivialCallsPerSecond: Double(iterations) / s1,
             trivialMicrosPerEvent: s1 * 1e6 / Double(iterations),
+            matcher: try matcher(),
             pipelineEventsPerSecond: Double(n2) / s2,
             pipelineMicrosPerEvent: s2 * 1e6 / Double(n2),
             pipelineHookCallsPerEvent: 5,

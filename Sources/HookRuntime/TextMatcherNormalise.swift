@@ -159,56 +159,46 @@ enum TextNormaliser {
 
     // MARK: decoding
 
-    /// Calls `body(scalar, from, to)` for each scalar of the UTF-8 bytes; each byte of an invalid sequence
-    /// is U+FFFD.
+    /// The scalar starting at byte `i` of the UTF-8 bytes and its length in bytes; each byte of an invalid
+    /// sequence is U+FFFD.
+    @inline(__always) static func scalar(at i: Int, in b: UnsafeBufferPointer<UInt8>) -> (UInt32, Int) {
+        let c0 = b[i]
+        if c0 < 0x80 { return (UInt32(c0), 1) }
+        let need: Int
+        var u: UInt32
+        let minimum: UInt32
+        if c0 & 0xE0 == 0xC0 {
+            need = 1
+            u = UInt32(c0 & 0x1F)
+            minimum = 0x80
+        } else if c0 & 0xF0 == 0xE0 {
+            need = 2
+            u = UInt32(c0 & 0x0F)
+            minimum = 0x800
+        } else if c0 & 0xF8 == 0xF0 {
+            need = 3
+            u = UInt32(c0 & 0x07)
+            minimum = 0x10000
+        } else {
+            return (0xFFFD, 1)
+        }
+        guard i + need < b.count else { return (0xFFFD, 1) }
+        for k in 1...need {
+            let c = b[i + k]
+            if c & 0xC0 != 0x80 { return (0xFFFD, 1) }
+            u = (u << 6) | UInt32(c & 0x3F)
+        }
+        if u < minimum || u > 0x10FFFF || (u >= 0xD800 && u <= 0xDFFF) { return (0xFFFD, 1) }
+        return (u, need + 1)
+    }
+
+    /// Calls `body(scalar, from, to)` for each scalar of the UTF-8 bytes (see `scalar(at:in:)`).
     @inline(__always) static func decode(_ b: UnsafeBufferPointer<UInt8>, _ body: (UInt32, Int, Int) -> Void) {
         var i = 0
-        let n = b.count
-        while i < n {
-            let c0 = b[i]
-            if c0 < 0x80 {
-                body(UInt32(c0), i, i + 1)
-                i += 1
-                continue
-            }
-            var need = 0
-            var u: UInt32 = 0
-            var minimum: UInt32 = 0
-            if c0 & 0xE0 == 0xC0 {
-                need = 1
-                u = UInt32(c0 & 0x1F)
-                minimum = 0x80
-            } else if c0 & 0xF0 == 0xE0 {
-                need = 2
-                u = UInt32(c0 & 0x0F)
-                minimum = 0x800
-            } else if c0 & 0xF8 == 0xF0 {
-                need = 3
-                u = UInt32(c0 & 0x07)
-                minimum = 0x10000
-            } else {
-                body(0xFFFD, i, i + 1)
-                i += 1
-                continue
-            }
-            var ok = i + need < n
-            if ok {
-                for k in 1...need {
-                    let c = b[i + k]
-                    if c & 0xC0 != 0x80 {
-                        ok = false
-                        break
-                    }
-                    u = (u << 6) | UInt32(c & 0x3F)
-                }
-            }
-            if !ok || u < minimum || u > 0x10FFFF || (u >= 0xD800 && u <= 0xDFFF) {
-                body(0xFFFD, i, i + 1)
-                i += 1
-                continue
-            }
-            body(u, i, i + need + 1)
-            i += need + 1
+        while i < b.count {
+            let (u, n) = scalar(at: i, in: b)
+            body(u, i, i + n)
+            i += n
         }
     }
 
@@ -220,40 +210,48 @@ enum TextNormaliser {
         var units: [NormalUnit] = []
         units.reserveCapacity(text.count)
         var lastSpace = false
-        decode(text) { u, f, t in
-            func emit(_ v: UInt32) {
-                if v == 0x20 {
-                    if lastSpace { return }
-                    lastSpace = true
-                } else {
-                    lastSpace = false
-                }
-                units.append(NormalUnit(scalar: v, from: Int32(f), to: Int32(t)))
-            }
+        var i = 0
+        let table = foldTable
+        while i < text.count {
+            let (u, n) = scalar(at: i, in: text)
+            let f = Int32(i)
+            let t = Int32(i + n)
+            i += n
+            var v = u
             if u < 0x80 {
                 if u >= 0x41 && u <= 0x5A {
-                    emit(u + 32)
+                    v = u + 32
                 } else if u == 0x20 || (u >= 0x09 && u <= 0x0D) {
-                    emit(0x20)
-                } else {
-                    emit(u)
+                    v = 0x20
                 }
-                return
-            }
-            if foldRangeMayApply(u), let folded = foldTable[u] {
-                for v in folded { emit(v) }
-                return
-            }
-            if isInvisible(u) { return }
-            if let s = Unicode.Scalar(u) {
+            } else if isCJK(u) {
+                v = u
+            } else if foldRangeMayApply(u), let folded = table[u] {
+                for w in folded {
+                    if w == 0x20 {
+                        if lastSpace { continue }
+                        lastSpace = true
+                    } else {
+                        lastSpace = false
+                    }
+                    units.append(NormalUnit(scalar: w, from: f, to: t))
+                }
+                continue
+            } else if isInvisible(u) {
+                continue
+            } else if let s = Unicode.Scalar(u) {
                 let p = s.properties
-                if p.generalCategory == .nonspacingMark || p.generalCategory == .enclosingMark { return }
-                if p.isWhitespace {
-                    emit(0x20)
-                    return
-                }
+                let c = p.generalCategory
+                if c == .nonspacingMark || c == .enclosingMark { continue }
+                if c == .spaceSeparator || c == .lineSeparator || c == .paragraphSeparator { v = 0x20 }
             }
-            emit(u)
+            if v == 0x20 {
+                if lastSpace { continue }
+                lastSpace = true
+            } else {
+                lastSpace = false
+            }
+            units.append(NormalUnit(scalar: v, from: f, to: t))
         }
         return units
     }
@@ -267,6 +265,9 @@ enum TextNormaliser {
     }
 
     // MARK: full form
+
+    /// What may stand between two CJK characters and be dropped: spaces and marks used to split words.
+    private static let cjkGap: Set<UInt32> = [0x20, 0x2E, 0x2A, 0x2D, 0x5F, 0x7E, 0xB7, 0x2F, 0x2B, 0x7C, 0x2022, 0x30FB]
 
     @inline(__always) private static func leet(_ u: UInt32) -> UInt32? {
         switch u {
@@ -328,10 +329,18 @@ enum TextNormaliser {
             k = j + 1
         }
         var scratch: [NormalUnit] = []
+        var folded: [NormalUnit] = []
         var pos = 0 // next unit to copy as separator
         k = 0
         while k < tokens.count {
             let last = max(joinedUntil[k], k)
+            // Chinese has no spaces: a short run of spaces or in-word marks between two CJK characters
+            // ("傻 逼", "傻.逼") is a disguise, not a boundary
+            if k > 0, pos < tokens[k].0, tokens[k].0 - pos <= 3, isCJK(units[pos - 1].scalar), isCJK(units[tokens[k].0].scalar),
+                units[pos..<tokens[k].0].allSatisfy({ cjkGap.contains($0.scalar) })
+            {
+                pos = tokens[k].0
+            }
             // separators before the token
             while pos < tokens[k].0 {
                 let x = units[pos]
@@ -342,7 +351,7 @@ enum TextNormaliser {
             for t in k...last {
                 for q in tokens[t].0..<tokens[t].1 { scratch.append(units[q]) }
             }
-            emitToken(scratch, squeeze: squeeze, hadRuns: &hadRuns, into: &out)
+            emitToken(scratch, squeeze: squeeze, hadRuns: &hadRuns, folded: &folded, into: &out)
             pos = tokens[last].1
             k = last + 1
         }
@@ -354,7 +363,9 @@ enum TextNormaliser {
         return out
     }
 
-    private static func emitToken(_ tok: [NormalUnit], squeeze: Int, hadRuns: inout Bool, into out: inout NormalisedText) {
+    private static func emitToken(
+        _ tok: [NormalUnit], squeeze: Int, hadRuns: inout Bool, folded: inout [NormalUnit], into out: inout NormalisedText
+    ) {
         var letters = 0
         var digits = 0
         for x in tok {
@@ -366,8 +377,7 @@ enum TextNormaliser {
         }
         let foldSymbols = letters > 0
         let foldDigits = letters > 0 && letters >= digits
-        var folded: [NormalUnit] = []
-        folded.reserveCapacity(tok.count)
+        folded.removeAll(keepingCapacity: true)
         for (idx, x) in tok.enumerated() {
             var u = x.scalar
             if foldSymbols {
