@@ -217,8 +217,35 @@ final class PushDataTests: XCTestCase {
         try await conversation("ops").update(attributes: ["pushTemplates": ["text": "attr: {text}", "sound": "ding.caf"]])
         try await conversation("quiet").update(attributes: ["pushTemplates": ["enabled": false]])
         try await conversation("forced").update(attributes: ["pushTemplates": ["enabled": false, "text": "{from} says {text}"]])
-        // A malformed attribute is skipped key by key, never an error at push time.
-        try await conversation("plain").update(attributes: ["pushTemplates": ["text": 7, "bogus": "x", "file": "{from} filed it"]])
+        try await conversation("plain").update(attributes: ["pushTemplates": ["file": "{from} filed it"]])
+        // A malformed attribute is refused at conv update (and start) with 4903 naming the key.
+        for (bad, reason) in [
+            (["text": 7] as JSONValue, "'text' must be a template"), (["bogus": "x"], "'bogus' is not a template name"),
+            (["enabled": "no"], "'enabled' must be true or false"), ("loud", "must be an object"),
+        ] {
+            do {
+                try await conversation("plain").update(attributes: ["pushTemplates": bad])
+                XCTFail("pushTemplates \(bad) was taken")
+            } catch {
+                XCTAssertEqual((error as? IMError)?.code, 4903)
+                XCTAssertTrue("\(error)".contains(reason), "\(error)")
+            }
+        }
+        let raw = try await server.login("Tom")
+        var start = Command(cmd: .conv, op: .start)
+        start.m = ["Jerry", "Tom"]
+        start.attr = ["pushTemplates": ["txt": "x"]]
+        let refusedStart = try await raw.request(start)
+        XCTAssertEqual(refusedStart.code, 4903, "\(refusedStart)")
+        XCTAssertTrue(refusedStart.detail?.contains("'txt'") == true, "\(refusedStart)")
+        await raw.close()
+        // Written before this check (or by hand into the store), a malformed attribute is skipped key by key at push time.
+        var lenient = ServerConfiguration().push
+        lenient.templates.byType[-6] = "{from} sent a file"
+        let skipped = lenient.templates(for: "c", attributes: ["pushTemplates": ["text": 7, "bogus": "x", "file": "{from} filed it"]])
+        XCTAssertEqual(skipped?.byType[-1], "{from}: {text}")
+        XCTAssertEqual(skipped?.byType[-6], "{from} filed it")
+        XCTAssertNotNil(lenient.templates(for: "c", attributes: ["pushTemplates": "loud"]))
 
         _ = try await conversation("ops").send(.text("deploy done"))
         _ = try await gateway.waitFor(count: 1)

@@ -121,6 +121,8 @@ struct ConversationRecord: Sendable, Equatable {
         if let attr, attr.jsonString().utf8.count > maxAttributeBytes {
             throw IMError(.invalidField, "attributes exceed \(maxAttributeBytes / 1024) KiB")
         }
+        // The push templates members set (docs/PUSH.md, "Templates per conversation"): 4903 naming a bad key.
+        if let templates = attr?[PushConversationTemplates.attributeName] { _ = try PushConversationTemplates(object: templates) }
     }
 }
 
