@@ -11,6 +11,8 @@ extension BotHost {
     /// the Lua thread, bounded by `reviewBudget` so the answer reaches the server before its deadline.
     /// What the review asked for (warn, mute, replies) runs after the verdict has been given.
     nonisolated func verdict(for request: Command) async -> Command {
+        // Offline receivers (kind "offline"): the on_offline chain, with the deadline the request carries.
+        if request.kind == "offline" { return await offlineVerdict(for: request) }
         let until = ContinuousClock.now.advanced(by: reviewBudget)
         var verdict = Command(cmd: .hook, op: .verdict)
         verdict.id = request.id

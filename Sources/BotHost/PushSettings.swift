@@ -65,6 +65,9 @@ public struct PushSettings: Sendable {
     public var retryDelay: Duration?
     public var maxRetryDelay: Duration?
     public var maxAge: Duration?
+    /// `[push] offline_hook_deadline_ms`: how long the server waits for the bot's `on_offline` answer (pushes are
+    /// held that long); nil: the server's (1000).
+    public var offlineHookDeadlineMillis: Int?
 
     public init() {}
 
@@ -104,6 +107,10 @@ public struct PushSettings: Sendable {
             throw r.error("max_retry_delay", "must be at least retry_delay")
         }
         settings.maxAge = try r.duration("max_age", atLeast: .seconds(1))
+        if let deadline = try r.int("offline_hook_deadline_ms") {
+            guard (10...60_000).contains(deadline) else { throw r.error("offline_hook_deadline_ms", "must be between 10 and 60000") }
+            settings.offlineHookDeadlineMillis = deadline
+        }
         if let timeout = try r.duration("connect_timeout", atLeast: .milliseconds(1)) { settings.http.connectTimeout = timeout }
         if let timeout = try r.duration("request_timeout", atLeast: .milliseconds(1)) { settings.http.requestTimeout = timeout }
         if let roots = try r.string("trust_roots") {

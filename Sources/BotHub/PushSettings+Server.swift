@@ -30,5 +30,6 @@ extension PushConfiguration {
         if let delay = settings.retryDelay { queue.retryDelay = delay }
         if let delay = settings.maxRetryDelay { queue.maxRetryDelay = delay }
         if let age = settings.maxAge { queue.maxAge = age }
+        if let deadline = settings.offlineHookDeadlineMillis { offlineHookDeadlineMillis = deadline }
     }
 }

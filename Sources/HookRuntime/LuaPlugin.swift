@@ -9,6 +9,7 @@ enum HookName: Int, CaseIterable {
     case onLoad, onUnload, beforeSend, moderation, translate, onReceive, onCmd, onTransient
     case onMemberJoined, onMemberLeft, onInvited, onKicked, onConversationUpdated, onRecall
     case membership, onHttp, onEdit
+    case onOffline
 
     var luaName: String {
         switch self {
@@ -29,6 +30,7 @@ enum HookName: Int, CaseIterable {
         case .membership: return "membership"
         case .onHttp: return "on_http"
         case .onEdit: return "on_edit"
+        case .onOffline: return "on_offline"
         }
     }
 

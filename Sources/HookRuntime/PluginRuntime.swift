@@ -264,6 +264,11 @@ public actor PluginRuntime {
     public func transient(_ message: HookMessage) -> HookResult { engine.transient(message) }
     /// Conversation events.
     public func handle(_ event: HookEvent) -> HookResult { engine.handle(event) }
+
+    /// `on_offline(msg, receivers, ctx)` chain (docs/PLUGINS.md); with `until`, no hook runs past that instant.
+    public func offline(_ message: HookMessage, receivers: [OfflineReceiver], until: ContinuousClock.Instant? = nil) -> OfflineOutcome {
+        engine.offline(message, receivers: receivers, until: until)
+    }
     /// `on_http` of one plugin (its webhook); nil when it has none.
     public func http(plugin: String, _ request: HookHTTPRequest) -> (response: HookHTTPResponse, result: HookResult)? {
         engine.http(plugin: plugin, request)

@@ -49,11 +49,12 @@ final class IMService: Sendable {
             ClusterNode(store: $0, address: "\(configuration.host):\(configuration.port)", metrics: metrics, logger: logger)
         }
         tokens = SessionTokens(store: store, ttl: TimeInterval(configuration.sessionTokenTTL))
-        pushes = try PushDispatcher.make(configuration, store: store, registry: registry, metrics: metrics, logger: logger)
+        interceptors = InterceptorHub(configuration: configuration.interception, metrics: metrics, logger: logger, cluster: cluster)
+        pushes = try PushDispatcher.make(
+            configuration, store: store, registry: registry, metrics: metrics, logger: logger, interceptors: interceptors)
         pipeline = MessagePipeline(
             store: store, registry: registry, receipts: receipts, rooms: rooms,
             counters: storageCounters, metrics: metrics, logger: logger, fansOutLocally: cluster == nil, pushes: pushes)
-        interceptors = InterceptorHub(configuration: configuration.interception, metrics: metrics, logger: logger, cluster: cluster)
         interception = InterceptionStage(
             hub: interceptors, pipeline: pipeline, metrics: metrics,
             admission: ReviewAdmission(

@@ -9,12 +9,14 @@ import IMCore
 ///   have as many items as expected, each matching in order. A string item matches a reply's `text` (a
 ///   log or error line by substring, an HTTP call by its `url`); a table item matches when its fields do (`match` = Lua pattern on `text`,
 ///   `contains` = substring of `text`); fields not mentioned are not checked;
+/// * `pushes` (after an `offline` step) maps every receiver to `false` (no push), `true` (a push) or the
+///   fields its notification must have;
 /// * `state` maps keys of the first plugin's state to values, `state_of` does the same per plugin,
 ///   `absent` lists keys that must not exist.
 struct Expectations {
     static let scalarKeys = ["verdict", "reason", "code", "silent", "text", "translation", "ignored"]
     static let listKeys = ["replies", "transients", "commands", "actions", "dropped", "logs", "errors", "http"]
-    static let keys = scalarKeys + listKeys + ["state", "state_of", "absent"]
+    static let keys = scalarKeys + listKeys + ["state", "state_of", "absent", "pushes"]
 
     let lua: LuaDataSandbox
 
@@ -40,6 +42,7 @@ struct Expectations {
             let got = actual[key]?.arrayValue ?? []
             if let diff = listDiff(key: key, want: want, got: got) { failures.append(diff) }
         }
+        if let want = expect["pushes"] { failures += Self.checkPushes(want, actual["pushes"]) }
         var stateChecks: [(String?, String, JSONValue)] = []
         if let s = expect["state"].flatMap(Scenario.objectOrEmpty) {
             stateChecks += s.sorted { $0.key < $1.key }.map { (nil, $0.key, $0.value) }
@@ -133,6 +136,29 @@ struct Expectations {
         default:
             return equal(want, got)
         }
+    }
+
+    /// `pushes`: the same receivers; each `false` (no push), `true` (a push) or a table its notification matches.
+    static func checkPushes(_ want: JSONValue, _ got: JSONValue?) -> [String] {
+        guard let got = got?.objectValue else { return ["pushes: expected \(Render.lua(want)), but the step had no offline event"] }
+        guard let want = Scenario.objectOrEmpty(want) else { return ["pushes must map receivers to false, true or a table"] }
+        var failures: [String] = []
+        for receiver in Set(want.keys).union(got.keys).sorted() {
+            let expected = want[receiver]
+            let actual = got[receiver]
+            let ok: Bool =
+                switch (expected, actual) {
+                case (nil, _), (_, nil): false
+                case (.bool(false)?, let actual?): actual == .bool(false)
+                case (.bool(true)?, let actual?): actual != .bool(false)
+                case (let expected?, let actual?): actual != .bool(false) && matches(expected, actual)
+                }
+            if !ok {
+                let want = expected.map(Render.lua) ?? "no receiver"
+                failures.append("pushes.\(receiver): expected \(want), got \(actual.map(Render.lua) ?? "no receiver")")
+            }
+        }
+        return failures
     }
 
     static func equal(_ a: JSONValue, _ b: JSONValue) -> Bool {

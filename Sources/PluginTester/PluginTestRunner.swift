@@ -290,6 +290,10 @@ public final class PluginTestRunner {
             await host.translate(
                 text: o["text"]?.stringValue ?? "", from: o["from"]?.stringValue,
                 to: o["to"]?.stringValue ?? "en", messageID: o["id"]?.stringValue)
+        case .offline(let v):
+            let o = try object(v, "offline")
+            try Scenario.checkKeys(o, allowed: ["message", "receivers", "notification", "mentions"], at: "offline")
+            try await host.offline(try await message(o["message"] ?? .string(""), host: host, media: media), o)
         case .reload: await host.reload()
         case .setState(let plugin, let values):
             for (k, v) in values.sorted(by: { $0.key < $1.key }) {
@@ -367,6 +371,7 @@ public final class PluginTestRunner {
         case .edit(let v): return "edit " + Render.lua(v)
         case .advance(let s): return "advance \(Render.lua(.double(s)))s"
         case .translate(let v): return "translate " + Render.lua(v)
+        case .offline(let v): return "offline " + Render.lua(v)
         case .reload: return "reload"
         case .setState(_, let values): return "set_state " + Render.lua(.object(values))
         case .none: return "checks"

@@ -76,6 +76,8 @@ public struct Scenario: Sendable {
             case edit(JSONValue)
             case advance(Double)
             case translate(JSONValue)
+            /// Offline receivers of a message: `on_offline` decides their pushes.
+            case offline(JSONValue)
             case reload
             case setState(plugin: String?, values: [String: JSONValue])
             case none
@@ -92,7 +94,7 @@ public struct Scenario: Sendable {
 
     static let eventKeys = [
         "message", "transient", "cmd", "join", "leave", "invited", "kicked", "update", "recall", "edit",
-        "advance", "translate", "reload", "set_state",
+        "advance", "translate", "reload", "set_state", "offline",
     ]
 
     /// Parses the data a scenario file returned. `defaultPlugin` is the file name without `.test.lua`.
@@ -196,6 +198,7 @@ public struct Scenario: Sendable {
         case "edit"?: event = .edit(o["edit"]!)
         case "advance"?: event = .advance(try Self.number(o["advance"]!, "\(location): advance"))
         case "translate"?: event = .translate(o["translate"]!)
+        case "offline"?: event = .offline(o["offline"]!)
         case "reload"?: event = .reload
         case "set_state"?:
             guard case .object(var values)? = o["set_state"] else { throw ScenarioError("\(location): set_state must be a table") }

@@ -16,6 +16,8 @@ struct StepOutcome: Sendable {
     /// The message was not answered (the bot's own, or at the hop limit).
     var ignored = false
     var translation: String?
+    /// After an `offline` step: each receiver's notification, or false (no push).
+    var pushes: JSONValue?
     var replies: [JSONValue] = []
     var transients: [JSONValue] = []
     var commands: [JSONValue] = []
@@ -39,6 +41,7 @@ struct StepOutcome: Sendable {
         if let silent { o["silent"] = .bool(silent) }
         if let text { o["text"] = .string(text) }
         if let translation { o["translation"] = .string(translation) }
+        if let pushes { o["pushes"] = pushes }
         return o
     }
 
@@ -161,6 +164,13 @@ final class SimulatedHost {
 
     func translate(text: String, from: String?, to: String, messageID: String?) async {
         recorder.translated(await main.router.translate(text: text, from: from, to: to, messageID: messageID))
+    }
+
+    /// An `offline` step: the main bot's `on_offline` chain over `receivers`, as the server would ask it.
+    func offline(_ message: HookMessage, _ step: [String: JSONValue]) async throws {
+        let outcome = await main.router.offline(message, receivers: try OfflineStep.receivers(message, step))
+        recorder.pushes(OfflineStep.pushes(outcome))
+        await main.router.finish(HookResult(actions: outcome.actions, errors: outcome.errors))
     }
 
     func reload() async {
@@ -319,6 +329,7 @@ final class StepRecorder: Sendable {
     func errors(_ errors: [HookError]) { for e in errors { error(e.description) } }
     func http(_ call: JSONValue) { state.withLock { $0.outcome.http.append(call) } }
     func translated(_ text: String?) { state.withLock { $0.outcome.translation = text } }
+    func pushes(_ pushes: JSONValue) { state.withLock { $0.outcome.pushes = pushes } }
 
     /// Records a routing note; verdicts and deliveries count only for the main bot during the step itself.
     func note(_ note: RoutingNote, main: Bool) {

@@ -19,12 +19,14 @@ struct BotHarness {
 
     static func start(
         policy: InterceptionFailurePolicy = .failOpen, interceptors: [String] = ["modbot"],
-        deadline: Int = 1000, attachment: BotAttachment, logger: Logger? = nil
+        deadline: Int = 1000, attachment: BotAttachment, logger: Logger? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> BotHarness {
         let server = try await ServerHarness.start(logger: logger) { configuration in
             configuration.interception.interceptors = interceptors.map { .init(clientID: $0, secret: secret) }
             configuration.interception.failurePolicy = policy
             configuration.interception.deadlineMillis = deadline
+            configure(&configuration)
         }
         let plugins = server.directory.appendingPathComponent("plugins-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)

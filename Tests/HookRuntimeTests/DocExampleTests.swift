@@ -74,12 +74,34 @@ final class DocExampleTests: XCTestCase {
         let all = try Self.examples()
         let checked: Set<String> = [
             "greeter", "schema", "commands", "webhooks", "http", "moderation", "beforesend",
-            "translate", "antiflood", "timers", "poll", "files", "newmembers",
+            "translate", "antiflood", "timers", "poll", "files", "newmembers", "offline",
         ]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
-        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 15)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 16)
     }
+
+    /// `on_offline`: a mention gets its own title, the others keep theirs; the build bot's message no push.
+    func testOffline() throws {
+        let (_, rt) = try setUp("offline")
+        let notification: [String: JSONValue] = ["title": "Kitchen", "body": "Tom: hi", "data": ["cid": "c1"]]
+        let receivers = [
+            OfflineReceiver(id: "Jerry", mentioned: true, notification: notification),
+            OfflineReceiver(id: "Spike", notification: notification),
+        ]
+        let mentioned = rt.offline(msg("@Jerry hi", from: "Tom"), receivers: receivers)
+        XCTAssertEqual(mentioned.errors, [])
+        XCTAssertTrue(mentioned.hooked)
+        XCTAssertEqual(
+            mentioned.receivers.map(\.notification),
+            [
+                ["title": "Tom mentioned you", "body": "Tom: hi", "sound": "mention.caf", "data": ["cid": "c1"]],
+                notification,
+            ])
+        let chatter = rt.offline(msg("build passed", from: "ci-bot"), receivers: receivers)
+        XCTAssertEqual(chatter.receivers.map(\.notification), [nil, nil])
+    }
+
 
     /// `ctx.conv(cid).member(uid)`: founders post links at once, a joiner after 10 minutes and 3 messages,
     /// somebody the host does not know as a member never.

@@ -44,6 +44,8 @@ final class InterceptorHub: Sendable {
         case missing
         /// No answer within the deadline.
         case timedOut
+        /// The answer as it came, for a request whose answer is not a verdict (`offline`).
+        case raw(Command)
     }
 
     private struct Pending {
@@ -51,6 +53,8 @@ final class InterceptorHub: Sendable {
         /// The interceptor's connection here, or `remote` when the request went to another node.
         var connectionID: UInt64
         var timeout: Task<Void, Never>?
+        /// The caller reads the answer itself (`askOffline`), and the interception counters are not touched.
+        var raw = false
     }
 
     /// A request forwarded for another node to this node's interceptor connection.
@@ -67,6 +71,8 @@ final class InterceptorHub: Sendable {
         var forwards: [String: Forward] = [:]
         var stats = InterceptionStats()
         var nextID: UInt64 = 0
+        /// Interceptors that answered `unhooked` to an `offline` request, until when they are not asked again.
+        var unhooked: [String: ContinuousClock.Instant] = [:]
     }
 
     private static let remote: UInt64 = 0
@@ -102,7 +108,11 @@ final class InterceptorHub: Sendable {
 
     /// Records a logged-in interceptor connection (the newest login of an id replaces the older one).
     func attach(_ connection: Connection, as clientID: String) {
-        state.withLock { $0.connections[clientID] = connection }
+        state.withLock { state in
+            state.connections[clientID] = connection
+            // A new login may come with other plugins: ask it about offline receivers again.
+            state.unhooked[clientID] = nil
+        }
         logger.info("interceptor attached", metadata: ["client": "\(clientID)", "conn": "\(connection.id)"])
     }
 
@@ -161,9 +171,11 @@ final class InterceptorHub: Sendable {
             state.forwards = state.forwards.filter { $0.value.expires > now }
             state.nextID += 1
             let id = "f\(state.nextID)"
+            // An `offline` request carries its own deadline (the push setting), longer than a review's.
+            let deadline = max(configuration.deadlineMillis, request.attr?["deadline"]?.intValue ?? 0)
             state.forwards[id] = Forward(
                 origin: origin, originalID: originalID, connectionID: connection.id,
-                expires: now + .milliseconds(2 * configuration.deadlineMillis))
+                expires: now + .milliseconds(2 * deadline))
             return (id, connection)
         }
         guard let (id, connection) = target else { return }
@@ -182,6 +194,7 @@ final class InterceptorHub: Sendable {
 
     private func resume(_ pending: Pending, with command: Command) {
         pending.timeout?.cancel()
+        if pending.raw { return pending.continuation.resume(returning: .raw(command)) }
         let answer: Answer = command.verdict == "none" ? .declined : Verdict(command).map(Answer.verdict) ?? .invalid
         pending.continuation.resume(returning: answer)
     }
@@ -209,47 +222,12 @@ final class InterceptorHub: Sendable {
     }
 
     private func ask(_ clientID: String, _ request: Command) async -> Verdict {
-        let deadline = configuration.deadlineMillis
         metrics.interceptionRequests.increment()
-        let answer: Answer = await withCheckedContinuation { continuation in
-            let elsewhere = cluster.flatMap { $0.isInterceptorOnline(clientID) ? $0 : nil }
-            let registered = state.withLock { state -> (String, Connection?)? in
-                state.stats.requests += 1
-                let connection = state.connections[clientID]
-                guard connection != nil || elsewhere != nil else { return nil }
-                state.nextID += 1
-                let id = "h\(state.nextID)"
-                state.pending[id] = Pending(continuation: continuation, connectionID: connection?.id ?? Self.remote, timeout: nil)
-                return (id, connection)
-            }
-            guard let (id, connection) = registered else {
-                continuation.resume(returning: .missing)
-                return
-            }
-            let timeout = Task {
-                try? await Task.sleep(for: .milliseconds(deadline))
-                guard !Task.isCancelled else { return }
-                let expired = self.state.withLock { state -> Pending? in
-                    guard let pending = state.pending.removeValue(forKey: id) else { return nil }
-                    state.stats.timeouts += 1
-                    return pending
-                }
-                if expired != nil { self.metrics.interceptionTimeouts.increment() }
-                expired?.continuation.resume(returning: .timedOut)
-            }
-            state.withLock { $0.pending[id]?.timeout = timeout }
-            var request = request
-            request.id = id
-            if let connection {
-                send(request, to: connection)
-            } else if let elsewhere {
-                Task { await elsewhere.announce(.review(interceptor: clientID, origin: elsewhere.id, request: request)) }
-            }
-        }
+        let answer = await exchange(clientID, request, deadline: configuration.deadlineMillis, raw: false)
         let verdict: Verdict
         switch answer {
         case .verdict(let given): verdict = given
-        case .invalid: verdict = policyVerdict(.invalid, clientID, request)
+        case .invalid, .raw: verdict = policyVerdict(.invalid, clientID, request)
         case .declined: verdict = policyVerdict(.declined, clientID, request)
         case .missing: verdict = policyVerdict(.unavailable, clientID, request)
         case .timedOut: verdict = policyVerdict(.timeout, clientID, request)
@@ -263,6 +241,87 @@ final class InterceptorHub: Sendable {
         }
         metrics.interceptionVerdict(verdict)
         return verdict
+    }
+
+    // MARK: Offline receivers (docs/PUSH.md, "on_offline")
+
+    /// The interceptor to ask about a message's offline receivers in `cid`: the first configured one that is
+    /// logged in (here or on another node) and has not answered `unhooked` lately; nil when there is none.
+    func offlineInterceptor(for cid: String) -> String? {
+        guard isActive, inScope(cid) else { return nil }
+        let now = ContinuousClock.now
+        return configuration.interceptors.first { interceptor in
+            let skipped = state.withLock { state -> Bool in
+                guard let until = state.unhooked[interceptor.clientID] else { return false }
+                if until > now { return true }
+                state.unhooked[interceptor.clientID] = nil
+                return false
+            }
+            return !skipped && isAttached(interceptor.clientID)
+        }?.clientID
+    }
+
+    /// How long an `unhooked` answer keeps the server from asking that interceptor again (a plugin that
+    /// gains the hook by a reload is asked within this; a new login of the interceptor at once).
+    static let unhookedFor: Duration = .seconds(60)
+
+    /// Sends an `offline` request to `clientID` and answers what came back, or nil (no answer within
+    /// `deadlineMillis`, not connected). Not counted as an interception review; an `unhooked` answer is
+    /// remembered (`offlineInterceptor`).
+    func askOffline(_ clientID: String, _ request: Command, deadlineMillis: Int) async -> Command? {
+        guard case .raw(let answer) = await exchange(clientID, request, deadline: deadlineMillis, raw: true) else { return nil }
+        if answer.verdict == "unhooked" {
+            state.withLock { $0.unhooked[clientID] = ContinuousClock.now + Self.unhookedFor }
+        }
+        return answer
+    }
+
+    /// One request to one interceptor (on this node or, in a cluster, another) and what came back.
+    private func exchange(_ clientID: String, _ request: Command, deadline: Int, raw: Bool) async -> Answer {
+        await withCheckedContinuation { continuation in
+            let elsewhere = cluster.flatMap { $0.isInterceptorOnline(clientID) ? $0 : nil }
+            let registered = state.withLock { state -> (String, Connection?)? in
+                if !raw { state.stats.requests += 1 }
+                let connection = state.connections[clientID]
+                guard connection != nil || elsewhere != nil else { return nil }
+                state.nextID += 1
+                let id = "h\(state.nextID)"
+                state.pending[id] = Pending(
+                    continuation: continuation, connectionID: connection?.id ?? Self.remote, timeout: nil, raw: raw)
+                return (id, connection)
+            }
+            guard let (id, connection) = registered else {
+                continuation.resume(returning: .missing)
+                return
+            }
+            let timeout = Task {
+                try? await Task.sleep(for: .milliseconds(deadline))
+                guard !Task.isCancelled else { return }
+                let expired = self.state.withLock { state -> Pending? in
+                    guard let pending = state.pending.removeValue(forKey: id) else { return nil }
+                    if !raw { state.stats.timeouts += 1 }
+                    return pending
+                }
+                if expired != nil, !raw { self.metrics.interceptionTimeouts.increment() }
+                expired?.continuation.resume(returning: .timedOut)
+            }
+            state.withLock { $0.pending[id]?.timeout = timeout }
+            var request = request
+            request.id = id
+            if let connection {
+                send(request, to: connection)
+            } else if let elsewhere {
+                let announcement = Announcement.review(interceptor: clientID, origin: elsewhere.id, request: request)
+                // An `offline` request too large for a NOTIFY (hundreds of receivers): no answer can come, the
+                // defaults go at once.
+                guard !raw || announcement.payload() != nil else {
+                    timeout.cancel()
+                    state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(returning: .missing)
+                    return
+                }
+                Task { await elsewhere.announce(announcement) }
+            }
+        }
     }
 
     /// Why the failure policy decided a request.

@@ -14,6 +14,10 @@ public struct PushConfiguration: Sendable {
     public var templates = PushTemplates()
     /// How queued pushes are sent and retried.
     public var queue = PushQueueSettings()
+    /// How long the server waits for the interceptor's `on_offline` answer (docs/PUSH.md, "on_offline"), in
+    /// milliseconds; the message's pushes are queued first and held this long, so a crash or no answer sends
+    /// the defaults after it.
+    public var offlineHookDeadlineMillis: Int = 1000
     /// Per conversation id (`[push.conversations."<cid>"]`): overrides of `templates`, or no push at all. They
     /// win over the conversation's own `pushTemplates` attribute, key by key (docs/PUSH.md, "What it says").
     public var conversations: [String: PushConversationTemplates] = [:]

@@ -15,6 +15,8 @@ final class PushDispatcher: Sendable {
     let devices: any PushDeviceStore
     let store: any ServerStore
     let registry: SessionRegistry
+    /// Asked about each message's offline receivers when an interceptor is logged in (`on_offline`).
+    let interceptors: InterceptorHub?
     let providers: [String: any PushProvider]
     let http: PushHTTPClient
     let logger: Logger
@@ -32,7 +34,7 @@ final class PushDispatcher: Sendable {
     /// with the queue (SQLite) and one node: in a cluster (PostgreSQL) none are sent yet, which is logged.
     static func make(
         _ configuration: ServerConfiguration, store: any ServerStore, registry: SessionRegistry, metrics: ServerMetrics,
-        logger: Logger
+        logger: Logger, interceptors: InterceptorHub? = nil
     ) throws -> PushDispatcher? {
         guard configuration.push.isEnabled else { return nil }
         guard let queue = store as? any PushQueueStore, let devices = store as? any PushDeviceStore else {
@@ -62,19 +64,20 @@ final class PushDispatcher: Sendable {
         }
         return PushDispatcher(
             configuration: configuration.push, queue: queue, devices: devices, store: store, registry: registry,
-            providers: providers, http: http, logger: logger, factory: metrics.factory)
+            interceptors: interceptors, providers: providers, http: http, logger: logger, factory: metrics.factory)
     }
 
     private init(
         configuration: PushConfiguration, queue: any PushQueueStore, devices: any PushDeviceStore, store: any ServerStore,
-        registry: SessionRegistry, providers: [String: any PushProvider], http: PushHTTPClient, logger: Logger,
-        factory: any MetricsFactory
+        registry: SessionRegistry, interceptors: InterceptorHub?, providers: [String: any PushProvider], http: PushHTTPClient,
+        logger: Logger, factory: any MetricsFactory
     ) {
         self.configuration = configuration
         self.queue = queue
         self.devices = devices
         self.store = store
         self.registry = registry
+        self.interceptors = interceptors
         self.providers = providers
         self.http = http
         self.logger = logger
@@ -134,9 +137,16 @@ final class PushDispatcher: Sendable {
         guard let templates = configuration.templates(for: record.cid, attributes: conversation.attr) else { return }
         let muted = Set(conversation.muted)
         let content = PushContent.make(
-            for: record, pushData: pushData, conversationName: conversation.name, templates: templates
-        ).stored
+            for: record, pushData: pushData, conversationName: conversation.name, templates: templates)
+        let stored = content.stored
         let now = Identifiers.nowMillis()
+        // With an interceptor to ask (`on_offline`), the defaults are queued first, held until its deadline:
+        // a crash or no answer sends them then.
+        let hold = (queue as? any PushHoldStore).flatMap { hold in
+            interceptors?.offlineInterceptor(for: record.cid).map { (store: hold, interceptor: $0) }
+        }
+        let deadline = max(1, configuration.offlineHookDeadlineMillis)
+        let due = hold == nil ? now : now + Int64(deadline)
         var items: [PushQueueItem] = []
         // One query for all of them, not one per receiver: a big group's message may have hundreds offline.
         for device in try await devices.pushDevices(ofEach: receivers.filter { !muted.contains($0) }) {
@@ -144,10 +154,17 @@ final class PushDispatcher: Sendable {
             items.append(
                 PushQueueItem(
                     id: 0, clientID: device.clientID, provider: device.provider, token: device.token, keys: device.keys,
-                    messageID: record.id, content: content, attempts: 0, createdAt: now, dueAt: now))
+                    messageID: record.id, content: stored, attempts: 0, createdAt: now, dueAt: due))
         }
         guard !items.isEmpty else { return }
         try await queue.enqueuePushes(items)
+        if let hold, let interceptors {
+            var seen = Set<String>()
+            let offline = OfflineHook.Held(
+                record: record, receivers: items.map(\.clientID).filter { seen.insert($0).inserted }, content: content,
+                heldDue: due, deadline: deadline, maxCharacters: templates.maxBodyCharacters)
+            await askOffline(interceptors, hold.interceptor, store: hold.store, offline)
+        }
         woken.store(true, ordering: .releasing)
     }
 
