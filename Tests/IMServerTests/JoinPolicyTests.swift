@@ -112,16 +112,23 @@ final class JoinPolicyTests: XCTestCase {
         let invitedByMember = try await add(jerry, ["Eve"], to: closed)
         XCTAssertEqual(invitedByMember.allowedPids, ["Eve"])
 
-        // The policy is fixed at creation: no member may change or drop it.
-        for patch: [String: JSONValue] in [
-            ["attr.joinPolicy": "open"], ["attr.joinPolicy": ["__op": "Delete"]], ["attr": ["topic": "plans"]],
-        ] {
+        // A plain member cannot change the policy; nobody can drop it (the owner, managers and interceptors
+        // switch it between open and invite: JoinLockTests).
+        var byMember = Command(cmd: .conv, op: .update)
+        byMember.cid = closed
+        byMember.attr = ["attr.joinPolicy": "open"]
+        let refusedMember = try await jerry.request(byMember)
+        XCTAssertEqual(refusedMember.code, 4903, "\(refusedMember)")
+        XCTAssertEqual(
+            refusedMember.detail,
+            "joinPolicy of \(closed) is changed only by its owner, its managers or an interceptor (a lock); members cannot")
+        for patch: [String: JSONValue] in [["attr.joinPolicy": ["__op": "Delete"]], ["attr": ["topic": "plans"]]] {
             var update = Command(cmd: .conv, op: .update)
             update.cid = closed
             update.attr = .object(patch)
             let refused = try await tom.request(update)
             XCTAssertEqual(refused.code, 4903, "\(patch)")
-            XCTAssertEqual(refused.detail, "joinPolicy is set when the conversation is created and cannot be changed")
+            XCTAssertEqual(refused.detail, "joinPolicy cannot be removed: set it to 'open' or 'invite'")
         }
         var update = Command(cmd: .conv, op: .update)
         update.cid = closed
