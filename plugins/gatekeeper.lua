@@ -300,12 +300,13 @@ end
 -- The joins within the wave window, oldest first (the list is trimmed and stored).
 local function recent_joins(ctx, cid, add)
   local conv = ctx.state.conv(cid)
-  local now, kept = ctx.now(), {}
-  for _, j in ipairs(conv.get("joins") or {}) do
+  local now, kept, stored = ctx.now(), {}, conv.get("joins") or {}
+  for _, j in ipairs(stored) do
     if now - j.t < cfg.wave.seconds then kept[#kept + 1] = j end
   end
   for _, j in ipairs(add or {}) do kept[#kept + 1] = j end
-  if add or #kept == 0 then conv.set("joins", #kept > 0 and kept or nil, cfg.wave.seconds) end
+  -- Written only when it changed (the moderation hook reads it for every message of a busy conversation).
+  if add or #kept ~= #stored then conv.set("joins", #kept > 0 and kept or nil, cfg.wave.seconds) end
   return kept
 end
 
