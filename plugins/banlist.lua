@@ -549,7 +549,14 @@ return {
       end
     end
     table.sort(entries, function(a, b) return a.target < b.target end)
+    local name = ctx.bot or "hookbot"
+    if #entries == 0 then
+      -- An empty Lua table would be sent as {}: the list is [] to any reader.
+      return { status = 200, headers = { ["Content-Type"] = "application/json" },
+        body = string.format('{"name": "%s", "generated_at": %.3f, "count": 0, "entries": []}',
+          name:gsub('[%c"\\]', ""), ctx.now()) }
+    end
     return { status = 200, headers = { ["Content-Type"] = "application/json" },
-      body = { name = ctx.bot or "hookbot", generated_at = ctx.now(), count = #entries, entries = entries } }
+      body = { name = name, generated_at = ctx.now(), count = #entries, entries = entries } }
   end,
 }

@@ -8,7 +8,7 @@ import IMServer
 import NIOCore
 import Synchronization
 
-/// `POST /hooks/<plugin>/<path>`: a plugin's webhook, answered by its `on_http(req, ctx)` (docs/PLUGINS.md,
+/// `POST` (or `GET`) `/hooks/<plugin>/<path>`: a plugin's webhook, answered by its `on_http(req, ctx)` (docs/PLUGINS.md,
 /// "Webhooks"). The caller proves it knows the plugin's secret (`[webhooks]` in `hookbot.toml`) with the
 /// header `X-Hookbot-Secret: <secret>`, or signs the body as GitHub does, `X-Hub-Signature-256:
 /// sha256=<hex HMAC-SHA256 of the body>`. Unknown plugin: 404; wrong or missing secret: 401; body over the
@@ -29,6 +29,11 @@ public final class Webhooks: Sendable {
     public func register(on router: Router<BasicRequestContext>) {
         router.post("/hooks/:plugin") { [self] request, context in await answer(request, context, path: []) }
         router.post("/hooks/:plugin/**") { [self] request, context in
+            await answer(request, context, path: context.parameters.getCatchAll())
+        }
+        // GET (a published list read by a browser, curl or another bot): the same secret, no body.
+        router.get("/hooks/:plugin") { [self] request, context in await answer(request, context, path: []) }
+        router.get("/hooks/:plugin/**") { [self] request, context in
             await answer(request, context, path: context.parameters.getCatchAll())
         }
     }
