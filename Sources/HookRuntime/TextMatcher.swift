@@ -265,7 +265,7 @@ final class TextMatcher {
                 TextNormaliser.full(TextNormaliser.lightUnits(b), squeeze: 1, hadRuns: &hadRuns)
             }
             var bytes = normal.bytes
-            var words = normal.word
+            var words = normal.word.map { $0 != 0 }
             // leading and trailing spaces never match usefully
             while bytes.first == 0x20 {
                 bytes.removeFirst()
@@ -325,13 +325,17 @@ final class TextMatcher {
                     let t = terms[index]
                     var start = end - t.length
                     var stop = end
-                    if t.startsWord && start > 0 && word[start - 1] {
-                        guard t.openStart else { return }
-                        while start > 0 && word[start - 1] { start -= 1 }
+                    // an open end takes in the rest of the word; a closed one needs a word boundary there (also
+                    // between two letters the sender wrote apart, "a s c a m")
+                    if t.openStart {
+                        while start > 0 && word[start - 1] != 0 { start -= 1 }
+                    } else if t.startsWord && start > 0 && word[start - 1] != 0 && !(word[start - 1] == 2 && word[start] == 2) {
+                        return
                     }
-                    if t.endsWord && stop < n && word[stop] {
-                        guard t.openEnd else { return }
-                        while stop < n && word[stop] { stop += 1 }
+                    if t.openEnd {
+                        while stop < n && word[stop] != 0 { stop += 1 }
+                    } else if t.endsWord && stop < n && word[stop] != 0 && !(word[stop] == 2 && word[stop - 1] == 2) {
+                        return
                     }
                     let from = Int(form.from[start])
                     let to = Int(form.to[stop - 1])

@@ -13,8 +13,10 @@ struct NormalisedText {
     var from: [Int32] = []
     /// For each byte: one past the last original byte it came from.
     var to: [Int32] = []
-    /// For each byte: whether it belongs to a word character (letters and digits, not CJK).
-    var word: [Bool] = []
+    /// For each byte: 0 outside words, 1 in a word character (letters and digits, not CJK), 2 in a word
+    /// character of single letters joined from separated ones ("s c a m"): between two of those there is a
+    /// word boundary too (the sender wrote one), so "a s c a m" still has the word "scam".
+    var word: [UInt8] = []
 
     var count: Int { bytes.count }
 
@@ -25,7 +27,8 @@ struct NormalisedText {
         word.reserveCapacity(n)
     }
 
-    mutating func append(_ scalar: UInt32, from f: Int32, to t: Int32, word w: Bool) {
+    mutating func append(_ scalar: UInt32, from f: Int32, to t: Int32, word isWord: Bool, joined: Bool = false) {
+        let w: UInt8 = isWord ? (joined ? 2 : 1) : 0
         if scalar < 0x80 {
             bytes.append(UInt8(scalar))
             from.append(f)
@@ -351,7 +354,7 @@ enum TextNormaliser {
             for t in k...last {
                 for q in tokens[t].0..<tokens[t].1 { scratch.append(units[q]) }
             }
-            emitToken(scratch, squeeze: squeeze, hadRuns: &hadRuns, folded: &folded, into: &out)
+            emitToken(scratch, joined: last > k, squeeze: squeeze, hadRuns: &hadRuns, folded: &folded, into: &out)
             pos = tokens[last].1
             k = last + 1
         }
@@ -364,7 +367,8 @@ enum TextNormaliser {
     }
 
     private static func emitToken(
-        _ tok: [NormalUnit], squeeze: Int, hadRuns: inout Bool, folded: inout [NormalUnit], into out: inout NormalisedText
+        _ tok: [NormalUnit], joined: Bool, squeeze: Int, hadRuns: inout Bool, folded: inout [NormalUnit],
+        into out: inout NormalisedText
     ) {
         var letters = 0
         var digits = 0
@@ -401,10 +405,10 @@ enum TextNormaliser {
                 hadRuns = true
                 for c in 0..<squeeze {
                     let end = c == squeeze - 1 ? folded[j - 1].to : folded[i + c].to
-                    out.append(u, from: folded[i + c].from, to: end, word: true)
+                    out.append(u, from: folded[i + c].from, to: end, word: true, joined: joined)
                 }
             } else {
-                for q in i..<j { out.append(u, from: folded[q].from, to: folded[q].to, word: isWordScalar(u)) }
+                for q in i..<j { out.append(u, from: folded[q].from, to: folded[q].to, word: isWordScalar(u), joined: joined) }
             }
             i = j
         }

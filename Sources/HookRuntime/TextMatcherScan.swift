@@ -157,14 +157,13 @@ enum TextScan {
         var st = Stats()
         var upper = 0
         var cased = 0
-        var prevCharacter: Character? = nil
         for ch in text {
             st.length += 1
             let scalars = ch.unicodeScalars
             if let first = scalars.first {
                 let p = first.properties
                 if p.isEmojiPresentation
-                    || (p.isEmoji && first.value > 0x7F && scalars.contains { $0.value == 0xFE0F || $0.value == 0x20E3 })
+                    || (p.isEmoji && scalars.contains { $0.value == 0xFE0F || $0.value == 0x20E3 })
                     || (p.isEmoji && first.value >= 0x1F000)
                 {
                     st.emoji += 1
@@ -177,21 +176,16 @@ enum TextScan {
                         cased += 1
                     }
                 }
-                if first == "@" {
-                    let before = prevCharacter
-                    let boundary = before == nil || !(before!.isLetter || before!.isNumber || before! == "." || before! == "_")
-                    if boundary { st.mentions += 1 }
-                }
             }
             for s in scalars {
                 let c = s.properties.generalCategory
-                if c == .nonspacingMark || c == .enclosingMark { st.zalgo += 1 }
+                // combining marks, not the variation selectors and keycap of emoji
+                let emojiPart = (s.value >= 0xFE00 && s.value <= 0xFE0F) || s.value == 0x20E3 || (s.value >= 0xE0100 && s.value <= 0xE01EF)
+                if (c == .nonspacingMark || c == .enclosingMark) && !emojiPart { st.zalgo += 1 }
             }
-            prevCharacter = ch
         }
-        // a mention needs a name after the @
-        if st.mentions > 0 {
-            st.mentions = 0
+        // @name, not in an e-mail address
+        if text.utf8.contains(0x40) {
             var prev: Character? = nil
             var iterator = text.makeIterator()
             var current = iterator.next()

@@ -75,10 +75,11 @@ final class DocExampleTests: XCTestCase {
         let checked: Set<String> = [
             "greeter", "schema", "commands", "webhooks", "http", "moderation", "beforesend",
             "translate", "antiflood", "timers", "poll", "files", "newmembers", "offline",
+            "matching",
         ]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
-        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 16)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 17)
     }
 
     /// `on_offline`: a mention gets its own title, the others keep theirs; the build bot's message no push.
@@ -101,7 +102,6 @@ final class DocExampleTests: XCTestCase {
         let chatter = rt.offline(msg("build passed", from: "ci-bot"), receivers: receivers)
         XCTAssertEqual(chatter.receivers.map(\.notification), [nil, nil])
     }
-
 
     /// `ctx.conv(cid).member(uid)`: founders post links at once, a joiner after 10 minutes and 3 messages,
     /// somebody the host does not know as a member never.
@@ -186,6 +186,16 @@ final class DocExampleTests: XCTestCase {
             ["Bienvenue, alice!", "Bienvenue, bob!"])
         XCTAssertEqual(sentTexts(rt.receive(msg("!hello", from: "bob")).actions), ["hello bob"])
         XCTAssertEqual(rt.receive(msg("hello")).actions, [])
+    }
+
+    func testMatching() throws {
+        let (_, rt) = try setUp("matching")
+        func verdict(_ text: String) -> ModerationVerdict { rt.incoming(msg(text)).moderation.verdict }
+        XCTAssertEqual(verdict("what a s c a m"), .block(reason: "keyword scam: 's c a m'", code: nil, silent: false))
+        XCTAssertEqual(verdict("ｆｒｅｅ ｍｏｎｅｙ!"), .block(reason: "keyword free money: 'ｆｒｅｅ ｍｏｎｅｙ'", code: nil, silent: false))
+        XCTAssertEqual(
+            verdict("see bit.ly/x1"), .block(reason: #"regex \b(?:bit\.ly|tinyurl\.com)/\w+: 'bit.ly/x1'"#, code: nil, silent: false))
+        for text in ["scampi for lunch", "a scammer", "coins"] { XCTAssertEqual(verdict(text), .allow, text) }
     }
 
     func testWordFilter() throws {
