@@ -143,6 +143,88 @@ final class OfflineHookTests: XCTestCase {
         await bot.close()
     }
 
+    /// Durability first: the default pushes are in the queue before the interceptor is asked, so a server killed
+    /// while it waits for the answer sends them after a restart, once the hold has ended, exactly once.
+    func testPushesHeldForAnAnswerSurviveASIGKILLAndGoAfterTheHold() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "one SQLite file across the kill")
+        let binary = try XCTUnwrap(ServerProcess.binaryURL(), "build the hookbot executable first (swift build)")
+        let gateway = try await PushGateway(secret: PushPipelineTests.secret) { _ in 204 }
+        defer { Task { await gateway.shutdown() } }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-offline-kill-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let settings = directory.appendingPathComponent("push.toml")
+        let hold = 3000
+        try """
+        [push]
+        offline_hook_deadline_ms = \(hold)
+
+        [push.webhook]
+        url = "\(gateway.url)"
+        secret = "\(PushPipelineTests.secret)"
+        """.write(to: settings, atomically: true, encoding: .utf8)
+        let store = [
+            "--db", directory.appendingPathComponent("kill.sqlite").path, "--push-config", settings.path,
+            "--interceptor", "modbot=\(Self.secret)",
+        ]
+        let first = try await ServerProcess.launch(binary: binary, store: store)
+        var killed = false
+        defer { if !killed { first.kill() } }
+        let jerry = try await TestClient.login("Jerry", port: first.port)
+        var add = Command(cmd: .device, op: .add)
+        add.device = .object(["provider": "webhook", "token": "jerry-phone"])
+        let added = try await jerry.request(add)
+        XCTAssertEqual(added.op, .added, "\(added)")
+        await jerry.close()
+        // The interceptor allows messages and never answers about offline receivers.
+        let asked = PushTestBox(0)
+        let (bot, loop) = try await silentInterceptor(port: first.port, asked: asked)
+        defer { loop.cancel() }
+        let tom = try await TestClient.login("Tom", port: first.port)
+        let cid = try await tom.startConversation(members: ["Jerry", "modbot"])
+        for _ in 0..<100 {
+            var query = Command(cmd: .session, op: .query)
+            query.sessionPeerIds = ["Jerry"]
+            if try await tom.request(query).onlineSessionPeerIds?.isEmpty ?? true { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let sent = ContinuousClock.now
+        _ = try await tom.sendText("cheese", to: cid)
+        // Killed while the interceptor is being asked: the push is queued (held), nothing sent yet.
+        for _ in 0..<200 where asked.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        XCTAssertEqual(asked.withLock { $0 }, 1)
+        first.kill()
+        killed = true
+        XCTAssertEqual(gateway.requests().count, 0)
+
+        let second = try await ServerProcess.launch(binary: binary, store: store)
+        defer { second.kill() }
+        let pushes = try await gateway.waitFor(count: 1)
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - sent, .milliseconds(hold - 200), "not before the hold ends")
+        let settled = await gateway.settle()
+        XCTAssertEqual(settled.count, 1, "exactly once")
+        XCTAssertEqual(pushes.first?.json?["notification"]?["body"], "Tom: cheese")
+        XCTAssertTrue(pushes.first?.signatureValid == true)
+        await tom.close()
+        await bot.close()
+    }
+
+    /// An interceptor on `port` that allows every message and never answers `offline` requests (counted).
+    func silentInterceptor(port: Int, asked: PushTestBox<Int>) async throws -> (TestClient, Task<Void, Never>) {
+        let bot = try await TestClient.connect(port: port)
+        let opened = try await bot.request(Command.interceptorOpen("modbot", secret: Self.secret))
+        XCTAssertEqual(opened.op, .opened)
+        let loop = Task {
+            while !Task.isCancelled, let request = try? await bot.next(timeout: .seconds(30), where: { $0.cmd == .hook }) {
+                var allow = Command(cmd: .hook, op: .verdict)
+                allow.verdict = "allow"
+                allow.id = request.id
+                if request.kind == "offline" { asked.withLock { $0 += 1 } } else { bot.send(allow) }
+            }
+        }
+        return (bot, loop)
+    }
+
     func testNoAnswerWaitsForTheHoldWhileABadAnswerUnhookedOrNoInterceptorSendTheDefaultsAtOnce() async throws {
         let gateway = try await PushGateway(secret: PushPipelineTests.secret) { _ in 204 }
         defer { Task { await gateway.shutdown() } }
