@@ -111,9 +111,7 @@ final class FileModerationTests: XCTestCase {
     private func checkFileModeration(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
         defer { Task { await harness.server.stop() } }
-        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("plugins/moderation.lua")
-        try harness.write("moderation.lua", try String(contentsOf: shipped, encoding: .utf8))
+        try harness.writeShippedModeration()
         try harness.write("seen.lua", Self.seen)
 
         let tom = harness.server.client("Tom")

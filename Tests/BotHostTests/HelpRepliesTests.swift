@@ -19,9 +19,7 @@ final class HelpRepliesTests: XCTestCase {
     private func checkAHostileDescriptionLeavesEveryOtherCommandInHelp(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
         defer { Task { await harness.server.stop() } }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        try harness.write("moderation.lua", String(contentsOf: root.appendingPathComponent("plugins/moderation.lua"), encoding: .utf8))
+        try harness.writeShippedModeration()
         try harness.write(
             "hog.lua",
             """

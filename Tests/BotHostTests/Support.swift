@@ -37,6 +37,17 @@ struct BotHarness {
         try source.write(to: plugins.appendingPathComponent(name), atomically: true, encoding: .utf8)
     }
 
+    /// The shipped moderation plugin with what it needs from `plugins/`: `lib/` (the mod-log module) and
+    /// the matcher's `presets/` (its default rules use them).
+    func writeShippedModeration() throws {
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("plugins")
+        try write("moderation.lua", String(contentsOf: shipped.appendingPathComponent("moderation.lua"), encoding: .utf8))
+        for folder in ["lib", "presets"] {
+            try FileManager.default.copyItem(at: shipped.appendingPathComponent(folder), to: plugins.appendingPathComponent(folder))
+        }
+    }
+
     /// A started bot host; `interceptor` makes it sign in as a configured interceptor.
     func bot(
         _ clientID: String = "modbot", interceptor: Bool = true, plugins directory: URL? = nil,

@@ -226,12 +226,14 @@ final class MediaAccessTests: XCTestCase {
         for (settings, expected) in cases {
             let f = Fixture()
             f.write("moderation.lua", source)
+            try f.copyShippedShared()
             let report = f.runtime(config: ["moderation": settings]).loadAll()
             XCTAssertEqual(report.loaded, [], "\(settings)")
             XCTAssertTrue(report.errors.first?.message.contains(expected) == true, "\(report.errors)")
         }
         let f = Fixture()
         f.write("moderation.lua", source)
+        try f.copyShippedShared()
         let good: JSONValue = [
             "file_kinds": ["image"], "file_types": ["image/*", "audio/mpeg"], "banned_files": [.string(String(repeating: "AB", count: 32))],
             "max_file_mb": 0.5,
@@ -275,6 +277,7 @@ final class MediaAccessTests: XCTestCase {
             .deletingLastPathComponent().appendingPathComponent("plugins/moderation.lua")
         let (f, media) = try fixture()
         f.write("moderation.lua", try String(contentsOf: shipped, encoding: .utf8))
+        try f.copyShippedShared()
         let config: [String: JSONValue] = ["moderation": ["new_member_minutes": 10, "flood": false]]
         let before = f.runtime(config: config)
         before.setMedia(media)

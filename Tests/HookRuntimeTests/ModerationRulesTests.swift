@@ -15,11 +15,9 @@ final class ModerationRulesTests: XCTestCase {
     /// A fixture holding the shipped moderation plugin and what it requires.
     private func fixture() throws -> Fixture {
         let f = Fixture()
-        let fm = FileManager.default
-        try fm.copyItem(at: Self.shipped.appendingPathComponent("moderation.lua"), to: f.plugins.appendingPathComponent("moderation.lua"))
-        for folder in ["lib", "presets"] where fm.fileExists(atPath: Self.shipped.appendingPathComponent(folder).path) {
-            try fm.copyItem(at: Self.shipped.appendingPathComponent(folder), to: f.plugins.appendingPathComponent(folder))
-        }
+        try FileManager.default.copyItem(
+            at: Self.shipped.appendingPathComponent("moderation.lua"), to: f.plugins.appendingPathComponent("moderation.lua"))
+        try f.copyShippedShared()
         return f
     }
 
@@ -133,5 +131,18 @@ final class ModerationRulesTests: XCTestCase {
                 lines.count, blocked.count, rate, warned.count, Double(warned.count) / Double(lines.count) * 100))
         for line in blocked.prefix(20) { print("  blocked: \(line)") }
         XCTAssertLessThan(rate, 0.5, blocked.prefix(20).joined(separator: "\n"))
+    }
+}
+
+extension Fixture {
+    /// Copies what the shipped plugins share from `plugins/`: `lib/` (modules such as modlog) and the
+    /// matcher's `presets/`, which the moderation plugin's default rules use.
+    func copyShippedShared() throws {
+        let fm = FileManager.default
+        for folder in ["lib", "presets"] {
+            let source = ModerationRulesTests.shipped.appendingPathComponent(folder)
+            let target = plugins.appendingPathComponent(folder)
+            if fm.fileExists(atPath: source.path), !fm.fileExists(atPath: target.path) { try fm.copyItem(at: source, to: target) }
+        }
     }
 }
