@@ -101,7 +101,11 @@ final class ConsolePushTests: XCTestCase {
             try await browser.type("Tom", into: "#login-client-id")
             try await browser.click("#login-button")
             try await browser.waitUntil(
-                "the lobby to open", "return (document.querySelector('#conversation-title')?.textContent || '').length > 0")
+                "the lobby to open, ready to send",
+                """
+                return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
+                  && !document.querySelector('#composer-text').disabled && !document.querySelector('#send-button').disabled
+                """, [harness.hub.bot.configuration.lobbyName])
             try await browser.type("where is the cheese? 🧀", into: "#composer-text")
             try await browser.click("#send-button")
             try await browser.waitUntil(
