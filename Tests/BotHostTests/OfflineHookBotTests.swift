@@ -1,4 +1,5 @@
 import BotHost
+import BotHub
 import Foundation
 import HookbotTestSupport
 import IMClient
@@ -69,6 +70,24 @@ final class OfflineHookBotTests: XCTestCase {
             XCTAssertEqual(push.signature, WebhookProvider.signature(of: push.body, secret: Self.secret))
         }
         return Dictionary(pushes.map { ($0.token ?? "", $0.notification ?? [:]) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// `[push] offline_hook_deadline_ms` reaches the server's configuration; a value out of range is refused with
+    /// its file, line and key.
+    func testTheDeadlineSettingIsReadAndChecked() throws {
+        let bot = try BotConfiguration.parse("[push]\noffline_hook_deadline_ms = 250\n", relativeTo: FileManager.default.temporaryDirectory)
+        var server = PushConfiguration()
+        XCTAssertEqual(server.offlineHookDeadlineMillis, 1000)
+        server.apply(bot.push)
+        XCTAssertEqual(server.offlineHookDeadlineMillis, 250)
+        for bad in ["5", "60001", "\"1s\""] {
+            XCTAssertThrowsError(
+                try BotConfiguration.parse(
+                    "[push]\noffline_hook_deadline_ms = \(bad)\n", relativeTo: FileManager.default.temporaryDirectory)
+            ) { error in
+                XCTAssertTrue("\(error)".contains("hookbot.toml:2: push.offline_hook_deadline_ms:"), "\(error)")
+            }
+        }
     }
 
     func testPluginsRewriteOneDropAnotherAndChainInProcess() async throws { try await checkRewriteAndDrop(.inProcess) }
