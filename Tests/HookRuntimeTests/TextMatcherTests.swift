@@ -183,6 +183,13 @@ final class TextMatcherTests: XCTestCase {
         XCTAssertEqual(
             out,
             "true|hello / regex \"(a+)+$\" gave up: it backtracked past its limit on this text (counted as no match)")
+        // text that is not UTF-8 is matched too (each bad byte counts as U+FFFD), offsets stay byte offsets
+        XCTAssertEqual(
+            probe(
+                """
+                local h = ctx.matcher{ keywords = { "scam" }, regex = { "sc.m" } }:find_all("\\255\\254 scam")
+                return #h .. " " .. h[1].kind .. "@" .. h[1].from .. " " .. h[2].kind .. "@" .. h[2].from
+                """), "true|2 keyword@4 regex@4")
         // the same pattern still matches where it can
         XCTAssertEqual(probe("return ctx.matcher{ regex = { \"(a+)+$\" } }:find(\"baaa\").match"), "true|aaa")
     }
