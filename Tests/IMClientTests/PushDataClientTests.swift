@@ -4,6 +4,7 @@ import IMClient
 import IMCore
 import IMServer
 import PushProviders
+import Synchronization
 import XCTest
 
 /// `IMSendOptions.pushData` (docs/PUSH.md, "From the Swift SDK and `hookbot chat`"): the documented example as
@@ -55,5 +56,94 @@ final class PushDataClientTests: XCTestCase {
 
         // A transient message is never pushed: its pushData is not even sent, and that is no error.
         _ = try await conversation.send(.text("typing"), options: IMSendOptions(transient: true, pushData: push))
+    }
+
+    /// `hookbot chat`'s `/push <json object> <text>`, as a process: the text goes out with that pushData, and a
+    /// line without a JSON object or without text is answered with how to write it.
+    func testHookbotChatPushSendsTheTextWithPushData() async throws {
+        guard let binary = MediaClientTests.hookbotBinary() else { throw XCTSkip("hookbot is not built") }
+        let server = try await ServerHarness.start { configuration in
+            configuration.push.providers = [
+                PushProviderConfiguration(.webhook(WebhookSettings(url: "http://127.0.0.1:9/push", secret: "sixteen-bytes-or-more")))
+            ]
+            configuration.push.queue.retryDelay = .seconds(60)
+            configuration.push.queue.pollInterval = .milliseconds(50)
+        }
+        defer { Task { await server.stop() } }
+        let jerry = server.client("Jerry")
+        try await jerry.open()
+        _ = try await jerry.registerDevice(IMPushDevice(provider: .webhook, token: "jerry-phone", deviceId: "phone"))
+        let room = try await jerry.createConversation(name: "push-room", members: ["Tom"])
+        await jerry.close()
+
+        let chat = try LineProcess(
+            binary: binary,
+            arguments: ["chat", "--as", "Tom", "--conversation", "push-room", "--server", "ws://127.0.0.1:\(server.port)/ws"])
+        defer { chat.stop() }
+        try await chat.waitFor("Logged in as Tom")
+        // A nested object in the payload: the JSON ends at the brace that closes it, the text follows.
+        chat.type(#"/push {"alert": {"title": "Tom", "body": "Dinner is ready"}, "badge": 1, "meal": {"kind": "soup"}} come"#)
+        var entries: [PushHistoryEntry] = []
+        for _ in 0..<400 where entries.isEmpty {
+            entries = server.server.recentPushes(cid: room.id).entries
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        XCTAssertEqual(entries.map(\.title), ["Tom"])
+        XCTAssertEqual(entries.map(\.body), ["Dinner is ready"])
+        XCTAssertEqual(entries.map(\.badge), [1])
+        chat.type("/push dinner is ready")
+        try await chat.waitFor("! /push takes a JSON object then the message")
+        chat.type(#"/push {"alert": "no text follows"}"#)
+        try await chat.waitFor("! /push takes a JSON object then the message", count: 2)
+        chat.type("/exit")
+        try await chat.waitForExit()
+        XCTAssertEqual(server.server.recentPushes(cid: room.id).entries.count, 1, "the refused lines sent nothing")
+    }
+}
+
+/// A child process fed lines on its standard input, with what it printed so far.
+private final class LineProcess: Sendable {
+    let process: Process
+    let input = Pipe()
+    let output = Pipe()
+    let printed = Mutex("")
+
+    init(binary: URL, arguments: [String]) throws {
+        process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        output.fileHandleForReading.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            printed.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        }
+        try process.run()
+    }
+
+    func type(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+
+    func waitFor(_ text: String, count: Int = 1, timeout: Duration = .seconds(15)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while printed.withLock({ $0.components(separatedBy: text).count - 1 }) < count {
+            guard ContinuousClock.now < deadline, process.isRunning else {
+                throw Timeout(waitingFor: "\(text) in:\n\(printed.withLock { $0 })")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func waitForExit() async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else { throw Timeout(waitingFor: "the process to exit") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        output.fileHandleForReading.readabilityHandler = nil
     }
 }
