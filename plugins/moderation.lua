@@ -76,7 +76,8 @@ end
 
 -- Fullwidth forms (U+FF01..U+FF5E) and the ideographic space become ASCII.
 local function ascii_width(text)
-  if not utf8.len(text) then return text end
+  -- Fullwidth forms are EF BC xx / EF BD xx in UTF-8, the ideographic space E3 80 80.
+  if not text:find("[\227\239]") or not utf8.len(text) then return text end
   local out = {}
   for _, cp in utf8.codes(text) do
     if cp >= 0xFF01 and cp <= 0xFF5E then cp = cp - 0xFEE0 elseif cp == 0x3000 then cp = 32 end
@@ -127,10 +128,10 @@ end
 local words, patterns, moderators, exempt, file_kinds, file_mimes, banned_files
 local rules, custom, by_name, ladder, legacy_rule
 -- Whether the host keeps member records (ctx.conv(cid).member), and whether a rule counts messages.
-local member_api, counts_messages, appeal_prefix, join_keep
+local member_api, appeal_prefix, join_keep
 local membership -- defined below, used by the file rules
 -- Counters that need no history beyond their window live in memory (a restart forgets at most one window).
-local windows, dups, muted_cache
+local windows, dups, muted_cache, joins, conv_api
 
 -- The file rule a message breaks, if any. Sizes, types and hashes of files stored on the hub are the
 -- server's (msg.file.stored); a URL-only file has only what its sender claims, and no type or hash.
@@ -269,7 +270,11 @@ local function fires(rule, msg, ctx, m, now)
       if l.allow and not host_of(h, l.allow) then return true, "link to " .. h .. " (not on the allow list)" end
     end
   end
-  if t.mentions or t.caps or t.emoji or t.zalgo or t.duplicates then
+  -- The text's stats are asked for only when a cheap look says a limit could be passed: a mention needs
+  -- an @, capitals two capital letters in a row, each emoji at least 2 bytes, each combining mark 2.
+  local n = #text
+  if (t.mentions and text:find("@", 1, true)) or (t.caps and n >= t.caps.min_length and text:find("%u%u"))
+    or (t.emoji and n > t.emoji * 2) or (t.zalgo and n > t.zalgo * 2) then
     if not m.stats then m.stats = ctx.text.stats(text) end
     local s = m.stats
     if t.mentions and s.mentions > t.mentions then
@@ -282,8 +287,11 @@ local function fires(rule, msg, ctx, m, now)
     if t.zalgo and s.zalgo > t.zalgo and s.zalgo > s.length then
       return true, s.zalgo .. " combining marks on " .. s.length .. " characters"
     end
-    local d = t.duplicates
-    if d and s.length >= d.min_length then
+  end
+  local d = t.duplicates
+  if d then
+    if not m.chars then m.chars = utf8.len(text) or n end
+    if m.chars >= d.min_length then
       if not m.dup then m.dup = text:lower():gsub("%s+", " ") end
       local key = d.across and (rule.name .. "\0" .. msg.cid .. "\0" .. m.dup)
         or (rule.name .. "\0" .. msg.cid .. "\0" .. msg.from .. "\0" .. m.dup)
@@ -324,13 +332,21 @@ function membership(ctx, cid, uid, m)
   if m.joined ~= nil then return m.joined or nil, m.sent end
   local joined, sent
   if member_api then
-    local member = ctx.conv(cid).member(uid)
+    local api = conv_api[cid]
+    if not api then api = ctx.conv(cid); conv_api[cid] = api end
+    local member = api.member(uid)
     if member and not member.founder then joined, sent = member.joined_at, member.messages end
   end
   if not joined then
-    local conv = ctx.state.conv(cid)
-    joined = conv.get("joined:" .. uid)
-    sent = joined and not member_api and conv.get("sent:" .. uid) or sent
+    -- The joins the plugin saw, read from its state once per conversation and kept in memory.
+    local j = joins[cid]
+    if not j then
+      j = {}
+      local conv = ctx.state.conv(cid)
+      for _, k in ipairs(conv.keys("joined:")) do j[k:sub(8)] = conv.get(k) end
+      joins[cid] = j
+    end
+    joined = j[uid]
   end
   m.joined, m.sent = joined or false, sent
   return joined, sent
@@ -845,7 +861,7 @@ return {
 
   on_load = function(ctx)
     local c = ctx.config
-    windows, dups, muted_cache = {}, {}, {}
+    windows, dups, muted_cache, joins, conv_api = {}, {}, {}, {}, {}
     words = {}
     for _, w in ipairs(c.words) do
       local n = (normalize(w)):match("^%s*(.-)%s*$")
@@ -892,7 +908,7 @@ return {
     -- The built-in rules first (in the order they are checked), then the configured ones.
     rules, custom, by_name, legacy_rule = {}, {}, {}, {}
     member_api = ctx.conv("-").member ~= nil
-    counts_messages, appeal_prefix = false, ctx.commands.prefix .. "appeal"
+    appeal_prefix = ctx.commands.prefix .. "appeal"
     local remembers_joins = false
     for _, name in ipairs(LEGACY) do
       local r = { name = name, legacy = true, actions = { block = true, strike = true }, action_names = { "block", "strike" },
@@ -918,10 +934,7 @@ return {
       rules[#rules + 1] = rule
       custom[#custom + 1] = rule
       by_name[rule.name] = rule
-      if rule.new_members then
-        remembers_joins = true
-        if rule.new_members.messages then counts_messages = true end
-      end
+      if rule.new_members then remembers_joins = true end
     end
     join_keep = math.max((c.new_member_minutes or 0) * 60, (remembers_joins and not member_api) and 7 * 86400 or 0)
     if ctx.bot then exempt[ctx.bot] = true end
@@ -969,14 +982,6 @@ return {
     return nil
   end,
 
-  on_receive = function(msg, ctx)
-    -- Without the host's member records, messages of members whose join the plugin saw are counted here
-    -- (for new_members = {messages = n}), as long as the join is remembered.
-    if member_api or not counts_messages then return end
-    local s = ctx.state.conv(msg.cid)
-    if s.get("joined:" .. msg.from) then s.incr("sent:" .. msg.from, 1, 7 * 86400) end
-  end,
-
   on_cmd = function(cmd, ctx)
     if cmd.action ~= "mod" then return end
     local send = function(text) ctx.send(cmd.cid, text) end
@@ -992,6 +997,7 @@ return {
     for _, uid in ipairs(ev.members) do
       if join_keep > 0 and not ev.founding then
         ctx.state.conv(ev.cid).set("joined:" .. uid, ctx.now(), join_keep)
+        if joins[ev.cid] then joins[ev.cid][uid] = ctx.now() end
       end
       if ctx.state.conv(ev.cid).get("banned:" .. uid) then
         ctx.kick(ev.cid, uid, "banned")
