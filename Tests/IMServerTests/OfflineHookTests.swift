@@ -277,5 +277,16 @@ final class OfflineHookTests: XCTestCase {
         let settled = await gateway.settle()
         XCTAssertEqual(settled.count, 5)
         XCTAssertTrue(settled.allSatisfy(\.signatureValid))
+        // /metrics counts what became of each question.
+        let metrics = String(decoding: try await MediaRouteTests.call(server.port, "GET", "/metrics").body, as: UTF8.self)
+        func asked(_ outcome: String) -> Int? {
+            metrics.split(separator: "\n").first {
+                $0.hasPrefix("hookbot_push_offline_hook_total") && $0.contains(#"outcome="\#(outcome)""#)
+            }.flatMap { Int($0.split(separator: " ").last ?? "") }
+        }
+        XCTAssertEqual(asked("no_answer"), 1, metrics)
+        XCTAssertEqual(asked("invalid"), 1, metrics)
+        XCTAssertEqual(asked("unhooked"), 1, metrics)
+        XCTAssertNil(asked("answered"), metrics)
     }
 }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import IMCore
 import Logging
@@ -49,7 +50,10 @@ extension PushDispatcher {
             for: held.record, receivers: held.receivers, content: held.content, deadlineMillis: held.deadline)
         let reply = await hub.askOffline(interceptor, request, deadlineMillis: held.deadline)
         var decided: (dropping: Set<String>, rewriting: [String: String]) = ([], [:])
-        if let answer = reply.flatMap(OfflineHook.answer) {
+        let answer = reply.flatMap(OfflineHook.answer)
+        let outcome = reply == nil ? "no_answer" : answer == nil ? "invalid" : answer == .unhooked ? "unhooked" : "answered"
+        Counter(label: "hookbot_push_offline_hook_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+        if let answer {
             decided = OfflineHook.decisions(answer, for: held)
         } else {
             logger.warning(
