@@ -160,8 +160,10 @@ let package = Package(
         .target(
             name: "Benchmarks",
             dependencies: [
-                "BotHost", "BotHub", "HookRuntime", "IMClient", "IMCore", "IMServer", "MediaImaging", "CVips",
+                "BotHost", "BotHub", "HookRuntime", "IMClient", "IMCore", "IMServer", "MediaImaging", "CVips", "PushProviders",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -20,9 +20,10 @@ public struct BenchReport: Encodable {
     var w3: FanOutResult?
     var rssMB: Double?
     var media: MediaBenchResult?
+    var push: PushBenchResult?
 
     enum CodingKeys: String, CodingKey {
-        case machine, bot, store, synchronous, hooks, w1a, w1b, w2, w3, media
+        case machine, bot, store, synchronous, hooks, w1a, w1b, w2, w3, media, push
         case rssMB = "rss_mb"
     }
 }
@@ -71,7 +72,7 @@ struct FanOutResult: Encodable {
 }
 
 extension BenchReport {
-    /// Runs the `workloads` named (w1a, w1b, w2, w3, rss, hooks, media); `quick` runs a tenth of the messages
+    /// Runs the `workloads` named (w1a, w1b, w2, w3, rss, hooks, media, push); `quick` runs a tenth of the messages
     /// (and `media` a 10 MB file).
     public static func run(
         _ workloads: Set<String>, quick: Bool = false, relaxedSync: Bool = false,
@@ -94,6 +95,9 @@ extension BenchReport {
         if workloads.contains("rss") { report.rssMB = try await bench.idleConnectionsRSS(connections: 1000) }
         if workloads.contains("media") {
             report.media = try await MediaBenchmark(root: bench.root, logger: bench.logger, scale: scale).run()
+        }
+        if workloads.contains("push") {
+            report.push = try await PushBenchmark(root: bench.root, logger: bench.logger, relaxedSync: relaxedSync, scale: scale).run()
         }
         return report
     }
@@ -136,6 +140,7 @@ extension BenchReport {
                 "hooks: \(number(hooks.trivialCallsPerSecond)) trivial calls/s, \(number(hooks.pipelineEventsPerSecond)) pipeline events/s")
         }
         if let media { lines += media.summaryLines }
+        if let push { lines += push.summaryLines }
         return lines.joined(separator: "\n")
     }
 }

@@ -60,6 +60,8 @@ public struct PushSettings: Sendable {
     /// `enabled` (false: no push for it), as read (checked) from the file; the server's
     /// `PushConversationTemplates` reads them.
     public var conversationTemplates: [String: [String: JSONValue]] = [:]
+    /// `[push.<name>] rate`: notifications per second each provider sends at most; absent: no limit.
+    public var rates: [String: Double] = [:]
     /// `[push] workers`, `retry_delay`, `max_retry_delay`, `max_age`: the persisted queue; nil: the server's.
     public var workers: Int?
     public var retryDelay: Duration?
@@ -172,6 +174,7 @@ public struct PushSettings: Sendable {
                 teamID: try s.required("team_id"), keyID: try s.required("key_id"), privateKeyPEM: key, topic: try s.required("topic"),
                 environment: environment, endpoint: try s.url("endpoint"))
             if let most = try s.concurrency() { value.maxConcurrentRequests = most }
+            if let rate = try s.rate() { settings.rates["apns"] = rate }
             try s.finish()
             settings.providers.append(.apns(value))
         }
@@ -186,6 +189,7 @@ public struct PushSettings: Sendable {
             var value = FCMSettings(serviceAccount: account)
             if let endpoint = try s.url("endpoint") { value.endpoint = endpoint }
             if let most = try s.concurrency() { value.maxConcurrentRequests = most }
+            if let rate = try s.rate() { settings.rates["fcm"] = rate }
             try s.finish()
             settings.providers.append(.fcm(value))
         }
@@ -198,6 +202,7 @@ public struct PushSettings: Sendable {
             }
             value.endpointPolicy = try s.endpointPolicy(default: policy)
             if let most = try s.concurrency() { value.maxConcurrentRequests = most }
+            if let rate = try s.rate() { settings.rates["webpush"] = rate }
             try s.finish()
             settings.providers.append(.webPush(value))
         }
@@ -210,6 +215,7 @@ public struct PushSettings: Sendable {
             }
             value.endpointPolicy = try s.endpointPolicy(default: policy)
             if let most = try s.concurrency() { value.maxConcurrentRequests = most }
+            if let rate = try s.rate() { settings.rates["unifiedpush"] = rate }
             try s.finish()
             settings.providers.append(.unifiedPush(value))
         }
@@ -219,6 +225,7 @@ public struct PushSettings: Sendable {
             let secret = try BotConfiguration.expandingEnvironment(try s.required("secret"))
             var value = WebhookSettings(url: url, secret: secret)
             if let most = try s.concurrency() { value.maxConcurrentRequests = most }
+            if let rate = try s.rate() { settings.rates["webhook"] = rate }
             try s.finish()
             settings.providers.append(.webhook(value))
         }
@@ -327,6 +334,15 @@ private struct PushTableReader {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil
         else { throw error(key, "must be an http:// or https:// URL") }
         return text
+    }
+
+    /// `rate`: notifications per second, a number above zero (0.1 to 1,000,000).
+    mutating func rate() throws -> Double? {
+        guard let v = value("rate") else { return nil }
+        guard let rate = v.doubleValue, rate >= 0.1, rate <= 1_000_000 else {
+            throw error("rate", "must be a number of notifications per second between 0.1 and 1000000")
+        }
+        return rate
     }
 
     mutating func concurrency() throws -> Int? {

@@ -15,6 +15,7 @@ extension PushConfiguration {
             case .webhook(let value): PushProviderConfiguration(.webhook(value))
             }
         }
+        for index in providers.indices { providers[index].rate = settings.rates[providers[index].name] }
         http = settings.http
         templates.byType.merge(settings.templatesByType) { _, new in new }
         if let plain = settings.plainTemplate { templates.plain = plain }

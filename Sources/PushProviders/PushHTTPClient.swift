@@ -20,7 +20,7 @@ public struct PushHTTPSettings: Sendable {
     public var idleTimeout: Duration = .seconds(300)
     /// HTTP/1.1 connections to one host (a push service without HTTP/2, a webhook gateway); HTTP/2 multiplexes
     /// all requests to a host on one connection.
-    public var maxHTTP1ConnectionsPerHost: Int = 32
+    public var maxHTTP1ConnectionsPerHost: Int = 64
 
     public init(
         connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(15), additionalTrustRootsFile: String? = nil

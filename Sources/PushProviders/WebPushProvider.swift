@@ -23,7 +23,7 @@ public struct WebPushSettings: Sendable {
     public var vapid: VAPIDSettings
     /// The `TTL` header when the notification has none: four weeks, what browsers' push services keep at most.
     public var defaultTTL: Int = 28 * 24 * 3600
-    public var maxConcurrentRequests: Int = 64
+    public var maxConcurrentRequests: Int = 128
     /// Which subscription endpoints are posted to (public https hosts by default).
     public var endpointPolicy: PushEndpointPolicy = .publicHTTPS
 
@@ -34,7 +34,7 @@ public struct UnifiedPushSettings: Sendable {
     /// Sent along when set; distributors that check VAPID need it, the others ignore it.
     public var vapid: VAPIDSettings?
     public var defaultTTL: Int = 28 * 24 * 3600
-    public var maxConcurrentRequests: Int = 64
+    public var maxConcurrentRequests: Int = 128
     /// Which distributor endpoints are posted to (public https hosts by default; a distributor on the local
     /// network needs `allowHTTP` / `allowPrivateAddresses`).
     public var endpointPolicy: PushEndpointPolicy = .publicHTTPS

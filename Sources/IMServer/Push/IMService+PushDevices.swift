@@ -48,7 +48,7 @@ extension IMService {
         case .add?:
             let (device, deviceID) = try Self.device(in: command, requireToken: true)
             do {
-                try device.validate()
+                try device.validate(endpointPolicy: configuration.push.endpointPolicy(for: device.provider))
             } catch let error as PushError {
                 throw PushDevices.imError(error)
             }

@@ -133,6 +133,8 @@ public struct PushProviderConfiguration: Sendable {
     /// `apns`, `fcm`, `webpush`, `unifiedpush` or `webhook`: the provider name devices are registered with.
     public var name: String
     public var kind: Kind
+    /// `[push.<name>] rate`: notifications per second this provider sends at most (evenly spaced); nil: no limit.
+    public var rate: Double?
 
     public init(name: String, kind: Kind) {
         self.name = name
@@ -181,8 +183,9 @@ public struct PushTemplates: Sendable {
 
 /// The persisted queue (`push_queue`): workers, retries, how long a push may wait.
 public struct PushQueueSettings: Sendable {
-    /// Pushes sent at once by this node.
-    public var workers: Int = 16
+    /// Pushes sent at once by this node (a push service answers in tens of milliseconds: a few in flight would
+    /// cap a node at a few hundred a second).
+    public var workers: Int = 128
     /// The first retry's delay; each retry doubles it (with jitter) up to `maxRetryDelay`.
     public var retryDelay: Duration = .seconds(2)
     public var maxRetryDelay: Duration = .seconds(300)

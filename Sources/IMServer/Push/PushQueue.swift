@@ -24,10 +24,6 @@ struct PushQueueItem: Sendable, Equatable {
 protocol PushQueueStore: Sendable {
     /// Adds pushes (their `id`s are ignored); they are due at their `dueAt`.
     func enqueuePushes(_ items: [PushQueueItem]) async throws
-    /// Up to `limit` pushes due at `now`, oldest first, each held (not handed out again) until `holdUntil`.
-    func claimPushes(now: Int64, limit: Int, holdUntil: Int64) async throws -> [PushQueueItem]
-    /// Removes a push (sent, dropped, or its device gone).
-    func removePush(id: Int64) async throws
     /// Removes every pending push for this device (it is gone); answers how many.
     func removePushes(provider: String, token: String) async throws -> Int
     /// A push to try again at `dueAt`, after `attempts` attempts.
@@ -37,6 +33,24 @@ protocol PushQueueStore: Sendable {
     func pushQueueDepth() async throws -> Int
     /// Of `clientIDs`, those with a session on another node of a cluster (none for a single server).
     func connectedElsewhere(_ clientIDs: [String]) async throws -> Set<String>
+    /// The workers' step (docs/PUSH.md, "The queue"): removes the pushes `finished` (sent or dropped), then
+    /// claims, per provider, up to its limit of the due pushes, oldest first, each held until `holdUntil`;
+    /// one transaction on SQLite, one statement per provider on PostgreSQL (`FOR UPDATE SKIP LOCKED`).
+    func claimPushes(now: Int64, limits: [String: Int], holdUntil: Int64, removing finished: [Int64]) async throws
+        -> [PushQueueItem]
+    /// Removes pushes by id (sent or dropped), a few hundred a statement.
+    func removePushes(ids: [Int64]) async throws
+    /// The unread count (the badge, as `UNREAD_MESSAGES_COUNT_UPDATE` sums it) of each of `clientIDs` in one
+    /// query; a client with none is absent.
+    func unreadTotals(of clientIDs: [String]) async throws -> [String: Int]
+}
+
+extension PushQueueStore {
+    /// `items` in chunks of `size`: rows queued a transaction at a time, so a 10,000-member group's message
+    /// never holds the writer for one giant transaction.
+    static func chunks<T>(_ items: [T], size: Int) -> [ArraySlice<T>] {
+        stride(from: 0, to: items.count, by: size).map { items[$0..<min(items.count, $0 + size)] }
+    }
 }
 
 /// What a notification says, decided when the push is queued: LeanCloud's `pushData` when the message

@@ -162,6 +162,7 @@ enum SQLiteSchema {
         migrator.registerMigration("v14-push-queue") { db in try SQLitePushQueue.create(db) }
         // A lock's reason while a conversation is locked to invite-only (see JoinPolicy.change).
         migrator.registerMigration("v15-join-lock") { db in try db.execute(sql: "ALTER TABLE conversations ADD COLUMN lock_reason TEXT") }
+        migrator.registerMigration("v16-badge-indexes") { db in try SQLitePushQueue.createBadgeIndexes(db) }
         return migrator
     }
 }
