@@ -283,6 +283,37 @@ final class PushDataTests: XCTestCase {
         XCTAssertThrowsError(try PushConversationTemplates(object: ["enabled": "no"]))
     }
 
+    /// The record of pushes keeps what went wrong: a push the gateway refuses for good (rejected, with the
+    /// status) and one it answers 503 past its max age (expired, not retry), counted per outcome.
+    func testTheRecordOfPushesShowsRejectedAndExpiredPushesWithTheReason() async throws {
+        let gateway = try await PushGateway(secret: Self.secret) { token in token == "refused" ? 400 : 503 }
+        defer { Task { await gateway.shutdown() } }
+        let server = try await ServerHarness.start {
+            configure(&$0, gateway: gateway)
+            $0.push.queue.maxAge = .milliseconds(1)
+        }
+        defer { Task { await server.stop() } }
+        try await registerOffline(server, "Jerry", token: "refused")
+        try await registerOffline(server, "Spike", token: "busy")
+        let tom = try await server.login("Tom")
+        let cid = try await tom.startConversation(members: ["Jerry", "Spike"], name: "yard")
+        var direct = Command(cmd: .direct)
+        direct.cid = cid
+        direct.msg = TypedMessage.text("bones").encoded()
+        _ = try await tom.request(direct)
+        var entries: [PushHistoryEntry] = []
+        for _ in 0..<400 where entries.count < 2 {
+            entries = server.server.recentPushes(cid: cid).entries
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        let byReceiver = Dictionary(uniqueKeysWithValues: entries.map { ($0.receiver, $0) })
+        XCTAssertEqual(byReceiver["Jerry"]?.outcome, "rejected")
+        XCTAssertTrue(byReceiver["Jerry"]?.reason?.hasPrefix("400") == true, "\(entries)")
+        XCTAssertEqual(byReceiver["Spike"]?.outcome, "expired", "\(entries)")
+        XCTAssertEqual(byReceiver["Spike"]?.body, "Tom: bones")
+        XCTAssertEqual(server.server.pushCounts["webhook"], ["rejected": 1, "expired": 1])
+    }
+
     /// Opens a binary protobuf WebSocket (`lc.protobuf2.3`) as `peerID`, sends `commands(peerID)` one at a time
     /// and returns the reply to each (by its `i`).
     static func protobufSession(

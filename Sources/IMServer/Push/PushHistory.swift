@@ -71,6 +71,7 @@ final class PushHistory: Sendable {
             let before = state.entries[index].outcome
             state.entries[index].outcome = "expired"
             state.counts[item.provider, default: [:]][before, default: 1] -= 1
+            if state.counts[item.provider]?[before] == 0 { state.counts[item.provider]?[before] = nil }
             state.counts[item.provider, default: [:]]["expired", default: 0] += 1
         }
     }
