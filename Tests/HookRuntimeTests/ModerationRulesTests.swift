@@ -131,6 +131,17 @@ final class ModerationRulesTests: XCTestCase {
                 lines.count, blocked.count, rate, warned.count, Double(warned.count) / Double(lines.count) * 100))
         for line in blocked.prefix(20) { print("  blocked: \(line)") }
         XCTAssertLessThan(rate, 0.5, blocked.prefix(20).joined(separator: "\n"))
+        // The same rules do stop what they are for, from members who were quiet all along.
+        let bad = [
+            "FREE NITRO for everyone, claim it now", "h" + String(repeating: "\u{0301}\u{0316}\u{0334}\u{0350}", count: 6) + "ello",
+            String(repeating: "😂", count: 31),
+        ]
+        for (k, text) in bad.enumerated() {
+            f.clock.advance(by: 1)
+            let outcome = engine.incoming(
+                HookMessage(id: "bad\(k)", cid: "lobby", from: "quiet\(k)", type: HookMessageType.text, text: text, timestamp: 0))
+            guard case .block = outcome.moderation.verdict else { return XCTFail("not blocked: \(text)") }
+        }
     }
 }
 
