@@ -1,8 +1,10 @@
 import BotHost
 import Foundation
+import HookRuntime
 import HookbotTestSupport
 import IMClient
 import IMCore
+import Logging
 import Synchronization
 import XCTest
 
@@ -249,6 +251,44 @@ final class RaidTests: XCTestCase {
         }
         XCTAssertEqual(got, "hi all, glad to be here")
         for client in clients { await client.close() }
+    }
+
+    /// Settings that cannot work stop the plugin from loading, with the key and the reason.
+    func testBadSettingsAreLoadErrorsNamingTheKey() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-\(UUID().uuidString)")
+        let plugins = directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins.appendingPathComponent("lib"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for file in ["gatekeeper.lua", "lib/modlog.lua"] {
+            try FileManager.default.copyItem(
+                at: root.appendingPathComponent("plugins/\(file)"), to: plugins.appendingPathComponent(file))
+        }
+        let store = try HookStateStore(path: directory.appendingPathComponent("state.sqlite").path)
+        var quiet = Logger(label: "gatekeeper-settings")
+        quiet.logLevel = .critical
+        let cases: [(JSONValue, String)] = [
+            (["raid_action": "ban"], "plugins.gatekeeper.raid_action: must be \"mute\" or \"kick\""),
+            (["wave": ["joins": 0]], "plugins.gatekeeper.wave.joins: must be a number, at least 1"),
+            (["language": "fr"], "plugins.gatekeeper.language: must be \"en\", \"zh\" or \"both\""),
+            (["kinds": ["maths"]], "plugins.gatekeeper.kinds: 'maths' is not math or emoji"),
+            (["questions": [["q": "2 + 2?"]]], "plugins.gatekeeper.questions[1]: must be { q = \"question\", a = { \"answer\", ... } }"),
+            (["kinds": [], "questions": []], "plugins.gatekeeper.kinds: no questions: list a kind or add questions"),
+            (["answer_seconds": 0], "plugins.gatekeeper.answer_seconds: must be a number above 0"),
+            (["screening": "yes"], "plugins.gatekeeper.screening: must be true, false or a list of conversation ids"),
+            (["texts": ["en": ["greeting": "hi"]]], "plugins.gatekeeper.texts.en.greeting: no such text"),
+        ]
+        for (settings, message) in cases {
+            let runtime = PluginRuntime(directory: plugins, store: store, config: ["gatekeeper": settings], logger: quiet)
+            let errors = await runtime.loadAll().errors.map(\.description)
+            await runtime.shutdown()
+            XCTAssertTrue(errors.contains { $0.contains(message) }, "\(settings): \(errors)")
+        }
+        let runtime = PluginRuntime(
+            directory: plugins, store: store, config: ["gatekeeper": ["screening": ["lobby"], "language": "both"]], logger: quiet)
+        let report = await runtime.loadAll()
+        await runtime.shutdown()
+        XCTAssertEqual(report.errors.map(\.description), [], "good settings load")
     }
 
     /// The answer to one of the built-in questions, as a person reads it.
