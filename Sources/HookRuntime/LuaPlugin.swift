@@ -60,10 +60,10 @@ final class PluginEnvironment {
     let botID: String?
     /// Where actions may be aimed besides the current event's conversation; nil: anywhere.
     let reach: ConversationReach?
-    /// Where a configuration key is set in the host's configuration file, for errors.
-    let configLocator: ConfigLocator?
     /// The members of the bot's conversations as the host knows them (`ctx.conv(cid).member`, `locked`).
     let members: ConversationMembers
+    /// Where a configuration key is set in the host's configuration file, for errors.
+    let configLocator: ConfigLocator?
     let commandSettings: CommandSettings
     /// What each plugin may reach over HTTP, and how calls are started (set by `PluginRuntime`; nil: none).
     let httpPolicies: [String: HTTPPolicy]
@@ -77,9 +77,9 @@ final class PluginEnvironment {
         reach: ConversationReach? = nil, members: ConversationMembers = ConversationMembers(), configLocator: ConfigLocator? = nil,
         commandSettings: CommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]
     ) {
+        self.members = members
         self.httpPolicies = httpPolicies
         self.store = store
-        self.members = members
         self.clock = clock
         self.logger = logger
         self.limits = limits
@@ -357,14 +357,18 @@ final class LuaPlugin {
         set("command_add", cbCommandAdd)
         set("roles", cbRoles)
         set("muted", cbMuted)
-        set("http_start", cbHTTPStart)
-        set("media_info", cbMediaInfo)
         set("conv_member", cbConvMember)
         set("conv_locked", cbConvLocked)
+        set("http_start", cbHTTPStart)
+        set("media_info", cbMediaInfo)
         set("media_read", cbMediaRead)
         set("types_validate", cbTypesValidate)
         set("types_name", cbTypesName)
         set("types_number", cbTypesNumber)
+        set("matcher_new", cbMatcherNew)
+        set("text_normalise", cbTextNormalise)
+        set("text_urls", cbTextURLs)
+        set("text_stats", cbTextStats)
         for kind in ActionKind.allCases {
             luaPush(L, kind.rawValue)
             hb_push_swift_closure(L, cbAction, 1)
@@ -372,10 +376,6 @@ final class LuaPlugin {
         }
     }
 
-        set("matcher_new", cbMatcherNew)
-        set("text_normalise", cbTextNormalise)
-        set("text_urls", cbTextURLs)
-        set("text_stats", cbTextStats)
     // MARK: calling
 
     /// Calls `hook(args..., ctx)` under the limits. On success the single

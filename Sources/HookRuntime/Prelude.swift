@@ -250,14 +250,14 @@ let hookbotPrelude = #"""
       }
     end
     ctx.now = hb.now
+    -- text matching (TextMatcher*.swift): compiled matchers and the normalisation they use
+    ctx.matcher = hb.matcher_new
+    ctx.text = { normalise = hb.text_normalise, urls = hb.text_urls, stats = hb.text_stats }
     ctx.log = function(a, b)
       if b == nil then return hb.log("info", tostring(a)) end
       return hb.log(a, tostring(b))
     end
 
-    -- text matching (TextMatcher*.swift): compiled matchers and the normalisation they use
-    ctx.matcher = hb.matcher_new
-    ctx.text = { normalise = hb.text_normalise, urls = hb.text_urls, stats = hb.text_stats }
     -- verdicts
     ctx.allow = function(opts)
       return { verdict = "allow", actions = opts and opts.actions }

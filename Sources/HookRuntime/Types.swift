@@ -443,6 +443,8 @@ public struct HookLimits: Sendable, Hashable {
     /// Seconds of each second one plugin's timers may take together (0 = no limit). Beyond it the
     /// plugin's remaining due timers wait for the next second, and the overrun counts as a failure.
     public var timerShare: Double = 0.1
+    /// The caps of `ctx.matcher` and `ctx.text` (keywords, regular expressions and their limits, text size).
+    public var matcher = TextMatcherLimits()
 
     public init(
         instructionBudget: Int = 10_000_000, deadline: Double = 0.25, loadDeadline: Double = 2.0,
@@ -452,8 +454,6 @@ public struct HookLimits: Sendable, Hashable {
         self.instructionBudget = instructionBudget
         self.deadline = deadline
         self.loadDeadline = loadDeadline
-    /// The caps of `ctx.matcher` and `ctx.text` (keywords, regular expressions and their limits, text size).
-    public var matcher = TextMatcherLimits()
         self.memoryBytes = memoryBytes
         self.breakerThreshold = breakerThreshold
         self.moderationFailClosed = moderationFailClosed

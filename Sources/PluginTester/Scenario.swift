@@ -128,9 +128,9 @@ public struct Scenario: Sendable {
         bots = try Self.bots(root["bots"], main: bot)
         let http = try Self.recordings(root["http"], at: "http")
         let files = try Self.files(root["files"], at: "files")
+        let members = try ScenarioMembers(root["members"], at: "members")
         guard case .array(let list)? = root["cases"], !list.isEmpty else {
             throw ScenarioError("scenario needs a non-empty list `cases`")
-        let members = try ScenarioMembers(root["members"], at: "members")
         }
         var cases: [TestCase] = []
         for (i, item) in list.enumerated() {

@@ -263,6 +263,8 @@ struct RecordingOutlet: BotOutlet {
             if blocked { recorder.queue(.event(.membersLeft(cid: cid, members: [user], by: bot))) }
         case .warn(let cid, let user, let reason):
             record(["kind": "warn", "cid": .string(cid), "user": .string(user)], reason: reason)
+        case .lock(let cid, let locked, let reason):
+            record(["kind": locked ? "lock" : "unlock", "cid": .string(cid)], reason: reason)
         case .updateAttribute(let cid, let key, let value):
             record(["kind": "update_attr", "cid": .string(cid), "key": .string(key), "value": value])
         case .log(let level, let message):
@@ -273,8 +275,6 @@ struct RecordingOutlet: BotOutlet {
     }
 }
 
-        case .lock(let cid, let locked, let reason):
-            record(["kind": locked ? "lock" : "unlock", "cid": .string(cid)], reason: reason)
 /// The outcome of the step being run, filled in from every bot's routing notes and outlet, and the
 /// follow-ups still to run.
 final class StepRecorder: Sendable {

@@ -815,9 +815,9 @@ extension ConversationInfo {
                 case 9: value.createdAt = errors.take(try reader.decodeInt64(), 9)
                 case 10: value.updatedAt = errors.take(try reader.decodeInt64(), 10)
                 case 11: value.ttl = errors.take(try reader.decodeInt(), 11)
+                case 12: value.memberInfo = errors.take(try reader.decodeAny(), 12)
                 default: try reader.skipValue()
                 }
-                case 12: value.memberInfo = errors.take(try reader.decodeAny(), 12)
             } while try reader.nextMember()
         }
         if let failure = errors.first(in: jsonKeys) { return .invalid(failure) }
@@ -873,12 +873,12 @@ extension ConversationInfo {
             out.appendJSONRaw(#","ttl":"#)
             out.appendJSONInt(v)
         }
-        out.append(.closeBrace)
-    }
         if let v = memberInfo {
             out.appendJSONRaw(#","memberInfo":"#)
             out.appendJSONValue(v)
         }
+        out.append(.closeBrace)
+    }
 }
 
 extension FailedPids {
