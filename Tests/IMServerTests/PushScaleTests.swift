@@ -167,6 +167,52 @@ final class PushScaleTests: XCTestCase {
     }
 }
 
+extension PushScaleTests {
+    /// Badges: `unreadTotals` (a few index lookups per receiver, one count shared per conversation and read
+    /// mark) agrees with the unread counts a session gets (`UNREAD_MESSAGES_COUNT_UPDATE`, summed): other
+    /// members' messages, not one's own, after one's read mark, across conversations, and on SQLite a message an
+    /// interceptor restricted to one member.
+    func testBadgesAgreeWithTheUnreadCounts() async throws {
+        let server = try await ServerHarness.start { Self.configure(&$0, []) }
+        defer { Task { await server.stop() } }
+        let store = server.server.service.store
+        let queue = try XCTUnwrap(store as? any PushQueueStore)
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let spike = try await server.login("Spike")
+        let group = try await tom.startConversation(members: ["Jerry", "Spike"])
+        let pair = try await jerry.startConversation(members: ["Tom"])
+        var acks: [Command] = []
+        for k in 0..<3 { acks.append(try await tom.sendText("tom \(k)", to: group)) }
+        for k in 0..<2 { try await jerry.sendText("jerry \(k)", to: group) }
+        try await spike.sendText("spike", to: group)
+        for k in 0..<2 { try await tom.sendText("pair \(k)", to: pair) }
+        // Jerry has read up to Tom's second message in the group.
+        _ = try await store.markRead(cid: group, clientID: "Jerry", messageID: acks[1].uid, t: nil)
+        if let sqlite = store as? SQLiteStore {
+            let newest = try await store.history(cid: group, limit: 1, beforeT: nil, afterT: nil, viewer: "Tom", oldestFirst: false)
+            let last = try XCTUnwrap(newest.first?.t)
+            try await sqlite.db.write { db in
+                try MessageTable.insert(
+                    db,
+                    MessageRecord(
+                        id: "restricted-1", cid: group, from: "Tom", data: "for Spike", t: last + 1000, receipt: false, priority: nil),
+                    dedupeToken: nil, recipients: ["Spike"])
+            }
+        }
+        let clients = ["Tom", "Jerry", "Spike"]
+        let totals = try await queue.unreadTotals(of: clients)
+        for client in clients {
+            let expected = try await store.unreadCounts(clientID: client).reduce(0) { $0 + $1.unread }
+            XCTAssertEqual(totals[client] ?? 0, expected, client)
+        }
+        XCTAssertEqual(
+            totals["Jerry"], 2 + 2, "Tom's third and Spike's in the group after the read mark (not its own); Tom's two in the pair")
+        XCTAssertEqual(totals["Tom"], 3, "Jerry's two and Spike's one in the group; the pair's are its own")
+        XCTAssertEqual(totals["Spike"], store is SQLiteStore ? 5 + 1 : 5, "everyone else's in the group, the restricted one too")
+    }
+}
+
 /// A push service on loopback (SwiftNIO HTTP/1.1) for the webhook provider: logs each request (the device token
 /// and message id from the signed JSON), answers what `answer` says (nil: never answers), holds every answer
 /// until `open()` when `gated`, and counts the connections the client closed (a request given up).
