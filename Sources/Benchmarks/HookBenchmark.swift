@@ -18,6 +18,8 @@ public enum HookBenchmark {
         /// Hook calls per event in the pipeline.
         public var pipelineHookCallsPerEvent: Int
         public var iterations: Int
+        /// The shipped moderation plugin with its default rules (nil when no `plugins/` is found).
+        public var moderation: ModerationResult?
     }
 
     static let trivial = """
@@ -148,6 +150,7 @@ public enum HookBenchmark {
             pipelineEventsPerSecond: Double(n2) / s2,
             pipelineMicrosPerEvent: s2 * 1e6 / Double(n2),
             pipelineHookCallsPerEvent: 5,
-            iterations: iterations)
+            iterations: iterations,
+            moderation: try moderation(messages: max(iterations / 4, 1000)))
     }
 }
