@@ -207,8 +207,11 @@ local function legacy_violation(msg, ctx, now, m)
   if text == "" then return nil end
   local scan = text:sub(1, c.max_scan)
   local lower = scan:lower()
-  if c.max_links and count_links(lower) > c.max_links then return "links" end
-  if c.max_mentions and count(" " .. scan, "[%s]@[%w_%-]+") > c.max_mentions then return "mentions" end
+  if c.max_links and (lower:find("http", 1, true) or lower:find("www.", 1, true))
+    and count_links(lower) > c.max_links then return "links" end
+  if c.max_mentions and scan:find("@", 1, true) and count(" " .. scan, "[%s]@[%w_%-]+") > c.max_mentions then
+    return "mentions"
+  end
   if #words > 0 then
     local norm, runs = normalize(scan)
     for _, w in ipairs(words) do
