@@ -144,9 +144,9 @@ public enum HookBenchmark {
         rt2.shutdown()
 
         return Result(
+            matcher: try matcher(),
             trivialCallsPerSecond: Double(iterations) / s1,
             trivialMicrosPerEvent: s1 * 1e6 / Double(iterations),
-            matcher: try matcher(),
             pipelineEventsPerSecond: Double(n2) / s2,
             pipelineMicrosPerEvent: s2 * 1e6 / Double(n2),
             pipelineHookCallsPerEvent: 5,
