@@ -378,11 +378,18 @@ final class TextMatcher {
         if !allowed.isEmpty {
             found.removeAll { h in allowed.contains { $0.0 <= h.from && h.to <= $0.1 } }
         }
-        let order: [MatcherHit.Kind: Int] = [.keyword: 0, .regex: 1, .preset: 2]
+        if found.isEmpty { return outcome }
+        func rank(_ k: MatcherHit.Kind) -> Int {
+            switch k {
+            case .keyword: 0
+            case .regex: 1
+            case .preset: 2
+            }
+        }
         found.sort { a, b in
             if a.from != b.from { return a.from < b.from }
             if a.to != b.to { return a.to > b.to }
-            return order[a.kind]! < order[b.kind]!
+            return rank(a.kind) < rank(b.kind)
         }
         var seen = Set<String>()
         for h in found where outcome.hits.count < limit {

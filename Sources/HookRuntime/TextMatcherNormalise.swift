@@ -350,11 +350,17 @@ enum TextNormaliser {
                 out.append(x.scalar, from: x.from, to: x.to, word: isWordScalar(x.scalar))
                 pos += 1
             }
-            scratch.removeAll(keepingCapacity: true)
-            for t in k...last {
-                for q in tokens[t].0..<tokens[t].1 { scratch.append(units[q]) }
+            if last == k {
+                emitToken(
+                    units[tokens[k].0..<tokens[k].1], joined: false, squeeze: squeeze, hadRuns: &hadRuns, folded: &folded,
+                    into: &out)
+            } else {
+                scratch.removeAll(keepingCapacity: true)
+                for t in k...last {
+                    for q in tokens[t].0..<tokens[t].1 { scratch.append(units[q]) }
+                }
+                emitToken(scratch[...], joined: true, squeeze: squeeze, hadRuns: &hadRuns, folded: &folded, into: &out)
             }
-            emitToken(scratch, joined: last > k, squeeze: squeeze, hadRuns: &hadRuns, folded: &folded, into: &out)
             pos = tokens[last].1
             k = last + 1
         }
@@ -367,7 +373,7 @@ enum TextNormaliser {
     }
 
     private static func emitToken(
-        _ tok: [NormalUnit], joined: Bool, squeeze: Int, hadRuns: inout Bool, folded: inout [NormalUnit],
+        _ tok: ArraySlice<NormalUnit>, joined: Bool, squeeze: Int, hadRuns: inout Bool, folded: inout [NormalUnit],
         into out: inout NormalisedText
     ) {
         var letters = 0
@@ -389,7 +395,8 @@ enum TextNormaliser {
                 case 0x24: u = 0x73 // $ → s
                 case 0x7C: u = 0x6C // | → l
                 case 0x40 where idx > 0: u = 0x61 // @ → a, not at the start (a mention)
-                case 0x21 where idx > 0 && idx + 1 < tok.count && isASCIILetter(tok[idx + 1].scalar): u = 0x69 // ! → i inside a word
+                // ! → i inside a word
+                case 0x21 where idx > 0 && idx + 1 < tok.count && isASCIILetter(tok[tok.startIndex + idx + 1].scalar): u = 0x69
                 default: if foldDigits, let l = leet(u) { u = l }
                 }
             }
