@@ -284,6 +284,13 @@ enum TextNormaliser {
         }
     }
 
+    /// Whether two separators between single letters are of one kind: both only spaces, or the same characters.
+    private static func sameSeparator(_ units: [NormalUnit], _ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        let spaces = { (r: Range<Int>) in units[r].allSatisfy { $0.scalar == 0x20 || $0.scalar == 0x09 } }
+        if spaces(a) && spaces(b) { return true }
+        return a.count == b.count && zip(units[a], units[b]).allSatisfy { $0.scalar == $1.scalar }
+    }
+
     /// The full form: the light form with leetspeak folded in words that contain letters, separators between
     /// single letters removed, and runs of three or more of one letter squeezed to `squeeze` (1 or 2).
     /// `hadRuns` tells whether any such run was squeezed (then the other squeeze is worth matching too).
@@ -298,7 +305,13 @@ enum TextNormaliser {
             if isTokenScalar(units[i].scalar) {
                 let s = i
                 while i < n && isTokenScalar(units[i].scalar) { i += 1 }
-                tokens.append((s, i))
+                // One letter followed only by exclamation marks ("s c a m!") is a single letter and the marks
+                // punctuation (they stay in the text as separators), not a two-scalar leet word.
+                if i - s >= 2, units[s].scalar != 0x21, units[(s + 1)..<i].allSatisfy({ $0.scalar == 0x21 }) {
+                    tokens.append((s, s + 1))
+                } else {
+                    tokens.append((s, i))
+                }
             } else {
                 i += 1
             }
@@ -311,8 +324,12 @@ enum TextNormaliser {
                 k += 1
                 continue
             }
+            // A run's letters are kept apart by one kind of separator ("s.c.a.m", "s c a m"): "a s.c.a.m" is the
+            // word "a" and then "scam", not "ascam".
             var j = k
-            while j + 1 < tokens.count, tokens[j + 1].1 - tokens[j + 1].0 == 1, tokens[j + 1].0 - tokens[j].1 <= 3 {
+            while j + 1 < tokens.count, tokens[j + 1].1 - tokens[j + 1].0 == 1, tokens[j + 1].0 - tokens[j].1 <= 3,
+                j == k || sameSeparator(units, tokens[k].1..<tokens[k + 1].0, tokens[j].1..<tokens[j + 1].0)
+            {
                 j += 1
             }
             let count = j - k + 1
@@ -327,9 +344,15 @@ enum TextNormaliser {
                         letters += 1
                     }
                 }
-                if (cjk == count) || (count >= 3 && letters >= 2) { joinedUntil[k] = j }
+                if (cjk == count) || (count >= 3 && letters >= 2) {
+                    joinedUntil[k] = j
+                    k = j + 1
+                    continue
+                }
             }
-            k = j + 1
+            // Not joined: a run of two ends where the separator changed, and its last letter may start the next
+            // run (each step still moves on, so this stays linear).
+            k = count == 2 ? j : j + 1
         }
         var scratch: [NormalUnit] = []
         var folded: [NormalUnit] = []

@@ -67,6 +67,8 @@ final class TextMatcherTests: XCTestCase {
             ("𝐬𝐜𝐚𝐦", "scam"), ("fuuuuuck", "fuck"), ("sh1t", "shit"), ("$h!t", "shit"), ("傻 逼", "傻逼"),
             ("Free   Money", "free money"), ("version 2024", "version 2024"), ("see you at 5", "see you at 5"),
             ("@alice hi", "@alice hi"), ("我们明天见", "我们明天见"), ("I am a b", "i am a b"),
+            ("total s c a m!", "total scam!"), ("what a s.c.a.m", "what a scam"), ("s c  a m", "scam"),
+            ("a b c d e f", "abcdef"), ("1 2 3 4", "1 2 3 4"),
         ]
         XCTAssertEqual(normalised(cases.map(\.0)), cases.map(\.1))
     }
