@@ -23,7 +23,13 @@ final class MetricsTests: XCTestCase {
         _ = try await lobby.send(.text("ping"))
         _ = try await tomEvents.next("pong for Tom") { $0.receivedMessage?.content.text == "pong, Tom!" ? true : nil }
         _ = try await jerryEvents.next("pong for Jerry") { $0.receivedMessage?.content.text == "pong, Tom!" ? true : nil }
-        let after = try await metrics(harness)
+        // The pong's delivery is counted just after its frames are written, so Tom and Jerry may have it a
+        // moment before /metrics does: wait for that count, then compare every series exactly.
+        var after = try await metrics(harness)
+        try await eventually("the pong's deliveries to be counted") {
+            after = try await self.metrics(harness)
+            return (after["hookbot_messages_delivered_total"] ?? 0) - (before["hookbot_messages_delivered_total"] ?? 0) >= 10
+        }
 
         func delta(_ series: String) -> Double { (after[series] ?? 0) - (before[series] ?? 0) }
         // Tom's three hellos and ping, and the bot's pong.
