@@ -159,6 +159,18 @@ enum TextScan {
         var cased = 0
         for ch in text {
             st.length += 1
+            // One ASCII byte: a letter or not, never an emoji (keycaps and "#️" have more scalars) nor a mark. The
+            // Unicode property lookups below cost most of this function on ordinary text.
+            let bytes = ch.utf8
+            if bytes.count == 1, let b = bytes.first, b < 0x80 {
+                if b >= 0x41 && b <= 0x5A {
+                    upper += 1
+                    cased += 1
+                } else if b >= 0x61 && b <= 0x7A {
+                    cased += 1
+                }
+                continue
+            }
             let scalars = ch.unicodeScalars
             if let first = scalars.first {
                 let p = first.properties
