@@ -64,6 +64,7 @@ extension PostgresStore: PushQueueStore {
                 """
             ).map(Self.pushQueueItem)
         }
+        for i in items.indices { items[i].heldUntil = holdUntil }
         return items.sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
     }
 
@@ -103,8 +104,12 @@ extension PostgresStore: PushQueueStore {
         try await fetch("DELETE FROM push_queue WHERE provider = \(provider) AND token = \(token) RETURNING id").count
     }
 
-    func reschedulePush(id: Int64, attempts: Int, dueAt: Int64) async throws {
-        _ = try await fetch("UPDATE push_queue SET attempts = \(Int32(attempts)), due_at = \(dueAt), held_until = 0 WHERE id = \(id)")
+    func reschedulePush(id: Int64, attempts: Int, dueAt: Int64, heldUntil: Int64) async throws {
+        _ = try await fetch(
+            """
+            UPDATE push_queue SET attempts = \(Int32(attempts)), due_at = \(dueAt), held_until = 0
+            WHERE id = \(id) AND held_until = \(heldUntil)
+            """)
     }
 
     /// Nothing: other nodes may be sending what they hold; a dead node's holds run out by themselves.

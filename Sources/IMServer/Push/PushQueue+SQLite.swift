@@ -84,6 +84,7 @@ extension SQLiteStore: PushQueueStore {
                     sql: "UPDATE push_queue SET held_until = ? WHERE id IN (\(databaseQuestionMarks(count: chunk.count)))",
                     arguments: StatementArguments([holdUntil] + Array(chunk)))
             }
+            for i in items.indices { items[i].heldUntil = holdUntil }
             return items.sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
         }
     }
@@ -162,10 +163,11 @@ extension SQLiteStore: PushQueueStore {
         }
     }
 
-    func reschedulePush(id: Int64, attempts: Int, dueAt: Int64) async throws {
+    func reschedulePush(id: Int64, attempts: Int, dueAt: Int64, heldUntil: Int64) async throws {
         try await db.write { db in
             try db.execute(
-                sql: "UPDATE push_queue SET attempts = ?, due_at = ?, held_until = 0 WHERE id = ?", arguments: [attempts, dueAt, id])
+                sql: "UPDATE push_queue SET attempts = ?, due_at = ?, held_until = 0 WHERE id = ? AND held_until = ?",
+                arguments: [attempts, dueAt, id, heldUntil])
         }
     }
 

@@ -16,6 +16,9 @@ struct PushQueueItem: Sendable, Equatable {
     var attempts: Int
     var createdAt: Int64
     var dueAt: Int64
+    /// The hold the claim that returned this item set (0 when not claimed): an answer is recorded only while the
+    /// row still carries it, so a stopping server's late answer cannot undo a later claim of the same push.
+    var heldUntil: Int64 = 0
 
     var device: PushDevice { PushDevice(provider: provider, token: token, keys: keys) }
 }
@@ -27,7 +30,7 @@ protocol PushQueueStore: Sendable {
     /// Removes every pending push for this device (it is gone); answers how many.
     func removePushes(provider: String, token: String) async throws -> Int
     /// A push to try again at `dueAt`, after `attempts` attempts.
-    func reschedulePush(id: Int64, attempts: Int, dueAt: Int64) async throws
+    func reschedulePush(id: Int64, attempts: Int, dueAt: Int64, heldUntil: Int64) async throws
     /// Releases the holds of a previous run of this process (one node: nothing is being sent at start).
     func releasePushHolds() async throws
     func pushQueueDepth() async throws -> Int

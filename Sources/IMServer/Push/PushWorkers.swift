@@ -256,7 +256,7 @@ extension PushDispatcher {
                 }
                 count(item.provider, "retry")
                 logger.info("push to retry", metadata: metadata.merging(["attempts": "\(attempts)", "reason": "\(reason)"]) { $1 })
-                try await queue.reschedulePush(id: item.id, attempts: attempts, dueAt: due)
+                try await queue.reschedulePush(id: item.id, attempts: attempts, dueAt: due, heldUntil: item.heldUntil)
                 return false
             }
         } catch {
