@@ -108,6 +108,31 @@ int hb_limited_pcall(lua_State *L, int nargs, int nresults, double seconds, long
     return status;
 }
 
+/* The same limits for one step of a coroutine (a hook that may wait in ctx.ask): the budget and the
+   deadline start afresh for each resume, and the count hook is set on the coroutine itself, since
+   lua_sethook is per thread. The memory cap is the state's, shared by all its threads. */
+int hb_limited_resume(lua_State *co, lua_State *from, int nargs, int *nresults, double seconds, long long budget) {
+    hb_limits *lim = hb_limits_of(co);
+    lim->instr_used = 0;
+    lim->instr_budget = budget;
+    lim->deadline = seconds > 0 ? hb_monotonic() + seconds : 0;
+    int wasTripped = lim->tripped;
+    lim->tripped = HB_TRIP_NONE;
+    if (wasTripped || lua_gethook(co) == NULL || lua_gethookcount(co) != lim->count_step)
+        lua_sethook(co, hb_count_hook, LUA_MASKCOUNT, lim->count_step);
+    lim->unlimited = 0;
+    int status = lua_resume(co, from, nargs, nresults);
+    lim->unlimited = 1;
+    if ((status == LUA_OK || status == LUA_YIELD) && lim->deadline > 0 && hb_monotonic() > lim->deadline) {
+        lim->tripped = HB_TRIP_DEADLINE;
+        lua_settop(co, 0);
+        lua_pushstring(co, "deadline exceeded (inside a library call)");
+        status = LUA_ERRRUN;
+    }
+    lim->deadline = 1e-9;
+    return status;
+}
+
 static int hb_trampoline(lua_State *L) {
     hb_swift_fn f = (hb_swift_fn)lua_touserdata(L, lua_upvalueindex(1));
     hb_limits *lim = hb_limits_of(L);

@@ -50,6 +50,10 @@ hb_limits *hb_limits_of(lua_State *L);
 /* Arms the limits for one protected call and performs it. */
 int hb_limited_pcall(lua_State *L, int nargs, int nresults, double seconds, long long budget);
 
+/* Arms the limits for one step of the coroutine `co` and resumes it (lua_resume). A coroutine that
+   yielded but ran past its deadline inside a library call is reported as an error (LUA_ERRRUN). */
+int hb_limited_resume(lua_State *co, lua_State *from, int nargs, int *nresults, double seconds, long long budget);
+
 /* Pushes a Lua function that calls the Swift function `f`. */
 void hb_push_swift_function(lua_State *L, hb_swift_fn f);
 

@@ -1,0 +1,93 @@
+import BotHost
+import Foundation
+import HookbotTestSupport
+import IMClient
+import IMCore
+import XCTest
+
+/// Dialogs (`ctx.ask`) through a real server: a member answers a bot's question from a real client while
+/// another member talks; then a question left open when the bot stops is ended by the next bot on the same
+/// state file, and the member is told.
+final class BotDialogTests: XCTestCase {
+    static let trip = """
+        return { name = "trip", on_load = function(ctx)
+          ctx.commands.add{ name = "trip", description = "plan a trip",
+            run = function(args, msg, ctx)
+              local where, why = ctx.ask("去哪儿？ Where to?", { timeout = 300 })
+              if not where then return ctx.reply("trip off (" .. why .. ")") end
+              local days = ctx.ask(where.text .. " 🧳 — how many days?", { timeout = 300 })
+              if days then ctx.reply(msg.from .. ": " .. days.text .. " days in " .. where.text) end
+            end }
+        end,
+        on_receive = function(msg, ctx) ctx.reply("echo " .. msg.text) end }
+        """
+
+    func testAMemberAnswersTheBotInProcess() async throws { try await checkAMemberAnswersTheBot(.inProcess) }
+    func testAMemberAnswersTheBotOverWebSocket() async throws { try await checkAMemberAnswersTheBot(.webSocket) }
+
+    private func checkAMemberAnswersTheBot(_ attachment: BotAttachment) async throws {
+        let harness = try await BotHarness.start(attachment: attachment)
+        defer { Task { await harness.server.stop() } }
+        try harness.write("trip.lua", Self.trip)
+        let bot = try await harness.bot()
+        defer { Task { await bot.stop() } }
+        let tom = harness.server.client("Tom")
+        let jerry = harness.server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        let conversation = try await tom.createConversation(members: ["modbot", "Jerry"])
+        let jerrys = jerry.conversation(conversation.id)
+
+        func expect(_ log: EventLog, _ text: String, line: UInt = #line) async throws {
+            try await expectBot(log, in: conversation.id, text, line: line)
+        }
+        _ = try await conversation.send(.text("!trip"))
+        try await expect(logs[0], "去哪儿？ Where to?")
+        // Jerry talks meanwhile: an ordinary message, echoed.
+        _ = try await jerrys.send(.text("我也想去"))
+        try await expect(logs[0], "echo 我也想去")
+        // Tom's answers go to the waiting command, not to on_receive.
+        _ = try await conversation.send(.text("成都"))
+        try await expect(logs[0], "成都 🧳 — how many days?")
+        _ = try await conversation.send(.text("5"))
+        try await expect(logs[0], "Tom: 5 days in 成都")
+        _ = try await conversation.send(.text("thanks"))
+        try await expect(logs[0], "echo thanks")
+    }
+
+    func testADialogOpenAcrossARestartIsEndedAndTheMemberTold() async throws {
+        let harness = try await BotHarness.start(attachment: .inProcess)
+        defer { Task { await harness.server.stop() } }
+        try harness.write("trip.lua", Self.trip)
+        let first = try await harness.bot()
+        let tom = harness.server.client("Tom")
+        let logs = try await openClients([tom])
+        let conversation = try await tom.createConversation(members: ["modbot"])
+        func expect(_ log: EventLog, _ text: String, line: UInt = #line) async throws {
+            try await expectBot(log, in: conversation.id, text, line: line)
+        }
+        _ = try await conversation.send(.text("!trip"))
+        try await expect(logs[0], "去哪儿？ Where to?")
+        await first.stop()
+
+        // A new bot host on the same state file: the question cannot be resumed; Tom is told.
+        let second = try await harness.bot()
+        defer { Task { await second.stop() } }
+        try await expect(
+            logs[0], "Tom: trip stopped waiting for your answer “去哪儿？ Where to?” (the bot restarted); please start again.")
+        // Tom's next message is an ordinary one again.
+        _ = try await conversation.send(.text("成都"))
+        try await expect(logs[0], "echo 成都")
+    }
+
+    /// The bot's next message in the conversation (others' messages skipped) is `text`.
+    private func expectBot(_ log: EventLog, in cid: String, _ text: String, line: UInt) async throws {
+        while true {
+            let m = try await log.message(in: cid, timeout: .seconds(10))
+            if m.from == "modbot" {
+                let said = m.content.text ?? ""
+                XCTAssertEqual(said, text, line: line)
+                return
+            }
+        }
+    }
+}
