@@ -7,7 +7,7 @@
 --   local modlog = require("modlog")
 --   modlog.post(ctx, { action = "mute", target = "Tom", cid = "lobby",
 --     rule = "links", reason = "3 links in 10 s", by = "automod",
---     undo = "!mod unmute Tom lobby", dry_run = false })
+--     undo = "!mod unmute Tom lobby", dry_run = false })  --> entry with id, at
 --   modlog.recent(ctx, { target = "Tom", limit = 20 }) --> newest first
 
 local M = {}
@@ -37,12 +37,15 @@ function M.format(e)
   return line
 end
 
--- Records an entry (adds `at`, the runtime clock in seconds) and posts it to
--- the mod-log conversation if one is configured. Returns the entry.
+-- Records an entry (adds `at`, the runtime clock in seconds, and `id`, a
+-- number that is the plugin's own and never reused, which the console's
+-- moderation page names the entry by) and posts it to the mod-log
+-- conversation if one is configured. Returns the entry.
 function M.post(ctx, e)
   local entry = {}
   for k, v in pairs(e) do entry[k] = v end
   entry.at = entry.at or ctx.now()
+  entry.id = entry.id or ctx.state.incr(KEY .. "_seq")
   entry.plugin = ctx.plugin
   local list = ctx.state.get(KEY) or {}
   list[#list + 1] = entry
