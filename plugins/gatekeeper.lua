@@ -2,9 +2,10 @@
 --
 -- * Screening (off by default; `screening = true`, or a list of conversation ids): a new member is
 --   muted on the server for `answer_seconds` (so the mute holds while the bot restarts) and asked a
---   question (arithmetic, pick the emoji, or your own; English, Chinese or both). The question is posted
---   in the group with a mention and is in the mute's reason; the member answers in a 1:1 chat with the
---   bot (a conversation the member opens with the bot), or with `!answer <text>` wherever the bot is. The
+--   question (arithmetic, pick the emoji, or your own; English, Chinese or both). The bot asks it in a 1:1
+--   chat it opens with the member (`ctx.dm`; `dm = false` turns this off), in the mute's reason, and, with
+--   `ask_in_group = true`, in the group with a mention; the member answers in the 1:1 chat (the bot's, or
+--   one the member opened with the bot), or with `!answer <text>` wherever the bot is. The
 --   right answer lifts the mute; `tries` wrong answers, or no answer in time, remove the member (kick).
 -- * Join waves (on by default): `wave.joins` joins within `wave.seconds` lock the conversation to
 --   invite-only (`ctx.conv(cid).lock`), turn raid mode on, mute the members who joined in the wave, and
@@ -224,8 +225,13 @@ local function screen(ctx, cid, uid, quiet)
     reason = "new member, question asked (" .. cfg.answer_seconds .. " s to answer)", by = ctx.plugin,
     undo = ctx.commands.prefix .. "gate pass " .. uid })
   if cfg.ask_in_group and not quiet then ctx.send(cid, say("ask_group", vars)) end
+  -- The 1:1 chat: the one the member opened, or (`dm = true`) the one the host opens with ctx.dm.
   local dm = ctx.state.user(uid).get("dm")
-  if dm then pcall(ctx.send, dm, say("ask", vars)) end
+  if dm then
+    pcall(ctx.send, dm, say("ask", vars))
+  elseif cfg.dm and ctx.dm then
+    ctx.dm(uid, say("ask", vars))
+  end
 end
 
 local function pass(ctx, cid, uid, by, reason)
@@ -477,7 +483,9 @@ return {
     kinds = { "math", "emoji" }, -- built-in questions; {} for only your own
     questions = {},           -- your own: { q = "...", a = { "...", ... }, q_zh = "...", a_zh = { ... } }
     language = "en",          -- "en", "zh" or "both"
-    ask_in_group = true,      -- also post the question in the group (with a mention)
+    dm = true,                -- ask in a 1:1 chat the bot opens with the member (ctx.dm); the answer is taken there
+    ask_in_group = false,     -- also post the question in the group, with a mention (the fallback for clients
+                              -- that show no 1:1 chats: set dm = false, ask_in_group = true; !answer works anywhere)
     wave = { joins = 10, seconds = 10, surge = 3, invited = false }, -- a join wave; `invited`: count members added by others too
     lock_minutes = 15,        -- a wave's lock ends after this long (0: until !gate unlock)
     raid_minutes = 30,        -- raid mode after a wave (and the default of !gate raid on)
@@ -626,9 +634,14 @@ return {
     if p then ctx.send(ev.cid, say("ask", vars_for(ctx, cid, ev.by, { question = p.q.text }))) end
   end,
 
+  -- An answer in the 1:1 chat with the bot: the one the member opened (on_invited), or the one the host
+  -- opened to ask (ctx.dm_conversation).
   on_receive = function(msg, ctx)
     if not msg.text or msg.text == "" then return end
-    if ctx.state.user(msg.from).get("dm") ~= msg.cid then return end
+    if ctx.state.user(msg.from).get("dm") ~= msg.cid
+      and not (ctx.dm_conversation and ctx.dm_conversation(msg.from) == msg.cid) then
+      return
+    end
     answer(ctx, msg.from, msg.text, ctx.reply)
   end,
 }

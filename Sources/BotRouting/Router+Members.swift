@@ -47,6 +47,12 @@ extension Router {
         }
         let locked = conversation.attr?.objectValue?[Self.joinPolicyKey]?.stringValue == "invite"
         plugins.members.replace(conversation.objectId, members: known, locked: locked)
+        // A unique conversation of the bot and one member is their 1:1 conversation (`ctx.dm`).
+        if conversation.unique == true, let members = conversation.m, members.count == 2, members.contains(settings.botID),
+            let other = members.first(where: { $0 != settings.botID })
+        {
+            plugins.members.setDirect(conversation.objectId, with: other)
+        }
     }
 
     /// Forgets a conversation the bot is no longer in.

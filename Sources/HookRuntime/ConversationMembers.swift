@@ -32,8 +32,41 @@ public final class ConversationMembers: Sendable {
     }
 
     private let conversations = Mutex<[String: Conversation]>([:])
+    /// The bot's 1:1 (unique) conversations, by the other member: a cache of what the server keeps
+    /// (opening a unique conversation again finds the same one), so it is capped, not complete.
+    private let directs = Mutex<[String: String]>([:])
+    /// How many 1:1 conversations are remembered (about 100 bytes each); past it, one is forgotten per
+    /// new one and found again on the server when needed.
+    public static let directCap = 50_000
 
     public init() {}
+
+    /// When each conversation the bot only reviews (as the server's interceptor) was last asked for.
+    private let asked = Mutex<[String: Double]>([:])
+
+    /// Whether the host should ask the server for `cid`'s members now (a member it reviews is unknown):
+    /// at most once per `every` seconds per conversation, for at most `directCap` conversations at once.
+    public func claimQuery(of cid: String, now: Double, every: Double) -> Bool {
+        asked.withLock { all in
+            if let last = all[cid], now - last < every { return false }
+            if all[cid] == nil, all.count >= Self.directCap { all = all.filter { now - $0.value < every } }
+            all[cid] = now
+            return true
+        }
+    }
+
+    /// The bot's 1:1 conversation with `user`, when the host knows it.
+    public func direct(with user: String) -> String? {
+        directs.withLock { $0[user] }
+    }
+
+    /// Records that `cid` is the bot's 1:1 conversation with `user`.
+    public func setDirect(_ cid: String, with user: String) {
+        directs.withLock { all in
+            if all[user] == nil, all.count >= Self.directCap, let any = all.keys.first { all[any] = nil }
+            all[user] = cid
+        }
+    }
 
     /// The member `user` of `cid`, nil when the host does not know it as a member.
     public func member(_ user: String, of cid: String) -> MemberInfo? {
@@ -74,9 +107,12 @@ public final class ConversationMembers: Sendable {
         }
     }
 
-    /// Forgets a conversation (the bot left it).
+    /// Forgets a conversation (the bot left it), and it as a 1:1 conversation.
     public func forget(_ cid: String) {
         conversations.withLock { _ = $0.removeValue(forKey: cid) }
+        directs.withLock { all in
+            for (user, direct) in all where direct == cid { all[user] = nil }
+        }
     }
 
     /// Counts a message `user` sent in `cid` (only for a known member).

@@ -30,6 +30,35 @@ public struct TextMatcherLimits: Sendable, Hashable {
     public var regexHeapKiB: UInt32 = 1_024
 
     public init() {}
+
+    /// The `[plugins]` keys of `hookbot.toml` that set these caps, with the range each accepts.
+    public static let settings: [(key: String, range: ClosedRange<Int>, what: String)] = [
+        ("matcher_max_keywords", 1...100_000, "keywords per matcher"),
+        ("matcher_max_allow", 0...100_000, "allow-list terms per matcher"),
+        ("matcher_max_regexes", 0...100, "regular expressions per matcher"),
+        ("matcher_max_regex_bytes", 16...4_096, "bytes per regular expression"),
+        ("matcher_regex_steps", 1_000...10_000_000, "PCRE2 match steps per regular expression and text"),
+        ("matcher_regex_depth", 10...100_000, "PCRE2 backtracking depth per match"),
+        ("matcher_max_text_kb", 1...16_384, "KiB of text find and ctx.text accept"),
+    ]
+
+    /// Sets the cap named by one of `settings`' keys; nil when `value` is in its range, else the error.
+    public mutating func set(_ key: String, _ value: Int) -> String? {
+        guard let setting = Self.settings.first(where: { $0.key == key }) else { return "unknown matcher cap" }
+        guard setting.range.contains(value) else {
+            return "must be \(setting.range.lowerBound)–\(setting.range.upperBound) (\(setting.what))"
+        }
+        switch key {
+        case "matcher_max_keywords": maxKeywords = value
+        case "matcher_max_allow": maxAllow = value
+        case "matcher_max_regexes": maxRegexes = value
+        case "matcher_max_regex_bytes": maxRegexBytes = value
+        case "matcher_regex_steps": regexMatchSteps = UInt32(value)
+        case "matcher_regex_depth": regexDepth = UInt32(value)
+        default: maxTextBytes = value << 10
+        }
+        return nil
+    }
 }
 
 /// A bad matcher specification: the message names the pattern and what is wrong.

@@ -2,7 +2,11 @@
 -- The runner's clock starts at 1700000000; Tom, Jerry and alice (a moderator) are established members.
 
 local QUESTION = { { q = "What is 2 + 2?", a = { "4", "four" } } }
-local SCREEN = { screening = true, kinds = {}, questions = QUESTION }
+-- The in-group fallback (no 1:1 chat opened by the bot): the question is posted in the group.
+local SCREEN = { screening = true, kinds = {}, questions = QUESTION, ask_in_group = true, dm = false }
+-- The default: the bot asks in a 1:1 chat it opens (ctx.dm; the runner's is "dm:<user>").
+local SCREEN_DM = { screening = true, kinds = {}, questions = QUESTION }
+local DM_ASK = "To post in c1, answer: What is 2 + 2?"
 local ASK = "@Tom welcome! Before you can post here, answer this in a 1:1 chat with modbot (or !answer <answer>) within 5 min: What is 2 + 2?"
 
 -- n self-joins of raider1..raidern, half a second apart, starting at `first`.
@@ -36,6 +40,52 @@ return {
   config = { moderators = { "alice" } },
   cases = {
     -- Screening
+    {
+      name = "the bot asks a new member in a 1:1 chat it opens; the right answer there lifts the mute",
+      config = SCREEN_DM,
+      steps = {
+        { join = { members = { "Tom" }, by = "Tom" },
+          expect = { replies = { { cid = "dm:Tom", text = DM_ASK } },
+                     actions = { { kind = "mute", cid = "c1", user = "Tom", seconds = 300 } } } },
+        { message = "hello everyone", expect = { verdict = "muted" } },
+        -- Chatting elsewhere is not an answer; the 1:1 chat is.
+        { message = { cid = "c2", text = "4" }, expect = { replies = {} } },
+        { message = { cid = "dm:Tom", text = "5" },
+          expect = { replies = { { cid = "dm:Tom", text = "Not quite, 2 more tries. What is 2 + 2?" } } } },
+        { message = { cid = "dm:Tom", text = "４！" },
+          expect = { replies = { { cid = "dm:Tom", text = "Thanks, Tom! You can post in c1 now." } },
+                     actions = { { kind = "mute", cid = "c1", user = "Tom", seconds = 0 } } } },
+        { message = "hello everyone 👋", expect = { verdict = "allow" } },
+      },
+    },
+    {
+      name = "在私聊里用中文回答新成员问题",
+      config = { screening = true, kinds = {}, language = "zh",
+                 questions = { { q = "What colour is the sky?", a = { "blue" }, q_zh = "天空是什么颜色？", a_zh = { "蓝色" } } } },
+      steps = {
+        { join = { members = { "小明" }, by = "小明" },
+          expect = { replies = { { cid = "dm:小明", text = "要在 c1 发言，请回答：天空是什么颜色？" } },
+                     actions = { { kind = "mute", user = "小明", seconds = 300 } } } },
+        { message = { from = "小明", text = "大家好" }, expect = { verdict = "muted" } },
+        { message = { cid = "dm:小明", from = "小明", text = "绿色" },
+          expect = { replies = { { cid = "dm:小明", text = "不对，还可以再试 2 次。天空是什么颜色？" } } } },
+        { message = { cid = "dm:小明", from = "小明", text = "蓝色。" },
+          expect = { replies = { { cid = "dm:小明", text = "谢谢，小明！现在可以在 c1 发言了。" } },
+                     actions = { { kind = "mute", cid = "c1", user = "小明", seconds = 0 } } } },
+        { message = { from = "小明", text = "大家好 😊" }, expect = { verdict = "allow" } },
+      },
+    },
+    {
+      name = "a question in a second conversation goes to the same 1:1 chat",
+      config = SCREEN_DM,
+      steps = {
+        { join = { members = { "Tom" }, by = "Tom" }, expect = { replies = { { cid = "dm:Tom", text = DM_ASK } } } },
+        { join = { cid = "c2", members = { "Tom" }, by = "Tom" },
+          expect = { replies = { { cid = "dm:Tom", text = "To post in c2, answer: What is 2 + 2?" } } } },
+        { message = { cid = "dm:Tom", text = "4" },
+          expect = { replies = { { cid = "dm:Tom", text = "Thanks, Tom! You can post in c1 now." } } } },
+      },
+    },
     {
       name = "a new member is muted and asked; the right answer in a 1:1 with the bot lifts the mute",
       config = SCREEN,
@@ -104,7 +154,7 @@ return {
     },
     {
       name = "arithmetic questions: text that is no number is asked again without using a try",
-      config = { screening = { "c1" }, kinds = { "math" } },
+      config = { screening = { "c1" }, kinds = { "math" }, ask_in_group = true, dm = false },
       steps = {
         { join = { members = { "Tom" }, by = "Tom" },
           expect = { replies = { { cid = "c1", match = "^@Tom welcome! .*: What is %d %+? ?%-? ?%d%?$" } } } },
@@ -119,7 +169,7 @@ return {
     },
     {
       name = "pick-the-emoji questions, in Chinese",
-      config = { screening = true, kinds = { "emoji" }, language = "zh" },
+      config = { screening = true, kinds = { "emoji" }, language = "zh", ask_in_group = true, dm = false },
       steps = {
         { join = { members = { "Tom" }, by = "Tom" },
           expect = { replies = { { cid = "c1", match = "^@Tom 欢迎！.*哪一个是.+？1 .+  2 .+  3 .+  4 .+（回答 1%-4 或表情）$" } },
@@ -128,7 +178,7 @@ return {
     },
     {
       name = "English and Chinese together, with your own question in both",
-      config = { screening = true, kinds = {}, language = "both",
+      config = { screening = true, kinds = {}, language = "both", ask_in_group = true, dm = false,
                  questions = { { q = "What colour is the sky?", a = { "blue" }, q_zh = "天空是什么颜色？", a_zh = { "蓝色" } } } },
       steps = {
         { join = { members = { "Tom" }, by = "Tom" } },
@@ -282,7 +332,7 @@ return {
       steps = {
         { join = { members = { "Tom" }, by = "Tom" },
           expect = { replies = { { cid = "mods", match = "^mute Tom in c1 %(rule screening: new member, question asked %(300 s to answer%)%) by gatekeeper — undo: !gate pass Tom$" },
-                                 { cid = "c1", text = ASK } } } },
+                                 { cid = "dm:Tom", text = DM_ASK } } } },
         { join = { members = { "x" }, by = "x" },
           expect = { replies = {
                        { cid = "mods", text = "lock in c1 (rule join_wave: join wave: 2 joins in 10 s) by gatekeeper — undo: !gate unlock" },
