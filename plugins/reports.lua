@@ -90,14 +90,14 @@ local function keep_seconds(ctx) return ctx.config.keep_days * 86400 end
 
 local function save(ctx, r) ctx.state.set("report:" .. r.id, r, keep_seconds(ctx)) end
 
-local function summary(r)
-  local what = r.msg and ("message " .. r.msg .. " by " .. r.user) or ("member " .. r.user)
+local function summary(ctx, r)
+  local what = r.msg and ctx.t("summary.message", { id = r.msg, user = r.user }) or ctx.t("summary.member", { user = r.user })
   local n = 0
   for _ in pairs(r.reporters) do n = n + 1 end
-  local line = string.format("#%d %s %s in %s (score %s from %d reporter%s)", r.id, r.status, what, r.cid,
-    tostring(r.score), n, n == 1 and "" or "s")
-  if #r.reasons > 0 then line = line .. ": " .. table.concat(r.reasons, "; ") end
-  if r.text then line = line .. " — \"" .. excerpt(r.text, 60) .. "\"" end
+  local line = ctx.t("summary.line", { id = r.id, status = ctx.t("status." .. r.status), what = what, cid = r.cid,
+    score = tostring(r.score), count = n })
+  if #r.reasons > 0 then line = line .. ctx.t("summary.reasons", { reasons = table.concat(r.reasons, "; ") }) end
+  if r.text then line = line .. ctx.t("summary.text", { text = excerpt(r.text, 60) }) end
   return line
 end
 
@@ -133,30 +133,30 @@ local function report_command(args, msg, ctx)
     elseif first and recent[msg.cid] and recent[msg.cid].by[first] then
       target_msg, reason = first, rest
     else
-      return ctx.reply("reply to the message with " .. ctx.commands.prefix .. "report [reason], or "
-        .. ctx.commands.prefix .. "report <message id|@user> <reason>")
+      return ctx.reply(ctx.t("report.usage", { prefix = ctx.commands.prefix }))
     end
   end
   local seen = target_msg and recent[msg.cid] and recent[msg.cid].by[target_msg]
   if target_msg then
     author = (seen and seen.from) or author
     if type(target_msg) ~= "string" or type(author) ~= "string" then
-      return ctx.reply("I do not remember who wrote that message; use " .. ctx.commands.prefix .. "report @user <reason>")
+      return ctx.reply(ctx.t("report.unknown_author", { prefix = ctx.commands.prefix }))
     end
   end
-  if author == msg.from then return ctx.reply("you cannot report yourself") end
-  if author == ctx.bot then return ctx.reply("the bot's messages cannot be reported") end
+  if author == msg.from then return ctx.reply(ctx.t("report.self")) end
+  if author == ctx.bot then return ctx.reply(ctx.t("report.bot")) end
   reason = excerpt(reason or "", 200)
 
   local key = target_msg and ("msg:" .. msg.cid .. ":" .. target_msg) or ("user:" .. msg.cid .. ":" .. author)
   local id = ctx.state.get(key)
   local r = id and ctx.state.get("report:" .. id)
   if r and (r.status == "upheld" or r.status == "dismissed") and target_msg then
-    return ctx.reply("that message was already reviewed (report #" .. r.id .. ", " .. r.status .. ")")
+    return ctx.reply(ctx.t("report.reviewed", { id = r.id, status = ctx.t("status." .. r.status) }))
   end
   if r and (r.status == "upheld" or r.status == "dismissed") then r = nil end -- a member: a new report
   if r and r.reporters[msg.from] then
-    return ctx.reply("you already reported " .. (target_msg and "this message" or author) .. " (report #" .. r.id .. ")")
+    return ctx.reply(target_msg and ctx.t("report.again_message", { id = r.id })
+      or ctx.t("report.again_member", { id = r.id, user = author }))
   end
   if not r then
     id = ctx.state.incr("next")
@@ -184,8 +184,8 @@ local function report_command(args, msg, ctx)
       string.format("score %s ≥ %s: %s", tostring(r.score), tostring(threshold),
         #r.reasons > 0 and table.concat(r.reasons, "; ") or "no reason given"))
   end
-  local said = "report #" .. r.id .. " noted (" .. kind .. ", weight " .. tostring(w) .. ")"
-  if r.status == "hidden" and reached then said = said .. "; the message is hidden until a moderator reviews it" end
+  local said = ctx.t("report.noted", { id = r.id, kind = ctx.t("kind." .. kind), weight = tostring(w) })
+  if r.status == "hidden" and reached then said = said .. ctx.t("report.hidden") end
   ctx.reply(said)
 end
 
@@ -209,10 +209,10 @@ end
 local function reports_command(args, msg, ctx)
   local all = args.which == "all"
   local list = open_reports(ctx, msg.from, all)
-  if #list == 0 then return ctx.reply(all and "no reports" or "no open reports") end
+  if #list == 0 then return ctx.reply(ctx.t(all and "list.none" or "list.none_open")) end
   local lines = {}
-  for i = 1, math.min(#list, 20) do lines[#lines + 1] = summary(list[i]) end
-  local head = #list .. (all and " report(s)" or " open report(s)") .. (#list > 20 and ", newest 20" or "")
+  for i = 1, math.min(#list, 20) do lines[#lines + 1] = summary(ctx, list[i]) end
+  local head = ctx.t(all and "list.all" or "list.open", { count = #list }) .. (#list > 20 and ctx.t("list.newest", { count = 20 }) or "")
   ctx.reply(head .. ":\n" .. table.concat(lines, "\n"))
 end
 
@@ -221,33 +221,34 @@ local ACTIONS = { warn = true, mute = true, kick = true, ban = true, none = true
 local function resolve_command(args, msg, ctx)
   local c = ctx.config
   local r = ctx.state.get("report:" .. args.id)
-  if type(r) ~= "table" or not may_review(ctx, msg.from, r) then return ctx.reply("no report #" .. args.id) end
+  if type(r) ~= "table" or not may_review(ctx, msg.from, r) then return ctx.reply(ctx.t("resolve.none", { id = args.id })) end
   if r.status == "upheld" or r.status == "dismissed" then
-    return ctx.reply("report #" .. r.id .. " is already " .. r.status .. " (by " .. tostring(r.resolved_by) .. ")")
+    return ctx.reply(ctx.t("resolve.already", { id = r.id, status = ctx.t("status." .. r.status), by = tostring(r.resolved_by) }))
   end
   local decision = args.decision
   if decision == "dismiss" then
-    if args.action then return ctx.reply("dismiss takes no action") end
+    if args.action then return ctx.reply(ctx.t("resolve.dismiss_action")) end
     local was_hidden = r.status == "hidden"
     r.status, r.resolved_by, r.resolved_at = "dismissed", msg.from, ctx.now()
     save(ctx, r)
     if was_hidden and c.restore and r.text then
-      ctx.send(r.cid, "restored after review — " .. r.user .. " wrote: " .. r.text)
+      ctx.send(r.cid, ctx.t("resolve.restored_post", { user = r.user, text = r.text }, { conv = r.cid }))
     end
     if not r.against_mod then
       modlog.post(ctx, { action = "dismiss", target = r.user, cid = r.cid, rule = "report #" .. r.id, by = msg.from })
     end
-    return ctx.reply("report #" .. r.id .. " dismissed" .. ((was_hidden and c.restore and r.text) and "; the message is restored" or ""))
+    return ctx.reply(ctx.t("resolve.dismissed", { id = r.id })
+      .. ((was_hidden and c.restore and r.text) and ctx.t("resolve.restored") or ""))
   elseif decision ~= "uphold" then
-    return ctx.reply("usage: " .. ctx.commands.prefix .. "resolve <n> dismiss|uphold [warn|mute [minutes]|kick|ban]")
+    return ctx.reply(ctx.t("resolve.usage", { prefix = ctx.commands.prefix }))
   end
   local action = args.action or "none"
   if not ACTIONS[action] then
-    return ctx.reply("uphold takes warn, mute [minutes], kick, ban or none, not " .. excerpt(action, 40))
+    return ctx.reply(ctx.t("resolve.bad_action", { action = excerpt(action, 40) }))
   end
-  if args.minutes and action ~= "mute" then return ctx.reply("only mute takes minutes") end
+  if args.minutes and action ~= "mute" then return ctx.reply(ctx.t("resolve.minutes_only_mute")) end
   local minutes = args.minutes or c.mute_minutes
-  if minutes < 1 or minutes > 40320 then return ctx.reply("mute for 1 to 40320 minutes (4 weeks)") end
+  if minutes < 1 or minutes > 40320 then return ctx.reply(ctx.t("resolve.minutes_range")) end
   local reason = "report #" .. r.id .. (#r.reasons > 0 and (": " .. r.reasons[1]) or "")
   if r.msg and r.status ~= "hidden" then ctx.recall(r.cid, r.msg) end
   if action == "warn" then ctx.warn(r.cid, r.user, reason)
@@ -266,7 +267,9 @@ local function resolve_command(args, msg, ctx)
     modlog.post(ctx, { action = "uphold" .. (action ~= "none" and (" + " .. done) or ""), target = r.user, cid = r.cid,
       rule = "report #" .. r.id, reason = r.reasons[1], by = msg.from, undo = undo })
   end
-  ctx.reply("report #" .. r.id .. " upheld" .. (action ~= "none" and (": " .. done .. " " .. r.user) or ""))
+  if action == "none" then return ctx.reply(ctx.t("resolve.upheld", { id = r.id })) end
+  ctx.reply(ctx.t("resolve.upheld_action", { id = r.id, user = r.user,
+    action = ctx.t("action." .. action, { minutes = minutes }) }))
 end
 
 return {

@@ -89,6 +89,13 @@ local function render(template, vars)
   return (template:gsub("{(%w+)}", function(k) return vars[k] and tostring(vars[k]) or "{" .. k .. "}" end))
 end
 
+-- A translation as posted: `format` from the config, or translated (in the conversation's language).
+local function formatted(ctx, msg, to, text)
+  local vars = { from = msg.from, to = to, text = text }
+  if type(ctx.config.format) == "string" then return render(ctx.config.format, vars) end
+  return ctx.t("format", vars, { conv = msg.cid })
+end
+
 -- Translation of message `id` into `lang`, cached in state.
 local function cached(ctx, id, text, lang)
   local key = "cache:" .. id .. ":" .. lang
@@ -105,7 +112,7 @@ local function translate_remotely(ctx, msg, text, lang)
   local key = "cache:" .. msg.id .. ":" .. lang
   local hit = ctx.state.get(key)
   local function answer(t)
-    if t then ctx.reply(render(ctx.config.format, { from = msg.from, to = lang, text = t })) end
+    if t then ctx.reply(formatted(ctx, msg, lang, t)) end
   end
   if hit then return answer(hit) end
   local request = { q = text, source = "auto", target = lang, format = "text" }
@@ -125,7 +132,7 @@ local function translate_remotely(ctx, msg, text, lang)
   end
 end
 
--- /translate commands; returns the reply text.
+-- /translate commands; returns the reply text (in the language of the member who asked).
 local function command(ctx, cid, args)
   local conv = ctx.state.conv(cid)
   local lang, rest = args:match("^(%S*)(.*)$")
@@ -133,17 +140,17 @@ local function command(ctx, cid, args)
   if lang == "" then
     local current = conv.get("auto")
     if current == nil then current = ctx.config.auto[cid] end
-    return current and ("auto-translation to " .. current .. " is on") or "auto-translation is off"
+    return current and ctx.t("auto.on", { lang = current }) or ctx.t("auto.off")
   elseif lang == "off" then
     conv.set("auto", false)
-    return "auto-translation is off"
+    return ctx.t("auto.off")
   elseif not LANGS[lang] then
-    return "unknown language " .. lang .. " (en, zh)"
+    return ctx.t("unknown_language", { lang = lang, languages = "en, zh" })
   elseif text ~= "" then
-    return translate(text, nil, lang) or ("no translation for: " .. text)
+    return translate(text, nil, lang) or ctx.t("no_translation", { text = text })
   end
   conv.set("auto", lang)
-  return "auto-translation to " .. lang .. " is on"
+  return ctx.t("auto.on", { lang = lang })
 end
 
 return {
@@ -152,7 +159,7 @@ return {
   config = {
     auto = {},                   -- conversation id -> language, until changed by /translate
     cache_ttl = 86400,
-    format = "{from} ({to}): {text}",
+    format = false,              -- false: translated, "{from} ({to}): {text}" in English; a string: that, always
     reply_host_translations = true, -- answer messages the host translated (translate_to in hookbot.toml)
     phrases = {},                -- more { english, chinese } pairs
     api_url = false,             -- e.g. "https://libretranslate.example.org/translate" (also list its host in [http.translate])
@@ -185,14 +192,14 @@ return {
     if text:sub(1, 1) == "/" then return end
     local host = msg.attrs.translation
     if host and ctx.config.reply_host_translations then
-      return ctx.reply(render(ctx.config.format, { from = msg.from, to = host.to, text = host.text }))
+      return ctx.reply(formatted(ctx, msg, host.to, host.text))
     end
     local lang = ctx.state.conv(msg.cid).get("auto")
     if lang == nil then lang = ctx.config.auto[msg.cid] end
     if not lang or detect(text) == lang then return end
     if ctx.config.api_url then return translate_remotely(ctx, msg, text, lang) end
     local t = cached(ctx, msg.id, text, lang)
-    if t then ctx.reply(render(ctx.config.format, { from = msg.from, to = lang, text = t })) end
+    if t then ctx.reply(formatted(ctx, msg, lang, t)) end
   end,
 
   on_cmd = function(cmd, ctx)

@@ -2,7 +2,8 @@
 -- "typing…") that clients send as *transient* messages. Transient messages
 -- reach on_transient, not moderation or on_receive. The plugin remembers who
 -- is typing for a few seconds, can relay "<user> is typing…" as a transient
--- operation message of its own, and answers "/typing" with who is typing now.
+-- operation message of its own, and answers "/typing" with who is typing now. Its words are translated
+-- (plugins/locales/typing/<locale>.toml); the relay is said in the conversation's language.
 
 return {
   name = "typing",
@@ -10,7 +11,7 @@ return {
     type = 1,            -- the operation type number
     ttl = 6,             -- seconds a typing notification counts
     announce = false,    -- relay "{user} is typing…" transiently (for clients without indicators)
-    announce_text = "{user} is typing…",
+    announce_text = false,  -- false: translated ("{user} is typing…"); a string: that text in every language
   },
 
   on_load = function(ctx)
@@ -24,7 +25,12 @@ return {
     conv.set("typing:" .. msg.from, ctx.now(), ctx.config.ttl)
     conv.incr("count:" .. msg.from)
     if ctx.config.announce and not already then
-      local text = ctx.config.announce_text:gsub("{user}", msg.from)
+      local text = ctx.config.announce_text
+      if type(text) == "string" then
+        text = text:gsub("{user}", function() return msg.from end)
+      else
+        text = ctx.t("announce", { user = msg.from }, { conv = msg.cid })
+      end
       ctx.send_transient(msg.cid, ctx.types.build("operation", { op = "typing" }, { text = text }))
     end
   end,
@@ -35,6 +41,8 @@ return {
     if msg.text ~= "/typing" then return end
     local who = {}
     for _, key in ipairs(conv.keys("typing:")) do who[#who + 1] = key:sub(8) end
-    ctx.reply(#who > 0 and ("typing now: " .. table.concat(who, ", ")) or "nobody is typing")
+    table.sort(who)
+    if #who == 0 then return ctx.reply(ctx.t("nobody")) end
+    ctx.reply(ctx.t("now", { users = table.concat(who, ctx.t("separator")), count = #who }))
   end,
 }

@@ -3,20 +3,32 @@
 -- "welcome back"). The founders of a conversation (the members it was created
 -- with, ev.founding) are not joiners: nobody is greeted when a group is created.
 --
--- Templates: {user}, {conversation}, {by}, {first} (first-join date, UTC).
+-- Templates: {user}, {conversation}, {by}, {first} (first-join date, UTC). The texts are translated
+-- (plugins/locales/welcome/<locale>.toml): a joiner is greeted in their own language (`!lang`, their
+-- client's attrs.lang), a goodbye is said in the conversation's. A text set in the config is used as it
+-- is, in every language; "" says nothing.
 
 local function render(template, vars)
   return (template:gsub("{(%w+)}", function(k) return vars[k] and tostring(vars[k]) or "{" .. k .. "}" end))
 end
 
+-- The configured text for `key`, or its translation (`false`: translated); nil when it is "" (none).
+local function say(ctx, key, vars, opts)
+  local configured = ctx.config[key]
+  if configured == "" then return nil end
+  if type(configured) == "string" then return render(configured, vars) end
+  return ctx.t(key, vars, opts)
+end
+
 return {
   name = "welcome",
   config = {
-    greeting = "Welcome, {user}!",
-    returning = "Welcome back, {user}! You first joined on {first}.",
-    goodbye = "Goodbye, {user}.",
-    removed = "{user} was removed by {by}.",
-    intro = "Hi! I am a bot. Say /help to see what I can do.",  -- when the bot is added; "" for none
+    -- false: the translated text (locales/welcome/*.toml); a string: that text in every language; "": none
+    greeting = false,   -- "Welcome, {user}!"
+    returning = false,  -- "Welcome back, {user}! You first joined on {first}."
+    goodbye = false,    -- "Goodbye, {user}."
+    removed = false,    -- "{user} was removed by {by}."
+    intro = false,      -- when the bot is added: "Hi! I am a bot. Say !help to see what I can do."
     skip = { "modbot" },                                        -- never greeted (bots)
   },
 
@@ -31,13 +43,15 @@ return {
         local first = conv.get("first:" .. uid)
         local vars = { user = uid, conversation = ev.cid, by = ev.by }
         conv.incr("joins:" .. uid)
+        local text
         if first then
           vars.first = os.date("!%Y-%m-%d", first)
-          if ctx.config.returning ~= "" then ctx.reply(render(ctx.config.returning, vars)) end
+          text = say(ctx, "returning", vars, { user = uid })
         else
           conv.set("first:" .. uid, ctx.now())
-          if ctx.config.greeting ~= "" then ctx.reply(render(ctx.config.greeting, vars)) end
+          text = say(ctx, "greeting", vars, { user = uid })
         end
+        if text then ctx.reply(text) end
       end
     end
   end,
@@ -45,12 +59,13 @@ return {
   on_member_left = function(ev, ctx)
     for _, uid in ipairs(ev.members) do
       local vars = { user = uid, conversation = ev.cid, by = ev.by }
-      local template = (ev.by and ev.by ~= uid) and ctx.config.removed or ctx.config.goodbye
-      if template ~= "" then ctx.reply(render(template, vars)) end
+      local text = say(ctx, (ev.by and ev.by ~= uid) and "removed" or "goodbye", vars, { conv = ev.cid })
+      if text then ctx.reply(text) end
     end
   end,
 
   on_invited = function(ev, ctx)
-    if ctx.config.intro ~= "" then ctx.reply(ctx.config.intro) end
+    local text = say(ctx, "intro", { conversation = ev.cid, by = ev.by, prefix = ctx.commands.prefix })
+    if text then ctx.reply(text) end
   end,
 }

@@ -14,6 +14,27 @@ return {
   config = { moderators = { "Mod" }, trusted = { "Tina" }, modlog = "mods" },
   cases = {
     {
+      name = "in Chinese: members and a moderator whose apps say attrs.lang = zh-CN",
+      steps = {
+        say("加我微信领红包", "骗子"), -- m1
+        { message = { text = "!report 广告", from = "小明", attrs = { reply_to = "m1", lang = "zh-CN" } },
+          expect = { replies = { "举报 #1 已记录（成员，权重 1）" } } },
+        { message = { text = "!report", from = "小明", attrs = { reply_to = "m1", lang = "zh-CN" } },
+          expect = { replies = { "你已经举报过这条消息了（举报 #1）" } } },
+        { message = { text = "!report 看不懂", from = "小红", attrs = { reply_to = "m3", lang = "zh-CN" } },
+          expect = { replies = { "我不记得那条消息是谁发的；请用 !report @用户 <理由>" } } },
+        -- an English member in the same conversation still reads English
+        { message = { text = "!report", from = "Ann", attrs = { reply_to = "m1" } },
+          expect = { replies = { "report #1 noted (member, weight 1)" } } },
+        { message = { text = "!reports", from = "Mod", attrs = { lang = "zh-CN" } },
+          expect = { replies = { "1 条待处理的举报:\n#1 待处理 骗子 的消息 m1，在 c1（2 人举报，分数 2）：广告 — “加我微信领红包”" } } },
+        { message = { text = "!resolve 1 uphold mute 15", from = "Mod", attrs = { lang = "zh-CN" } },
+          expect = { replies = { { cid = "mods" }, "举报 #1 成立：禁言 15 分钟 骗子" } } },
+        { message = { text = "!resolve 1 dismiss", from = "Mod", attrs = { lang = "zh-CN" } },
+          expect = { replies = { "举报 #1 已处理：已成立（由 Mod）" } } },
+      },
+    },
+    {
       name = "three members' reports hide a message and alert the moderators",
       steps = {
         say("buy followers at scam.example", "Spammer"), -- m1

@@ -154,5 +154,22 @@ return {
                      logs = { "not in this plugin's allowed hosts" } } },
       },
     },
+    {
+      name = "in Chinese: /translate answers a member whose app says zh-CN in Chinese; a Chinese conversation's format",
+      steps = {
+        { message = { text = "/translate", from = "小明", attrs = { lang = "zh-CN" } }, expect = { replies = { "自动翻译已关闭" } } },
+        { message = { text = "/translate en", from = "小明", attrs = { lang = "zh-CN" } },
+          expect = { replies = { "已开启自动翻译，译为 en" } } },
+        { message = { text = "/translate", from = "Tom" }, expect = { replies = { "auto-translation to en is on" } } },
+        { message = { text = "/translate fr", from = "小明", attrs = { lang = "zh-CN" } },
+          expect = { replies = { "不认识的语言 fr（可用：en, zh）" } } },
+        { message = { text = "/translate zh 量子", from = "小明", attrs = { lang = "zh-CN" } },
+          expect = { replies = { "没有这句话的翻译：量子" } } },
+        { message = { text = "谢谢", from = "小明", attrs = { lang = "zh-CN" } }, expect = { replies = { "小明 (en): Thank you" } } },
+        -- the conversation is Chinese (lang.lua's `!lang here zh-CN`): the posted translations follow it
+        { set_state = { plugin = "hookbot.locale", ["conv:c1"] = "zh-CN" } },
+        { message = { text = "晚安", from = "小明" }, expect = { replies = { "小明（en）：Good night" } } },
+      },
+    },
   },
 }

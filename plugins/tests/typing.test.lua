@@ -50,5 +50,19 @@ return {
         { transient = { type = 1, from = "Tom" }, expect = { transients = {} } },
       },
     },
+    {
+      name = "in Chinese: a member whose app says attrs.lang = zh-CN, and a conversation set to Chinese",
+      config = { announce = true },
+      steps = {
+        typing("小明"), typing("Spike"),
+        { message = { text = "/typing", from = "小红", attrs = { lang = "zh-CN" } }, expect = { replies = { "正在输入：Spike、小明" } } },
+        { message = { text = "/typing", from = "Jerry" }, expect = { replies = { "typing now: Spike, 小明" } } },
+        { advance = 7 },
+        { message = { text = "/typing", from = "小红", attrs = { lang = "zh-CN" } }, expect = { replies = { "没有人在输入" } } },
+        -- the relay speaks the conversation's language (what `!lang here zh-CN` of lang.lua stores)
+        { set_state = { plugin = "hookbot.locale", ["conv:c1"] = "zh-CN" } },
+        { transient = { type = "operation", text = "typing…", from = "小明" }, expect = { transients = { "小明 正在输入…" } } },
+      },
+    },
   },
 }
