@@ -7,6 +7,9 @@ public struct CommandSettings: Sendable, Hashable {
     public var prefix = "!"
     /// Role → client ids (`[roles]` in `hookbot.toml`); plugins may grant more at run time (`ctx.roles`).
     public var roles: [String: [String]] = [:]
+    /// The client id the browser console runs commands as (an undo): it holds every role. No client can
+    /// log in with it (a ':' is refused in client ids), so no message from the server carries it.
+    public static let consoleID = "console:admin"
 
     public init(prefix: String = "!", roles: [String: [String]] = [:]) {
         self.prefix = prefix

@@ -1,0 +1,94 @@
+import BotHost
+import Foundation
+import HookbotTestSupport
+import IMClient
+import IMCore
+import XCTest
+
+/// The Moderation tab and the plugin settings dialog in a real headless Chromium, on the demo's shipped
+/// plugins: Tom's scams get him muted, a click on Undo lets him talk again, and a word added in the form
+/// refuses his next message.
+final class ConsoleModerationTests: XCTestCase {
+    func testUndoInThePageAndARuleEditedInTheForm() async throws {
+        guard WebDriver.isInstalled else {
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
+            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
+        }
+        let (harness, scratch) = try await ModerationAPITests.demo()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let browser = try await WebDriver.start(width: 1280, height: 900)
+        do {
+            try await exercise(browser, harness)
+        } catch {
+            try? FileManager.default.createDirectory(at: ConsoleBrowserTests.screenshots, withIntermediateDirectories: true)
+            try? await browser.screenshot().write(to: ConsoleBrowserTests.screenshots.appendingPathComponent("moderation-failure.png"))
+            await browser.quit()
+            await harness.stop()
+            throw error
+        }
+        await browser.quit()
+        await harness.stop()
+    }
+
+    private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
+        let (tom, lobby) = try await ModerationAPITests.getMuted(harness)
+        let listed = try await harness.admin("GET", "/api/moderation/actions?target=Tom&action=mute").object()
+        let id = try XCTUnwrap((listed["actions"] as? [[String: Any]])?.first?["id"] as? String, "\(listed)")
+
+        try await browser.open("\(harness.base)/#token=\(harness.console.token)")
+        try await browser.click("#tab-moderation")
+        let row = "#mod-rows tr[data-id=\"\(id)\"]"
+        try await browser.waitUntil(
+            "Tom's mute listed",
+            """
+            const row = document.querySelector(arguments[0]);
+            return !!row && row.dataset.target === 'Tom' && row.textContent.includes('mute') && !!row.querySelector('.mod-undo')
+            """, [row])
+        // The filters narrow the list on the server.
+        try await browser.type("Jerry", into: "#mod-target")
+        try await browser.waitUntil("no row for Jerry", "return document.querySelectorAll('#mod-rows tr').length === 0")
+        _ = try await browser.script(
+            "const input = document.querySelector('#mod-target'); input.value = 'Tom'; input.dispatchEvent(new Event('input', {bubbles: true}))"
+        )
+        try await browser.waitUntil("Tom's rows again", "return !!document.querySelector(arguments[0] + ' .mod-undo')", [row])
+
+        try await browser.click("\(row) .mod-undo")
+        try await browser.waitUntil(
+            "the row to say it was undone",
+            "return (document.querySelector(arguments[0])?.textContent || '').includes('undone by console')",
+            [row])
+        try await eventually("Tom to talk again") {
+            do {
+                _ = try await lobby.send(.text("thanks 🙏 我会注意的"))
+                return true
+            } catch {
+                return false
+            }
+        }
+
+        // The settings form: moderation's words as JSON; saved, checked and applied with a reload.
+        try await browser.click("#tab-plugins")
+        try await browser.click(#"[data-plugin="moderation"] .plugin-config"#)
+        try await browser.waitUntil("the words field", "return !!document.querySelector('#config-words')")
+        _ = try await browser.script(#"document.querySelector('#config-max_links').value = 'lots'"#)
+        try await browser.click("#config-save")
+        try await browser.waitUntil(
+            "the field's error", "return (document.querySelector('.field-error[data-key=\"max_links\"]')?.textContent || '').length > 0")
+        _ = try await browser.script(
+            #"""
+            document.querySelector('#config-max_links').value = '3';
+            document.querySelector('#config-words').value = '["scam", "forbidden", "菠菜"]';
+            """#)
+        try await browser.click("#config-save")
+        try await browser.waitUntil("the dialog to close after saving", "return !document.querySelector('#config-dialog').open")
+        do {
+            _ = try await lobby.send(.text("有人卖菠菜吗? 🥬"))
+            XCTFail("the word added in the form was not applied")
+        } catch {
+            XCTAssertEqual(error.code, 4402, "\(error)")
+        }
+        let severe = try await browser.consoleLog().filter { ($0["level"] as? String) == "SEVERE" }
+        XCTAssertEqual(severe.map { $0["message"] as? String ?? "" }, [], "errors in the browser console")
+        await tom.close()
+    }
+}
