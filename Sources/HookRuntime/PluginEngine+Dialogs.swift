@@ -21,6 +21,8 @@ private let maxSpareThreads = 4
 /// The state-store namespace of open dialogs (keys "plugin|cid|member").
 let dialogStoreNamespace = "hookbot.dialogs"
 let defaultCancelWords = ["cancel", "取消"]
+/// How long past its deadline a dialog's record is kept for the next start to end (then it expires quietly).
+let dialogRecordGrace = 3600.0
 
 /// Who may be asked in the current call: the event's conversation and member (nil: the hook must say).
 struct DialogTarget {
@@ -118,6 +120,9 @@ let cbAsk: hb_swift_fn = { L in
     case LUA_TTABLE:
         let opts: JSONValue
         do { opts = try luaToJSON(L, 2, path: "opts") } catch { return askFail(L, "ctx.ask: \(error)") }
+        if case .array(let list) = opts, !list.isEmpty {
+            return askFail(L, "ctx.ask: options must be named: {timeout = seconds, member = uid, cancel = {...}}")
+        }
         for (key, value) in opts.objectValue ?? [:] {
             switch key {
             case "timeout":
@@ -257,7 +262,7 @@ extension LuaPlugin {
                 value: .object([
                     "plugin": .string(name), "cid": .string(request.key.cid), "member": .string(request.key.member),
                     "prompt": .string(request.prompt), "deadline": .double(dialog.deadline), "opened": .double(now),
-                ]), now: now)
+                ]), ttl: request.seconds + dialogRecordGrace, now: now)
         } catch {
             env.logger.warning("dialog not recorded: \(error)", metadata: ["plugin": "\(name)"])
         }
