@@ -86,9 +86,10 @@ fuzz:
 		tail -n 12 $$log; [ $$status -eq 0 ] || { echo "fuzz-$$target failed: see $$log"; exit 1; }; \
 	done
 
-## Start the embedded IM server and the bot with the shipped plugins (ws://127.0.0.1:8080/ws).
+## Start the embedded IM server and the bot with the shipped plugins (ws://127.0.0.1:8080/ws). It runs the
+## built binary, and prints the command for a second terminal's chat that runs it too (no rebuild).
 run: build
-	$(SWIFT) run hookbot run
+	"$$($(SWIFT) build --show-bin-path)/hookbot" run
 
 ## Print the benchmark numbers (release build): the bot in process, then as a separate process.
 bench: deps

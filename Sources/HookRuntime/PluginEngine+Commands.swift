@@ -43,12 +43,20 @@ extension PluginEngine {
         case .success(let parsed): arguments = parsed
         }
         if let left = env.commands.cooldownLeft(spec, user: message.from, now: clock.now()) {
+            MessageTrace.current?.add(
+                .skipped, plugin: spec.plugin, hook: "\(prefix)\(name)", "cooldown: \(Int(left.rounded(.up))) s left for \(message.from)")
             return hostReply("\(prefix)\(name): wait \(Int(left.rounded(.up))) s", to: message, plugin: spec.plugin)
         }
         let typeName = env.registry.name(of: message.type)
-        return call(plugin, cid: message.cid, messageID: message.id) { plugin in
+        let trace = MessageTrace.current
+        let started = trace == nil ? 0 : PluginUsage.now()
+        let result = call(plugin, cid: message.cid, messageID: message.id) { plugin in
             plugin.runCommand(name, arguments: arguments, message: message, typeName: typeName)
         }
+        trace?.hook(
+            plugin.name, "\(prefix)\(name)", nanos: PluginUsage.now() &- started, outcome: nil, actions: result.actions,
+            error: result.errors.first)
+        return result
     }
 
     /// `on_receive`'s result, or, when nothing answered a message that looks like an unknown command

@@ -33,10 +33,13 @@ extension PluginEngine {
         onFailure: (LuaPlugin) -> Value? = { (_: LuaPlugin) -> Value? in nil }
     ) -> Dispatched<Value> {
         var out = Dispatched<Value>()
+        // The message trace this work belongs to, if the host traces it (MessageTrace.swift).
+        let trace = MessageTrace.current
         for plugin in ordered where !plugin.disabled && plugin.has(hook) {
             let limit = timeout(until: until)
             var value: Value?
             var failed = false
+            let started = trace == nil ? 0 : PluginUsage.now()
             let result = call(plugin, cid: cid, messageID: messageID, budget: limit) { plugin in
                 if let error = plugin.invoke(hook, timeout: limit, push) {
                     failed = true
@@ -54,6 +57,9 @@ extension PluginEngine {
             out.actions += result.actions
             out.errors += result.errors
             if failed, let verdict = onFailure(plugin) { value = verdict }
+            trace?.hook(
+                plugin.name, hook.luaName, nanos: PluginUsage.now() &- started,
+                outcome: value.flatMap { MessageTrace.describe($0, hook: hook) }, actions: result.actions, error: result.errors.first)
             if let value {
                 out.value = value
                 out.decidedBy = plugin.name

@@ -203,6 +203,15 @@ final class IMService: Sendable {
         if let signatures, (try? await signatures.verify(.open, by: clientID, command: command, failure: .signatureFailed)) != nil {
             return
         }
-        try await verifier.verify(.open, by: clientID, command: command, failure: .signatureFailed)
+        do {
+            try await verifier.verify(.open, by: clientID, command: command, failure: .signatureFailed)
+        } catch let error as IMError {
+            // Say what an interceptor login needs: a bot started without --interceptor-secret (or with
+            // another secret than the server's) otherwise sees only 4102.
+            throw IMError(
+                .signatureFailed,
+                "\(error.detail ?? error.reason); \(clientID) is this server's interceptor (--interceptor \(clientID)=SECRET): "
+                    + "it logs in signed with that secret (hookbot run --interceptor-secret SECRET, or interceptor_secret under [bot])")
+        }
     }
 }

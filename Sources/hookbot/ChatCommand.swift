@@ -76,15 +76,18 @@ struct ChatCommand: AsyncParsableCommand {
                 ext = object
             }
             _ = try await conversation.sendCmd(action: parts[1], ext: ext)
+            say("* sent cmd message \(parts[1]) \(JSONValue.object(ext).jsonString()) (not stored)")
         case "/push" where parts.count > 1:
             let rest = String(text.dropFirst("/push".count)).trimmingCharacters(in: .whitespaces)
             guard let (pushData, message) = Self.pushLine(rest) else {
                 say(#"! /push takes a JSON object then the message, e.g. /push {"alert": "Tom needs you", "badge": 1} hello"#)
                 return conversation
             }
-            _ = try await conversation.send(.text(message), options: IMSendOptions(pushData: pushData))
+            let sent = try await conversation.send(.text(message), options: IMSendOptions(pushData: pushData))
+            say("* sent \"\(message)\" (\(sent.id)) with pushData \(pushData.encoded)")
         case "/typing":
             _ = try await conversation.send(.typed(TypedMessage(type: Self.operationType, text: "typing…")), options: .transient)
+            say("* sent a transient \"typing…\" message (_lctype \(Self.operationType), not stored)")
         case "/upload" where parts.count > 1:
             let path = (String(text.dropFirst("/upload".count)).trimmingCharacters(in: .whitespaces) as NSString).expandingTildeInPath
             let file = URL(fileURLWithPath: path)

@@ -5,9 +5,16 @@ struct Hookbot: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hookbot",
         abstract: "A self-hostable IM hub and a chat-bot host whose behaviour is written as Lua plugin hooks.",
+        version: Hookbot.version,
         subcommands: [
             ServerCommand.self, RunCommand.self, ChatCommand.self, AdminCommand.self, PluginsCommand.self,
             TestCommand.self, CheckCommand.self, BenchCommand.self, MediaCommand.self,
         ]
     )
+}
+
+extension Hookbot {
+    /// `hookbot --version`: the release (raised when one is made; there is none yet), and the wire
+    /// protocols the server speaks, which is what a client's author asks first.
+    static let version = "hookbot 0.1.0 (LeanCloud realtime protocol: JSON, lc.protobuf2.3, lc.proto2base64.3, lc.protobuf2.1)"
 }

@@ -74,8 +74,8 @@ struct RunCommand: AsyncParsableCommand {
                 """
                 Hookbot is running: \(embedded.server.webSocketScheme)://\(configuration.serverHost):\(embedded.port)/ws, bot \(configuration.clientID) with \
                 \(pluginCount) plugin(s) from \(configuration.pluginsDirectory.path).
-                Talk to it in another terminal:
-                  swift run hookbot chat --as Tom --conversation \(configuration.lobbyName) --port \(embedded.port)
+                Talk to it in another terminal (the binary already built, so nothing is rebuilt):
+                  \(Self.builtBinary) chat --as Tom --conversation \(configuration.lobbyName) --port \(embedded.port)
                 Edit a file in \(configuration.pluginsDirectory.path)/ and it reloads by itself. Ctrl-C stops.
                 """)
         }
@@ -88,6 +88,22 @@ struct RunCommand: AsyncParsableCommand {
         await consoleServer?.stop()
         await admin?.close()
         if let hub { await hub.stop() } else { await bot.stop() }
+    }
+}
+
+extension RunCommand {
+    /// This binary, as a command to type in this directory: `.build/debug/hookbot` after `swift run` or
+    /// `make run` (`swift run hookbot chat` would rebuild first whenever its environment differs).
+    static var builtBinary: String {
+        let path = (Bundle.main.executablePath.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }) ?? "hookbot"
+        let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).resolvingSymlinksInPath().path + "/"
+        guard path.hasPrefix(here) else { return path.contains(" ") ? "'\(path)'" : path }
+        for short in [".build/debug/hookbot", ".build/release/hookbot"]
+        where URL(fileURLWithPath: here + short).resolvingSymlinksInPath().path == path {
+            return short
+        }
+        let relative = String(path.dropFirst(here.count))
+        return relative.contains(" ") ? "'./\(relative)'" : relative.hasPrefix(".") ? relative : "./" + relative
     }
 }
 
@@ -110,9 +126,11 @@ struct AdminCommand: ParsableCommand {
         commandName: "reload", abstract: "Reload every plugin of the bot running in this directory.")
 
     @Option(help: "Admin socket of the running bot.") var socket = ".hookbot-admin.sock"
+    @Flag(help: "Print the bot's answer as JSON (for scripts) instead of a table.") var json = false
 
     func run() throws {
-        print(try AdminSocket.request("reload", path: socket))
+        let answer = try AdminSocket.request("reload", path: socket)
+        print(json ? answer : AdminOutput.reload(answer), terminator: json ? "\n" : "")
     }
 }
 
@@ -122,8 +140,11 @@ struct PluginsCommand: ParsableCommand {
 
     @Option(help: "Admin socket of the running bot.") var socket = ".hookbot-admin.sock"
     @Flag(help: "Show the bot's counters instead.") var stats = false
+    @Flag(help: "Print the bot's answer as JSON (for scripts) instead of a table.") var json = false
 
     func run() throws {
-        print(try AdminSocket.request(stats ? "stats" : "plugins", path: socket))
+        let answer = try AdminSocket.request(stats ? "stats" : "plugins", path: socket)
+        if json { return print(answer) }
+        print(stats ? AdminOutput.stats(answer) : AdminOutput.plugins(answer), terminator: "")
     }
 }
