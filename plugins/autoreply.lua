@@ -4,6 +4,10 @@
 --
 -- Templates: {from}, {conversation}, {text}, and {1}..{9} for the captures
 -- of a `pattern` rule (Lua patterns, not regular expressions).
+--
+-- A rule's `reply` is used as it is; a rule with `reply_key` (and an FAQ entry with `answer_key`) answers
+-- with that key of plugins/locales/autoreply/<locale>.toml in the language of the member who wrote
+-- (`!lang`, their client's attrs.lang), with the same placeholders.
 
 local text_util = require("text")
 
@@ -41,15 +45,15 @@ local function match_rule(r, text)
   return nil
 end
 
--- The FAQ answer whose keys all occur in the text.
-local function faq_answer(entries, text)
+-- The FAQ entry whose keys all occur in the text.
+local function faq_entry(entries, text)
   local lower = text:lower()
   for _, e in ipairs(entries) do
     local all = #e.keys > 0
     for _, k in ipairs(e.keys) do
       if not lower:find(k:lower(), 1, true) then all = false; break end
     end
-    if all then return e.answer end
+    if all then return e end
   end
 end
 
@@ -67,11 +71,12 @@ return {
   name = "autoreply",
   priority = 0,
   config = {
-    -- { exact|keyword|pattern = ..., reply = "...", cooldown = s, mention = bool, name = ... }
+    -- { exact|keyword|pattern = ..., reply = "..." or reply_key = "<key in locales/autoreply/*.toml>",
+    --   cooldown = s, mention = bool, name = ... }
     rules = {
-      { exact = "ping", reply = "pong, {from}!" },
+      { exact = "ping", reply_key = "pong" },
     },
-    faq = {},                  -- { {keys = {"opening", "hours"}, answer = "..."} }
+    faq = {},                  -- { {keys = {"opening", "hours"}, answer = "..." or answer_key = "..."} }
     faq_module = false,        -- e.g. "faq": lib/faq.lua returns more entries
     cooldown = 30,             -- seconds between two answers of one rule in one conversation (0: none)
     only_when_mentioned = false,
@@ -94,12 +99,19 @@ return {
     local vars = { from = msg.from, conversation = msg.cid, text = text }
     local conv = ctx.state.conv(msg.cid)
 
+    -- `template` is a text, or { key = "..." } for a translated one
     local function answer(id, template, cooldown, needs_mention)
       if needs_mention and not mentioned then return false end
       if conv.get("cooldown:" .. id) then return true end
       if cooldown > 0 then conv.set("cooldown:" .. id, true, cooldown) end
       conv.incr("answered:" .. id)
-      ctx.reply(render(template, vars))
+      if type(template) == "table" then
+        local tvars = {}
+        for k, v in pairs(vars) do tvars[tostring(k)] = v end
+        ctx.reply(ctx.t(template.key, tvars))
+      else
+        ctx.reply(render(template, vars))
+      end
       return true
     end
 
@@ -109,10 +121,16 @@ return {
         for j, v in ipairs(caps) do vars[j] = v end
         local needs = r.mention
         if needs == nil then needs = c.only_when_mentioned end
-        if answer(rule_id(r), r.reply, r.cooldown or c.cooldown, needs) then return end
+        local reply = r.reply
+        if reply == nil and r.reply_key then reply = { key = r.reply_key } end
+        if reply ~= nil and answer(rule_id(r), reply, r.cooldown or c.cooldown, needs) then return end
       end
     end
-    local a = faq_answer(faq, text)
-    if a then answer("faq:" .. a:sub(1, 40), a, c.cooldown, c.only_when_mentioned) end
+    local e = faq_entry(faq, text)
+    if e and e.answer then
+      answer("faq:" .. e.answer:sub(1, 40), e.answer, c.cooldown, c.only_when_mentioned)
+    elseif e and e.answer_key then
+      answer("faq:" .. e.answer_key:sub(1, 40), { key = e.answer_key }, c.cooldown, c.only_when_mentioned)
+    end
   end,
 }

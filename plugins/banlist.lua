@@ -107,17 +107,17 @@ end
 
 local function is_pattern(target) return target:find("[%*%?%[]") ~= nil end
 
--- nil when `target` may be banned, else why not.
+-- nil when `target` may be banned, else why not: a key of locales/banlist/*.toml and its variables.
 local function check_target(target)
-  if type(target) ~= "string" or target == "" then return "a client id or pattern is required" end
-  if #target > MAX_TARGET then return "at most " .. MAX_TARGET .. " characters" end
-  if target:find("[%s%c]") then return "no spaces or control characters" end
+  if type(target) ~= "string" or target == "" then return "target.required" end
+  if #target > MAX_TARGET then return "target.long", { max = MAX_TARGET } end
+  if target:find("[%s%c]") then return "target.spaces" end
   if is_pattern(target) then
     local tokens, err = compile(target)
-    if not tokens then return err end
+    if not tokens then return "target.glob", { problem = err } end
     local literal = 0
     for _, t in ipairs(tokens) do if t.lit then literal = literal + 1 end end
-    if literal < 3 then return "a pattern needs at least 3 plain characters (" .. target .. " would match too much)" end
+    if literal < 3 then return "target.broad", { target = target } end
   end
   return nil
 end
@@ -302,10 +302,10 @@ local function changed(ctx, ids)
   end
 end
 
-local function describe(e)
+local function describe(ctx, e)
   local when = e.at and os.date("!%Y-%m-%d", math.floor(e.at)) or "?"
   local src = (e.source and e.source ~= "local") and (" [" .. e.source .. "]") or ""
-  return string.format("%s — %s (by %s, %s)%s", e.target, e.reason or "?", e.by or "?", when, src)
+  return ctx.t("list.entry", { target = e.target, reason = e.reason or "?", by = e.by or "?", when = when, source = src })
 end
 
 -- The remote list's entries that are usable, or nil and why the whole answer is refused.
@@ -370,16 +370,17 @@ end
 
 local function ban_command(args, msg, ctx)
   local target = (args.target or ""):gsub("^@", "")
-  local problem = check_target(target)
-  if problem then return ctx.reply("!ban: " .. problem) end
+  local prefix = ctx.commands.prefix .. "ban: "
+  local problem, vars = check_target(target)
+  if problem then return ctx.reply(prefix .. ctx.t(problem, vars)) end
   local reason = (args.reason or ""):match("^%s*(.-)%s*$")
-  if reason == "" then return ctx.reply("!ban: a reason is required") end
+  if reason == "" then return ctx.reply(prefix .. ctx.t("ban.reason_required")) end
   if not is_pattern(target) and (exempt(ctx, target) or allowed[target]) then
-    return ctx.reply("!ban: " .. target .. " is a moderator, the bot or on the allow list")
+    return ctx.reply(prefix .. ctx.t("ban.exempt", { target = target }))
   end
   local n = #ctx.state.keys("ban:")
   if not ctx.state.get("ban:" .. target) and n >= ctx.config.max_entries then
-    return ctx.reply("!ban: the list is full (" .. n .. " entries, max_entries)")
+    return ctx.reply(prefix .. ctx.t("ban.full", { count = n }))
   end
   ctx.state.set("ban:" .. target, { reason = reason:sub(1, 300), by = msg.from, at = ctx.now() })
   changed(ctx, { target })
@@ -388,7 +389,7 @@ local function ban_command(args, msg, ctx)
   modlog.post(ctx, { action = "ban", target = target, cid = msg.cid, reason = reason, by = msg.from,
     rule = is_pattern(target) and "pattern" or nil, undo = ctx.commands.prefix .. "unban " .. target })
   local where = #targets()
-  ctx.reply(string.format("%s is banned in %d conversation(s): %s", target, where, reason))
+  ctx.reply(ctx.t("ban.done", { target = target, count = where, reason = reason }))
 end
 
 local function unban_command(args, msg, ctx)
@@ -400,8 +401,8 @@ local function unban_command(args, msg, ctx)
     if not e then
       for _, p in ipairs(patterns) do if p.entry.target == target then e = p.entry; break end end
     end
-    if e then return ctx.reply(target .. " is banned by the list " .. e.source .. ", not here; add it to allow to override") end
-    return ctx.reply(target .. " is not on the ban list")
+    if e then return ctx.reply(ctx.t("unban.remote", { target = target, source = e.source })) end
+    return ctx.reply(ctx.t("unban.unknown", { target = target }))
   end
   ctx.state.delete("ban:" .. target)
   changed(ctx, { target })
@@ -409,8 +410,10 @@ local function unban_command(args, msg, ctx)
   modlog.post(ctx, { action = "unban", target = target, cid = msg.cid, by = msg.from,
     reason = "was: " .. tostring(entry.reason), undo = ctx.commands.prefix .. "ban " .. target .. " " .. tostring(entry.reason) })
   local still = lookup(target)
-  if still then return ctx.reply(target .. " is unbanned here but still banned by " .. still.source .. " (" .. still.target .. ")") end
-  ctx.reply(target .. " is unbanned")
+  if still then
+    return ctx.reply(ctx.t("unban.still", { target = target, source = still.source, entry = still.target }))
+  end
+  ctx.reply(ctx.t("unban.done", { target = target }))
 end
 
 local function list_command(args, msg, ctx)
@@ -425,12 +428,14 @@ local function list_command(args, msg, ctx)
     if not filter or e.target:lower():find(filter, 1, true) or (e.reason or ""):lower():find(filter, 1, true)
       or (e.source or ""):lower():find(filter, 1, true) then
       total = total + 1
-      if shown < 20 then shown = shown + 1; lines[#lines + 1] = describe(e) end
+      if shown < 20 then shown = shown + 1; lines[#lines + 1] = describe(ctx, e) end
     end
   end
-  if total == 0 then return ctx.reply(filter and ("no bans match " .. args.filter) or "the ban list is empty") end
-  local head = string.format("%d ban(s)%s", total, filter and (" matching " .. args.filter) or "")
-  if total > shown then head = head .. ", first " .. shown end
+  if total == 0 then
+    return ctx.reply(filter and ctx.t("list.no_match", { filter = args.filter }) or ctx.t("list.empty"))
+  end
+  local head = filter and ctx.t("list.head_matching", { count = total, filter = args.filter }) or ctx.t("list.head", { count = total })
+  if total > shown then head = head .. ctx.t("list.first", { shown = shown }) end
   ctx.reply(head .. ":\n" .. table.concat(lines, "\n"))
 end
 
@@ -491,7 +496,7 @@ return {
     if not e or not subscribed(msg.cid) or exempt(ctx, msg.from) then return nil end
     block_here(ctx, msg.cid, msg.from)
     process(ctx, ctx.config.batch)
-    return ctx.block("you are banned here: " .. e.reason, { code = ctx.config.code })
+    return ctx.block(ctx.t("refused.message", { reason = e.reason }), { code = ctx.config.code })
   end,
 
   membership = function(ev, ctx)
@@ -508,7 +513,7 @@ return {
     end
     if #refused > 0 then
       process(ctx, ctx.config.batch)
-      return ctx.block("banned: " .. table.concat(refused, ", "), { code = ctx.config.code })
+      return ctx.block(ctx.t("refused.join", { members = table.concat(refused, ", ") }), { code = ctx.config.code })
     end
   end,
 

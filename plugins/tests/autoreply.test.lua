@@ -126,6 +126,25 @@ return {
       },
     },
     {
+      name = "in Chinese: the default ping rule and the FAQ answer a member whose app says zh-CN in Chinese",
+      config = { faq_module = "faq", rules = { { exact = "ping", reply_key = "pong" } } },
+      steps = {
+        { message = { text = "ping", from = "小明", attrs = { lang = "zh-CN" } }, expect = { replies = { "pong，小明！" } } },
+        { message = { text = "ping", from = "Tom", cid = "c2" }, expect = { replies = { { cid = "c2", text = "pong, Tom!" } } } },
+        { message = { text = "请问怎么安装？", from = "小明", attrs = { lang = "zh-CN" } },
+          expect = { replies = { { match = "^先运行 `make build`" } } } },
+        { message = { text = "你是谁", from = "小红", cid = "大厅", attrs = { lang = "zh-CN" } },
+          expect = { replies = { { cid = "大厅", text = "我是 大厅 的机器人；我的行为写在 plugins/*.lua 里。" } } } },
+        -- an English member asking in Chinese reads the English answer (the member's language, not the text's)
+        { message = { text = "插件 怎么 重新加载", from = "Tom" }, expect = { replies = { { match = "^Plugins reload by themselves" } } } },
+      },
+    },
+    {
+      name = "a reply_key that no locale file has answers with the key itself (never an error)",
+      config = { rules = { { pattern = "^say (%a+)", reply_key = "missing.key" } } },
+      steps = { { message = "say hi", expect = { replies = { "missing.key" } } } },
+    },
+    {
       name = "rules come before the FAQ and the first matching rule wins",
       config = { faq = { { keys = { "ping" }, answer = "faq ping" } },
                  rules = { { keyword = "ping", reply = "first" }, { exact = "ping", reply = "second" } } },

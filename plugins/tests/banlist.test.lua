@@ -27,6 +27,25 @@ return {
   config = { moderators = { "Mod" } },
   cases = {
     {
+      name = "in Chinese: a moderator whose app says zh-CN bans and lists; the banned member reads the refusal in Chinese",
+      steps = with(learn("c1", "c2"), {
+        { message = { text = "!ban @骗子 发诈骗链接", from = "Mod", attrs = { lang = "zh-CN" } },
+          expect = { replies = { "骗子 已在 2 个会话中被封禁：发诈骗链接" } } },
+        { message = { text = "!ban", from = "Mod", attrs = { lang = "zh-CN" } }, expect = { replies = { { contains = "usage" } } } },
+        { message = { text = "!ban 骗子", from = "Mod", attrs = { lang = "zh-CN" } }, expect = { replies = { { contains = "usage" } } } },
+        { message = { text = "!ban a* 刷屏", from = "Mod", attrs = { lang = "zh-CN" } },
+          expect = { replies = { "!ban: 模式至少要有 3 个普通字符（a* 会匹配太多人）" } } },
+        { message = { text = "!banlist", from = "Mod", attrs = { lang = "zh-CN" } },
+          expect = { replies = { "1 条封禁:\n骗子 — 发诈骗链接（Mod，2023-11-14）" } } },
+        { message = { text = "加我", from = "骗子", attrs = { lang = "zh-CN" } },
+          expect = { verdict = "block", reason = "你在这里已被封禁：发诈骗链接" } },
+        { message = { text = "hi", from = "骗子", cid = "c2" }, expect = { verdict = "block", reason = "you are banned here: 发诈骗链接" } },
+        { message = { text = "!unban 骗子", from = "Mod", attrs = { lang = "zh-CN" } }, expect = { replies = { "骗子 已解封" } } },
+        { message = { text = "!unban 骗子", from = "Mod", attrs = { lang = "zh-CN" } }, expect = { replies = { "骗子 不在封禁名单上" } } },
+        { message = { text = "!banlist", from = "Mod", attrs = { lang = "zh-CN" } }, expect = { replies = { "封禁名单是空的" } } },
+      }),
+    },
+    {
       name = "only moderators ban, and a reason is required",
       steps = {
         { message = "!ban Spammer links", expect = { replies = { "!ban is only for moderator" }, actions = {} } },
