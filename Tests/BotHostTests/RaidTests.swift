@@ -175,12 +175,13 @@ final class RaidTests: XCTestCase {
         }
     }
 
-    /// Screening through a real server: the newcomer is muted by the server, opens a 1:1 chat with the bot,
-    /// answers wrong once and then right, and may post.
+    /// Screening through a real server with the in-group fallback (`dm = false, ask_in_group = true`): the
+    /// newcomer is muted by the server, opens a 1:1 chat with the bot, answers wrong once and then right,
+    /// and may post. (The bot opening the 1:1 chat itself: ScreeningDMTests.)
     func testANewcomerAnswersInAOneToOneChatAndMayPost() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
         defer { Task { await harness.server.stop() } }
-        let bot = try await Self.shippedBot(harness, gatekeeper: ["screening": true])
+        let bot = try await Self.shippedBot(harness, gatekeeper: ["screening": true, "dm": false, "ask_in_group": true])
         defer { Task { await bot.stop() } }
         let clients = ["member01", "member02", "newbie"].map { harness.server.client($0) }
         let logs = try await openClients(clients)
