@@ -10,7 +10,7 @@ import Synchronization
 /// waits (at most `capacity` of them, briefly) for the delivery with the same conversation, sender and
 /// text, which then continues it under the message's id.
 public final class MessageTraceStore: Sendable {
-    /// Most traces kept.
+    /// Most traces kept; 0: tracing is off (`review` and `delivered` make no trace).
     public let capacity: Int
 
     private struct State {
@@ -26,16 +26,23 @@ public final class MessageTraceStore: Sendable {
     private let state = Mutex(State())
 
     public init(capacity: Int = 500) {
-        self.capacity = max(1, capacity)
+        self.capacity = max(0, capacity)
     }
 
-    /// Starts the trace of a message the server asked the bot to review.
-    public func review(_ message: HookMessage) -> MessageTrace {
-        keep(Self.trace(of: message))
+    /// The store of a bot host: `HOOKBOT_TRACES` traces if set (0 turns tracing off, as benchmarks compare),
+    /// else 500.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> MessageTraceStore {
+        MessageTraceStore(capacity: environment["HOOKBOT_TRACES"].flatMap { Int($0) }.map { min(max($0, 0), 100_000) } ?? 500)
+    }
+
+    /// Starts the trace of a message the server asked the bot to review (nil when tracing is off).
+    public func review(_ message: HookMessage) -> MessageTrace? {
+        capacity == 0 ? nil : keep(Self.trace(of: message))
     }
 
     /// Makes a reviewed message's trace the one its delivery continues (the message as delivered).
     public func awaitDelivery(_ trace: MessageTrace, as message: HookMessage) {
+        guard capacity > 0 else { return }
         let key = Self.key(message)
         state.withLock {
             if $0.awaiting.updateValue(trace, forKey: key) == nil { $0.awaitingOrder.append(key) }
@@ -45,8 +52,9 @@ public final class MessageTraceStore: Sendable {
         }
     }
 
-    /// The trace a delivered message's routing adds to: its review's, or a new one.
-    public func delivered(_ message: HookMessage) -> MessageTrace {
+    /// The trace a delivered message's routing adds to: its review's, or a new one (nil when tracing is off).
+    public func delivered(_ message: HookMessage) -> MessageTrace? {
+        guard capacity > 0 else { return nil }
         let key = Self.key(message)
         let reviewed: MessageTrace? = state.withLock {
             guard let trace = $0.awaiting.removeValue(forKey: key) else { return nil }

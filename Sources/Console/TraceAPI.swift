@@ -30,8 +30,9 @@ extension Console {
         let query = request.uri.queryParameters
         var limit = 50
         if let value = query.get("limit") {
-            guard let number = Int(value), (1...store.capacity).contains(number) else {
-                return HTTPJSON.error(.badRequest, "limit must be between 1 and \(store.capacity)")
+            let most = max(1, store.capacity)
+            guard let number = Int(value), (1...most).contains(number) else {
+                return HTTPJSON.error(.badRequest, "limit must be between 1 and \(most)")
             }
             limit = number
         }

@@ -149,10 +149,10 @@ final class TraceAPITests: XCTestCase {
     }
 
     /// The store keeps the last `capacity` traces and each trace at most `maxSteps` steps.
-    func testTracesAreCapped() {
+    func testTracesAreCapped() throws {
         let store = MessageTraceStore(capacity: 3)
         for n in 1...5 {
-            let trace = store.delivered(HookMessage(id: "m\(n)", cid: "c", from: "Tom", type: -1, text: "第\(n)条 🙂"))
+            let trace = try XCTUnwrap(store.delivered(HookMessage(id: "m\(n)", cid: "c", from: "Tom", type: -1, text: "第\(n)条 🙂")))
             for step in 0..<(MessageTrace.maxSteps + 10) { trace.add(.hook, plugin: "p", "step \(step)") }
         }
         let kept = store.recent(limit: 10)
@@ -163,5 +163,10 @@ final class TraceAPITests: XCTestCase {
         XCTAssertEqual(store.trace("m4")?.text, "第4条 🙂")
         let long = MessageTrace(messageID: "x", cid: "c", from: "Tom", text: String(repeating: "长", count: 1000))
         XCTAssertEqual(long.snapshot.text.count, MessageTrace.maxText)
+        // Off: no trace is made.
+        let off = MessageTraceStore.fromEnvironment(["HOOKBOT_TRACES": "0"])
+        XCTAssertNil(off.delivered(HookMessage(id: "m", cid: "c", from: "Tom", text: "hi")))
+        XCTAssertEqual(off.recent(limit: 10), [])
+        XCTAssertEqual(MessageTraceStore.fromEnvironment([:]).capacity, 500)
     }
 }
