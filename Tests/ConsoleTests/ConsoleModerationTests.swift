@@ -30,6 +30,11 @@ final class ConsoleModerationTests: XCTestCase {
         await harness.stop()
     }
 
+    private func save(_ browser: WebDriver, _ name: String) async throws {
+        try FileManager.default.createDirectory(at: ConsoleBrowserTests.screenshots, withIntermediateDirectories: true)
+        try await browser.screenshot().write(to: ConsoleBrowserTests.screenshots.appendingPathComponent(name))
+    }
+
     private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
         let (tom, lobby) = try await ModerationAPITests.getMuted(harness)
         let listed = try await harness.admin("GET", "/api/moderation/actions?target=Tom&action=mute").object()
@@ -57,6 +62,7 @@ final class ConsoleModerationTests: XCTestCase {
             "the row to say it was undone",
             "return (document.querySelector(arguments[0])?.textContent || '').includes('undone by console')",
             [row])
+        try await save(browser, "console-moderation.png")
         try await eventually("Tom to talk again") {
             do {
                 _ = try await lobby.send(.text("thanks 🙏 我会注意的"))
@@ -74,6 +80,7 @@ final class ConsoleModerationTests: XCTestCase {
         try await browser.click("#config-save")
         try await browser.waitUntil(
             "the field's error", "return (document.querySelector('.field-error[data-key=\"max_links\"]')?.textContent || '').length > 0")
+        try await save(browser, "console-config.png")
         _ = try await browser.script(
             #"""
             document.querySelector('#config-max_links').value = '3';

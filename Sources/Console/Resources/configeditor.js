@@ -18,7 +18,9 @@ function configButton(name) {
     on: { click: () => openConfig(name) } });
 }
 
-const isComplex = (field) => field.types.some((t) => t === 'array' || t === 'table' || t === 'any');
+/** Lists and tables (and a setting of any type holding one) are edited as JSON in a text area. */
+const isComplex = (field, value) => field.types.some((t) => t === 'array' || t === 'table')
+  || (field.types.includes('any') && value !== null && typeof value === 'object');
 const shownJSON = (value, pretty) => (value === undefined ? '' : JSON.stringify(value, null, pretty ? 2 : 0));
 
 async function openConfig(name) {
@@ -57,7 +59,7 @@ function configField(field) {
   } else if (field.types.length === 1 && field.types[0] === 'boolean') {
     input = h('input', { id, type: 'checkbox', checked: current === true });
     read = () => ({ value: input.checked });
-  } else if (isComplex(field)) {
+  } else if (isComplex(field, current)) {
     const text = shownJSON(current, true);
     input = h('textarea', { id, class: 'mono', rows: Math.min(16, Math.max(2, text.split('\n').length)), spellcheck: false, value: text });
     read = () => {
@@ -72,6 +74,8 @@ function configField(field) {
       const raw = input.value;
       if (field.types.includes('boolean') && (raw.trim() === 'false' || raw.trim() === 'true')) return { value: raw.trim() === 'true' };
       if (field.types.includes('string')) return { value: raw };
+      // Any type: JSON when it reads as JSON (false, 3, "x"), else the text itself.
+      if (field.types.includes('any')) { try { return { value: JSON.parse(raw) }; } catch { return { value: raw }; } }
       if (numeric) {
         const number = Number(raw.trim());
         if (!raw.trim() || !Number.isFinite(number)) return { error: `must be a number${field.types.includes('boolean') ? ' (or false)' : ''}` };
