@@ -261,7 +261,7 @@ public struct LocaleCatalog: Sendable, Hashable {
         for locale in locales where locale != base {
             let missing = tables[locale]!.keys.filter { key in
                 // a plural form counts as present when the default locale has the key in any form
-                if known.contains(key) { return false }
+                if known.contains(key) || known.contains(key + ".other") || known.contains(key + ".one") { return false }
                 let stem = key.split(separator: ".").dropLast().joined(separator: ".")
                 let form = key.split(separator: ".").last.map(String.init) ?? ""
                 if ["zero", "one", "other"].contains(form), known.contains(stem) || known.contains(stem + ".other") {
