@@ -83,6 +83,7 @@ public final class HookStateStore: Sendable {
                     END;
                     """)
         }
+        migrator.registerMigration("hookruntime-v3-schedules") { db in try Self.createScheduleTables(db) }
         try migrator.migrate(pool)
     }
 
