@@ -54,6 +54,30 @@ final class BotDialogTests: XCTestCase {
         try await expect(logs[0], "echo thanks")
     }
 
+    /// The bot's timer driver ends a question nobody answers.
+    func testAnUnansweredQuestionTimesOut() async throws {
+        let harness = try await BotHarness.start(attachment: .inProcess)
+        defer { Task { await harness.server.stop() } }
+        try harness.write(
+            "quick.lua",
+            """
+            return { name = "quick", on_receive = function(msg, ctx)
+              local a, why = ctx.ask("快问：yes or no?", { timeout = 1 })
+              ctx.reply(a and ("got " .. a.text) or ("no answer: " .. why))
+            end }
+            """)
+        let bot = try await harness.bot()
+        defer { Task { await bot.stop() } }
+        let tom = harness.server.client("Tom")
+        let logs = try await openClients([tom])
+        let conversation = try await tom.createConversation(members: ["modbot"])
+        _ = try await conversation.send(.text("hi"))
+        try await expectBot(logs[0], in: conversation.id, "快问：yes or no?", line: #line)
+        let asked = ContinuousClock.now
+        try await expectBot(logs[0], in: conversation.id, "no answer: timeout", line: #line)
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - asked, .milliseconds(500))
+    }
+
     func testADialogOpenAcrossARestartIsEndedAndTheMemberTold() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
         defer { Task { await harness.server.stop() } }
