@@ -2,7 +2,8 @@
 --
 -- * Screening (off by default; `screening = true`, or a list of conversation ids): a new member is
 --   muted on the server for `answer_seconds` (so the mute holds while the bot restarts) and asked a
---   question (arithmetic, pick the emoji, or your own; English, Chinese or both). The bot asks it in a 1:1
+--   question (arithmetic, pick the emoji, or your own; in the member's language through ctx.t and
+--   plugins/locales/gatekeeper/, or always English, Chinese or both). The bot asks it in a 1:1
 --   chat it opens with the member (`ctx.dm`; `dm = false` turns this off), in the mute's reason, and, with
 --   `ask_in_group = true`, in the group with a mention; the member answers in the 1:1 chat (the bot's, or
 --   one the member opened with the bot), or with `!answer <text>` wherever the bot is. The
@@ -20,42 +21,11 @@
 
 local modlog = require("modlog")
 
-local TEXTS = {
-  en = {
-    ask_group = "@{user} welcome! Before you can post here, answer this in a 1:1 chat with {bot} (or !answer <answer>) within {minutes} min: {question}",
-    mute_reason = "new member: answer {bot}'s question in a 1:1 chat with {bot}: {question}",
-    ask = "To post in {conversation}, answer: {question}",
-    right = "Thanks, {user}! You can post in {conversation} now.",
-    wrong = "Not quite, {tries} more tries. {question}",
-    kicked_wrong = "too many wrong answers to the new-member question",
-    kicked_timeout = "did not answer the new-member question in time",
-    pending = "answer {bot}'s question first (in a 1:1 chat with {bot})",
-    surge = "many members are joining right now; new members can post in a few seconds",
-    raid = "raid mode: new members cannot post for a while",
-    wave = "Join wave: {joins} members joined within {seconds} s. {conversation} is invite-only{until}, and new members are muted for {mute} min. Moderators: !gate unlock, !gate raid off.",
-    unlocked = "{conversation} is open to new members again.",
-    math = "What is {a} {op} {b}?",
-    emoji = "Which one is the {name}? {choices} (answer 1-{n} or the emoji)",
-    no_question = "you have no question waiting",
-  },
-  zh = {
-    ask_group = "@{user} 欢迎！在这里发言之前，请在 {minutes} 分钟内与 {bot} 私聊回答（或发送 !answer 答案）：{question}",
-    mute_reason = "新成员：请与 {bot} 私聊回答问题：{question}",
-    ask = "要在 {conversation} 发言，请回答：{question}",
-    right = "谢谢，{user}！现在可以在 {conversation} 发言了。",
-    wrong = "不对，还可以再试 {tries} 次。{question}",
-    kicked_wrong = "新成员问题答错次数过多",
-    kicked_timeout = "未在规定时间内回答新成员问题",
-    pending = "请先与 {bot} 私聊回答问题",
-    surge = "现在有很多人同时加入，新成员请稍等几秒再发言",
-    raid = "防刷屏模式：新成员暂时不能发言",
-    wave = "加入潮：{seconds} 秒内有 {joins} 人加入。{conversation} 已改为仅限邀请{until}，新成员禁言 {mute} 分钟。管理员：!gate unlock、!gate raid off。",
-    unlocked = "{conversation} 已重新开放加入。",
-    math = "{a} {op_zh} {b} 等于几？",
-    emoji = "哪一个是{name_zh}？{choices}（回答 1-{n} 或表情）",
-    no_question = "你没有待回答的问题",
-  },
-}
+-- The texts are in plugins/locales/gatekeeper/<locale>.toml (ctx.t); `texts` in the config overrides one.
+local KEYS = {}
+for _, k in ipairs({ "ask_group", "mute_reason", "ask", "right", "wrong", "kicked_wrong", "kicked_timeout", "pending",
+  "surge", "raid", "wave", "unlocked", "math", "emoji", "no_question" }) do KEYS[k] = true end
+local LOCALE = { en = "en", zh = "zh-CN" }
 
 local EMOJI = {
   { "🍎", "apple", "苹果" }, { "🐱", "cat", "猫" }, { "🐶", "dog", "狗" }, { "🚗", "car", "汽车" },
@@ -82,14 +52,24 @@ local function render(template, vars)
   return (template:gsub("{([%w_]+)}", function(k) return vars[k] ~= nil and tostring(vars[k]) or "{" .. k .. "}" end))
 end
 
--- A text in the configured language(s): "both" is English, then Chinese on its own line.
-local function say(key, vars)
-  local function one(lang)
+-- A text in the language of the member (or conversation) it is about (`language = "auto"`: `who` is
+-- {user = uid} or {conv = cid}, nil for the current event's member), or in the configured one(s): "both"
+-- is English, then Chinese on its own line. A text set in `texts` wins over the translation.
+local function say(ctx, key, vars, who)
+  local function one(opts, lang)
+    local v = vars
+    if key == "wave" then
+      v = {}
+      for k, x in pairs(vars) do v[k] = x end
+      v["until"] = vars.lock > 0 and ctx.t("wave_until", { minutes = vars.lock }, opts) or ""
+    end
     local over = texts_over[lang]
-    return render((type(over) == "table" and over[key]) or TEXTS[lang][key], vars)
+    if type(over) == "table" and over[key] then return render(over[key], v) end
+    return ctx.t(key, v, opts)
   end
-  if cfg.language == "both" then return one("en") .. "\n" .. one("zh") end
-  return one(cfg.language)
+  if cfg.language == "both" then return one({ locale = "en" }, "en") .. "\n" .. one({ locale = "zh-CN" }, "zh") end
+  if cfg.language ~= "auto" then return one({ locale = LOCALE[cfg.language] }, cfg.language) end
+  return one(who, ctx.t("_lang", nil, who) == "zh" and "zh" or "en")
 end
 
 -- Lowercase, trimmed, fullwidth forms as ASCII, no emoji variation selector, no final punctuation.
@@ -122,7 +102,7 @@ local function screening_on(cid)
 end
 
 -- A question: { text = "...", answers = { ... }, numeric = bool, kind = "math" | "emoji" | "custom" }.
-local function new_question()
+local function new_question(ctx, who)
   local pool = {}
   for _, k in ipairs(cfg.kinds) do pool[#pool + 1] = k end
   for i = 1, #cfg.questions do pool[#pool + 1] = i end
@@ -133,7 +113,7 @@ local function new_question()
     if not add and b > a then a, b = b, a end
     local answer = add and a + b or a - b
     return { kind = "math", numeric = true, answers = { tostring(answer) },
-             text = say("math", { a = a, b = b, op = add and "+" or "-", op_zh = add and "加" or "减" }) }
+             text = say(ctx, "math", { a = a, b = b, op = add and "+" or "-", op_zh = add and "加" or "减" }, who) }
   elseif pick == "emoji" then
     local idx, choices = {}, {}
     while #idx < 4 do
@@ -146,10 +126,11 @@ local function new_question()
     for n, i in ipairs(idx) do choices[#choices + 1] = n .. " " .. EMOJI[i][1] end
     local e = EMOJI[idx[right]]
     return { kind = "emoji", numeric = true, answers = { tostring(right), clean(e[1]), e[2], e[3] },
-             text = say("emoji", { name = e[2], name_zh = e[3], choices = table.concat(choices, "  "), n = 4 }) }
+             text = say(ctx, "emoji", { name = e[2], name_zh = e[3], choices = table.concat(choices, "  "), n = 4 }, who) }
   else
     local q = cfg.questions[pick]
     local lang = cfg.language == "zh" and "zh" or "en"
+    if cfg.language == "auto" and ctx.t("_lang", nil, who) == "zh" then lang = "zh" end
     local text = (lang == "zh" and q.q_zh) or q.q
     if cfg.language == "both" and q.q_zh then text = q.q .. " / " .. q.q_zh end
     local answers = {}
@@ -209,7 +190,8 @@ local function vars_for(ctx, cid, uid, extra)
 end
 
 local function screen(ctx, cid, uid, quiet)
-  local q = new_question()
+  local who = { user = uid }
+  local q = new_question(ctx, who)
   local conv = ctx.state.conv(cid)
   local deadline = ctx.now() + cfg.answer_seconds
   conv.set("pending:" .. uid, { q = q, tries = cfg.tries, ["until"] = deadline })
@@ -220,17 +202,17 @@ local function screen(ctx, cid, uid, quiet)
   set_user_pending(ctx, uid, list)
   activate(ctx, cid)
   local vars = vars_for(ctx, cid, uid, { question = q.text, minutes = math.ceil(cfg.answer_seconds / 60) })
-  ctx.conv(cid).mute(uid, cfg.answer_seconds, say("mute_reason", vars))
+  ctx.conv(cid).mute(uid, cfg.answer_seconds, say(ctx, "mute_reason", vars, who))
   modlog.post(ctx, { action = "mute", target = uid, cid = cid, rule = "screening",
     reason = "new member, question asked (" .. cfg.answer_seconds .. " s to answer)", by = ctx.plugin,
     undo = ctx.commands.prefix .. "gate pass " .. uid })
-  if cfg.ask_in_group and not quiet then ctx.send(cid, say("ask_group", vars)) end
+  if cfg.ask_in_group and not quiet then ctx.send(cid, say(ctx, "ask_group", vars, who)) end
   -- The 1:1 chat: the one the member opened, or (`dm = true`) the one the host opens with ctx.dm.
   local dm = ctx.state.user(uid).get("dm")
   if dm then
-    pcall(ctx.send, dm, say("ask", vars))
+    pcall(ctx.send, dm, say(ctx, "ask", vars, who))
   elseif cfg.dm and ctx.dm then
-    ctx.dm(uid, say("ask", vars))
+    ctx.dm(uid, say(ctx, "ask", vars, who))
   end
 end
 
@@ -251,13 +233,13 @@ end
 local function raid_act(ctx, cid, uid, why)
   if cfg.raid_action == "kick" then
     clear_pending(ctx, cid, uid)
-    ctx.kick(cid, uid, say("raid", {}))
+    ctx.kick(cid, uid, say(ctx, "raid", {}, { user = uid }))
     modlog.post(ctx, { action = "kick", target = uid, cid = cid, rule = "raid", reason = why, by = ctx.plugin })
   else
     local seconds = math.floor(cfg.raid_mute_minutes * 60)
     -- A question waiting is dropped: raid mode's mute replaces it.
     clear_pending(ctx, cid, uid)
-    ctx.conv(cid).mute(uid, seconds, say("raid", {}))
+    ctx.conv(cid).mute(uid, seconds, say(ctx, "raid", {}, { user = uid }))
     modlog.post(ctx, { action = "mute", target = uid, cid = cid, rule = "raid", reason = why .. ", " .. seconds .. " s",
       by = ctx.plugin, undo = ctx.commands.prefix .. "gate pass " .. uid })
   end
@@ -339,10 +321,8 @@ local function wave(ctx, cid, joins)
   end
   conv.set("joins", joins, cfg.wave.seconds)
   if not already then
-    local until_text = cfg.lock_minutes > 0 and (" for " .. cfg.lock_minutes .. " min") or ""
-    if cfg.language == "zh" then until_text = cfg.lock_minutes > 0 and ("（" .. cfg.lock_minutes .. " 分钟）") or "" end
-    ctx.send(cid, say("wave", vars_for(ctx, cid, nil,
-      { joins = n, seconds = cfg.wave.seconds, ["until"] = until_text, mute = cfg.raid_mute_minutes })))
+    ctx.send(cid, say(ctx, "wave", vars_for(ctx, cid, nil,
+      { joins = n, seconds = cfg.wave.seconds, lock = cfg.lock_minutes, mute = cfg.raid_mute_minutes }), { conv = cid }))
   end
 end
 
@@ -359,7 +339,7 @@ local function sweep(ctx)
       local p = conv.get(key)
       local uid = key:sub(9)
       if p and p["until"] <= now then
-        remove(ctx, cid, uid, say("kicked_timeout", {}), "screening")
+        remove(ctx, cid, uid, say(ctx, "kicked_timeout", {}, { user = uid }), "screening")
       else
         busy = true
       end
@@ -367,7 +347,7 @@ local function sweep(ctx)
     local lock_until = conv.get("lock_until")
     if lock_until and lock_until > 0 and lock_until <= now then
       unlock(ctx, cid, ctx.plugin, "cool-down over")
-      ctx.send(cid, say("unlocked", vars_for(ctx, cid)))
+      ctx.send(cid, say(ctx, "unlocked", vars_for(ctx, cid), { conv = cid }))
     elseif lock_until then
       busy = true
     end
@@ -400,18 +380,18 @@ local function answer(ctx, uid, text, reply)
   local verdict = judge(p.q, text)
   if verdict == "right" then
     pass(ctx, cid, uid, ctx.plugin, "answered the new-member question")
-    reply(say("right", vars))
+    reply(say(ctx, "right", vars, { user = uid }))
   elseif verdict == "wrong" then
     p.tries = p.tries - 1
     if p.tries <= 0 then
-      remove(ctx, cid, uid, say("kicked_wrong", {}), "screening")
+      remove(ctx, cid, uid, say(ctx, "kicked_wrong", {}, { user = uid }), "screening")
     else
       conv.set("pending:" .. uid, p)
       vars.tries = p.tries
-      reply(say("wrong", vars))
+      reply(say(ctx, "wrong", vars, { user = uid }))
     end
   else
-    reply(say("ask", vars))
+    reply(say(ctx, "ask", vars, { user = uid }))
   end
   return true
 end
@@ -482,7 +462,7 @@ return {
     tries = 3,                -- wrong answers before the member is removed
     kinds = { "math", "emoji" }, -- built-in questions; {} for only your own
     questions = {},           -- your own: { q = "...", a = { "...", ... }, q_zh = "...", a_zh = { ... } }
-    language = "en",          -- "en", "zh" or "both"
+    language = "auto",        -- "auto": each member's own (ctx.t, !lang, attrs.lang); or always "en", "zh" or "both"
     dm = true,                -- ask in a 1:1 chat the bot opens with the member (ctx.dm); the answer is taken there
     ask_in_group = false,     -- also post the question in the group, with a mention (the fallback for clients
                               -- that show no 1:1 chats: set dm = false, ask_in_group = true; !answer works anywhere)
@@ -495,7 +475,7 @@ return {
     exempt = {},              -- never screened nor counted (other bots)
     code = 4340,              -- application error code of the messages this plugin refuses
     sweep_seconds = 2,        -- how often expired questions, locks and raid modes are settled
-    texts = {},               -- your wording: { en = { ask_group = "..." }, zh = { ... } } (keys as in TEXTS)
+    texts = {},               -- your wording: { en = { ask_group = "..." }, zh = { ... } } (keys as in locales/gatekeeper/)
     modlog = false,           -- a conversation id: post every action there (lib/modlog.lua)
   },
 
@@ -517,8 +497,8 @@ return {
       bad("wave.surge", "must be a number, at least 1 (or false)")
     end
     if c.raid_action ~= "mute" and c.raid_action ~= "kick" then bad("raid_action", "must be \"mute\" or \"kick\"") end
-    if c.language ~= "en" and c.language ~= "zh" and c.language ~= "both" then
-      bad("language", "must be \"en\", \"zh\" or \"both\"")
+    if c.language ~= "auto" and c.language ~= "en" and c.language ~= "zh" and c.language ~= "both" then
+      bad("language", "must be \"auto\", \"en\", \"zh\" or \"both\"")
     end
     for _, k in ipairs(c.kinds) do
       if k ~= "math" and k ~= "emoji" then bad("kinds", "'" .. tostring(k) .. "' is not math or emoji") end
@@ -530,9 +510,9 @@ return {
     end
     if #c.kinds == 0 and #c.questions == 0 then bad("kinds", "no questions: list a kind or add questions") end
     for lang, t in pairs(c.texts) do
-      if not TEXTS[lang] or type(t) ~= "table" then bad("texts." .. tostring(lang), "must be en or zh, a table of texts") end
+      if not LOCALE[lang] or type(t) ~= "table" then bad("texts." .. tostring(lang), "must be en or zh, a table of texts") end
       for key in pairs(t) do
-        if not TEXTS[lang][key] then bad("texts." .. lang .. "." .. tostring(key), "no such text") end
+        if not KEYS[key] then bad("texts." .. lang .. "." .. tostring(key), "no such text") end
       end
     end
     cfg = c
@@ -558,7 +538,7 @@ return {
     ctx.commands.add{
       name = "answer", args = "<answer:text>", description = "answer the new-member question",
       run = function(args, msg, ctx)
-        if not answer(ctx, msg.from, args.answer, ctx.reply) then ctx.reply(say("no_question", {})) end
+        if not answer(ctx, msg.from, args.answer, ctx.reply) then ctx.reply(say(ctx, "no_question", {})) end
       end,
     }
   end,
@@ -570,14 +550,14 @@ return {
     local cid, uid = msg.cid, msg.from
     local waiting = pending_in[cid]
     if waiting and waiting[uid] then
-      return ctx.block(say("pending", vars_for(ctx, cid, uid)), { code = cfg.code })
+      return ctx.block(say(ctx, "pending", vars_for(ctx, cid, uid)), { code = cfg.code })
     end
     if not active_in[cid] then return nil end
     local joins = recent_joins(ctx, cid)
     local surge = cfg.wave.surge and counted(joins) >= cfg.wave.surge
     for _, j in ipairs(joins) do
       if j.u == uid and (j.r or (surge and not j.v)) then
-        return ctx.block(say(j.r and "raid" or "surge", {}), { code = cfg.code })
+        return ctx.block(say(ctx, j.r and "raid" or "surge", {}), { code = cfg.code })
       end
     end
     return nil
@@ -631,7 +611,7 @@ return {
     ctx.state.user(ev.by).set("dm", ev.cid)
     local cid = user_pending(ctx, ev.by)[1]
     local p = cid and ctx.state.conv(cid).get("pending:" .. ev.by)
-    if p then ctx.send(ev.cid, say("ask", vars_for(ctx, cid, ev.by, { question = p.q.text }))) end
+    if p then ctx.send(ev.cid, say(ctx, "ask", vars_for(ctx, cid, ev.by, { question = p.q.text }), { user = ev.by })) end
   end,
 
   -- An answer in the 1:1 chat with the bot: the one the member opened (on_invited), or the one the host

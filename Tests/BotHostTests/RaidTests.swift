@@ -260,8 +260,9 @@ final class RaidTests: XCTestCase {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-\(UUID().uuidString)")
         let plugins = directory.appendingPathComponent("plugins")
         try FileManager.default.createDirectory(at: plugins.appendingPathComponent("lib"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: plugins.appendingPathComponent("locales/gatekeeper"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        for file in ["gatekeeper.lua", "lib/modlog.lua"] {
+        for file in ["gatekeeper.lua", "lib/modlog.lua", "locales/gatekeeper/en.toml", "locales/gatekeeper/zh-CN.toml"] {
             try FileManager.default.copyItem(
                 at: root.appendingPathComponent("plugins/\(file)"), to: plugins.appendingPathComponent(file))
         }
@@ -271,7 +272,7 @@ final class RaidTests: XCTestCase {
         let cases: [(JSONValue, String)] = [
             (["raid_action": "ban"], "plugins.gatekeeper.raid_action: must be \"mute\" or \"kick\""),
             (["wave": ["joins": 0]], "plugins.gatekeeper.wave.joins: must be a number, at least 1"),
-            (["language": "fr"], "plugins.gatekeeper.language: must be \"en\", \"zh\" or \"both\""),
+            (["language": "fr"], "plugins.gatekeeper.language: must be \"auto\", \"en\", \"zh\" or \"both\""),
             (["kinds": ["maths"]], "plugins.gatekeeper.kinds: 'maths' is not math or emoji"),
             (["questions": [["q": "2 + 2?"]]], "plugins.gatekeeper.questions[1]: must be { q = \"question\", a = { \"answer\", ... } }"),
             (["kinds": [], "questions": []], "plugins.gatekeeper.kinds: no questions: list a kind or add questions"),
