@@ -420,9 +420,26 @@ local function muted_until(ctx, cid, uid, now)
 end
 
 -- What a rule hit does. Returns the verdict (nil: the message goes through).
+-- What a member is told, in their language: a rule's message (or a reason) that is the shipped English
+-- wording (plugins/locales/moderation/en.toml, [messages]) is translated; your own wording is kept as it is.
+-- Only when a rule fires, so it costs nothing on ordinary messages.
+-- ctx.t, or `fallback` where the plugin runs without its locale files (ctx.t answers the key itself).
+local function tr(ctx, key, vars, fallback)
+  local text = ctx.t(key, vars)
+  if text == key then return (fallback:gsub("{(%w+)}", function(k) return tostring(vars and vars[k] or "") end)) end
+  return text
+end
+
+local function told(ctx, name, text)
+  if not text then return text end
+  local key = "messages." .. name
+  if ctx.t(key, nil, { locale = "en" }) == text then return ctx.t(key) end
+  return text
+end
+
 local function enforce(rule, msg, ctx, why, now)
   local c, cid, uid = ctx.config, msg.cid, msg.from
-  local reason = rule.message
+  local reason = told(ctx, rule.name, rule.message)
   local conv = ctx.state.conv(cid)
   ctx.state.incr("hits:" .. rule.name)
   local did, block, silent, recall = {}, false, c.silent, false
@@ -449,7 +466,7 @@ local function enforce(rule, msg, ctx, why, now)
       warn = reason
     elseif step.action == "mute" then
       mute = math.max(mute or 0, step.seconds)
-      warn = reason .. "; muted for " .. human(mute)
+      warn = tr(ctx, "muted_for", { reason = reason, time = human(mute) }, "{reason}; muted for {time}")
     elseif step.action == "kick" then
       kick = true
       conv.set("banned:" .. uid, true)
@@ -458,7 +475,7 @@ local function enforce(rule, msg, ctx, why, now)
     end
     if rule.legacy then conv.incr("stats:" .. step.action) end
   elseif mute then
-    warn = (warn or reason) .. "; muted for " .. human(mute)
+    warn = tr(ctx, "muted_for", { reason = warn or reason, time = human(mute) }, "{reason}; muted for {time}")
   end
   if rule.legacy then
     conv.incr("stats:blocked")
@@ -775,9 +792,9 @@ local function appeal(args, msg, ctx)
     local what = tostring(e.action)
     if not e.dry_run and what ~= "alert" and what ~= "pardon" and what:sub(1, 6) ~= "appeal" then sanction = e; break end
   end
-  if not sanction then return ctx.reply("you have no recent moderation action to appeal") end
+  if not sanction then return ctx.reply(tr(ctx, "appeal.none", nil, "you have no recent moderation action to appeal")) end
   local open = ctx.state.get("appeals_open:" .. uid) or {}
-  if #open >= 3 then return ctx.reply("you have " .. #open .. " open appeals; the moderators will answer") end
+  if #open >= 3 then return ctx.reply(tr(ctx, "appeal.too_many", { n = #open }, "you have {n} open appeals; the moderators will answer")) end
   local id = ctx.state.incr("appeal_seq")
   ctx.state.set("appeal:" .. id, { user = uid, text = args.text, at = now, cid = msg.cid, open = true,
                                    about = sanction.rule or sanction.action })
@@ -789,7 +806,7 @@ local function appeal(args, msg, ctx)
   ctx.state.set("appeals_open:" .. uid, open)
   post(ctx, { action = "appeal #" .. id, target = uid, cid = sanction.cid, rule = sanction.rule, reason = args.text,
               by = uid, undo = ctx.commands.prefix .. "mod pardon " .. uid, appeal = id })
-  ctx.reply("appeal #" .. id .. " sent to the moderators")
+  ctx.reply(tr(ctx, "appeal.sent", { id = id }, "appeal #{id} sent to the moderators"))
 end
 
 local DEFAULT_RULES = {
@@ -965,7 +982,7 @@ return {
       -- A muted member may still appeal (where the bot is not the interceptor, it enforces its own mutes).
       local t = msg.text
       if t and t:sub(1, #appeal_prefix) == appeal_prefix then return nil end
-      return ctx.block(ctx.config.reasons.muted or "you are muted", { code = ctx.config.code, silent = true })
+      return ctx.block(told(ctx, "muted", ctx.config.reasons.muted or "you are muted"), { code = ctx.config.code, silent = true })
     end
     local m = { text = msg.text and msg.text:sub(1, ctx.config.max_scan) or "" }
     local name = legacy_violation(msg, ctx, now, m)
