@@ -131,4 +131,48 @@ final class ModerationAPITests: XCTestCase {
         }
         await harness.stop()
     }
+
+    /// A moderator's `!ban` (banlist) blocks Jerry on the server; the console's undo (`!unban Jerry`) lets him back in.
+    func testUndoOfABanLetsTheMemberBackIn() async throws {
+        let (harness, scratch) = try await Self.demo()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        do {
+            let (alice, aliceLobby, _) = try await harness.lobbyMember("alice")
+            let (jerry, jerryLobby, _) = try await harness.lobbyMember("Jerry")
+            _ = try await jerryLobby.send(.text("hello 大家好 🧀"))
+            _ = try await aliceLobby.send(.text("!ban Jerry posting phishing links"))
+            try await eventually("Jerry blocked from the lobby") {
+                do {
+                    _ = try await jerryLobby.send(.text("am I still here?"))
+                    return false
+                } catch {
+                    return true
+                }
+            }
+            let bans = try await actions(harness, "?plugin=banlist&action=ban&target=Jerry")
+            let ban = try XCTUnwrap(bans.first, "\(bans)")
+            XCTAssertEqual(ban["undo"] as? String, "!unban Jerry")
+            XCTAssertEqual(ban["by"] as? String, "alice")
+            let id = try XCTUnwrap(ban["id"] as? String)
+            let undo = try await harness.admin("POST", "/api/moderation/actions/\(id)/undo")
+            XCTAssertEqual(undo.status, 200, undo.text)
+            try await eventually("Jerry back in the lobby") {
+                do {
+                    try await jerryLobby.join()
+                    _ = try await jerryLobby.send(.text("thanks, I'm back"))
+                    return true
+                } catch {
+                    return false
+                }
+            }
+            let unban = try await actions(harness, "?plugin=banlist&action=unban&target=Jerry")
+            XCTAssertEqual(unban.first?["by"] as? String, "console:admin", "\(unban)")
+            await alice.close()
+            await jerry.close()
+        } catch {
+            await harness.stop()
+            throw error
+        }
+        await harness.stop()
+    }
 }
