@@ -9,6 +9,27 @@ import LuaSandbox
 /// many members choosing a language can never fill the one the host keeps mutes and roles in.
 let localeStatePlugin = "hookbot.locale"
 
+/// The language choices the host keeps (what `ctx.locale.set_user` / `set_conv` store), for hosts and
+/// test runners that set them without a plugin.
+public enum LocaleChoices {
+    /// Stores `tag` (normalised) as `user`'s choice; nil clears it. False when `tag` is not a locale tag.
+    @discardableResult
+    public static func set(user: String, to tag: String?, in store: HookStateStore, now: Double) throws -> Bool {
+        guard let tag else {
+            try store.delete(plugin: localeStatePlugin, key: "user:\(user)")
+            return true
+        }
+        guard let normalised = LocaleTag.normalise(tag) else { return false }
+        try store.set(plugin: localeStatePlugin, key: "user:\(user)", value: .string(normalised), now: now)
+        return true
+    }
+
+    /// `user`'s stored choice.
+    public static func user(_ user: String, in store: HookStateStore, now: Double) -> String? {
+        (try? store.get(plugin: localeStatePlugin, key: "user:\(user)", now: now))??.stringValue
+    }
+}
+
 /// The member and conversation whose locale `ctx.t` uses during one event.
 struct LocaleSubject {
     /// The member the event is about (a message's sender, a cmd's sender, the one member who joined…).

@@ -11,7 +11,7 @@ struct ScenarioMembers: Sendable {
     /// Per conversation, per member: the fields above.
     var conversations: [String: [String: JSONValue]] = [:]
 
-    static let memberKeys = ["ago", "at", "role", "messages", "founder"]
+    static let memberKeys = ["ago", "at", "role", "messages", "founder", "locale"]
 
     init() {}
 
@@ -36,6 +36,9 @@ struct ScenarioMembers: Sendable {
                     if let role = fields["role"], !["owner", "manager", "member"].contains(role.stringValue ?? "") {
                         throw ScenarioError("\(location).\(cid).\(uid).role must be \"owner\", \"manager\" or \"member\"")
                     }
+                    if let locale = fields["locale"], locale.stringValue.flatMap(LocaleTag.normalise) == nil {
+                        throw ScenarioError("\(location).\(cid).\(uid).locale must be a locale tag (en, zh-CN …)")
+                    }
                     for key in ["ago", "at", "messages"] where fields[key] != nil && fields[key]?.doubleValue == nil {
                         throw ScenarioError("\(location).\(cid).\(uid).\(key) must be a number")
                     }
@@ -55,9 +58,15 @@ struct ScenarioMembers: Sendable {
         return result
     }
 
-    /// Gives a bot's runtime these members, as of `now` on the scenario's clock.
-    func install(in members: ConversationMembers, now: Double) {
+    /// Gives a bot's runtime these members, as of `now` on the scenario's clock, and their language
+    /// choices (`locale = "zh-CN"`: as if they had said `!lang zh-CN`) to its state.
+    func install(in members: ConversationMembers, store: HookStateStore, now: Double) throws {
         for (cid, list) in conversations {
+            for (uid, spec) in list {
+                if let tag = spec.objectValue?["locale"]?.stringValue.flatMap(LocaleTag.normalise) {
+                    try LocaleChoices.set(user: uid, to: tag, in: store, now: now)
+                }
+            }
             var known: [String: MemberInfo] = [:]
             for (uid, spec) in list {
                 let fields = spec.objectValue ?? [:]

@@ -67,6 +67,21 @@ return {
       },
     },
     {
+      name = "in Chinese: a member who chose Chinese is greeted in Chinese, others in English; goodbyes in the conversation's language",
+      members = { c1 = { ["小明"] = { locale = "zh-CN" } } },
+      steps = {
+        { join = { members = { "小明", "Tom" }, by = "Spike" }, expect = { replies = { "欢迎 小明！", "Welcome, Tom!" } } },
+        { join = { members = { "小红" }, by = "Spike" }, expect = { replies = { "Welcome, 小红!" } } },
+        { advance = 86400 },
+        { leave = { members = { "小明" } }, expect = { replies = { "Goodbye, 小明." } } },
+        { join = { members = { "小明" } }, expect = { replies = { "欢迎回来，小明！你第一次加入是在 2023-11-14。" } } },
+        -- the conversation's language is Chinese (lang.lua's `!lang here zh-CN`)
+        { set_state = { plugin = "hookbot.locale", ["conv:c1"] = "zh-CN" } },
+        { leave = { members = { "Tom" }, by = "小明" }, expect = { replies = { "Tom 已被 小明 移出。" } } },
+        { invited = { cid = "c1", by = "小明" }, expect = { replies = { "大家好！我是机器人。发送 !help 看看我能做什么。" } } },
+      },
+    },
+    {
       name = "no introduction when intro is empty",
       config = { intro = "" },
       steps = { { invited = { cid = "new", by = "Tom" }, expect = { replies = {} } } },
