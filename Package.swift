@@ -58,6 +58,8 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -107,8 +109,10 @@ let package = Package(
         .target(
             name: "HookRuntime",
             dependencies: [
-                "CLua", "LuaSandbox", "IMCore", "CPCRE2",
+                "CLua", "LuaSandbox", "IMCore", "CPCRE2", "HookbotConfig",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                // HMAC of card buttons (Card.swift)
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -168,6 +172,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
         // hookbot.toml: TOML (TOMLKit) into JSON values, with errors that name file, line and key.

@@ -18,13 +18,12 @@ public struct BenchReport: Encodable {
     var w1b: PingPongResult?
     var w2: ModerationResult?
     var w3: FanOutResult?
-    var rssMB: Double?
+    var idle: IdleSessionsResult?
     var media: MediaBenchResult?
     var push: PushBenchResult?
 
     enum CodingKeys: String, CodingKey {
-        case machine, bot, store, synchronous, hooks, w1a, w1b, w2, w3, media, push
-        case rssMB = "rss_mb"
+        case machine, bot, store, synchronous, hooks, w1a, w1b, w2, w3, idle, media, push
     }
 }
 
@@ -72,8 +71,8 @@ struct FanOutResult: Encodable {
 }
 
 extension BenchReport {
-    /// Runs the `workloads` named (w1a, w1b, w2, w3, rss, hooks, media, push); `quick` runs a tenth of the messages
-    /// (and `media` a 10 MB file).
+    /// Runs the `workloads` named (w1a, w1b, w2, w3, idle, hooks, media, push); `quick` runs a tenth of the messages
+    /// (`media` a 10 MB file, `idle` 1,000 and 2,000 sessions).
     public static func run(
         _ workloads: Set<String>, quick: Bool = false, relaxedSync: Bool = false,
         remoteBot: Bool = false, database: String? = nil, nodes: Int = 1
@@ -92,7 +91,9 @@ extension BenchReport {
         }
         if workloads.contains("w2") { report.w2 = try await bench.moderation(messages: Int(2000 * scale)) }
         if workloads.contains("w3") { report.w3 = try await bench.groupFanOut(messages: Int(2000 * scale), members: 50) }
-        if workloads.contains("rss") { report.rssMB = try await bench.idleConnectionsRSS(connections: 1000) }
+        if workloads.contains("idle") {
+            report.idle = try await IdleSessionsBenchmark(root: bench.root, steps: quick ? [1000, 2000] : [1000, 5000, 15000]).run()
+        }
         if workloads.contains("media") {
             report.media = try await MediaBenchmark(root: bench.root, logger: bench.logger, scale: scale).run()
         }
@@ -134,7 +135,11 @@ extension BenchReport {
                 lines.append(zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
             }
         }
-        if let rssMB { lines.append("rss with 1,000 idle connections: \(number(rssMB, 1)) MB") }
+        if let idle {
+            let steps = idle.steps.map { "\($0.sessions): \(number($0.rssMB, 1)) MB" }.joined(separator: ", ")
+            lines.append(
+                "idle sessions: empty \(number(idle.emptyRSSMB, 1)) MB, \(steps); \(number(idle.slopeKBPerSession, 1)) KB per session")
+        }
         if let hooks {
             lines.append(
                 "hooks: \(number(hooks.trivialCallsPerSecond)) trivial calls/s, \(number(hooks.pipelineEventsPerSecond)) pipeline events/s")

@@ -382,54 +382,6 @@ struct Bench {
             deliveriesPerSecond: (Double(deliveries) / elapsed).rounded(),
             latencyMs: LatencyStats(latencies.withLock { $0 }), efficiency: efficiency)
     }
-
-    // MARK: RSS with idle connections
-
-    /// Starts `hookbot server` as a child process, logs in `connections` clients and reads its resident size.
-    func idleConnectionsRSS(connections: Int) async throws -> Double {
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let port = Int.random(in: 30000..<60000)
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = [
-            "server", "--port", "\(port)", "--db", try directory("rss").appendingPathComponent("s.sqlite").path,
-            "--log-level", "error",
-            // Every benchmark client connects from loopback: let them all past the per-address cap.
-            "--max-connections-per-address", "\(connections + 16)",
-        ]
-        try process.run()
-        defer { process.terminate() }
-        var clients: [IMClient] = []
-        for attempt in 0..<100 {
-            let probe = client("rss-probe", port: port)
-            do {
-                try await probe.open()
-                clients.append(probe)
-                break
-            } catch {
-                if attempt == 99 { throw error }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-        }
-        try await withThrowingTaskGroup(of: IMClient.self) { group in
-            for index in 0..<connections - 1 {
-                group.addTask {
-                    let idle = client("idle-\(index)", port: port)
-                    try await idle.open()
-                    return idle
-                }
-                if index % 50 == 49 { for _ in 0..<50 { if let c = try await group.next() { clients.append(c) } } }
-            }
-            for try await c in group { clients.append(c) }
-        }
-        try await Task.sleep(for: .seconds(1))
-        let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
-        let kilobytes =
-            status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-            .flatMap { Double($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
-        for c in clients { await c.close() }
-        return (kilobytes / 1024 * 10).rounded() / 10
-    }
 }
 
 /// Lets a sender wait until the reply or delivery numbered `k` has arrived.

@@ -5,6 +5,7 @@ import HummingbirdWebSocket
 import IMCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import ServiceLifecycle
 import Synchronization
 import Telemetry
@@ -130,7 +131,9 @@ public final class IMServer: Sendable {
         await locals.closeAll()
         await group.triggerGracefulShutdown()
         _ = try? await task.value
-        stragglers.cancel()
+        // WebSockets are not the HTTP server's tasks (it does not wait for them): wait until they have closed,
+        // or were dropped after the grace period.
+        await stragglers.value
         await service.pipeline.flush()
         await service.pushes?.queued()
         await service.leaveCluster()
@@ -175,22 +178,17 @@ public final class IMServer: Sendable {
         MediaRoute.register(on: router, service: service, media: media)
         LeanCloudFilesRoute.register(on: router, service: service, media: media)
         for register in routes.withLock({ $0 }) { register(router) }
-        var wsConfig = WebSocketServerConfiguration()
-        wsConfig.maxFrameSize = configuration.maxFrameBytes
-        wsConfig.autoPing = .enabled(timePeriod: configuration.pingInterval)
         let connectionGuard = connectionGuard
         let certificates = certificates
         let maxUploadBytes = configuration.media.maxUploadBytes
-        let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
-            http1: .init(
-                additionalChannelHandlers: [FirstRequestArrived(connectionGuard), ExpectContinue(maxBodyBytes: maxUploadBytes)],
-                idleTimeout: TimeAmount(configuration.httpIdleTimeout)),
-            ws: wsConfig)
+        let maxFrameBytes = configuration.maxFrameBytes
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [FirstRequestArrived(connectionGuard), ExpectContinue(maxBodyBytes: maxUploadBytes)],
+            idleTimeout: TimeAmount(configuration.httpIdleTimeout))
         let server = HTTPServerBuilder { responder -> any ServerChildChannel in
-            let http = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: channelConfiguration) {
-                [self] request, channel, _ in
+            let http = IMChannel(responder: responder, http1: http1, maxFrameSize: maxFrameBytes) { [self] head, channel in
                 connectionGuard.requestArrived(on: channel)
-                return try await self.upgrade(request, channel: channel)
+                return accept(head, channel: channel)
             }
             // With TLS, the handshake comes first: the connection guard's deadline covers it too.
             if let certificates {
@@ -210,95 +208,56 @@ public final class IMServer: Sendable {
         )
     }
 
-    /// Upgrades requests for `/ws` to a WebSocket in the negotiated wire format.
-    private func upgrade(_ request: HTTPRequest, channel: any Channel) async throws
-        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>>
-    {
-        guard request.path?.split(separator: "?").first == "/ws" else { return .dontUpgrade }
-        let remote = channel.remoteAddress?.description ?? "unknown"
+    /// Accepts a WebSocket upgrade of `/ws` in the negotiated wire format (on the connection's event loop):
+    /// the response's headers, and what installs the session's handlers (`WebSocketSession`).
+    private func accept(_ head: HTTPRequestHead, channel: any Channel) -> (
+        headers: HTTPHeaders, install: @Sendable (any Channel) throws -> Void
+    )? {
+        guard head.uri.split(separator: "?").first == "/ws" else { return nil }
         // Subprotocol negotiation (see Codec/WireFormat.swift): JSON or LeanCloud protobuf.
-        let (format, subprotocol) = WireFormat.negotiate(offered: request.headerFields[values: .secWebSocketProtocol])
-        var headers = HTTPFields()
-        if let subprotocol { headers[.secWebSocketProtocol] = subprotocol }
-        return .upgrade(headers) { inbound, outbound, _ in
-            await self.serve(
-                inbound: inbound, outbound: outbound, remote: remote, format: format,
-                notifiesUnreadOnly: subprotocol?.hasSuffix(".3") == true,
-                abort: { channel.close(promise: nil) })
-        }
+        let (format, subprotocol) = WireFormat.negotiate(offered: head.headers["Sec-WebSocket-Protocol"])
+        var headers = HTTPHeaders()
+        if let subprotocol { headers.add(name: "Sec-WebSocket-Protocol", value: subprotocol) }
+        return (
+            headers,
+            { [self] channel in
+                try serve(channel, format: format, notifiesUnreadOnly: subprotocol?.hasSuffix(".3") == true)
+            }
+        )
     }
 
-    private func serve(
-        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String,
-        format: WireFormat, notifiesUnreadOnly: Bool, abort: @escaping @Sendable () -> Void
-    ) async {
-        let (frames, continuation) = AsyncStream<Connection.Outbound>.makeStream()
+    /// Adds a session to an upgraded WebSocket (on its event loop). It holds no task while idle: received
+    /// messages are handled by a task that lives while there are some (`WebSocketSession`).
+    private func serve(_ channel: any Channel, format: WireFormat, notifiesUnreadOnly: Bool) throws {
+        let remote = channel.remoteAddress?.description ?? "unknown"
         let codec = FrameCodec(format)
-        let transport = Transport(
-            remoteAddress: remote, format: format, encoder: { codec.encode($0) },
-            emit: { continuation.yield($0) }, finish: { continuation.finish() }, notifiesUnreadOnly: notifiesUnreadOnly,
-            overflowBytes: configuration.closeAboveQueuedBytes,
-            overflow: { [logger] in
-                // A client that does not read what it is sent would hold the server's memory: drop it.
-                logger.warning("closing a connection that does not read", metadata: ["remote": "\(remote)"])
-                abort()
+        let abort: @Sendable () -> Void = { channel.close(promise: nil) }
+        let settings = WebSocketSessionSettings(
+            pingInterval: configuration.pingInterval, loginTimeout: configuration.loginTimeout,
+            pauseReadingAboveQueuedBytes: configuration.pauseReadingAboveQueuedBytes, maxFrameSize: configuration.maxFrameBytes)
+        let transport = try WebSocketSession.install(
+            on: channel, service: service, connectionGuard: connectionGuard, settings: settings, format: format, logger: logger,
+            makeTransport: { writer in
+                Transport(
+                    remoteAddress: remote, format: format, encoder: { codec.encode($0) }, emit: { writer.write($0) }, finish: {},
+                    notifiesUnreadOnly: notifiesUnreadOnly, overflowBytes: configuration.closeAboveQueuedBytes,
+                    overflow: { [logger] in
+                        // A client that does not read what it is sent would hold the server's memory: drop it.
+                        logger.warning("closing a connection that does not read", metadata: ["remote": "\(remote)"])
+                        abort()
+                    },
+                    allocateID: { [self] in allocateConnectionID() })
             },
-            allocateID: { [self] in allocateConnectionID() })
+            onEnd: { [self] transport in
+                let id = transport.firstConnectionID
+                sockets.withLock { _ = $0.removeValue(forKey: id) }
+                service.metrics.connectionClosed(format)
+                logger.info("connection closed", metadata: ["conn": "\(id)"])
+            })
         let connection = transport.openFirst()
         service.metrics.connectionOpened(format)
         sockets.withLock { $0[connection.id] = abort }
-        defer {
-            sockets.withLock { _ = $0.removeValue(forKey: connection.id) }
-            service.metrics.connectionClosed(format)
-        }
         logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
-        // A WebSocket that has not logged in by the deadline is closed (it would hold a socket for nothing).
-        let loginDeadline = Task { [configuration, connectionGuard] in
-            try? await Task.sleep(for: configuration.loginTimeout)
-            guard !Task.isCancelled, !transport.hasLoggedIn else { return }
-            connectionGuard.refused(.loginTimeout, address: remote)
-            abort()
-        }
-        defer { loginDeadline.cancel() }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    for await frame in frames {
-                        defer { transport.written(frame) }
-                        if FrameCodec.isEmpty(frame) { continue }
-                        switch frame {
-                        case .text(let text): try await outbound.write(.text(text))
-                        case .binary(let buffer): try await outbound.write(.binary(buffer))
-                        case .command: continue
-                        case .close(let code, let reason):
-                            try await outbound.close(code, reason: reason)
-                            return
-                        }
-                    }
-                } catch {}
-            }
-            do {
-                for try await message in inbound.messages(maxSize: configuration.maxFrameBytes) {
-                    // Backpressure: while this client's replies are not drained, read nothing more from it.
-                    while transport.pendingBytes > configuration.pauseReadingAboveQueuedBytes, !Task.isCancelled {
-                        try await Task.sleep(for: .milliseconds(5))
-                    }
-                    switch codec.decode(message) {
-                    case .success(let commands):
-                        for command in commands { await service.handle(command, arrivingOn: transport) }
-                    case .failure(let failure):
-                        transport.write(
-                            codec.encode(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial))))
-                    }
-                }
-            } catch {
-                logger.debug("connection read ended", metadata: ["conn": "\(connection.id)", "error": "\(error)"])
-            }
-            service.transportClosed(transport)
-            continuation.finish()
-            await group.waitForAll()
-        }
-        logger.info("connection closed", metadata: ["conn": "\(connection.id)"])
     }
 }
 

@@ -35,6 +35,8 @@ final class Transport: Sendable {
     private let queuedBytes = Atomic<Int>(0)
     private let overflowed = Atomic<Bool>(false)
     private let allocateID: @Sendable () -> UInt64
+    /// The id of the connection `openFirst` opens.
+    let firstConnectionID: UInt64
     private let state = Mutex(State())
 
     /// A transport that hands what it sends to `emit`; `finish` runs once, when its last session closes.
@@ -55,6 +57,7 @@ final class Transport: Sendable {
         self.finish = finish
         self.review = review
         self.allocateID = allocateID
+        firstConnectionID = allocateID()
     }
 
     /// Queues a frame for the writer.
@@ -83,7 +86,7 @@ final class Transport: Sendable {
 
     /// Opens the transport's first connection (the one the first login uses).
     func openFirst() -> Connection {
-        let connection = Connection(id: allocateID(), transport: self)
+        let connection = Connection(id: firstConnectionID, transport: self)
         state.withLock { $0.sessions = [connection] }
         return connection
     }

@@ -1,0 +1,473 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import IMCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOWebSocket
+import Synchronization
+
+/// The server's connections: HTTP/1.1 served by Hummingbird, and `/ws` upgraded to a WebSocket that is served
+/// by channel handlers on its event loop (`WebSocketSession`), with no task while it is idle.
+///
+/// Written here instead of using `HTTP1WebSocketUpgradeChannel` because Hummingbird keeps a task per WebSocket
+/// for its whole life (its handler, its ping loop, and here a writer), and a task keeps the stack slabs its
+/// deepest call needed: after a login that was about 90 KB per idle session. The HTTP half is Hummingbird's
+/// (`handleHTTP`), set up as `HTTP1WebSocketUpgradeChannel` sets it up.
+struct IMChannel: ServerChildChannel, HTTPChannelHandler {
+    enum Upgrade: Sendable {
+        case webSocket
+        case notUpgraded(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+        case failedUpgrade(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+    }
+
+    struct Value: ServerChildChannelValue {
+        let upgrade: EventLoopFuture<Upgrade>
+        let channel: any Channel
+    }
+
+    let responder: Responder
+    let http1: HTTP1Channel.Configuration
+    let maxFrameSize: Int
+    /// On the event loop, for a request asking for a WebSocket: nil refuses it; else the response's extra
+    /// headers, and what adds the session's handlers once the upgrade response is on its way.
+    let accept: @Sendable (HTTPRequestHead, any Channel) -> (headers: HTTPHeaders, install: @Sendable (any Channel) throws -> Void)?
+
+    init(
+        responder: @escaping Responder, http1: HTTP1Channel.Configuration, maxFrameSize: Int,
+        accept:
+            @escaping @Sendable (HTTPRequestHead, any Channel) -> (headers: HTTPHeaders, install: @Sendable (any Channel) throws -> Void)?
+    ) {
+        self.http1 = http1
+        self.maxFrameSize = maxFrameSize
+        self.accept = accept
+        self.responder = Self.redirectingUpgrades(responder)
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let attempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
+            let accept = accept
+            let upgrader = NIOTypedWebSocketServerUpgrader<Upgrade>(
+                maxFrameSize: maxFrameSize,
+                shouldUpgrade: { channel, head in
+                    attempted.value = true
+                    return channel.eventLoop.makeSucceededFuture(accept(head, channel)?.headers)
+                },
+                upgradePipelineHandler: { channel, head in
+                    channel.eventLoop.makeCompletedFuture {
+                        guard let accepted = accept(head, channel) else { throw NIOWebSocketUpgradeError.unsupportedWebSocketTarget }
+                        try accepted.install(channel)
+                        return .webSocket
+                    }
+                })
+            let http1 = http1
+            let upgrades = NIOTypedHTTPServerUpgradeConfiguration(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandlers(http1.additionalChannelHandlers())
+                        try channel.pipeline.syncOperations.addHandler(
+                            HTTPConnectionStateHandler(idleTimeout: http1.idleTimeout.map { .init($0) }, logger: logger))
+                        let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                        return attempted.value ? .failedUpgrade(asyncChannel) : .notUpgraded(asyncChannel)
+                    }
+                })
+            var configuration = NIOUpgradableHTTPServerPipelineConfiguration<Upgrade>(upgradeConfiguration: upgrades)
+            configuration.enablePipelining = false // HTTP is pipelined by NIOAsyncChannel
+            configuration.enableErrorHandling = false // Hummingbird handles these
+            configuration.enableResponseHeaderValidation = false // HTTP types validate them
+            configuration.decoderConfiguration.maxHeaderFieldSize = http1.httpDecoder.maxHeaderFieldSize
+            configuration.decoderConfiguration.maxHeaderListSize = http1.httpDecoder.maxHeaderListSize
+            configuration.decoderConfiguration.maxHeaderFieldCount = http1.httpDecoder.maxHeaderFieldCount
+            let upgrade = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            return Value(upgrade: upgrade, channel: channel)
+        }
+    }
+
+    /// Serves an HTTP connection; returns at once for a WebSocket, whose handlers serve it from now on.
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.upgrade.get() {
+            case .webSocket: return
+            case .notUpgraded(let http): await handleHTTP(asyncChannel: http, logger: logger)
+            case .failedUpgrade(let http):
+                try await http.executeThenClose { _, outbound in
+                    let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
+                    try await outbound.write(contentsOf: [.head(head), .end(nil)])
+                }
+            }
+        } catch {
+            logger.debug("connection ended before its first request was served", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// NIO upgrades only a connection's first request: a WebSocket upgrade asked for later on a connection
+    /// gets a redirect to the same path and the connection is closed, so the client asks again on a new one
+    /// (as Hummingbird's WebSocket channel does).
+    private static func redirectingUpgrades(_ responder: @escaping Responder) -> Responder {
+        struct RedirectedUpgrade: Error {}
+        return { request, writer, channel in
+            guard request.headers[.upgrade]?.lowercased() == "websocket" else {
+                return try await responder(request, writer, channel)
+            }
+            var path = request.uri.path
+            if let query = request.uri.query { path += "?\(query)" }
+            try await writer.writeResponse(HTTPResponse(status: .temporaryRedirect, headerFields: [.connection: "close", .location: path]))
+            throw RedirectedUpgrade()
+        }
+    }
+}
+
+/// What a WebSocket session needs from its server.
+struct WebSocketSessionSettings: Sendable {
+    var pingInterval: Duration
+    var loginTimeout: Duration
+    /// How long a close frame we sent may wait for the peer's before the connection is dropped.
+    var closeTimeout: Duration = .seconds(10)
+    var pauseReadingAboveQueuedBytes: Int
+    /// The largest message a client may send (the frames of one message together).
+    var maxFrameSize: Int
+    /// Received messages waiting to be handled before the socket is read no further.
+    var maxQueuedMessages = 4
+}
+
+/// What a session's drain task reads: received messages in order, then the end of the connection.
+private enum Received: Sendable {
+    case message(WebSocketMessage)
+    /// The peer's close frame (its status code).
+    case closeFrame(ByteBuffer)
+    case closed
+}
+
+/// The received messages of one WebSocket, handled in order by a task that exists only while there are
+/// some: an idle session holds no task.
+private final class Inbox: Sendable {
+    private struct State {
+        var queue: [Received] = []
+        var draining = false
+        var readsWithheld = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Queues `item`; true when no task is draining the inbox (the caller starts one).
+    func push(_ item: Received) -> Bool {
+        state.withLock { state in
+            state.queue.append(item)
+            defer { state.draining = true }
+            return !state.draining
+        }
+    }
+
+    /// The next item, or nil (and the drain task ends) when there is none.
+    func next() -> Received? {
+        state.withLock { state in
+            guard !state.queue.isEmpty else {
+                state.draining = false
+                // Shrink what a burst grew: an idle session keeps no buffer.
+                state.queue = []
+                return nil
+            }
+            return state.queue.removeFirst()
+        }
+    }
+
+    /// Whether the socket may be read now; when not, remembers that a read is owed.
+    func mayRead(below limit: Int) -> Bool {
+        state.withLock { state in
+            state.readsWithheld = state.queue.count >= limit
+            return !state.readsWithheld
+        }
+    }
+
+    /// True once, when a read was withheld and the queue has room again.
+    func owesRead(below limit: Int) -> Bool {
+        state.withLock { state in
+            guard state.readsWithheld, state.queue.count < limit else { return false }
+            state.readsWithheld = false
+            return true
+        }
+    }
+}
+
+/// Serves one WebSocket on its event loop: answers pings and sends its own (closing a peer that stops
+/// answering), closes a session that does not log in in time, queues received messages for the session's
+/// drain task, writes what the transport sends in order (counting the bytes until they are written), and
+/// stops reading while the drain task is behind.
+final class WebSocketSession: ChannelDuplexHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    /// Writes frames from any thread, in the order they are handed over.
+    final class Writer: Sendable {
+        let channel: any Channel
+        let session: NIOLoopBound<WebSocketSession>
+
+        init(channel: any Channel, session: NIOLoopBound<WebSocketSession>) {
+            self.channel = channel
+            self.session = session
+        }
+
+        func write(_ frame: Connection.Outbound) {
+            if channel.eventLoop.inEventLoop {
+                session.value.write(frame)
+            } else {
+                let session = session
+                channel.eventLoop.execute { session.value.write(frame) }
+            }
+        }
+    }
+
+    private let settings: WebSocketSessionSettings
+    private let service: IMService
+    private let logger: Logger
+    private let codec: FrameCodec
+    private let inbox = Inbox()
+    /// Set in `start`, before the first frame is read.
+    private var transport: Transport!
+    private var context: ChannelHandlerContext?
+    private var pinger: RepeatedTask?
+    private var loginDeadline: Scheduled<Void>?
+    private var closeDeadline: Scheduled<Void>?
+    private var awaitingPong = false
+    private var closeSent = false
+    private var ended = false
+    private let onEnd: @Sendable (Transport) -> Void
+    private let connectionGuard: ConnectionGuard
+
+    init(
+        service: IMService, connectionGuard: ConnectionGuard, settings: WebSocketSessionSettings, format: WireFormat, logger: Logger,
+        onEnd: @escaping @Sendable (Transport) -> Void
+    ) {
+        self.service = service
+        self.connectionGuard = connectionGuard
+        self.settings = settings
+        self.logger = logger
+        self.codec = FrameCodec(format)
+        self.onEnd = onEnd
+    }
+
+    /// Adds a session to `channel` (on its event loop) carrying `transport`, made by `makeTransport` with the
+    /// session's writer.
+    static func install(
+        on channel: any Channel, service: IMService, connectionGuard: ConnectionGuard, settings: WebSocketSessionSettings,
+        format: WireFormat, logger: Logger, makeTransport: (Writer) -> Transport, onEnd: @escaping @Sendable (Transport) -> Void
+    ) throws -> Transport {
+        let session = WebSocketSession(
+            service: service, connectionGuard: connectionGuard, settings: settings, format: format, logger: logger, onEnd: onEnd)
+        let transport = makeTransport(Writer(channel: channel, session: NIOLoopBound(session, eventLoop: channel.eventLoop)))
+        session.transport = transport
+        try channel.pipeline.syncOperations.addHandler(
+            NIOWebSocketFrameAggregator(
+                minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: Int.max, maxAccumulatedFrameSize: settings.maxFrameSize))
+        try channel.pipeline.syncOperations.addHandler(session)
+        return transport
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let loop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        let interval = TimeAmount(settings.pingInterval)
+        pinger = loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in bound.value.ping() }
+        loginDeadline = loop.scheduleTask(in: TimeAmount(settings.loginTimeout)) { bound.value.loginDeadlinePassed() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: Reading
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            guard frame.reservedBits.isEmpty else { return close(code: .protocolError, reason: nil) }
+            let data = frame.unmaskedData
+            receive(.message(frame.opcode == .text ? .text(String(buffer: data)) : .binary(data)))
+        case .ping:
+            guard frame.fin else { return close(code: .protocolError, reason: nil) }
+            if !closeSent {
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+            }
+        case .pong:
+            awaitingPong = false
+        case .connectionClose:
+            if closeSent {
+                context.close(promise: nil)
+            } else {
+                // Answered after the messages received before it have been handled (a logout, then the close).
+                var data = frame.unmaskedData
+                receive(.closeFrame(data.readSlice(length: min(2, data.readableBytes)) ?? ByteBuffer()))
+            }
+        default:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        switch error {
+        case NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge, NIOWebSocketError.invalidFrameLength:
+            close(code: .messageTooLarge, reason: nil)
+        default:
+            logger.debug("websocket error", metadata: ["error": "\(error)"])
+            close(code: .protocolError, reason: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The server is shutting down: close, as Hummingbird's WebSocket handler did (the server sent `goaway`
+        // first, and drops connections still open after its grace period).
+        if event is ChannelShouldQuiesceEvent {
+            close(code: .normalClosure, reason: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// Withholds reads while the drain task is behind.
+    func read(context: ChannelHandlerContext) {
+        if inbox.mayRead(below: settings.maxQueuedMessages) { context.read() }
+    }
+
+    private func receive(_ item: Received) {
+        guard inbox.push(item) else { return }
+        let inbox = inbox
+        let transport = transport!
+        let service = service
+        let codec = codec
+        let settings = settings
+        let onEnd = onEnd
+        let resume: @Sendable () -> Void
+        let answerClose: @Sendable (ByteBuffer) -> Void
+        if let context {
+            let channel = context.channel
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            resume = {
+                if inbox.owesRead(below: settings.maxQueuedMessages) { channel.eventLoop.execute { bound.value.context?.read() } }
+            }
+            answerClose = { code in channel.eventLoop.execute { bound.value.answerClose(code) } }
+        } else {
+            resume = {}
+            answerClose = { _ in }
+        }
+        Task {
+            while let item = inbox.next() {
+                resume()
+                switch item {
+                case .message(let message):
+                    // Backpressure: while this client's replies are not written, handle nothing more from it.
+                    // (A closed channel fails its pending writes, which counts them as written.)
+                    while transport.pendingBytes > settings.pauseReadingAboveQueuedBytes {
+                        try? await Task.sleep(for: .milliseconds(5))
+                    }
+                    switch codec.decode(message) {
+                    case .success(let commands):
+                        for command in commands { await service.handle(command, arrivingOn: transport) }
+                    case .failure(let failure):
+                        transport.write(
+                            codec.encode(IMService.errorReply(failure.error, to: Command(cmd: .error, i: failure.requestSerial))))
+                    }
+                case .closeFrame(let code):
+                    answerClose(code)
+                case .closed:
+                    service.transportClosed(transport)
+                    onEnd(transport)
+                }
+            }
+        }
+    }
+
+    private func end() {
+        guard !ended else { return }
+        ended = true
+        pinger?.cancel()
+        loginDeadline?.cancel()
+        closeDeadline?.cancel()
+        pinger = nil
+        loginDeadline = nil
+        closeDeadline = nil
+        receive(.closed)
+    }
+
+    // MARK: Timers
+
+    private func ping() {
+        guard let context, !closeSent else { return }
+        if awaitingPong {
+            // No answer to the last ping within an interval.
+            close(code: .goingAway, reason: "Ping timeout")
+            context.close(promise: nil)
+            return
+        }
+        awaitingPong = true
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())), promise: nil)
+    }
+
+    private func loginDeadlinePassed() {
+        loginDeadline = nil
+        guard let context, !transport.hasLoggedIn else { return }
+        connectionGuard.refused(.loginTimeout, address: transport.remoteAddress)
+        context.close(promise: nil)
+    }
+
+    // MARK: Writing
+
+    /// Writes a frame the transport sends (on the event loop).
+    fileprivate func write(_ frame: Connection.Outbound) {
+        guard let context, !closeSent, !FrameCodec.isEmpty(frame) else {
+            transport.written(frame)
+            return
+        }
+        let data: WebSocketFrame
+        switch frame {
+        case .text(let text): data = WebSocketFrame(fin: true, opcode: .text, data: context.channel.allocator.buffer(string: text))
+        case .binary(let buffer): data = WebSocketFrame(fin: true, opcode: .binary, data: buffer)
+        case .command: return transport.written(frame)
+        case .close(let code, let reason):
+            transport.written(frame)
+            return close(code: code, reason: reason)
+        }
+        let transport = transport!
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.whenComplete { _ in transport.written(frame) }
+        context.writeAndFlush(wrapOutboundOut(data), promise: promise)
+    }
+
+    /// Echoes the peer's close (RFC 6455 5.5.1), then ends the connection once it is written.
+    private func answerClose(_ code: ByteBuffer) {
+        guard let context else { return }
+        let channel = context.channel
+        guard !closeSent else { return channel.close(promise: nil) }
+        closeSent = true
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: code))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    /// Sends a close frame, then drops the connection when the peer answers it or after `closeTimeout`.
+    private func close(code: WebSocketErrorCode, reason: String?) {
+        guard let context, !closeSent else { return }
+        closeSent = true
+        var data = context.channel.allocator.buffer(capacity: 2 + (reason?.utf8.count ?? 0))
+        data.write(webSocketErrorCode: code)
+        if let reason { data.writeString(reason) }
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)), promise: nil)
+        let channel = context.channel
+        closeDeadline = context.eventLoop.scheduleTask(in: TimeAmount(settings.closeTimeout)) { channel.close(promise: nil) }
+    }
+}
