@@ -202,6 +202,24 @@ final class DialogTests: XCTestCase {
         XCTAssertTrue(several.contains("say who answers with {member = uid}"), several)
     }
 
+    func testOnCmdAsksTheSenderAndAnswersComeAsMessages() {
+        let (_, engine) = engine([
+            "vote.lua": """
+            return { name = "vote",
+              on_cmd = function(cmd, ctx)
+                if cmd.action ~= "vote" then return end
+                local a, why = ctx.ask("Your vote on " .. cmd.ext.topic .. "?", { cancel = false, timeout = 10 })
+                ctx.reply(a and (cmd.from .. " votes " .. a.text) or why)
+              end }
+            """
+        ])
+        let asked = engine.command(HookCommand(action: "vote", ext: ["topic": .string("午饭")], cid: "lobby", from: "Tom"))
+        XCTAssertEqual(asked.errors, [])
+        XCTAssertEqual(sentTexts(asked.actions), ["Your vote on 午饭?"])
+        // cancel = false: "cancel" is an answer like any other
+        XCTAssertEqual(replies(engine, "cancel"), ["Tom votes cancel"])
+    }
+
     func testAReloadEndsOpenDialogsAndTheMemberIsTold() throws {
         let (fixture, engine) = engine(["weather.lua": Self.weather])
         XCTAssertEqual(replies(engine, "weather"), ["Which city? 哪个城市？"])
