@@ -6,7 +6,11 @@ import Logging
 extension PluginEngine {
     /// The earliest due time of any timer (in clock seconds), if any.
     public var nextTimerDue: Double? {
-        return ordered.filter { !$0.disabled }.flatMap { $0.timers.values.map(\.due) }.min()
+        let timers = ordered.filter { !$0.disabled }.flatMap { $0.timers.values.map(\.due) }.min()
+        // dialogs waiting for an answer (ctx.ask) time out from the same driver (PluginEngine+Dialogs.swift)
+        let dialogs = nextDialogDue
+        guard let schedules = nextScheduleDue else { return [timers, dialogs].compactMap { $0 }.min() }
+        return [timers, dialogs, schedules].compactMap { $0 }.min()
     }
 
     /// Number of live timers over all plugins.
@@ -29,7 +33,7 @@ extension PluginEngine {
             if a.order != b.order { return a.order < b.order }
             return a.timer.id < b.timer.id
         }
-        var result = HookResult()
+        var result = expireDialogs(now: t)
         for (plugin, _, timer) in due {
             guard !plugin.disabled, plugin.L != nil, let current = plugin.timers[timer.id] else { continue }
             if limits.timerShare > 0 {
@@ -59,6 +63,7 @@ extension PluginEngine {
             result.errors += fired.errors
             result.actions += fired.actions
         }
+        fireDueSchedules(at: t, into: &result)
         return result
     }
 
