@@ -38,14 +38,19 @@ extension PluginEngine {
             var isDir: ObjCBool = false
             guard fm.fileExists(atPath: url.path, isDirectory: &isDir) else { continue }
             if isDir.boolValue {
-                guard n != "lib", isValidPluginName(n) else { continue }
+                // `locales/` holds the single-file plugins' translations, never a plugin
+                guard n != "lib", n != "locales", isValidPluginName(n) else { continue }
                 let initURL = url.appendingPathComponent("init.lua")
                 guard fm.fileExists(atPath: initURL.path) else { continue }
-                out[n] = Source(key: n, path: initURL.path, chunkName: "@\(n)/init.lua", fingerprint: folderFingerprint(url))
+                out[n] = Source(
+                    key: n, path: initURL.path, chunkName: "@\(n)/init.lua",
+                    fingerprint: folderFingerprint(url) + localeFingerprint(forPlugin: initURL.path, key: n))
             } else if n.hasSuffix(".lua") {
                 let key = String(n.dropLast(4))
                 guard isValidPluginName(key), out[key] == nil else { continue }
-                out[key] = Source(key: key, path: url.path, chunkName: "@\(n)", fingerprint: readFingerprint(url.path))
+                out[key] = Source(
+                    key: key, path: url.path, chunkName: "@\(n)",
+                    fingerprint: readFingerprint(url.path) + localeFingerprint(forPlugin: url.path, key: key))
             }
         }
         return out
@@ -150,7 +155,8 @@ extension PluginEngine {
     public func shutdown() -> ReloadReport {
         let keys = ordered.map(\.key)
         var report = ReloadReport()
-        for k in keys { report.merge(unload(key: k)) }
+        // Open dialogs stay recorded: the next start ends them and tells the members.
+        for k in keys { report.merge(unload(key: k, endingDialogs: false)) }
         logReport(report)
         return report
     }
@@ -174,6 +180,13 @@ extension PluginEngine {
             return failed(src, e)
         }
         let source = String(decoding: data, as: UTF8.self)
+        // Its translations (`ctx.t`): a bad locale file fails the load like a compile error.
+        let catalog: LocaleCatalog
+        do {
+            catalog = try localeCatalog(forPlugin: src.path, key: src.key)
+        } catch {
+            return failed(src, error)
+        }
         let plugin: LuaPlugin
         do {
             // the config is looked up by plugin name once the name is known;
@@ -188,6 +201,7 @@ extension PluginEngine {
             return failed(src, e)
         }
         plugin.usage = usage(of: plugin.name)
+        plugin.catalog = catalog
         // unique names
         let clash = byKey.values.first(where: { $0.name == plugin.name && $0.key != src.key })
         if let clash {
@@ -219,6 +233,8 @@ extension PluginEngine {
         ordered.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.name < $1.name }
         if let old {
             report.actions += finishUnload(old)
+        } else {
+            report.actions += endInterruptedDialogs(of: plugin)
         }
         failedSources[src.key] = nil
         fingerprints[src.key] = src.fingerprint
@@ -244,13 +260,13 @@ extension PluginEngine {
     }
 
     /// Runs `on_unload` and disposes of everything the instance owns.
-    private func finishUnload(_ old: LuaPlugin) -> [HookAction] {
-        var actions: [HookAction] = []
+    private func finishUnload(_ old: LuaPlugin, endingDialogs: Bool = true) -> [HookAction] {
+        var actions: [HookAction] = endingDialogs ? endDialogs(of: old, why: "the plugin was reloaded") : []
         if old.has(.onUnload) {
             if let e = old.invoke(.onUnload, timeout: limits.loadDeadline, { _ in 0 }) {
                 logger.error("\(e)", metadata: ["plugin": "\(old.name)"])
             }
-            actions = old.takeActions()
+            actions += old.takeActions()
         }
         env.registry.removeAll(owner: old.instanceID)
         env.commands.removeAll(owner: old.instanceID)
@@ -258,11 +274,11 @@ extension PluginEngine {
         return actions
     }
 
-    private func unload(key: String) -> ReloadReport {
+    private func unload(key: String, endingDialogs: Bool = true) -> ReloadReport {
         var report = ReloadReport()
         if let old = byKey.removeValue(forKey: key) {
             ordered.removeAll { $0 === old }
-            report.actions += finishUnload(old)
+            report.actions += finishUnload(old, endingDialogs: endingDialogs)
             report.unloaded.append(old.name)
         }
         failedSources[key] = nil
