@@ -9,6 +9,8 @@ extension PluginEngine {
     /// `moderation(msg, ctx)` chain: the first non-allow verdict wins. With `until`, no hook of the chain
     /// runs past that instant (each gets the smaller of its own deadline and the time left).
     public func moderate(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> ModerationOutcome {
+        let locale = enterLocale(user: message.from, message: message)
+        defer { leaveLocale(locale) }
         let run = dispatch(
             .moderation, cid: message.cid, messageID: message.id, until: until, push: pushMessage(message, until: until),
             read: { plugin, L -> ModerationVerdict? in
@@ -76,6 +78,8 @@ extension PluginEngine {
         cid: String, by: String, members: [String], action: String,
         until: ContinuousClock.Instant? = nil
     ) -> ModerationOutcome {
+        let locale = enterLocale(user: by)
+        defer { leaveLocale(locale) }
         let event: JSONValue = .object([
             "cid": .string(cid), "by": .string(by), "members": .array(members.map { .string($0) }), "action": .string(action),
         ])
@@ -91,8 +95,13 @@ extension PluginEngine {
 
     /// `on_receive(msg, ctx)` on every plugin.
     public func receive(_ message: HookMessage) -> HookResult {
-        if let handled = runCommand(message) { return handled }
-        return answeringUnknownCommand(message, runAll(.onReceive, cid: message.cid, messageID: message.id, pushMessage(message)))
+        let locale = enterLocale(user: message.from, message: message)
+        defer { leaveLocale(locale) }
+        if let answered = answerDialog(message) { return answered }
+        return asking(DialogTarget(cid: message.cid, member: message.from)) {
+            if let handled = runCommand(message) { return handled }
+            return answeringUnknownCommand(message, runAll(.onReceive, cid: message.cid, messageID: message.id, pushMessage(message)))
+        }
     }
 
     /// Runs `hook` on every enabled plugin that has it, in order.
@@ -104,6 +113,8 @@ extension PluginEngine {
     /// with the possibly replaced text, as one call, so a reload
     /// cannot split an event between two versions.
     public func incoming(_ message: HookMessage) -> IncomingOutcome {
+        let locale = enterLocale(user: message.from, message: message)
+        defer { leaveLocale(locale) }
         let mod = moderate(message)
         var delivered: HookMessage? = message
         switch mod.verdict {
@@ -114,7 +125,12 @@ extension PluginEngine {
         var actions = mod.actions
         var errors = mod.errors
         if let d = delivered {
-            let r = runCommand(d) ?? answeringUnknownCommand(d, runAll(.onReceive, cid: d.cid, messageID: d.id, pushMessage(d)))
+            // An answer to an open dialog (ctx.ask) goes to the waiting hook instead of on_receive.
+            let r =
+                answerDialog(d)
+                ?? asking(DialogTarget(cid: d.cid, member: d.from)) {
+                    runCommand(d) ?? answeringUnknownCommand(d, runAll(.onReceive, cid: d.cid, messageID: d.id, pushMessage(d)))
+                }
             actions += r.actions
             errors += r.errors
         }
@@ -124,6 +140,8 @@ extension PluginEngine {
     /// `before_send(msg, ctx)` chain: each plugin may return a modified
     /// message (seen by the next plugin) or `ctx.drop(reason)`.
     public func beforeSend(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> BeforeSendOutcome {
+        let locale = enterLocale(user: nil)
+        defer { leaveLocale(locale) }
         var current = message
         // Looked up before the chain, so the hooks' time is not spent on it (again only when a plugin
         // changes the file).
@@ -201,7 +219,15 @@ extension PluginEngine {
 
     /// `on_cmd(cmd, ctx)` on every plugin.
     public func command(_ cmd: HookCommand) -> HookResult {
-        return runAll(.onCmd, cid: cmd.cid, messageID: nil) { L in
+        let locale = enterLocale(user: cmd.from)
+        defer { leaveLocale(locale) }
+        // A click on a card goes to on_action of the plugin that sent it, once checked (CardClicks.swift).
+        if cmd.action == HookCards.clickAction { return cardClick(cmd) }
+        return asking(DialogTarget(cid: cmd.cid, member: cmd.from)) { onCmd(cmd) }
+    }
+
+    private func onCmd(_ cmd: HookCommand) -> HookResult {
+        runAll(.onCmd, cid: cmd.cid, messageID: nil) { L in
             lua_createtable(L, 0, 4)
             luaSetField(L, "action", cmd.action)
             if !luaPush(L, json: .object(cmd.ext)) { lua_createtable(L, 0, 0) }
@@ -214,6 +240,8 @@ extension PluginEngine {
 
     /// `on_transient(msg, ctx)` on every plugin.
     public func transient(_ message: HookMessage) -> HookResult {
+        let locale = enterLocale(user: message.from, message: message)
+        defer { leaveLocale(locale) }
         var m = message
         m.transient = true
         return runAll(.onTransient, cid: m.cid, messageID: m.id, pushMessage(m))
@@ -222,8 +250,15 @@ extension PluginEngine {
     /// Conversation events: `on_member_joined`, `on_member_left`, `on_invited`,
     /// `on_kicked`, `on_conversation_updated`, `on_recall`.
     public func handle(_ event: HookEvent) -> HookResult {
+        let locale = enterLocale(user: event.localeUser)
+        defer { leaveLocale(locale) }
         let table = event.table
-        return runAll(HookName.forEvent(event), cid: event.cid, messageID: nil, pushJSON(table))
+        // on_member_joined may ask the member who joined (several joined: the hook names one).
+        var target: DialogTarget?
+        if case .membersJoined(let cid, let members, _, _) = event {
+            target = DialogTarget(cid: cid, member: members.count == 1 ? members[0] : nil)
+        }
+        return asking(target) { runAll(HookName.forEvent(event), cid: event.cid, messageID: nil, pushJSON(table)) }
     }
 
     public func memberJoined(cid: String, members: [String], by: String? = nil) -> HookResult {
