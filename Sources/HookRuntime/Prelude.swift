@@ -233,6 +233,16 @@ let hookbotPrelude = #"""
     ctx.add = hb.act_add
     ctx.warn = hb.act_warn
     ctx.update_attr = hb.act_update_attr
+    -- cards (Card*.swift): a message of type 100 with buttons; clicks come back to on_action
+    ctx.card = function(spec)
+      local id, cid = hb.card_send(spec)
+      return { id = id, cid = cid, update = function(_, patch) return hb.card_update(id, patch) end }
+    end
+    ctx.card_update = function(id, patch) return hb.card_update(id, patch) end
+    ctx.card_get = function(id) return hb.card_get(id) end
+    -- ctx.dm(uid, message): to uid in the bot's 1:1 conversation with them (opened by the host once)
+    ctx.dm = hb.act_dm
+    ctx.dm_conversation = hb.dm_conversation
     -- ctx.conv(cid): a conversation's mutes, block list and lock (carried out by the server), and its
     -- members as the host knows them
     ctx.conv = function(cid)
@@ -253,6 +263,17 @@ let hookbotPrelude = #"""
     -- text matching (TextMatcher*.swift): compiled matchers and the normalisation they use
     ctx.matcher = hb.matcher_new
     ctx.text = { normalise = hb.text_normalise, urls = hb.text_urls, stats = hb.text_stats }
+    -- translations (Locale*.swift): the plugin's words in the current member's locale
+    ctx.t = hb.t
+    ctx.locale = {
+      current = function(opts) return hb.locale("current", opts) end,
+      default = function() return hb.locale("default") end,
+      available = function() return hb.locale("available") end,
+      user = function(uid) return hb.locale("user", uid) end,
+      set_user = function(uid, tag) return hb.locale("set_user", uid, tag) end,
+      conv = function(cid) return hb.locale("conv", cid) end,
+      set_conv = function(cid, tag) return hb.locale("set_conv", cid, tag) end,
+    }
     ctx.log = function(a, b)
       if b == nil then return hb.log("info", tostring(a)) end
       return hb.log(a, tostring(b))
@@ -271,6 +292,15 @@ let hookbotPrelude = #"""
     end
     ctx.drop = function(reason)
       return { verdict = "drop", reason = reason }
+    end
+
+    -- dialogs (PluginEngine+Dialogs.swift): the host checks and records the question, the prompt goes out,
+    -- the hook's coroutine waits; it resumes with the answer message, or nil and why
+    local co_yield = G.coroutine.yield
+    ctx.ask = function(prompt, opts)
+      hb.ask(prompt, opts)
+      if prompt ~= nil then ctx.reply(prompt) end
+      return co_yield()
     end
 
     -- timers: functions live here, schedules in the runtime
@@ -296,6 +326,16 @@ let hookbotPrelude = #"""
       if once then timer_fns[id] = nil end
       if fn then return fn(ctx) end
     end
+    -- schedules (PluginEngine+Schedules.swift): persisted jobs calling plugin.schedules[fn] (or plugin[fn])
+    ctx.schedule = {
+      cron = function(expr, fn, data, opts) return hb.schedule_add("cron", expr, fn, data, opts) end,
+      at = function(time, fn, data, opts) return hb.schedule_add("at", time, fn, data, opts) end,
+      every = function(seconds, fn, data, opts) return hb.schedule_add("every", seconds, fn, data, opts) end,
+      list = hb.schedule_list,
+      cancel = hb.schedule_cancel,
+      next = hb.schedule_next,
+      date = hb.schedule_date,
+    }
 
     -- commands: declarations checked and kept by the runtime, functions here
     local command_fns = {}
