@@ -10,6 +10,7 @@ enum HookName: Int, CaseIterable {
     case onMemberJoined, onMemberLeft, onInvited, onKicked, onConversationUpdated, onRecall
     case membership, onHttp, onEdit
     case onOffline
+    case onAction
 
     var luaName: String {
         switch self {
@@ -31,6 +32,7 @@ enum HookName: Int, CaseIterable {
         case .onHttp: return "on_http"
         case .onEdit: return "on_edit"
         case .onOffline: return "on_offline"
+        case .onAction: return "on_action"
         }
     }
 
@@ -68,9 +70,15 @@ final class PluginEnvironment {
     /// What each plugin may reach over HTTP, and how calls are started (set by `PluginRuntime`; nil: none).
     let httpPolicies: [String: HTTPPolicy]
     var startHTTP: (@Sendable (HookHTTPCall) -> Void)?
+    /// Whom hooks that may wait in `ctx.ask` can ask during the current event (set by the engine).
+    var askTarget: DialogTarget?
     var nextHTTPID = 0
     /// Stored files (`msg.file`, `ctx.media`): the source the host set, and the records seen.
     let media = MediaAccess()
+    /// Persisted `ctx.schedule` jobs of every plugin (PluginEngine+Schedules.swift).
+    let schedules = ScheduleBook()
+    /// The default locale and the current event's member, for `ctx.t` (LocaleLua.swift).
+    let locale = LocaleContext()
 
     init(
         store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
@@ -116,11 +124,16 @@ final class LuaPlugin {
     let generation: Int
     private(set) var name: String
     private(set) var priority: Int = 0
+    /// The settings this version accepts and their defaults (the console's config editor shows them).
+    private(set) var settingsSchema = ConfigSchema(fields: [:])
+    private(set) var settingsDefaults: JSONValue = .object([:])
     private(set) var L: OpaquePointer?
     let limits: UnsafeMutablePointer<hb_limits>
     var refs = [Int32](repeating: LUA_NOREF, count: HookName.allCases.count)
     var hookLines = [Int](repeating: 0, count: HookName.allCases.count)
-    private var ctxRef: Int32 = LUA_NOREF
+    var ctxRef: Int32 = LUA_NOREF
+    /// The table the plugin's chunk returned (schedules call its functions by name).
+    var pluginTableRef: Int32 = LUA_NOREF
     private var fireTimerRef: Int32 = LUA_NOREF
     private var runCommandRef: Int32 = LUA_NOREF
     private var httpDoneRef: Int32 = LUA_NOREF
@@ -129,6 +142,11 @@ final class LuaPlugin {
     var pending: [HookAction] = []
     var currentCid: String?
     var currentMessageID: String?
+    /// The plugin's translations (`ctx.t`), read from its locale files at load (Locale.swift).
+    var catalog = LocaleCatalog()
+    /// Dialogs (`ctx.ask`): the coroutine running now, the question it asked, the open dialogs and spare
+    /// threads (PluginEngine+Dialogs.swift).
+    var dialogs = DialogState()
 
     var timers: [Int: PluginTimer] = [:]
     var nextTimerID = 1
@@ -187,6 +205,7 @@ final class LuaPlugin {
         lua_close(L)
         self.L = nil
         timers.removeAll()
+        dialogs = DialogState()
     }
 
     var memoryUsed: Int { limits.pointee.mem_used }
@@ -241,6 +260,8 @@ final class LuaPlugin {
                 reason: .invalidPlugin("the script must return a table, got \(luaTypeName(L, -1))"))
         }
         let t = lua_gettop(L)
+        lua_pushvalue(L, t)
+        pluginTableRef = hb_ref(L)
 
         // name
         switch luaRawField(L, t, "name") {
@@ -301,6 +322,8 @@ final class LuaPlugin {
             schema = ConfigSchema.inferred(from: defaults.objectValue ?? [:])
         }
         lua_settop(L, t)
+        settingsSchema = schema
+        settingsDefaults = defaults
         let settings = hostConfig(name)
         if let settings = settings?.objectValue, let (key, message) = schema.problem(with: settings) {
             let path = "plugins.\(name).\(key)"
@@ -346,6 +369,7 @@ final class LuaPlugin {
         set("now", cbNow)
         set("where", cbWhere)
         set("require_source", cbRequireSource)
+        set("ask", cbAsk)
         set("state_get", cbStateGet)
         set("state_set", cbStateSet)
         set("state_incr", cbStateIncr)
@@ -353,12 +377,18 @@ final class LuaPlugin {
         set("state_keys", cbStateKeys)
         set("timer_add", cbTimerAdd)
         set("timer_cancel", cbTimerCancel)
+        set("schedule_add", cbScheduleAdd)
+        set("schedule_list", cbScheduleList)
+        set("schedule_cancel", cbScheduleCancel)
+        set("schedule_next", cbScheduleNext)
+        set("schedule_date", cbScheduleDate)
         set("types_register", cbTypesRegister)
         set("command_add", cbCommandAdd)
         set("roles", cbRoles)
         set("muted", cbMuted)
         set("conv_member", cbConvMember)
         set("conv_locked", cbConvLocked)
+        set("dm_conversation", cbDMConversation)
         set("http_start", cbHTTPStart)
         set("media_info", cbMediaInfo)
         set("media_read", cbMediaRead)
@@ -369,6 +399,11 @@ final class LuaPlugin {
         set("text_normalise", cbTextNormalise)
         set("text_urls", cbTextURLs)
         set("text_stats", cbTextStats)
+        set("card_send", cbCardSend)
+        set("card_update", cbCardUpdate)
+        set("card_get", cbCardGet)
+        set("t", cbT)
+        set("locale", cbLocale)
         for kind in ActionKind.allCases {
             luaPush(L, kind.rawValue)
             hb_push_swift_closure(L, cbAction, 1)
@@ -385,10 +420,24 @@ final class LuaPlugin {
             return HookError(plugin: name, hook: hook.luaName, reason: .runtime("plugin is closed"))
         }
         lua_settop(L, 0)
+        let t = timeout ?? env.limits.deadline
+        dialogs.hook = hook
+        if let target = env.askTarget, hook.mayAsk {
+            // A hook that may wait in ctx.ask runs as a coroutine; its one result is left on L.
+            let ref = refs[hook.rawValue]
+            let ctx = ctxRef
+            return runAsCoroutine(
+                target, hook: hook.luaName, slot: hook.rawValue, fallbackLine: hookLines[hook.rawValue], timeout: t
+            ) { co in
+                hb_getregistryref(co, ref)
+                let n = pushArgs(co)
+                hb_getregistryref(co, ctx)
+                return n + 1
+            }
+        }
         hb_getregistryref(L, refs[hook.rawValue])
         let n = pushArgs(L)
         hb_getregistryref(L, ctxRef)
-        let t = timeout ?? env.limits.deadline
         let started = PluginUsage.now()
         let status = hb_limited_pcall(L, n + 1, 1, t, Int64(env.limits.instructionBudget))
         usage?.record(slot: hook.rawValue, started: started, failed: status != LUA_OK)
@@ -420,6 +469,14 @@ final class LuaPlugin {
     private func callPrelude(_ ref: Int32, hook: String, slot: Int, _ push: (LuaRef) -> Int32) -> HookError? {
         guard let L else { return HookError(plugin: name, hook: hook, reason: .runtime("plugin is closed")) }
         lua_settop(L, 0)
+        dialogs.hook = nil
+        if let target = env.askTarget, slot == PluginUsage.commandSlot {
+            // A command may wait in ctx.ask: it runs as a coroutine.
+            return runAsCoroutine(target, hook: hook, slot: slot, fallbackLine: nil, timeout: env.limits.deadline) { co in
+                hb_getregistryref(co, ref)
+                return push(co)
+            }
+        }
         hb_getregistryref(L, ref)
         let count = push(L)
         let started = PluginUsage.now()
