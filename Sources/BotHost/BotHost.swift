@@ -22,6 +22,8 @@ public actor BotHost {
     /// How long one interception review may run: the server's deadline less a safety margin.
     nonisolated let reviewBudget: Duration
     nonisolated let metrics: BotMetrics
+    /// The paths the last messages took (the console's trace view).
+    public nonisolated let traces = MessageTraceStore.fromEnvironment()
     private var eventTask: Task<Void, Never>?
     private var routingTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
@@ -68,7 +70,8 @@ public actor BotHost {
         }
         router = Router(
             settings: configuration.routing, plugins: runtime,
-            outlet: ClientOutlet(client: client, metrics: botMetrics, report: report), logger: logger, note: report)
+            outlet: ClientOutlet(client: client, metrics: botMetrics, report: report, cardSent: Self.cardRecorder(runtime)),
+            logger: logger, note: report)
     }
 
     /// A bot host for the server at `serverURL` (a WebSocket) with the client and runtime its configuration
@@ -133,6 +136,7 @@ public actor BotHost {
     /// hot reload and timers.
     public func start() async throws {
         router.mutes.load()
+        await runtime.setDefaultLocale(configuration.locale)
         let report = await runtime.loadAll()
         // A setting no plugin takes would be silently ignored: refuse to start instead.
         let problems = configuration.problems(after: report, plugins: await runtime.plugins)
@@ -140,7 +144,6 @@ public actor BotHost {
             await runtime.shutdown()
             throw ConfigurationProblems(errors: problems)
         }
-        await router.finish(HookResult(actions: report.actions))
         let router = router
         await runtime.onAsyncResults { result in await router.finish(result) }
         let events = client.events()
@@ -174,8 +177,11 @@ public actor BotHost {
                 }
             }
         }
-        try await client.open(force: true)
+        try await logIn()
         await refreshReach()
+        // What loading asked for (on_load's messages, members told that their dialogs ended with the last
+        // run) goes out once the bot is logged in and knows its conversations.
+        await router.finish(HookResult(actions: report.actions))
         if configuration.watchInterval > 0 {
             await runtime.startWatching(interval: configuration.watchInterval) { [weak self] report in
                 await self?.afterReload(report)
@@ -290,7 +296,13 @@ public actor BotHost {
         switch event {
         case .message(let message):
             let incoming = HookMapping.hookMessage(message)
-            if message.isTransient { await router.transient(incoming) } else { await router.message(incoming) }
+            if message.isTransient {
+                await router.transient(incoming)
+            } else if message.from == configuration.clientID {
+                await router.message(incoming)
+            } else {
+                await MessageTrace.$current.withValue(traces.delivered(incoming)) { await router.message(incoming) }
+            }
         case .cmd(let cmd):
             await router.command(HookMapping.hookCommand(cmd))
         case .edited(let message):
