@@ -6,14 +6,16 @@ import IMCore
 /// A card is `attrs.card = {id, plugin, title, text, image, fields, buttons, selects, inputs}`; every
 /// button and select option carries a token, HMAC-SHA256 of the bot's card secret over what the click
 /// may say (plugin, card id, conversation, action, value, who may click), so a member's click (a cmd
-/// message `hookbot.card` with `{plugin, card, action, value, token, form}`) can be checked without
+/// message `card.click` with `{plugin, card, action, value, token, form.<input>…}`) can be checked without
 /// trusting anything the member sent. The host keeps each card (for updates and to refuse clicks on
 /// buttons since removed or disabled) in the bot's state file, namespace `hookbot.card:<plugin>`.
 public enum HookCards {
     /// The card's message type (`_lctype`), reserved: plugins cannot register it.
     public static let messageType = 100
     /// The cmd message action of a click.
-    public static let clickAction = "hookbot.card"
+    public static let clickAction = "card.click"
+    /// The prefix of a click's input texts in its `ext` (cmd message values are strings, numbers or booleans).
+    public static let formPrefix = "form."
     /// The state namespace of a plugin's cards.
     public static func namespace(_ plugin: String) -> String { "hookbot.card:\(plugin)" }
     /// Where the bot's card secret lives (the host's own state).

@@ -11,7 +11,7 @@ struct VerifiedCardClick {
 }
 
 extension PluginEngine {
-    /// A click (cmd message `hookbot.card`): checked, then `on_action(action, ctx)` of the plugin that sent
+    /// A click (cmd message `card.click`): checked, then `on_action(action, ctx)` of the plugin that sent
     /// the card. A refused click never reaches a plugin: it is logged (and listed as a `log` action of
     /// `hookbot.card`) and counted in `hookbot_card_clicks_total{result="refused"}`.
     func cardClick(_ cmd: HookCommand) -> HookResult {
@@ -86,19 +86,16 @@ extension PluginEngine {
         }
         var form: [String: JSONValue] = [:]
         let inputs = record.card["inputs"]?.arrayValue ?? []
-        switch cmd.ext["form"] {
-        case nil, .null?: break
-        case .object(let given)?:
-            for (name, v) in given {
-                guard let input = inputs.first(where: { $0["name"]?.stringValue == name }) else {
-                    return .failure(.init("the card has no input '\(name)'"))
-                }
-                guard let text = v.stringValue else { return .failure(.init("input '\(name)' must be a string")) }
-                let max = input["max"]?.intValue ?? HookCards.defaultInputValue
-                guard text.count <= max else { return .failure(.init("input '\(name)' is longer than \(max) characters")) }
-                form[name] = .string(text)
+        // Inputs travel as "form.<name>" = text (cmd message values are flat).
+        for (key, v) in cmd.ext where key.hasPrefix(HookCards.formPrefix) {
+            let name = String(key.dropFirst(HookCards.formPrefix.count))
+            guard let input = inputs.first(where: { $0["name"]?.stringValue == name }) else {
+                return .failure(.init("the card has no input '\(name)'"))
             }
-        default: return .failure(.init("form must be a table of input names to strings"))
+            guard let text = v.stringValue else { return .failure(.init("input '\(name)' must be a string")) }
+            let max = input["max"]?.intValue ?? HookCards.defaultInputValue
+            guard text.count <= max else { return .failure(.init("input '\(name)' is longer than \(max) characters")) }
+            form[name] = .string(text)
         }
         for input in inputs {
             if let name = input["name"]?.stringValue, form[name] == nil { form[name] = .string("") }

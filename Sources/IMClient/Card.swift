@@ -3,14 +3,14 @@ import IMCore
 
 /// A Hookbot card (`_lctype` 100): what a bot's plugin sent with `ctx.card{…}`, decoded from the
 /// message's `_lcattrs.card`. Every enabled button and select option carries the token the bot signed;
-/// `IMConversation.click(_:button:)` sends it back as a cmd message (`hookbot.card`), and the bot checks
+/// `IMConversation.click(_:button:)` sends it back as a cmd message (`card.click`), and the bot checks
 /// it before its plugin sees the click. An update of the card arrives as an edit of its message
 /// (`IMEvent.edited`): decode the new content with `Card(message:)` again.
 public struct Card: Sendable, Hashable, Codable {
     /// The message type of cards.
     public static let messageType = 100
     /// The cmd message action of a click.
-    public static let clickAction = "hookbot.card"
+    public static let clickAction = "card.click"
 
     public struct Image: Sendable, Hashable, Codable {
         public var url: String
@@ -125,8 +125,8 @@ extension IMConversation {
             card: card.id, plugin: card.plugin, action: select.action, value: option.value, token: token, form: form)
     }
 
-    /// Sends a card action as it travels: `{action: "hookbot.card", ext: {plugin, card, action, value,
-    /// token, form}}`.
+    /// Sends a card action as it travels: `{action: "card.click", ext: {plugin, card, action, value,
+    /// token, "form.<input>": text…}}` (cmd message values are flat).
     @discardableResult
     public func sendCardAction(
         card: String, plugin: String, action: String, value: String, token: String, form: [String: String] = [:]
@@ -135,7 +135,7 @@ extension IMConversation {
             "plugin": .string(plugin), "card": .string(card), "action": .string(action), "value": .string(value),
             "token": .string(token),
         ]
-        if !form.isEmpty { ext["form"] = .object(form.mapValues(JSONValue.string)) }
+        for (name, text) in form { ext["form." + name] = .string(text) }
         return try await sendCmd(action: Card.clickAction, ext: ext)
     }
 

@@ -3,7 +3,7 @@ import HookRuntime
 import IMCore
 
 /// The `click` step: a member clicks a button (or picks a select's option) of a card a bot sent in the
-/// case, as a client would — a cmd message `hookbot.card` with the card's signed token — so the runtime
+/// case, as a client would — a cmd message `card.click` with the card's signed token — so the runtime
 /// checks it exactly as it checks a real click.
 ///
 /// `{ click = { button = "Pizza" } }` clicks the button labelled "Pizza" of the last card sent or updated;
@@ -50,7 +50,7 @@ enum ScenarioCards {
             // A disabled button has no token: the click goes with an empty one (and is refused).
             "token": o["token"] ?? control?["token"] ?? .string(""),
         ]
-        if let form = o["form"] { ext["form"] = form }
+        for (name, text) in o["form"]?.objectValue ?? [:] { ext[HookCards.formPrefix + name] = text }
         return HookCommand(
             action: HookCards.clickAction, ext: ext, cid: try str("cid") ?? card["cid"]?.stringValue ?? "c1",
             from: try str("from") ?? "Tom")

@@ -213,7 +213,7 @@ final class CardTests: XCTestCase {
             (click(lunch, button: 0, from: "Jerry") { $0["plugin"] = "nobody" }, "no plugin 'nobody' takes card clicks"),
             (click(lunch, button: 0, from: "Jerry") { $0["card"] = "gone" }, "no card 'gone' of vote"),
             (click(lunch, button: 0, from: "Jerry") { $0["token"] = nil }, "a click needs plugin, card, action and token"),
-            (click(lunch, button: 0, from: "Jerry") { $0["form"] = .object(["why": "x"]) }, "the card has no input 'why'"),
+            (click(lunch, button: 0, from: "Jerry") { $0["form.why"] = "x" }, "the card has no input 'why'"),
         ]
         for (cmd, expected) in cases {
             let r = rt.command(cmd)
@@ -246,11 +246,11 @@ final class CardTests: XCTestCase {
         let r = rt.command(HookCommand(action: "go", cid: "c1", from: "Tom"))
         let (_, c) = try XCTUnwrap(card(r.actions))
         XCTAssertEqual(c["inputs"]?.arrayValue?.first?["max"], .int(10))
-        let ok = rt.command(click(c, button: 0, from: "Jerry") { $0["form"] = .object(["why": "太贵了 💸"]) })
+        let ok = rt.command(click(c, button: 0, from: "Jerry") { $0["form.why"] = "太贵了 💸" })
         XCTAssertEqual(logMessages(ok.actions), ["why=太贵了 💸"])
         let empty = rt.command(click(c, button: 0, from: "Jerry"))
         XCTAssertEqual(logMessages(empty.actions), ["why="])
-        let long = rt.command(click(c, button: 0, from: "Jerry") { $0["form"] = .object(["why": "0123456789x"]) })
+        let long = rt.command(click(c, button: 0, from: "Jerry") { $0["form.why"] = "0123456789x" })
         XCTAssertEqual(logMessages(long.actions), ["card click refused: Jerry in c1: input 'why' is longer than 10 characters"])
     }
 }

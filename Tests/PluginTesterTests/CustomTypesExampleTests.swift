@@ -16,7 +16,7 @@ final class CustomTypesExampleTests: XCTestCase {
         guard let binary = builtProduct("custom-types-example") else { throw XCTSkip("custom-types-example is not built") }
         let (status, output) = try runProcess(binary, [])
         XCTAssertEqual(status, 0, output)
-        XCTAssertTrue(output.contains("bot: Lunch? Pizza 2, Sushi 0 (2 votes)"), output)
+        XCTAssertTrue(output.contains("bot: Lunch? Pizza · 2, Sushi · 0 (2 votes)"), output)
         XCTAssertTrue(output.contains("bot posted a link card: Hookbot 1.0 released"), output)
         XCTAssertTrue(output.contains("bot relayed: Tom is typing…"), output)
         XCTAssertTrue(output.hasSuffix("done\n"), output)

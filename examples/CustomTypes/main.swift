@@ -61,7 +61,13 @@ for name in ["Tom", "Jerry"] {
     let client = IMClient(clientId: name, options: options, registry: registry)
     let inbox = Inbox()
     let events = client.events()
-    Task { for await event in events { if case .message(let m) = event { await inbox.add(m) } } }
+    Task {
+        for await event in events {
+            // Messages, and new versions of edited ones (the poll's card as its counts change).
+            if case .message(let m) = event { await inbox.add(m) }
+            if case .edited(let m) = event { await inbox.add(m) }
+        }
+    }
     try await client.open()
     try await client.conversation(hub.lobbyID).join()
     clients.append(client)
@@ -72,18 +78,21 @@ let tomInbox = inboxes[0]
 let jerryInbox = inboxes[1]
 let bot = configuration.clientID
 
-// 1. A poll: Tom posts it, both vote, the bot answers with the tally it keeps in plugin state.
+// 1. A poll: Tom posts it, the bot answers with a card whose buttons are the options; both click Pizza
+// (a signed cmd message each), and the bot updates the card's counts in place (an edit of its message).
 _ = try await tom.send(Poll(question: "Lunch?", options: ["Pizza", "Sushi"]))
-let announced = try await waitFor(tomInbox, "the poll announcement") { $0.from == bot && ($0.content.text ?? "").hasPrefix("Poll by") }
-print("bot: \(announced.content.text ?? "")")
+let announced = try await waitFor(tomInbox, "the poll's card") { $0.from == bot && Card(message: $0) != nil }
+let pollCard = Card(message: announced)!
+print("bot: a card \"\(pollCard.title ?? "")\" with \((pollCard.buttons ?? []).map(\.label))")
 let pollSeen = try await waitFor(jerryInbox, "the poll") { $0.content.as(Poll.self) != nil }
 print("Jerry sees a poll: \(pollSeen.content.as(Poll.self)!.question) \(pollSeen.content.as(Poll.self)!.options)")
-_ = try await tom.send(.text("/vote 1"))
-_ = try await waitFor(tomInbox, "Tom's vote") { $0.from == bot && ($0.content.text ?? "").contains("(1 vote)") }
-_ = try await jerry.send(.text("/vote 1"))
-let tally = try await waitFor(tomInbox, "the tally") { $0.from == bot && ($0.content.text ?? "").contains("(2 votes)") }
-print("bot: \(tally.content.text ?? "")")
-guard tally.content.text == "Lunch? Pizza 2, Sushi 0 (2 votes)" else {
+_ = try await tom.click(pollCard, button: pollCard.buttons![0])
+_ = try await waitFor(tomInbox, "Tom's vote") { $0.id == announced.id && (Card(message: $0)?.text ?? "") == "1 vote" }
+_ = try await jerry.click(pollCard, button: pollCard.buttons![0])
+let tally = try await waitFor(tomInbox, "the tally") { $0.id == announced.id && (Card(message: $0)?.text ?? "") == "2 votes" }
+let counted = Card(message: tally)!
+print("bot: \(counted.title ?? "") \((counted.buttons ?? []).map(\.label).joined(separator: ", ")) (\(counted.text ?? ""))")
+guard counted.buttons?.map(\.label) == ["Pizza · 2", "Sushi · 0"] else {
     print("unexpected tally")
     exit(1)
 }

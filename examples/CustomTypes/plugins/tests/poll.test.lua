@@ -1,4 +1,5 @@
--- Scenarios for the poll example plugin (custom type "poll", _lctype 2).
+-- Scenarios for the poll example plugin (custom type "poll", _lctype 2): each poll is answered with a
+-- card (_lctype 100) whose buttons vote; the card is updated in place (an edit) as votes come.
 
 local function poll(question, options, from)
   return { message = { type = "poll", text = "Poll: " .. question, from = from or "Tom",
@@ -7,19 +8,43 @@ end
 
 local function with(step, expect) step.expect = expect; return step end
 
+-- The card edit a step must make: its text and the buttons' labels.
+local function edited(text, labels)
+  local buttons = {}
+  for i, label in ipairs(labels) do buttons[i] = { label = label } end
+  return { actions = { { kind = "edit", card = { text = text, buttons = buttons } } } }
+end
+
 return {
   plugins = { "poll" },
   cases = {
     {
-      name = "a poll is announced and votes are tallied in state",
+      name = "a poll is answered with a card; clicks vote and update it in place",
       steps = {
-        with(poll("Lunch?", { "Pizza", "Sushi" }), { verdict = "allow",
-          replies = { "Poll by Tom: Lunch? 1) Pizza 2) Sushi - vote with /vote N" } }),
-        { message = "/vote 1", expect = { replies = { { text = "Lunch? Pizza 1, Sushi 0 (1 vote)", attrs = { poll = "m1", counts = { 1, 0 } } } } } },
-        { message = { text = "/vote 2", from = "Jerry" }, expect = { replies = { "Lunch? Pizza 1, Sushi 1 (2 votes)" } } },
-        { message = { text = "/vote 1", from = "Jerry" }, expect = { replies = { "Lunch? Pizza 2, Sushi 0 (2 votes)" } } },
-        { expect_state = { ["conv:c1:vote:Jerry"] = 1, ["conv:c1:poll"] = { question = "Lunch?", by = "Tom" } } },
-        { message = { text = "/poll", from = "Spike" }, expect = { replies = { "Lunch? Pizza 2, Sushi 0 (2 votes)" } } },
+        with(poll("午饭 Lunch? 🍱", { "Pizza", "寿司" }), { verdict = "allow", replies = { {
+          type = "card", text = "午饭 Lunch? 🍱\n0 votes\nby: Tom\n[Pizza · 0] [寿司 · 0]",
+          attrs = { card = { title = "午饭 Lunch? 🍱", fields = { { name = "by", value = "Tom", inline = true } },
+                             buttons = { { label = "Pizza · 0", value = "1", style = "primary" },
+                                         { label = "寿司 · 0", value = "2", style = "primary" } } } } } } }),
+        { click = { value = "1" }, expect = edited("1 vote", { "Pizza · 1", "寿司 · 0" }) },
+        { click = { value = "2", from = "Jerry" }, expect = edited("2 votes", { "Pizza · 1", "寿司 · 1" }) },
+        -- One vote per member: Jerry's second click moves his vote; the same click again changes nothing.
+        { click = { value = "1", from = "Jerry" }, expect = edited("2 votes", { "Pizza · 2", "寿司 · 0" }) },
+        { click = { value = "1", from = "Jerry" }, expect = { actions = {}, replies = {} } },
+        { expect_state = { ["conv:c1:vote:Jerry"] = 1, ["conv:c1:poll"] = { question = "午饭 Lunch? 🍱", by = "Tom" } } },
+        { message = { text = "/vote 2", from = "Spike" }, expect = edited("3 votes", { "Pizza · 2", "寿司 · 1" }) },
+        { message = { text = "/poll", from = "Spike" }, expect = { replies = { "午饭 Lunch? 🍱 Pizza 2, 寿司 1 (3 votes)" } } },
+      },
+    },
+    {
+      name = "forged clicks are refused and never vote",
+      steps = {
+        poll("Tea?", { "Yes", "No" }),
+        { click = { value = "1", from = "Jerry", token = "AAAAAAAAAAAAAAAAAAAAAA" },
+          expect = { actions = {}, logs = { "card click refused: Jerry in c1: the token does not match" } } },
+        { click = { value = "2", from = "Jerry", cid = "c2" },
+          expect = { actions = {}, logs = { "card click refused: Jerry in c2: card" } } },
+        { expect_state = { ["conv:c1:vote:Jerry"] = NIL } },
       },
     },
     {
@@ -28,19 +53,23 @@ return {
         { message = "/vote 1", expect = { replies = { "there is no open poll" } } },
         poll("Tea?", { "Yes", "No" }),
         { message = "/vote 3", expect = { replies = { "choose an option from 1 to 2" } } },
-        { message = "/vote one", expect = { replies = {} } },
+        { message = "/vote one", expect = { replies = {}, actions = {} } },
       },
     },
     {
-      name = "only the author closes a poll; a new poll resets the votes",
+      name = "only the author closes a poll; its card is disabled; a new poll resets the votes",
       steps = {
         poll("Lunch?", { "Pizza", "Sushi" }),
-        { message = "/vote 2" },
+        { click = { value = "2" } },
         { message = { text = "/poll close", from = "Jerry" }, expect = { replies = { "only Tom can close this poll" } } },
-        { message = "/poll close", expect = { replies = { "Final: Lunch? Pizza 0, Sushi 1 (1 vote)" } } },
+        { message = "/poll close", expect = {
+          replies = { "Final: Lunch? Pizza 0, Sushi 1 (1 vote)" },
+          actions = { { kind = "edit", card = { text = "Final: 1 vote",
+            buttons = { { label = "Pizza · 0", disabled = true }, { label = "Sushi · 1", disabled = true } } } } } } },
+        { click = { value = "1", from = "Jerry" }, expect = { actions = {}, logs = { "card click refused: Jerry in c1:" } } },
         { message = "/poll", expect = { replies = { "there is no open poll" } } },
         poll("Dinner?", { "Soup", "Salad", "Steak" }, "Jerry"),
-        { message = "/vote 3", expect = { replies = { "Dinner? Soup 0, Salad 0, Steak 1 (1 vote)" } } },
+        { message = "/vote 3", expect = edited("1 vote", { "Soup · 0", "Salad · 0", "Steak · 1" }) },
       },
     },
     {
