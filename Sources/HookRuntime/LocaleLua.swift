@@ -43,8 +43,26 @@ struct LocaleSubject {
 /// Locale settings and the current event's subject, shared by the plugins of one engine.
 final class LocaleContext {
     /// `[bot] locale`: what members who chose nothing (in conversations that chose nothing) get.
-    var defaultLocale = "en"
+    var defaultLocale = "en" {
+        didSet { chains.removeAll() }
+    }
     var subject: LocaleSubject?
+    /// The locales tried for a tag, per loaded plugin version (its files decide the same-language ones).
+    private var chains: [ChainKey: [String]] = [:]
+
+    private struct ChainKey: Hashable {
+        var instance: Int
+        var tag: String
+    }
+
+    func fallbacks(_ tag: String, for plugin: LuaPlugin) -> [String] {
+        let key = ChainKey(instance: plugin.instanceID, tag: tag)
+        if let known = chains[key] { return known }
+        if chains.count >= 4096 { chains.removeAll() } // versions come and go with reloads
+        let chain = LocaleTag.fallbacks(tag, defaultLocale: defaultLocale, available: plugin.catalog.locales)
+        chains[key] = chain
+        return chain
+    }
 }
 
 extension HookMessage {
@@ -201,7 +219,7 @@ let cbT: hb_swift_fn = { L in
             user: options.user ?? (options.conv == nil ? env.locale.subject?.user : nil),
             cid: options.conv ?? plugin.currentCid
         ).tag
-    let chain = LocaleTag.fallbacks(tag, defaultLocale: env.locale.defaultLocale, available: plugin.catalog.locales)
+    let chain = env.locale.fallbacks(tag, for: plugin)
     luaPush(L, plugin.catalog.text(StoredText.cut(key, to: 256), vars: vars, locales: chain))
     return 1
 }
