@@ -44,7 +44,7 @@ test: deps browser postgres nginx lint
 	$(SWIFT) build --build-tests
 	scripts/with-postgres.sh $(MAKE) --no-print-directory test-suites
 	$(SWIFT) run --skip-build custom-types-example
-	$(SWIFT) run --skip-build hookbot test plugins/ examples/CustomTypes/plugins/
+	$(SWIFT) run --skip-build hookbot test plugins/ examples/CustomTypes/plugins/ examples/Dialogs/plugins/
 	$(MAKE) --no-print-directory fuzz
 
 ## The XCTest suites (make test runs them beside a PostgreSQL cluster).
