@@ -8,6 +8,8 @@ import IMCore
 public struct BotConfiguration: Sendable {
     /// The client id the bot logs in as (tag `bot`, forced).
     public var clientID = "modbot"
+    /// `[bot] locale`: the plugins' language (`ctx.t`) for members and conversations that chose none.
+    public var locale = "en"
     public var tag = "bot"
     /// Stay in conversations the bot is invited to; when false the bot quits them.
     public var acceptInvitations = true
@@ -71,6 +73,9 @@ public struct BotConfiguration: Sendable {
     public var console = ConsoleSettings()
     /// The file this configuration was read from (to locate keys in errors found later), if any.
     public var file: ConfigFile?
+    /// Plugin settings changed in the console (`hookbot.overrides.toml`), already applied to `pluginConfig`
+    /// by `load(path:)`; its `path` is where the console's config editor writes.
+    public var overrides = ConfigOverrides()
     /// The prefix of chat commands (`[bot] command_prefix`) and the roles of `[roles]`.
     public var commands = CommandSettings()
     /// Plugin name → the secret its webhook (`POST /hooks/<plugin>/…`) requires (`[webhooks]`).
@@ -125,7 +130,14 @@ public struct BotConfiguration: Sendable {
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
             throw ConfigurationError(message: "cannot read \(path): \(error.localizedDescription)")
         }
-        return try parse(text, relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent(), fileName: path)
+        let base = URL(fileURLWithPath: path).deletingLastPathComponent()
+        var config = try parse(text, relativeTo: base, fileName: path)
+        // The console's overrides, on top of the file (docs/CONSOLE.md, "Config editor").
+        let overrides = config.console.overrides.map { Self.resolve($0, against: base) }
+        config.overrides = try ConfigOverrides.read(
+            path: (overrides ?? base.appendingPathComponent(ConfigOverrides.defaultFileName)).path)
+        config.pluginConfig = config.overrides.applied(to: config.pluginConfig)
+        return config
     }
 
     /// A secret from the configuration file: `env:NAME` reads the environment variable `NAME` (so the file
@@ -169,6 +181,12 @@ public struct BotConfiguration: Sendable {
             config.masterKey = try r.string("master_key").map(Self.expandingEnvironment) ?? config.masterKey
             config.appKey = try r.string("app_key").map(Self.expandingEnvironment) ?? config.appKey
             config.adminSocketPath = try r.string("admin_socket") ?? config.adminSocketPath
+            if let locale = try r.string("locale") {
+                guard let tag = LocaleTag.normalise(locale) else {
+                    throw file.error("bot.locale", "'\(locale)' is not a locale tag (en, zh-CN, zh-Hant …)")
+                }
+                config.locale = tag
+            }
             if let prefix = try r.string("command_prefix") {
                 guard !prefix.isEmpty, prefix.count <= 4, !prefix.contains(where: \.isWhitespace) else {
                     throw file.error("bot.command_prefix", "must be 1–4 characters without spaces")
@@ -196,6 +214,13 @@ public struct BotConfiguration: Sendable {
             if let megabytes = try r.int("state_max_mb") {
                 guard megabytes >= 1 else { throw file.error("plugins.state_max_mb", "must be at least 1") }
                 config.stateQuota.bytes = megabytes << 20
+            }
+            // The text matcher's caps (ctx.matcher, ctx.text), range-checked by TextMatcherLimits.
+            for setting in TextMatcherLimits.settings {
+                guard let value = try r.int(setting.key) else { continue }
+                if let problem = config.limits.matcher.set(setting.key, value) {
+                    throw file.error("plugins.\(setting.key)", problem)
+                }
             }
             for (name, value) in r.remaining() {
                 guard value.objectValue != nil else { throw file.error("plugins.\(name)", "must be a table") }
@@ -306,6 +331,7 @@ public struct BotConfiguration: Sendable {
             }
             config.console.host = try r.string("host") ?? config.console.host
             config.console.port = try r.int("port") ?? config.console.port
+            config.console.overrides = try r.string("overrides") ?? config.console.overrides
             try r.finish()
         }
         try reader.finish()
@@ -322,6 +348,9 @@ public struct ConsoleSettings: Sendable {
     /// Where a bot of a remote server serves them (with the embedded server they share its host and port).
     public var host = "127.0.0.1"
     public var port = 8090
+    /// Where the config editor keeps its changes (relative to the configuration file); nil:
+    /// `hookbot.overrides.toml` beside it.
+    public var overrides: String?
 
     public init() {}
 }

@@ -12,7 +12,11 @@ extension BotConfiguration {
     /// Where keys of the configuration file are set, for the plugins' configuration errors.
     public var configLocator: ConfigLocator? {
         guard let file else { return nil }
-        return { path in (file.name, file.line(of: path)) }
+        let overrides = overrides.file
+        return { path in
+            if let overrides, let line = overrides.line(of: path) { return (overrides.name, line) }
+            return (file.name, file.line(of: path))
+        }
     }
 
     /// The configuration problems a load revealed: settings a plugin does not accept (from its schema or
@@ -44,6 +48,13 @@ extension BotConfiguration {
     /// Loads every plugin against a throwaway state store, as `hookbot run` would, and returns what is
     /// wrong: configuration problems and plugins that fail to load (each `on_load` runs; its actions do not).
     public func check() throws -> (plugins: [PluginStatus], problems: [String]) {
+        let checked = try checkWithWarnings()
+        return (checked.plugins, checked.problems)
+    }
+
+    /// `check()`, and the warnings that do not stop a bot: keys of a plugin's locale files that its
+    /// default locale (`[bot] locale`) lacks.
+    public func checkWithWarnings() throws -> (plugins: [PluginStatus], problems: [String], warnings: [String]) {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -53,11 +64,13 @@ extension BotConfiguration {
         let engine = PluginEngine(
             directory: pluginsDirectory, store: store, config: pluginConfig, limits: limits,
             logger: logger, botID: clientID, configLocator: configLocator)
+        engine.setDefaultLocale(locale)
         let report = engine.loadAll()
         let plugins = engine.plugins
+        let warnings = engine.localeWarnings
         engine.shutdown()
         let located = problems(after: report, plugins: plugins)
         let others = report.errors.filter { if case .config = $0.reason { false } else { true } }.map(\.description)
-        return (plugins, located.map(\.description) + others)
+        return (plugins, located.map(\.description) + others, warnings)
     }
 }

@@ -122,6 +122,8 @@ public actor PluginRuntime {
     public func typeName(of type: Int) -> String? { engine.typeName(of: type) }
     /// Replaces the per-plugin config; takes effect on the next (re)load.
     public func setConfig(_ config: [String: JSONValue]) { engine.setConfig(config) }
+    /// Sets `[bot] locale`, the plugins' language (`ctx.t`) for members who chose none; false when not a tag.
+    @discardableResult public func setDefaultLocale(_ tag: String) -> Bool { engine.setDefaultLocale(tag) }
 
     // MARK: Loading
 
@@ -224,6 +226,10 @@ public actor PluginRuntime {
 
     /// `on_receive(msg, ctx)` on every plugin.
     public func receive(_ message: HookMessage) -> HookResult { engine.receive(message) }
+    /// The declared command `message` invokes, run alone (no `on_receive`); nil when it invokes none.
+    public func runCommand(_ message: HookMessage) -> HookResult? { engine.consoleCommand(message) }
+    /// A loaded plugin's settings: schema, defaults and what the host configures (the config editor's form).
+    public func settings(of plugin: String) -> PluginSettings? { engine.settings(of: plugin) }
 
     /// `on_receive`, then `screen` for every message it asked to send (as `bot`), in the same call, so a
     /// reply costs one trip to the Lua thread. `screenings[i]` belongs to `result.actions[i]`.
@@ -282,6 +288,12 @@ public actor PluginRuntime {
     public var nextTimerDue: Double? { engine.nextTimerDue }
     /// Fires every timer due at `now` (default: the clock's now).
     public func fireDueTimers(now: Double? = nil) -> HookResult { engine.fireDueTimers(now: now) }
+    /// The earliest time a `ctx.schedule` job of a running plugin is due.
+    public var nextScheduleDue: Double? { engine.nextScheduleDue }
+    /// Every plugin's `ctx.schedule` jobs (the console's list).
+    public func schedules() -> [PluginSchedules] { engine.schedules() }
+    /// Cancels a plugin's job; false when it has none with that id.
+    public func cancelSchedule(plugin: String, id: String) throws -> Bool { try engine.cancelSchedule(plugin: plugin, id: id) }
 
     private func fireDueTimersAndPlan(maxInterval: Double) -> (HookResult, wait: Double) {
         let result = engine.fireDueTimers()

@@ -7,7 +7,8 @@ struct CheckCommand: ParsableCommand {
         commandName: "check",
         abstract: "Check hookbot.toml and the plugins without starting anything.",
         discussion: """
-            Reads the configuration (syntax, unknown sections and keys, wrong types), loads every plugin against \
+            Reads the configuration (syntax, unknown sections and keys, wrong types) with the console's \
+            overrides on top (hookbot.overrides.toml beside it, or [console] overrides), loads every plugin against \
             a throwaway state store (compile errors, on_load failures) and checks each plugin's settings against \
             its schema. Prints every problem with file, line and key; exits with status 1 if there is any.
             """)
@@ -29,11 +30,14 @@ struct CheckCommand: ParsableCommand {
             configuration = BotConfiguration()
         }
         if let plugins { configuration.pluginsDirectory = URL(fileURLWithPath: plugins) }
-        let (statuses, problems) = try configuration.check()
+        let (statuses, problems, warnings) = try configuration.checkWithWarnings()
         for problem in problems { print(problem) }
+        for warning in warnings { print("warning: \(warning)") }
         let loaded = statuses.filter { $0.state != .failed }.map(\.name)
+        let overrides = configuration.overrides.file.map { " + \($0.name)" } ?? ""
         if problems.isEmpty {
-            print("ok: \(config), \(loaded.count) plugin(s) from \(configuration.pluginsDirectory.path): \(loaded.joined(separator: ", "))")
+            let names = loaded.joined(separator: ", ")
+            print("ok: \(config)\(overrides), \(loaded.count) plugin(s) from \(configuration.pluginsDirectory.path): \(names)")
         } else {
             print("\(problems.count) problem(s); \(loaded.count) plugin(s) loaded")
             throw ExitCode(1)
