@@ -35,6 +35,9 @@ public final class Console: Sendable {
     private let settings: BotConfiguration
     private let target = Mutex<Target?>(nil)
     private let assets: ConsoleAssets
+    /// The moderation page's undo and the config editor (ModerationActions.swift, ConfigEditor.swift).
+    let moderation = ModerationActions()
+    let configEditor = ConfigEditor()
 
     /// - Parameters:
     ///   - configuration: the bot's configuration (console token, lobby name, app id and master key).
@@ -66,6 +69,7 @@ public final class Console: Sendable {
             assets.response(for: context.parameters.get("file") ?? "")
         }
         router.get("/api/info") { [self] _, _ in info() }
+        registerSchedules(on: router) // ConsoleSchedules.swift
         router.get("/api/types") { [self] _, _ in
             await withBot { target in HTTPJSON.response(.ok, await target.bot.runtime.messageTypes.map(TypeView.init)) }
         }
@@ -141,18 +145,20 @@ public final class Console: Sendable {
         router.post("/api/sign") { [self] request, _ in
             await admin(request) { _ in await sign(request) }
         }
+        registerTrace(on: router)
+        registerModerationAndConfig(on: router)
     }
 
     // MARK: Access
 
     /// Runs `body` with the target, or answers 503 while no bot is attached.
-    private func withBot(_ body: (Target) async -> Response) async -> Response {
+    func withBot(_ body: (Target) async -> Response) async -> Response {
         guard let target = target.withLock({ $0 }) else { return HTTPJSON.error(.serviceUnavailable, "the bot is starting") }
         return await body(target)
     }
 
     /// Runs `body` when the request carries the admin token; 401 otherwise.
-    private func admin(_ request: Request, _ body: (Target) async -> Response) async -> Response {
+    func admin(_ request: Request, _ body: (Target) async -> Response) async -> Response {
         guard isAuthorized(request) else {
             return HTTPJSON.error(.unauthorized, "this needs the admin token (Authorization: Bearer <token>), printed at start")
         }
@@ -160,7 +166,7 @@ public final class Console: Sendable {
     }
 
     /// `admin`, for a plugin named in the path that is known to the bot (404 otherwise).
-    private func plugin(
+    func plugin(
         _ request: Request, _ context: BasicRequestContext,
         _ body: (Target, String) async -> Response
     ) async -> Response {

@@ -1266,6 +1266,7 @@ function describe(rec) {
   if (rec.body == null && rec.error && rec.error.stage === 'upload') {
     return { text: rec.caption || '', badges, attachment: h('div', { class: 'attachment' }, h('span', { class: 'file-chip' }, icon('file'), h('span', { text: rec.fileName || 'file' }))) };
   }
+  if (rec.action === 'card.click' && typeof cardClickText === 'function') return { text: cardClickText(rec), badges: [badge('card click', 'info'), ...badges] };
   if (rec.action != null) {
     const ext = rec.ext && Object.keys(rec.ext).length ? ` ${JSON.stringify(rec.ext)}` : '';
     return { text: `/${rec.action}${ext}`, badges: [badge('cmd', 'info'), ...badges] };
@@ -1290,7 +1291,11 @@ function describe(rec) {
     const link = known ? h('a', { href: `https://www.openstreetmap.org/?mlat=${lat}&mlon=${lng}#map=15/${lat}/${lng}`, target: '_blank', rel: 'noopener noreferrer', text: place }) : place;
     return { text: caption || 'Location', badges: [badge('location', 'info'), ...badges], attachment: h('div', { class: 'attachment' }, h('span', { class: 'file-chip' }, icon('location'), link)) };
   }
-  const fields = Object.entries(typed).filter(([key]) => !key.startsWith('_lc'));
+  const card = type === 100 && typeof cardView === 'function' ? cardView(rec, typed) : null; // cards.js
+  if (card) return { text: '', badges: [badge('card', 'accent'), ...badges], attachment: card };
+  const attrs = type > 0 && typed._lcattrs && typeof typed._lcattrs === 'object' && !Array.isArray(typed._lcattrs) ? typed._lcattrs : {};
+  // hookbot.* attributes are the host's bookkeeping (the hop count of a bot's message), not the type's fields.
+  const fields = [...Object.entries(attrs).filter(([key]) => !key.startsWith('hookbot.')), ...Object.entries(typed).filter(([key]) => !key.startsWith('_lc'))];
   const name = type > 0 ? typeName(type) : null;
   const attachment = fields.length ? h('dl', { class: 'kv' }, fields.flatMap(([key, value]) => [h('dt', { text: key }), h('dd', { text: valueText(value) })])) : null;
   return { text: caption, badges: [badge(name ? `${name} · type ${type}` : `type ${type}`, 'accent'), ...badges], attachment };
@@ -1623,7 +1628,8 @@ function composerContent() {
     case 'custom': {
       const type = chat.types.find((t) => String(t.type) === $('#composer-custom-type').value);
       if (!type) throw new Error('No custom type is selected (plugins register them).');
-      return { msg: JSON.stringify(withText({ _lctype: type.type, ...customFieldValues() })) };
+      // A registered type's fields travel in _lcattrs (plugins read msg.attrs), as the Swift SDK sends them.
+      return { msg: JSON.stringify(withText({ _lctype: type.type, _lcattrs: customFieldValues() })) };
     }
     case 'cmd': {
       const action = text.trim();
@@ -2070,6 +2076,7 @@ const pluginsView = {
 
 async function pollPlugins() {
   if (!Token.get()) return;
+  pollSchedules(); // schedules.js
   const notice = $('#plugins-error');
   let list;
   try {
@@ -2134,7 +2141,7 @@ function createPluginCard(name) {
   card.root = h('article', { class: 'card plugin-card', dataset: { plugin: name } },
     h('div', { class: 'plugin-head' },
       h('div', {}, h('div', { class: 'plugin-title' }, h('h2', { text: name }), card.state), card.path),
-      h('div', { class: 'plugin-actions' }, card.reload, card.toggle, card.stateToggle)),
+      h('div', { class: 'plugin-actions' }, card.reload, card.toggle, card.stateToggle, configButton(name))),
     h('dl', { class: 'plugin-stats' }, priorityBox, generationBox, timersBox, memoryBox, failuresBox, tripsBox),
     card.error, card.hooks, card.statePanel);
   return card;
@@ -2466,6 +2473,7 @@ async function pollInterception() {
     const [interception, stats] = await Promise.all([api('/api/interception', { admin: true }), api('/api/stats', { admin: true })]);
     renderInterception(interception || {});
     renderStats(stats || {});
+    await pollRecentVerdicts(); // trace.js
     await pollPushes();
     renderPushStats();
     showFormError(notice, '');
@@ -2604,12 +2612,14 @@ function renderPushStats() {
 
 // ============================================================== Tabs and start-up
 
-const TABS = ['chat', 'plugins', 'log', 'interception'];
-const ADMIN_TABS = ['plugins', 'log', 'interception'];
+// moderation: moderation.js (loaded before this file)
+const TABS = ['chat', 'plugins', 'log', 'interception', 'moderation'];
+const ADMIN_TABS = ['plugins', 'log', 'interception', 'moderation'];
 let activeTab = 'chat';
 
 function pollers() {
-  return { chat: pushesView.poller, plugins: pluginsView.poller, log: logView.poller, interception: interceptionView.poller };
+  return { chat: pushesView.poller, plugins: pluginsView.poller, log: logView.poller, interception: interceptionView.poller,
+    moderation: moderationView.poller };
 }
 
 /** Runs the visible admin panel's poller only. */
@@ -2689,6 +2699,7 @@ function start() {
   wireToken();
   wireChat();
   wireLog();
+  wireModeration();
   $('#reload-all').addEventListener('click', reloadAll);
   updateTokenButton();
   selectTab(tabStore.get('hookbot.tab') || 'chat');
