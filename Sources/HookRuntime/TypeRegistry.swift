@@ -40,7 +40,8 @@ public struct CustomMessageType: Sendable, Hashable {
             }
             if !ok { return "\(name): field '\(key)' must be \(field.type.rawValue)" }
         }
-        for key in attrs.keys.sorted() where fields[key] == nil {
+        // `hookbot.*` keys are the hosts' bookkeeping (a bot message's hop count), not fields of the type.
+        for key in attrs.keys.sorted() where fields[key] == nil && !key.hasPrefix("hookbot.") {
             return "\(name): unknown field '\(key)'"
         }
         return nil
@@ -56,6 +57,7 @@ final class TypeRegistry: Sendable {
 
     func register(_ t: CustomMessageType, owner: Int) -> String? {
         if t.number <= 0 { return "custom message types must be positive numbers" }
+        if t.number == HookMessageType.card { return "type \(t.number) is the host's card type (ctx.card)" }
         if HookMessageType.builtinNames.values.contains(t.name) { return "type name '\(t.name)' is reserved" }
         return byNumber.withLock { byNumber in
             if let existing = byNumber[t.number], existing.type.plugin != t.plugin {
