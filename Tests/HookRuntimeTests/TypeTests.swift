@@ -91,7 +91,7 @@ final class TypeTests: XCTestCase {
         let f = Fixture()
         f.write(
             "a.lua",
-            #"return { on_load = function(ctx) ctx.types.register({ type = 3, name = "card", fields = { title = "string" } }) end }"#)
+            #"return { on_load = function(ctx) ctx.types.register({ type = 3, name = "note", fields = { title = "string" } }) end }"#)
         f.write("b.lua", #"return { on_load = function(ctx) ctx.types.register({ type = 3, name = "other" }) end }"#)
         f.write("c.lua", #"return { on_load = function(ctx) ctx.types.register({ type = -9, name = "neg" }) end }"#)
         f.write("d.lua", #"return { on_load = function(ctx) ctx.types.register({ type = 4, name = "text" }) end }"#)
@@ -100,6 +100,6 @@ final class TypeTests: XCTestCase {
         XCTAssertEqual(r.loaded, ["a"])
         XCTAssertEqual(Set(r.errors.map(\.plugin)), ["b", "c", "d"])
         for _ in 0..<3 { XCTAssertEqual(rt.reload(name: "a").errors, []) }
-        XCTAssertEqual(rt.messageTypes.map(\.name), ["card"])
+        XCTAssertEqual(rt.messageTypes.map(\.name), ["note"])
     }
 }

@@ -21,6 +21,10 @@ for (source, name) in [
 ] {
     try FileManager.default.copyItem(at: source, to: plugins.appendingPathComponent(name))
 }
+// typing.lua's words (ctx.t) come from its locale files.
+try FileManager.default.createDirectory(at: plugins.appendingPathComponent("locales"), withIntermediateDirectories: true)
+try FileManager.default.copyItem(
+    at: repository.appendingPathComponent("plugins/locales/typing"), to: plugins.appendingPathComponent("locales/typing"))
 
 var configuration = BotConfiguration()
 configuration.pluginsDirectory = plugins
