@@ -10,6 +10,8 @@ struct ClientOutlet: BotOutlet {
     let metrics: BotMetrics
     /// Where failures that surface later (a refused ack) are reported.
     let report: @Sendable (RoutingNote) -> Void
+    /// Told the id and timestamp the server gave each card the bot sent (`BotHost.cardRecorder`).
+    var cardSent: (@Sendable (HookMessage, String, Int64) -> Void)? = nil
 
     nonisolated(nonsending) func send(_ message: HookMessage, transient: Bool, mentions: [String], replyTo: String?, plugin: String)
         async throws
@@ -25,6 +27,12 @@ struct ClientOutlet: BotOutlet {
         pending.onFailure { error in
             report(.actionFailed(action: what, cid: cid, plugin: plugin, error: "\(error)"))
         }
+        if message.type == HookCards.messageType, let cardSent {
+            // ctx.card_update edits the message: its id and timestamp come with the ack.
+            Task {
+                if let sent = try? await pending.message() { cardSent(message, sent.id, sent.timestamp) }
+            }
+        }
     }
 
     nonisolated(nonsending) func perform(_ action: HookAction) async throws {
@@ -32,6 +40,10 @@ struct ClientOutlet: BotOutlet {
         case .sendCommand(let cid, let command):
             metrics.executed("send_cmd")
             _ = try await client.conversation(cid).sendCmd(action: command.action, ext: command.ext)
+        case .edit(let cid, let messageID, let timestamp, let message):
+            metrics.executed("edit")
+            _ = try await client.conversation(cid).editMessage(
+                id: messageID, timestamp: timestamp, to: .typed(HookMapping.typedMessage(message)))
         case .recall(let cid, let messageID):
             metrics.executed("recall")
             _ = try await client.conversation(cid).recall(messageId: messageID, timestamp: 0)
@@ -67,8 +79,8 @@ struct ClientOutlet: BotOutlet {
             } else {
                 _ = try await client.conversation(cid).unblockMembers([user])
             }
-        case .send, .sendTransient, .warn, .log:
-            // Sends reach `send(_:…)`; a warning is a send; log lines were written by the plugin runtime.
+        case .send, .sendTransient, .warn, .log, .directMessage:
+            // Sends reach `send(_:…)`; a warning and a 1:1 message are sends; log lines were written by the plugin runtime.
             break
         }
     }

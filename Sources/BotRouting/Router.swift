@@ -34,7 +34,11 @@ public final class Router: Sendable {
         self.settings = settings
         self.plugins = plugins
         self.outlet = outlet
-        self.note = note
+        // Also added to the message's trace when the host traces it (MessageTrace.current).
+        self.note = { routed in
+            note(routed)
+            MessageTrace.current?.record(routed)
+        }
         self.logger = logger
         mutes = MuteList(store: plugins.store, clock: plugins.clock)
         loopGuard = Mutex(
@@ -237,7 +241,7 @@ public final class Router: Sendable {
 
     private static func text(of action: HookAction) -> String {
         switch action.kind {
-        case .send(_, let message, _), .sendTransient(_, let message): message.text ?? ""
+        case .send(_, let message, _), .sendTransient(_, let message), .directMessage(_, let message): message.text ?? ""
         case .sendCommand(_, let command): command.action
         case .warn(_, let user, let reason): "@\(user) " + (reason ?? warning)
         default: ""
@@ -280,6 +284,10 @@ public final class Router: Sendable {
             await perform(action, blocked ? "block" : "unblock", cid)
         case .recall(let cid, _):
             await perform(action, "recall", cid)
+        case .edit(let cid, _, _, let message):
+            // A card update (ctx.card_update): an edit of the bot's own message, rate-limited like a send.
+            guard allowSend(in: cid, text: message.text ?? "", plugin: plugin) else { return }
+            await perform(action, "edit", cid)
         case .kick(let cid, _, _):
             await perform(action, "kick", cid)
         case .add(let cid, _):
@@ -295,13 +303,42 @@ public final class Router: Sendable {
             } catch {
                 failed(locked ? "lock" : "unlock", cid, plugin: plugin, error)
             }
+        case .directMessage(let user, let message):
+            // The host finds or opens the 1:1 conversation once (ConversationMembers remembers it); then it
+            // is an ordinary send there, screened and rate-limited like any other.
+            let cid: String
+            if let known = plugins.members.direct(with: user) {
+                cid = known
+            } else {
+                do {
+                    cid = try await outlet.directConversation(with: user)
+                } catch {
+                    return failed("dm", "", plugin: plugin, error)
+                }
+                plugins.members.setDirect(cid, with: user)
+            }
+            await send(message, to: cid, hops: hops, plugin: plugin, transient: false, screening: screening)
         case .log:
             await perform(action, "log", "")
         }
     }
 
     nonisolated(nonsending) private func perform(_ action: HookAction, _ what: String, _ cid: String) async {
-        do { try await outlet.perform(action) } catch { failed(what, cid, plugin: action.plugin, error) }
+        do { try await outlet.perform(action) } catch { return failed(what, cid, plugin: action.plugin, error) }
+        if what != "log" { MessageTrace.current?.add(.action, plugin: action.plugin, "\(what) in \(cid)" + Self.target(of: action)) }
+    }
+
+    /// Whom an action is aimed at and why, for a trace (" (Tom: spam)").
+    private static func target(of action: HookAction) -> String {
+        switch action.kind {
+        case .mute(_, let user, let seconds, let reason):
+            " (\(user)\(seconds.map { ", \($0) s" } ?? "")\(reason.map { ": \($0)" } ?? ""))"
+        case .kick(_, let user, let reason): " (\(user)\(reason.map { ": \($0)" } ?? ""))"
+        case .warn(_, let user, let reason): " (\(user)\(reason.map { ": \($0)" } ?? ""))"
+        case .block(_, let user, _), .add(_, let user): " (\(user))"
+        case .sendCommand(_, let command): " (\(command.action))"
+        default: ""
+        }
     }
 
     private func failed(_ what: String, _ cid: String, plugin: String, _ error: any Error) {
@@ -360,6 +397,8 @@ public final class Router: Sendable {
         approved.attrs[LoopGuard.hopKey] = .int(hops)
         do {
             try await outlet.send(approved, transient: transient, mentions: mentions, replyTo: replyTo, plugin: plugin)
+            MessageTrace.current?.add(
+                .sent, plugin: plugin, "\(transient ? "transient message" : "message") to \(cid): \"\(approved.text ?? "")\"")
             note(.sent(cid: cid, transient: transient))
         } catch {
             failed(transient ? "send_transient" : "send", cid, plugin: plugin, error)

@@ -15,9 +15,11 @@ public enum HookMessageType {
     public static let location = -5
     public static let file = -6
     public static let recalled = -127
+    /// The standard card (`ctx.card`, see Card.swift): a positive number, reserved by the host.
+    public static let card = 100
 
     public static let builtinNames: [Int: String] = [
-        -1: "text", -2: "image", -3: "audio", -4: "video", -5: "location", -6: "file", -127: "recalled",
+        -1: "text", -2: "image", -3: "audio", -4: "video", -5: "location", -6: "file", -127: "recalled", 100: "card",
     ]
 }
 
@@ -228,6 +230,9 @@ public struct HookAction: Sendable, Hashable {
         case sendTransient(cid: String, message: HookMessage)
         case sendCommand(cid: String, command: HookCommand)
         case recall(cid: String, messageID: String)
+        /// Replace the content of the bot's own message `messageID` (sent at `timestamp`) with `message`
+        /// (`ctx.card_update`: a message edit, see Edits in PROTOCOL.md).
+        case edit(cid: String, messageID: String, timestamp: Int64, message: HookMessage)
         case kick(cid: String, user: String, reason: String?)
         case mute(cid: String, user: String, seconds: Int?, reason: String?)
         /// Block (`blocked`) or unblock a client in the conversation (`ctx.conv(cid).block` / `unblock`).
@@ -238,6 +243,9 @@ public struct HookAction: Sendable, Hashable {
         case add(cid: String, user: String)
         case warn(cid: String, user: String, reason: String?)
         case updateAttribute(cid: String, key: String, value: JSONValue)
+        /// Send `message` to `user` in the bot's 1:1 (unique) conversation with them (`ctx.dm`): the host
+        /// opens it the first time and remembers it (`ConversationMembers.direct(with:)`).
+        case directMessage(user: String, message: HookMessage)
         /// Already written to the runtime's logger; listed for hosts and test runners.
         case log(level: HookLogLevel, message: String)
 
@@ -245,10 +253,11 @@ public struct HookAction: Sendable, Hashable {
         public var conversation: String? {
             switch self {
             case .send(let cid, _, _), .sendTransient(let cid, _), .sendCommand(let cid, _), .recall(let cid, _),
+                .edit(let cid, _, _, _),
                 .kick(let cid, _, _), .mute(let cid, _, _, _), .block(let cid, _, _), .add(let cid, _), .warn(let cid, _, _),
                 .updateAttribute(let cid, _, _), .lock(let cid, _, _):
                 cid
-            case .log: nil
+            case .log, .directMessage: nil
             }
         }
 
@@ -256,7 +265,7 @@ public struct HookAction: Sendable, Hashable {
         /// a warning).
         public var sends: Bool {
             switch self {
-            case .send, .sendTransient, .sendCommand, .warn: true
+            case .send, .sendTransient, .sendCommand, .warn, .edit, .directMessage: true
             case .recall, .kick, .mute, .block, .lock, .add, .updateAttribute, .log: false
             }
         }

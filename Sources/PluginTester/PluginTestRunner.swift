@@ -158,7 +158,8 @@ public final class PluginTestRunner {
                 clock: clock.clock, logger: logger, botID: member.id, http: transport,
                 httpPolicies: Dictionary(uniqueKeysWithValues: member.plugins.map { ($0, policy) }),
                 media: ScenarioMedia(files: testCase.files))
-            testCase.members.install(in: runtime.members, now: clock.now)
+            try testCase.members.install(in: runtime.members, store: store, now: clock.now)
+            await runtime.setDefaultLocale(scenario.locale)
             let settings = RoutingSettings(
                 botID: member.id, intercepting: index == 0 && testCase.mode == .interceptor,
                 maxHops: scenario.maxHops, replyLimit: scenario.replyLimit,
@@ -233,6 +234,13 @@ public final class PluginTestRunner {
                 try fm.copyItem(at: folder, to: target.appendingPathComponent(name))
             } else if fm.fileExists(atPath: file.path) {
                 try fm.copyItem(at: file, to: target.appendingPathComponent(name + ".lua"))
+                // its translations (`ctx.t`): plugins/locales/<name>/
+                let locales = source.appendingPathComponent("locales").appendingPathComponent(name)
+                if fm.fileExists(atPath: locales.path) {
+                    let copy = target.appendingPathComponent("locales").appendingPathComponent(name)
+                    try fm.createDirectory(at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try fm.copyItem(at: locales, to: copy)
+                }
             } else {
                 throw ScenarioError("no plugin \(name) in \(source.path) (looked for \(name).lua and \(name)/init.lua)")
             }
@@ -284,7 +292,18 @@ public final class PluginTestRunner {
                     cid: o["cid"]?.stringValue ?? "c1", messageID: o["id"]?.stringValue ?? "",
                     by: o["by"]?.stringValue, timestamp: Int64(host.clock.now * 1000)))
         case .edit(let v): await host.edit(try await message(v, host: host, media: media))
+        case .click(let v):
+            let o = try object(v, "click")
+            guard let card = host.card(o["card"]?.stringValue) else {
+                throw ScenarioError("click: \(o["card"]?.stringValue.map { "no card \($0)" } ?? "no card") was sent in this case")
+            }
+            await host.command(try ScenarioCards.click(o, card: card))
         case .advance(let seconds): await host.advance(seconds)
+        case .at(let time):
+            guard time >= host.clock.now else {
+                throw ScenarioError("at \(time) is before the scenario's clock (\(host.clock.now))")
+            }
+            await host.advance(time - host.clock.now)
         case .translate(let v):
             let o = try object(v, "translate")
             await host.translate(
@@ -369,7 +388,9 @@ public final class PluginTestRunner {
         case .update(let v): return "update " + Render.lua(v)
         case .recall(let v): return "recall " + Render.lua(v)
         case .edit(let v): return "edit " + Render.lua(v)
+        case .click(let v): return "click " + Render.lua(v)
         case .advance(let s): return "advance \(Render.lua(.double(s)))s"
+        case .at(let t): return "at \(Date(timeIntervalSince1970: t).formatted(.iso8601))"
         case .translate(let v): return "translate " + Render.lua(v)
         case .offline(let v): return "offline " + Render.lua(v)
         case .reload: return "reload"

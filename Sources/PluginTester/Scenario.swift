@@ -24,6 +24,9 @@ public struct Scenario: Sendable {
     public var replyWindow: Double
     public var maxHops: Int
     public var deadline: Double
+    /// The bots' `[bot] locale` (`locale = "zh-CN"`; `en` by default): the plugins' language for members
+    /// who chose none.
+    public var locale: String
     /// More bots in the same conversations (`bots = { { id, plugins, config }, ... }`); they are ordinary
     /// members (never interceptors), and what any bot sends reaches all the others.
     public var bots: [Bot]
@@ -74,7 +77,11 @@ public struct Scenario: Sendable {
             case recall(JSONValue)
             /// An edit of a message: the new version (`id` names the message edited).
             case edit(JSONValue)
+            /// A member's click on a card's button (ScenarioCards.swift).
+            case click(JSONValue)
             case advance(Double)
+            /// The clock set to a time (epoch seconds) no earlier than now; schedules due on the way fire.
+            case at(Double)
             case translate(JSONValue)
             /// Offline receivers of a message: `on_offline` decides their pushes.
             case offline(JSONValue)
@@ -93,8 +100,8 @@ public struct Scenario: Sendable {
     static let absent = JSONValue.string(absentMarker)
 
     static let eventKeys = [
-        "message", "transient", "cmd", "join", "leave", "invited", "kicked", "update", "recall", "edit",
-        "advance", "translate", "reload", "set_state", "offline",
+        "message", "transient", "cmd", "click", "join", "leave", "invited", "kicked", "update", "recall", "edit",
+        "advance", "translate", "reload", "set_state", "offline", "at",
     ]
 
     /// Parses the data a scenario file returned. `defaultPlugin` is the file name without `.test.lua`.
@@ -104,7 +111,7 @@ public struct Scenario: Sendable {
             root,
             allowed: [
                 "plugins", "bot", "mode", "config", "translate_to", "reply_limit",
-                "reply_window", "max_hops", "deadline_ms", "bots", "http", "files", "cases", "members",
+                "reply_window", "max_hops", "deadline_ms", "bots", "http", "files", "cases", "members", "locale",
             ], at: "scenario")
         self.path = path
         self.pluginsDirectory = pluginsDirectory
@@ -125,6 +132,9 @@ public struct Scenario: Sendable {
         replyWindow = try root["reply_window"].map { try Self.number($0, "reply_window") } ?? 10
         maxHops = try root["max_hops"].map { try Self.int($0, "max_hops") } ?? 3
         deadline = try root["deadline_ms"].map { try Self.number($0, "deadline_ms") / 1000 } ?? 1
+        let locale = try root["locale"].map { try Self.string($0, "locale") } ?? "en"
+        guard let tag = LocaleTag.normalise(locale) else { throw ScenarioError("locale: '\(locale)' is not a locale tag (en, zh-CN …)") }
+        self.locale = tag
         bots = try Self.bots(root["bots"], main: bot)
         let http = try Self.recordings(root["http"], at: "http")
         let files = try Self.files(root["files"], at: "files")
@@ -196,7 +206,9 @@ public struct Scenario: Sendable {
         case "update"?: event = .update(o["update"]!)
         case "recall"?: event = .recall(o["recall"]!)
         case "edit"?: event = .edit(o["edit"]!)
-        case "advance"?: event = .advance(try Self.number(o["advance"]!, "\(location): advance"))
+        case "click"?: event = .click(o["click"]!)
+        case "advance"?: event = .advance(try Self.duration(o["advance"]!, "\(location): advance"))
+        case "at"?: event = .at(try Self.time(o["at"]!, "\(location): at"))
         case "translate"?: event = .translate(o["translate"]!)
         case "offline"?: event = .offline(o["offline"]!)
         case "reload"?: event = .reload
@@ -337,6 +349,45 @@ public struct Scenario: Sendable {
     static func number(_ v: JSONValue, _ what: String) throws -> Double {
         guard let d = v.doubleValue else { throw ScenarioError("\(what) must be a number") }
         return d
+    }
+
+    /// Seconds, or a duration like "10m", "1h30m", "2d", "1w", "45s".
+    static func duration(_ v: JSONValue, _ what: String) throws -> Double {
+        if let d = v.doubleValue, d >= 0 { return d }
+        let bad = ScenarioError("\(what) must be seconds (a number >= 0) or a duration like \"10m\", \"1h30m\", \"2d\"")
+        guard let s = v.stringValue, !s.isEmpty else { throw bad }
+        var total = 0.0
+        var digits = ""
+        for c in s {
+            if c.isASCII, c.isNumber || c == "." {
+                digits.append(c)
+                continue
+            }
+            let unit: Double
+            switch c {
+            case "s": unit = 1
+            case "m": unit = 60
+            case "h": unit = 3600
+            case "d": unit = 86_400
+            case "w": unit = 7 * 86_400
+            default: throw bad
+            }
+            guard let n = Double(digits) else { throw bad }
+            total += n * unit
+            digits = ""
+        }
+        guard digits.isEmpty else { throw bad }
+        return total
+    }
+
+    /// Epoch seconds, or an ISO 8601 time with an offset ("2026-11-30T09:00:00+08:00", "…Z").
+    static func time(_ v: JSONValue, _ what: String) throws -> Double {
+        if let d = v.doubleValue { return d }
+        let formatter = ISO8601DateFormatter()
+        guard let s = v.stringValue, let date = formatter.date(from: s) else {
+            throw ScenarioError("\(what) must be epoch seconds or an ISO 8601 time with an offset, like \"2026-11-30T09:00:00+08:00\"")
+        }
+        return date.timeIntervalSince1970
     }
 }
 

@@ -97,6 +97,9 @@ final class SimulatedHost {
         recorder.error("more than 1000 follow-ups in one step; stopped")
     }
 
+    /// The card with this id as last sent or updated in the case (the last card when nil), with its `cid`.
+    func card(_ id: String?) -> [String: JSONValue]? { recorder.card(id) }
+
     func newMessageID() -> String {
         nextID += 1
         return "m\(nextID)"
@@ -158,7 +161,21 @@ final class SimulatedHost {
     }
 
     func advance(_ seconds: Double) async {
-        clock.advance(by: seconds)
+        // Schedules due on the way fire at their own times, in order (a week of a daily cron job runs 7
+        // times); timers keep firing once at the end, as before.
+        let target = clock.now + seconds
+        var steps = 0
+        while steps < 10_000 {
+            var next: Double?
+            for bot in bots {
+                if let d = await bot.runtime.nextScheduleDue, d > clock.now, d < target { next = min(next ?? d, d) }
+            }
+            guard let next else { break }
+            clock.set(next)
+            for bot in bots { await bot.router.finish(await bot.runtime.fireDueTimers(now: clock.now)) }
+            steps += 1
+        }
+        clock.set(target)
         for bot in bots { await bot.router.finish(await bot.runtime.fireDueTimers(now: clock.now)) }
     }
 
@@ -226,9 +243,15 @@ struct RecordingOutlet: BotOutlet {
         if let replyTo, !replyTo.isEmpty { o["reply_to"] = .string(replyTo) }
         if !mentions.isEmpty { o["mentions"] = .array(mentions.map(JSONValue.string)) }
         recorder.sent(.object(o), transient: transient)
+        if message.type == HookCards.messageType, let card = message.attrs["card"] { recorder.card(card, cid: message.cid) }
         if !transient {
             var delivered = message
             delivered.id = "\(bot)-\(recorder.nextMessageNumber(of: bot))"
+            if message.type == HookCards.messageType {
+                // What the server's ack tells a real host: the card's message, for ctx.card_update.
+                let now = runtime.clock.now()
+                HookCards.recordSent(delivered, id: delivered.id, timestamp: Int64(now * 1000), store: runtime.store, now: now)
+            }
             recorder.queue(.message(delivered, from: bot))
         }
     }
@@ -250,6 +273,15 @@ struct RecordingOutlet: BotOutlet {
                 ]))
         case .recall(let cid, let id):
             record(["kind": "recall", "cid": .string(cid), "id": .string(id)])
+        case .edit(let cid, let id, _, let message):
+            // A card update: recorded with the card as it now is (`expect = { edits = { … } }`).
+            var o: [String: JSONValue] = ["kind": "edit", "cid": .string(cid), "id": .string(id)]
+            if let text = message.text { o["text"] = .string(text) }
+            if let card = message.attrs["card"] {
+                o["card"] = card
+                recorder.card(card, cid: cid)
+            }
+            record(o)
         case .kick(let cid, let user, let reason):
             record(["kind": "kick", "cid": .string(cid), "user": .string(user)], reason: reason)
             recorder.queue(.event(.membersLeft(cid: cid, members: [user], by: bot)))
@@ -269,9 +301,15 @@ struct RecordingOutlet: BotOutlet {
             record(["kind": "update_attr", "cid": .string(cid), "key": .string(key), "value": value])
         case .log(let level, let message):
             recorder.log("\(level.rawValue): \(message)")
-        case .send, .sendTransient:
+        case .send, .sendTransient, .directMessage:
             break
         }
+    }
+
+    /// The scenario's 1:1 conversation of the bot with `user` is `dm:<user>` (a step sends there as
+    /// `{ cid = "dm:Tom", … }`).
+    nonisolated(nonsending) func directConversation(with user: String) async throws -> String {
+        "dm:\(user)"
     }
 }
 
@@ -288,6 +326,9 @@ final class StepRecorder: Sendable {
         /// Per bot, how many messages it has sent in the case (for their ids: `modbot-1`, …).
         var sentBy: [String: Int] = [:]
         var pending: [FollowUp] = []
+        /// The cards sent or updated in the case, by id, and the last one's id (for `click` steps).
+        var cards: [String: [String: JSONValue]] = [:]
+        var lastCard: String?
         /// While the step's own event is routed; what follows is not the step's verdict.
         var open = false
     }
@@ -311,6 +352,19 @@ final class StepRecorder: Sendable {
         }
     }
     func closeStep() { state.withLock { $0.open = false } }
+
+    func card(_ card: JSONValue, cid: String) {
+        guard var o = card.objectValue, let id = o["id"]?.stringValue else { return }
+        o["cid"] = .string(cid)
+        state.withLock { state in
+            state.cards[id] = o
+            state.lastCard = id
+        }
+    }
+
+    func card(_ id: String?) -> [String: JSONValue]? {
+        state.withLock { state in (id ?? state.lastCard).flatMap { state.cards[$0] } }
+    }
 
     func queue(_ followUp: FollowUp) { state.withLock { $0.pending.append(followUp) } }
 
