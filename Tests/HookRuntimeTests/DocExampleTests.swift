@@ -45,7 +45,8 @@ final class DocExampleTests: XCTestCase {
             }
             if line.hasPrefix("<!-- example: ") && line.hasSuffix(" -->") {
                 pending = String(line.dropFirst("<!-- example: ".count).dropLast(" -->".count))
-            } else if line == "```lua" {
+            } else if line == "```lua" || (line == "```toml" && pending != nil) {
+                // a marked TOML block is a file of the example too (locale files)
                 inBlock = true
                 block = []
             } else if !line.trimmingCharacters(in: .whitespaces).isEmpty {
@@ -75,11 +76,60 @@ final class DocExampleTests: XCTestCase {
         let checked: Set<String> = [
             "greeter", "schema", "commands", "webhooks", "http", "moderation", "beforesend",
             "translate", "antiflood", "timers", "poll", "files", "newmembers", "offline",
-            "matching",
+            "matching", "dialogs", "cards", "schedules", "locales",
         ]
         XCTAssertEqual(Set(all.keys), checked)
         // each example at least compiles and loads (checked per scenario below too)
-        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 17)
+        XCTAssertEqual(all.values.reduce(0) { $0 + $1.count }, 23)
+    }
+
+    /// Dialogs: `!city` asks, a too-long answer is asked again, the answer is saved; a timeout says so.
+    func testTranslations() throws {
+        let (f, rt) = try setUp("locales")
+        XCTAssertEqual(sentTexts(rt.receive(msg("hi", from: "Tom")).actions), ["Hello, Tom!"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("hi", from: "小明", attrs: ["lang": "zh-CN"])).actions), ["你好，小明！"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("apples")).actions), ["1 apple / 3 apples"])
+        XCTAssertEqual(sentTexts(rt.receive(msg("apples", attrs: ["lang": "zh-CN"])).actions), ["1 个苹果 / 3 个苹果"])
+        try f.store.set(plugin: "hookbot.locale", key: "user:小红", value: "zh-CN", now: 0)
+        XCTAssertEqual(
+            sentTexts(rt.memberJoined(cid: "c1", members: ["小红", "Tom"]).actions),
+            ["欢迎 小红！", "Welcome, Tom! {braces} are written doubled."])
+    }
+
+    func testDialogs() throws {
+        let (f, rt) = try setUp("dialogs")
+        func say(_ text: String) -> [String] { sentTexts(rt.incoming(msg(text, from: "Tom")).actions) }
+        XCTAssertEqual(say("!city"), ["Which city are you in?"])
+        XCTAssertEqual(say(String(repeating: "x", count: 41)), ["A shorter name, please: which city?"])
+        XCTAssertEqual(say("杭州"), ["Got it, Tom: 杭州."])
+        XCTAssertEqual(try f.store.get(plugin: "city", key: "user:Tom:city", now: f.clock.now), .string("杭州"))
+        XCTAssertEqual(say("!city"), ["Which city are you in?"])
+        f.clock.advance(by: 120)
+        XCTAssertEqual(sentTexts(rt.fireDueTimers().actions), ["No city set (timeout)."])
+    }
+
+    /// Cards: `!deploy` sends a card only the ops role may click; a click by ops updates it and answers.
+    func testCards() throws {
+        let (f, rt) = try setUp("cards")
+        let sent = rt.incoming(msg("!deploy api v2", from: "Tom"))
+        XCTAssertEqual(sent.errors, [])
+        guard case .send(_, let card, _)? = sent.actions.first?.kind, let c = card.attrs["card"] else { return XCTFail("\(sent.actions)") }
+        XCTAssertEqual(card.text, "Deploy api v2?\nasked by Tom\n[Approve] [Reject]")
+        HookCards.recordSent(card, id: "m9", timestamp: 1, store: f.store, now: f.clock.now)
+        try f.store.set(plugin: "hookbot.host", key: "role:ops:alice", value: .bool(true), now: f.clock.now)
+        func click(_ from: String) -> HookResult {
+            let approve = c["buttons"]?.arrayValue?.first
+            return rt.command(
+                HookCommand(
+                    action: "card.click",
+                    ext: ["plugin": "approve", "card": c["id"]!, "action": "click", "value": "yes", "token": approve?["token"] ?? ""],
+                    cid: "c1", from: from))
+        }
+        XCTAssertEqual(logMessages(click("Tom").actions).first, "card click refused: Tom in c1: 'Approve' is not for Tom")
+        let approved = click("alice")
+        XCTAssertEqual(sentTexts(approved.actions), ["api v2 approved by alice"])
+        guard case .edit(_, "m9", _, let edited)? = approved.actions.first?.kind else { return XCTFail("\(approved.actions)") }
+        XCTAssertEqual(edited.attrs["card"]?["text"], "approved by alice")
     }
 
     /// `on_offline`: a mention gets its own title, the others keep theirs; the build bot's message no push.
@@ -244,6 +294,37 @@ final class DocExampleTests: XCTestCase {
         XCTAssertEqual(rt.incoming(msg("hi", from: "other")).moderation.verdict, .allow)
         f.clock.advance(by: 11)
         XCTAssertEqual(rt.incoming(msg("hi", from: "spammer")).moderation.verdict, .allow)
+    }
+
+    /// Schedules: the weekday cron job (declared under an id in on_load) survives a reload and a restart and
+    /// runs late once after downtime; `!snooze` schedules a one-off job.
+    func testSchedules() throws {
+        let iso = ISO8601DateFormatter()
+        func at(_ s: String) -> Double { iso.date(from: s)!.timeIntervalSince1970 }
+        let f = Fixture()
+        fixtures.append(f)
+        f.clock.set(at("2026-11-27T18:00:00+08:00")) // a Friday
+        for (path, src) in try XCTUnwrap(Self.examples()["schedules"]) { f.write(path, src) }
+        let rt = f.runtime()
+        XCTAssertEqual(rt.loadAll().errors, [])
+        XCTAssertEqual(rt.nextTimerDue, at("2026-11-30T09:00:00+08:00"))
+        XCTAssertEqual(sentTexts(rt.incoming(msg("!snooze 10", from: "Tom")).actions), ["OK, job 1"])
+        f.clock.advance(by: 600)
+        XCTAssertEqual(
+            rt.fireDueTimers().actions.map(\.kind),
+            [.send(cid: "c1", message: HookMessage(cid: "c1", text: "@Tom time's up ⏰"), replyTo: nil)])
+        f.clock.set(at("2026-11-30T09:00:00+08:00"))
+        XCTAssertEqual(
+            rt.fireDueTimers().actions.map(\.kind),
+            [.send(cid: "team-room", message: HookMessage(cid: "team-room", text: "Stand-up time! 站会时间到"), replyTo: nil)])
+        for _ in 0..<3 { rt.reload(name: "standup") }
+        XCTAssertEqual(rt.schedules().first?.jobs.map(\.id), ["standup"])
+        // A restart two hours after Tuesday's stand-up was due: it runs once, late.
+        let restarted = f.runtime(store: try HookStateStore(path: f.dbPath))
+        XCTAssertEqual(restarted.loadAll().errors, [])
+        f.clock.set(at("2026-12-01T11:00:00+08:00"))
+        XCTAssertEqual(sentTexts(restarted.fireDueTimers().actions), ["Stand-up (late: the bot was down)"])
+        XCTAssertEqual(restarted.nextTimerDue, at("2026-12-02T09:00:00+08:00"))
     }
 
     func testReminder() throws {
