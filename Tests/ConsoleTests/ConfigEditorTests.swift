@@ -5,6 +5,10 @@ import IMClient
 import IMCore
 import XCTest
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// `GET`/`PUT /api/plugins/{name}/config` with the shipped moderation plugin on a real embedded server:
 /// the form's data, stale versions, refused settings naming their field, a change that takes effect on
 /// the next message, and the overrides file read again at the next start (and by `hookbot check`).
@@ -97,10 +101,19 @@ final class ConfigEditorTests: XCTestCase {
             XCTAssertFalse(written.contains("max_links"), written)
             XCTAssertTrue(try String(contentsOf: file, encoding: .utf8).contains("# banned words"), "hookbot.toml was rewritten")
 
-            // The form of before is stale now.
+            // The form of before is stale now, named in the body or in If-Match (the GET's ETag).
             let stale = try await put(harness, ["version": version, "settings": ["words": ["scam"]]])
             XCTAssertEqual(stale.status, 409, stale.text)
             XCTAssertEqual(try stale.object()["code"] as? Int, 409)
+            var request = URLRequest(url: URL(string: harness.base + "/api/plugins/moderation/config")!)
+            request.setValue("Bearer \(harness.console.token)", forHTTPHeaderField: "Authorization")
+            let (_, got) = try await URLSession.shared.data(for: request)
+            XCTAssertEqual((got as? HTTPURLResponse)?.value(forHTTPHeaderField: "ETag"), "\"\(fresh["version"] as? String ?? "")\"")
+            request.httpMethod = "PUT"
+            request.setValue("\"\(version)\"", forHTTPHeaderField: "If-Match")
+            request.httpBody = Data(#"{"settings": {"words": ["scam"]}}"#.utf8)
+            let (_, matched) = try await URLSession.shared.data(for: request)
+            XCTAssertEqual((matched as? HTTPURLResponse)?.statusCode, 409)
             await tom.close()
         } catch {
             await harness.stop()
