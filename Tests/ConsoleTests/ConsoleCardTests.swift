@@ -87,6 +87,17 @@ final class ConsoleCardTests: XCTestCase {
             let text = try await browser.script("return document.querySelector('.card[data-card-id=\"lunch\"] .card-text').textContent")
             XCTAssertEqual(text as? String, "1 click(s), last: Tom 寿司")
 
+            // A look-alike card Jerry posts (with the real card's tokens) is shown, but not clickable.
+            var fake = try XCTUnwrap(message.content.typedMessage?.attributes?["card"]?.objectValue)
+            fake["id"] = "fake"
+            _ = try await lobby.send(.typed(TypedMessage(type: Card.messageType, text: "free lunch", attributes: ["card": .object(fake)])))
+            try await browser.waitUntil(
+                "Jerry's look-alike card, not clickable",
+                """
+                const card = document.querySelector('.card[data-card-id="fake"]');
+                return !!card && card.querySelectorAll('button').length === 3 && [...card.querySelectorAll('button')].every((b) => b.disabled)
+                """)
+
             // Tom closes it from the browser: the buttons are disabled on screen.
             try await browser.click(#".card[data-card-id="lunch"] button[data-card-action="close"]"#)
             try await browser.waitUntil(

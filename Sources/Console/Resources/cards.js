@@ -54,9 +54,12 @@ function cardView(rec, typed) {
   const buttons = cardList(card.buttons);
   const selects = cardList(card.selects);
   const inputs = cardList(card.inputs);
+  // Only the bot's cards are clickable: a member could post a look-alike card carrying a real card's
+  // tokens under misleading labels.
+  const fromBot = !chat.info || !chat.info.bot || rec.from === chat.info.bot;
   const controlButton = (control, label, extraClass = '') => {
-    const usable = typeof control.token === 'string' && control.disabled !== true;
-    const title = control.only ? `only for ${[].concat(control.only).join(', ')}` : null;
+    const usable = fromBot && typeof control.token === 'string' && control.disabled !== true;
+    const title = !fromBot ? 'not sent by the bot' : control.only ? `only for ${[].concat(control.only).join(', ')}` : null;
     const button = h('button', {
       type: 'button', class: `card-button ${cardText(control.style) || 'secondary'} ${extraClass}`.trim(), text: label,
       disabled: !usable, title, dataset: { cardAction: cardText(control.action), cardValue: cardText(control.value) },
