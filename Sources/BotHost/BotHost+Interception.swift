@@ -11,6 +11,7 @@ extension BotHost {
     /// the Lua thread, bounded by `reviewBudget` so the answer reaches the server before its deadline.
     /// What the review asked for (warn, mute, replies) runs after the verdict has been given.
     nonisolated func verdict(for request: Command) async -> Command {
+        let asked = ContinuousClock.now
         // Offline receivers (kind "offline"): the on_offline chain, with the deadline the request carries.
         if request.kind == "offline" { return await offlineVerdict(for: request) }
         let until = ContinuousClock.now.advanced(by: reviewBudget)
@@ -19,6 +20,7 @@ extension BotHost {
         verdict.verdict = "allow"
         var review: Router.Review?
         var original: (message: HookMessage, body: String)?
+        var trace: MessageTrace?
         // An edit (kind "edit", the message's id in mid) is reviewed like a send: moderation applies to it.
         if request.kind == "message" || request.kind == "edit", let cid = request.cid, let from = request.fromPeerId,
             let body = request.msg
@@ -27,9 +29,26 @@ extension BotHost {
                 id: request.kind == "edit" ? request.mid ?? "" : "", cid: cid, from: from, body: body,
                 timestamp: Int64(Date().timeIntervalSince1970 * 1000), transient: false)
             original = (message, body)
-            review = await router.review(message, until: until)
+            let traced = traces.review(message)
+            traced?.reviewed("the server asked for a review (\(request.kind ?? "message"), budget \(reviewBudget))")
+            trace = traced
+            await knowSender(from, in: cid, until: until)
+            review = await MessageTrace.$current.withValue(traced) { await router.review(message, until: until) }
+            if request.kind == "message", runtime.reach?.contains(cid) == false, review?.decision.drops != true {
+                // Delivered where the bot is no member: no delivery reaches the bot to count it.
+                router.plugins.members.counted(from, in: cid)
+            }
         } else if request.kind == "membership", let cid = request.cid, let by = request.initBy, let action = request.action {
             review = await router.reviewMembership(cid: cid, by: by, members: request.m ?? [], action: action, until: until)
+            if runtime.reach?.contains(cid) == false, review?.decision.drops != true {
+                // Where the bot only reviews, this is all it learns of joins and departures.
+                let members = router.plugins.members
+                switch action {
+                case "join", "invite": members.joined(request.m ?? [], in: cid, at: Date().timeIntervalSince1970, founding: false)
+                case "quit", "kick": members.left(request.m ?? [], from: cid)
+                default: break
+                }
+            }
         }
         count { $0.verdicts += 1 }
         guard let review else { return verdict }
@@ -55,12 +74,70 @@ extension BotHost {
             verdict.verdict = "none"
             verdict.reason = "review budget of \(reviewBudget) exhausted"
         }
+        if let trace, let original {
+            let took = asked.duration(to: .now)
+            let micros = Int(took.components.seconds * 1_000_000 + took.components.attoseconds / 1_000_000_000_000)
+            trace.reviewed(micros: micros, "answered \(verdict.verdict ?? "allow")" + (verdict.reason.map { ": \($0)" } ?? ""))
+            if case .modify(let approved) = review.decision {
+                traces.awaitDelivery(trace, as: approved)
+            } else if verdict.verdict != "drop" {
+                traces.awaitDelivery(trace, as: original.message)
+            }
+        }
         let followUp = review.followUp
         if !followUp.actions.isEmpty || !followUp.errors.isEmpty {
             let router = router
-            Task { await router.finish(followUp) }
+            Task { await MessageTrace.$current.withValue(trace) { await router.finish(followUp) } }
         }
         return verdict
+    }
+}
+
+/// Member info for conversations the bot only reviews as the server's interceptor: it gets no
+/// membership events there, so when a sender is unknown it asks the server for the conversation's members
+/// (`conv query` flag 4, which the server answers for interceptors) and records them, so that
+/// `ctx.conv(cid).member(uid)` (and with it moderation's `new_members` rules) knows join times, roles and
+/// message counts.
+extension BotHost {
+    /// How often one conversation is asked for at most.
+    static let memberQueryInterval = 1.0
+
+    nonisolated func knowSender(_ user: String, in cid: String, until: ContinuousClock.Instant) async {
+        let members = router.plugins.members
+        guard members.member(user, of: cid) == nil, runtime.reach?.contains(cid) != true,
+            members.claimQuery(of: cid, now: Date().timeIntervalSince1970, every: Self.memberQueryInterval)
+        else { return }
+        let client = client
+        let router = router
+        let logger = logger
+        let query = Task {
+            var command = Command(cmd: .conv, op: .query)
+            command.where = IMConversationQuery().whereKey("objectId", equalTo: .string(cid)).whereJSON
+            command.limit = 1
+            command.flag = 4
+            do {
+                guard let conversation = try await client.send(command).results?.first else { return }
+                if let creator = conversation.c { router.setConversationRole("Owner", of: creator, in: cid) }
+                router.learn(conversation)
+            } catch {
+                logger.warning("could not read a reviewed conversation's members", metadata: ["cid": "\(cid)", "error": "\(error)"])
+            }
+        }
+        // Waited for with half the review's budget; a slower answer still fills the records for the next message.
+        let wait = (until - ContinuousClock.now) / 2
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await query.value }
+            group.addTask { try? await Task.sleep(for: wait) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}
+
+extension Router.Review.Decision {
+    /// Whether the message is refused.
+    var drops: Bool {
+        if case .drop = self { true } else { false }
     }
 }
 

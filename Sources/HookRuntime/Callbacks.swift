@@ -307,6 +307,7 @@ let cbHTTPStart: hb_swift_fn = { L in
 let hostStatePlugin = "hookbot.host"
 
 func hasRole(_ env: PluginEnvironment, user: String, role: String, cid: String? = nil) -> Bool {
+    if user == CommandSettings.consoleID { return true }
     if env.commandSettings.roles[role]?.contains(user) == true { return true }
     // `owner` and `manager`: the user's role in the conversation the command is used in (mirrored by the host).
     if let cid, role == "owner" || role == "manager",
@@ -393,6 +394,15 @@ let cbConvMember: hb_swift_fn = { L in
         lua_pushboolean(L, 1)
         lua_setfield(L, -2, "founder")
     }
+    return 1
+}
+
+/// `hb.dm_conversation(uid)`: the bot's 1:1 conversation with `uid` as the host knows it (opened by
+/// `ctx.dm`, or listed when the host started), nil otherwise.
+let cbDMConversation: hb_swift_fn = { L in
+    guard let L, let plugin = pluginOf(L) else { return 0 }
+    guard let user = argString(L, 1) else { return fail(L, "ctx.dm_conversation: user id (a string) expected") }
+    if let cid = plugin.env.members.direct(with: user) { luaPush(L, cid) } else { lua_pushnil(L) }
     return 1
 }
 
@@ -508,6 +518,8 @@ enum ActionKind: String, CaseIterable {
     case reply, send, send_cmd, send_transient, recall, kick, mute, add, warn, update_attr
     // ctx.conv(cid): unmute, block, unblock, lock, unlock
     case unmute, block, unblock, lock, unlock
+    // ctx.dm(uid, message): to a member in the bot's 1:1 conversation with them
+    case dm
 }
 
 private func messageArg(_ L: LuaRef, _ i: Int32, cid: String, plugin: LuaPlugin, what: String) throws -> HookMessage {
@@ -600,6 +612,12 @@ let cbAction: hb_swift_fn = { L in
             guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
             if lua_type(L, 2) > LUA_TNIL, lua_type(L, 2) != LUA_TSTRING { return fail(L, "\(fname): reason must be a string") }
             action = .lock(cid: cid, locked: kind == .lock, reason: argString(L, 2))
+        case .dm:
+            guard let user = argString(L, 1), !user.isEmpty else { return fail(L, "\(fname): user id (a string) expected") }
+            guard user != plugin.env.botID else { return fail(L, "\(fname): the bot cannot message itself") }
+            guard user.utf8.count <= 64 else { return fail(L, "\(fname): user id longer than 64 bytes") }
+            // The conversation is the host's to find or open; the message carries no cid until then.
+            action = .directMessage(user: user, message: try messageArg(L, 2, cid: "", plugin: plugin, what: fname))
         case .update_attr:
             guard let cid = cidArg(L, 1, plugin) else { return fail(L, "\(fname): conversation id expected") }
             guard let key = argString(L, 2), !key.isEmpty else { return fail(L, "\(fname): attribute key expected") }
