@@ -253,8 +253,9 @@ local function remind(args, msg, ctx)
     for _, j in ipairs(ctx.schedule.list()) do
       if j.id == rest:gsub("^#", "") then job = j end
     end
-    local allowed = job and type(job.data) == "table"
-      and (job.data.by == msg.from or ctx.roles.has(msg.from, "moderator"))
+    local moderator = ctx.roles.has(msg.from, "moderator")
+    for _, m in ipairs(cfg.moderators or {}) do moderator = moderator or m == msg.from end
+    local allowed = job and type(job.data) == "table" and (job.data.by == msg.from or moderator)
     if not allowed then return reply("no_such", { id = rest:gsub("^#", "") }) end
     ctx.schedule.cancel(job.id)
     return reply("cancelled", { id = job.id })
@@ -328,6 +329,7 @@ return {
     max_total = 500,
     max_text = 500,             -- bytes
     min_interval_minutes = 5,   -- the shortest "every …"
+    moderators = {},            -- may cancel anyone's reminder (as may the role `moderator`)
   },
 
   on_load = function(ctx)

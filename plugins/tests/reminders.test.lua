@@ -106,6 +106,19 @@ return {
       },
     },
     {
+      name = "a moderator cancels a member's reminder; the member is not reminded",
+      config = { moderators = { "Mod" } },
+      steps = {
+        { at = "2026-11-30T08:00:00+08:00" },
+        { message = { text = "!remind here every 10m buy followers 💰", from = "Spammer" },
+          expect = { replies = { "OK, reminder #1 every 10m (Asia/Shanghai): buy followers 💰" } } },
+        { advance = "10m", expect = { replies = { "⏰ Reminder: buy followers 💰" } } },
+        { message = { text = "!remind cancel 1", from = "Jerry" }, expect = { replies = { "You have no reminder #1." } } },
+        { message = { text = "!remind cancel 1", from = "Mod" }, expect = { replies = { "Reminder #1 cancelled." } } },
+        { advance = "1h", expect = { replies = {} } },
+      },
+    },
+    {
       name = "bad input gets a clear answer",
       config = { max_per_member = 2 },
       steps = {
