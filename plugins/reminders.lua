@@ -52,7 +52,7 @@ local TEXTS = {
     past = "{when} has already passed.",
     too_often = "Repeating reminders can be at most every {min} minutes.",
     bad_where = "Unknown conversation '{name}'.",
-    bad_when = "I did not understand when. " ,
+    bad_when = "I did not understand when.",
   },
   zh = {
     usage = "用法：!remind me|here|#会话 10分钟后|18:30|明天 9:00|每天 8:00|每周一 9:00 <内容>；!remind 列表；!remind 取消 <编号>",
