@@ -20,6 +20,10 @@ final class CardTests: XCTestCase {
             elseif cmd.action == "bad" then
               local ok, err = pcall(ctx.card, cmd.ext.spec)
               ctx.log(err)
+            elseif cmd.action == "handle" then
+              local h = ctx.card{ title = "t" }
+              local ok, err = pcall(h.update, h, { text = "x" })
+              ctx.log(h.id .. ": " .. err)
             elseif cmd.action == "update" then
               local ok, err = pcall(ctx.card_update, cmd.ext.id, { text = "x" })
               ctx.log(err)
@@ -111,7 +115,7 @@ final class CardTests: XCTestCase {
         XCTAssertTrue(again.errors.first?.message.contains("there is a card 'lunch' already") == true, "\(again.errors)")
     }
 
-    func testBadCardsGetErrorsNamingTheField() {
+    func testBadCardsGetErrorsNamingTheField() throws {
         let f = Fixture()
         f.write("vote.lua", Self.plugin)
         let rt = f.runtime()
@@ -154,6 +158,11 @@ final class CardTests: XCTestCase {
         _ = rt.command(HookCommand(action: "poll", ext: ["id": "early"], cid: "c1", from: "Tom"))
         let early = rt.command(HookCommand(action: "update", ext: ["id": "early"], cid: "c1", from: "Tom"))
         XCTAssertTrue(logMessages(early.actions).first?.contains("has not been sent yet") == true, "\(early)")
+        // handle:update is ctx.card_update of the handle's card.
+        let handle = rt.command(HookCommand(action: "handle", cid: "c1", from: "Tom"))
+        let said = logMessages(handle.actions).first ?? ""
+        let id = try XCTUnwrap(card(handle.actions)?.card["id"]?.stringValue)
+        XCTAssertTrue(said.hasPrefix("\(id): ") && said.contains("ctx.card_update: card '\(id)' has not been sent yet"), said)
     }
 
     func testAClickReachesOnActionAndTheCardIsEditedInPlace() throws {
