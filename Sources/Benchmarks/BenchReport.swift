@@ -19,11 +19,12 @@ public struct BenchReport: Encodable {
     var w2: ModerationResult?
     var w3: FanOutResult?
     var idle: IdleSessionsResult?
+    var w4: BigRoomResult?
     var media: MediaBenchResult?
     var push: PushBenchResult?
 
     enum CodingKeys: String, CodingKey {
-        case machine, bot, store, synchronous, hooks, w1a, w1b, w2, w3, idle, media, push
+        case machine, bot, store, synchronous, hooks, w1a, w1b, w2, w3, w4, idle, media, push
     }
 }
 
@@ -71,8 +72,8 @@ struct FanOutResult: Encodable {
 }
 
 extension BenchReport {
-    /// Runs the `workloads` named (w1a, w1b, w2, w3, idle, hooks, media, push); `quick` runs a tenth of the messages
-    /// (`media` a 10 MB file, `idle` 1,000 and 2,000 sessions).
+    /// Runs the `workloads` named (w1a, w1b, w2, w3, w4, idle, hooks, media, push); `quick` runs a tenth of the
+    /// messages (`media` a 10 MB file, `idle` 1,000 and 2,000 sessions, `w4` 1,000 members).
     public static func run(
         _ workloads: Set<String>, quick: Bool = false, relaxedSync: Bool = false,
         remoteBot: Bool = false, database: String? = nil, nodes: Int = 1
@@ -91,6 +92,9 @@ extension BenchReport {
         }
         if workloads.contains("w2") { report.w2 = try await bench.moderation(messages: Int(2000 * scale)) }
         if workloads.contains("w3") { report.w3 = try await bench.groupFanOut(messages: Int(2000 * scale), members: 50) }
+        if workloads.contains("w4") {
+            report.w4 = try await BigRoomBenchmark(root: bench.root, members: quick ? 1000 : 5000, messages: quick ? 100 : 1000).run()
+        }
         if workloads.contains("idle") {
             report.idle = try await IdleSessionsBenchmark(root: bench.root, steps: quick ? [1000, 2000] : [1000, 5000, 15000]).run()
         }
@@ -134,6 +138,12 @@ extension BenchReport {
             for row in rows {
                 lines.append(zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
             }
+        }
+        if let w4 {
+            lines.append(
+                "w4 chat room of \(w4.members): \(number(w4.deliveriesPerSecond)) deliveries/s, p50 \(number(w4.latencyMs.p50, 1)) ms, "
+                    + "p99 \(number(w4.latencyMs.p99, 1)) ms, server CPU \(number(w4.serverCPUMicrosPerDelivery, 2)) us/delivery, missing \(w4.missing)"
+            )
         }
         if let idle {
             let steps = idle.steps.map { "\($0.sessions): \(number($0.rssMB, 1)) MB" }.joined(separator: ", ")

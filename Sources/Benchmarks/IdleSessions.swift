@@ -162,15 +162,24 @@ final class IdleClients: Sendable {
     /// once the server answered `session opened`. With `keep`, the session stays open (answering pings)
     /// until `closeAll`.
     func open(id: String, from source: String, keep: Bool) async throws {
-        let loggedIn = group.next().makePromise(of: Void.self)
+        _ = try await connect(id: id, from: source, then: [], keep: keep)
+    }
+
+    /// Like `open`, then sends each step's frame and waits for an answer containing its `until`; returns the
+    /// channel and the last answer. Text frames that arrive afterwards go to `received`.
+    func connect(
+        id: String, from source: String, then steps: [IdleSessionStep], keep: Bool = true,
+        received: (@Sendable (ByteBuffer) -> Void)? = nil
+    ) async throws -> (channel: any Channel, answer: String) {
+        let loggedIn = group.next().makePromise(of: String.self)
         var login = Command(cmd: .session, op: .open, i: 1)
         login.peerId = id
-        let frame = JSONCommandCodec().encode(login)
+        let steps = [IdleSessionStep(send: JSONCommandCodec().encode(login), until: #""opened""#)] + steps
         let upgrader = NIOWebSocketClientUpgrader(
-            maxFrameSize: 1 << 16,
+            maxFrameSize: 1 << 20,
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(IdleSessionHandler(login: frame, loggedIn: loggedIn))
+                    try channel.pipeline.syncOperations.addHandler(IdleSessionHandler(steps: steps, done: loggedIn, received: received))
                 }
             })
         let bootstrap = ClientBootstrap(group: group)
@@ -189,13 +198,21 @@ final class IdleClients: Sendable {
         }
         loggedIn.futureResult.whenComplete { _ in deadline.cancel() }
         channel.closeFuture.whenComplete { _ in loggedIn.fail(BenchError(message: "session \(id) closed before its login")) }
+        let answer: String
         do {
-            try await loggedIn.futureResult.get()
+            answer = try await loggedIn.futureResult.get()
         } catch {
             channel.close(promise: nil)
             throw error
         }
         if keep { channels.withLock { $0.append(channel) } } else { try? await channel.close() }
+        return (channel, answer)
+    }
+
+    /// Sends a text frame (masked, as a client does) on `channel`.
+    static func send(_ text: String, on channel: any Channel) {
+        let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(string: text))
+        channel.writeAndFlush(frame, promise: nil)
     }
 
     func closeAll() {
@@ -209,9 +226,9 @@ private final class UpgradeRequester: ChannelInboundHandler {
     typealias InboundIn = NIOAny
     typealias OutboundOut = HTTPClientRequestPart
     let port: Int
-    let failed: EventLoopPromise<Void>
+    let failed: EventLoopPromise<String>
 
-    init(port: Int, failed: EventLoopPromise<Void>) {
+    init(port: Int, failed: EventLoopPromise<String>) {
         self.port = port
         self.failed = failed
     }
@@ -231,20 +248,34 @@ private final class UpgradeRequester: ChannelInboundHandler {
     }
 }
 
-/// After the upgrade: sends the login, waits for `session opened`, answers pings.
+/// A frame a client sends after its login, and what the answer it waits for contains.
+struct IdleSessionStep: Sendable {
+    var send: String
+    var until: String
+}
+
+/// After the upgrade: sends the login and each step, waiting for its answer; then hands text frames to
+/// `received`, and answers pings.
 private final class IdleSessionHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
-    let login: String
-    let loggedIn: EventLoopPromise<Void>
+    let steps: [IdleSessionStep]
+    var next = 0
+    let done: EventLoopPromise<String>
+    let received: (@Sendable (ByteBuffer) -> Void)?
 
-    init(login: String, loggedIn: EventLoopPromise<Void>) {
-        self.login = login
-        self.loggedIn = loggedIn
+    init(steps: [IdleSessionStep], done: EventLoopPromise<String>, received: (@Sendable (ByteBuffer) -> Void)?) {
+        self.steps = steps
+        self.done = done
+        self.received = received
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        let data = context.channel.allocator.buffer(string: login)
+        send(steps[0].send, context: context)
+    }
+
+    private func send(_ text: String, context: ChannelHandlerContext) {
+        let data = context.channel.allocator.buffer(string: text)
         context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: data)), promise: nil)
     }
 
@@ -254,12 +285,15 @@ private final class IdleSessionHandler: ChannelInboundHandler {
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .text where next == steps.count:
+            received?(frame.unmaskedData)
         case .text:
             let text = String(buffer: frame.unmaskedData)
-            if text.contains("\"opened\"") {
-                loggedIn.succeed()
-            } else if text.contains("\"error\"") || text.contains("\"closed\"") {
-                loggedIn.fail(BenchError(message: "login refused: \(text)"))
+            if text.contains(steps[next].until) {
+                next += 1
+                if next == steps.count { done.succeed(text) } else { send(steps[next].send, context: context) }
+            } else if text.contains(#""cmd":"error""#) || text.contains(#""op":"closed""#) {
+                done.fail(BenchError(message: "refused: \(text)"))
             }
         case .connectionClose:
             context.close(promise: nil)

@@ -5,11 +5,11 @@ import Foundation
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Run the benchmark workloads (w1a, w1b, w2, w3, idle, hooks, media; push when named) and print one JSON object.")
+        abstract: "Run the benchmark workloads (w1a, w1b, w2, w3, w4, idle, hooks, media; push when named) and print one JSON object.")
 
     @Flag(help: "Smaller message counts, for a quick look.") var quick = false
     @Flag(help: "Use SQLite synchronous=NORMAL (WAL survives a process crash, not a power loss).") var relaxedSync = false
-    @Option(help: "Only these workloads (comma-separated: w1a,w1b,w2,w3,idle,hooks,media,push).") var only: String?
+    @Option(help: "Only these workloads (comma-separated: w1a,w1b,w2,w3,w4,idle,hooks,media,push).") var only: String?
     @Flag(help: "Run the bot as a separate process over WebSocket instead of attached in process.") var remoteBot = false
     @Flag(help: "After the JSON, print a short summary table.") var summary = false
     @Option(
@@ -21,7 +21,7 @@ struct BenchCommand: AsyncParsableCommand {
     var nodes = 1
 
     func run() async throws {
-        let known = ["w1a", "w1b", "w2", "w3", "idle", "hooks", "media", "push"]
+        let known = ["w1a", "w1b", "w2", "w3", "w4", "idle", "hooks", "media", "push"]
         // `push` sends 1.9 million notifications (minutes): only when named.
         let workloads = Set((only ?? known.filter { $0 != "push" }.joined(separator: ",")).split(separator: ",").map(String.init))
         guard workloads.isSubset(of: known) else {
