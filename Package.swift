@@ -110,6 +110,10 @@ let package = Package(
             name: "HookRuntime",
             dependencies: [
                 "CLua", "LuaSandbox", "IMCore", "CPCRE2", "HookbotConfig",
+                // Locale files are TOML. Named directly (as BotHost does) so that a clean build finds TOMLKit's C
+                // module CTOML when it emits this module: through HookbotConfig alone it failed with "missing
+                // required module 'CTOML'".
+                .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 // HMAC of card buttons (Card.swift)
                 .product(name: "Crypto", package: "swift-crypto"),
