@@ -339,14 +339,38 @@ final class TextMatcher {
         var problems: [(index: Int, message: String)] = []
     }
 
+    /// The last text scanned and its normalised forms. A message goes through several rules' matchers in a
+    /// row (the default rules: scam's and profanity's presets), and the forms depend on the text alone, so
+    /// the next matcher given the same bytes reuses them instead of normalising again (perf on `hookbot
+    /// bench --only hooks`: the normaliser was the largest entry). One entry behind a lock: the Lua thread
+    /// runs one hook at a time; another engine's thread at worst costs a miss.
+    private static let lastScanned = Mutex<(text: [UInt8], units: [NormalUnit], forms: [NormalisedText]?)?>(nil)
+
+    /// The light units and (with `full`) the full forms of `text`, from the last scan when it was the same text.
+    static func normalised(_ text: UnsafeBufferPointer<UInt8>, full: Bool) -> ([NormalUnit], [NormalisedText]) {
+        let cached = lastScanned.withLock { last -> ([NormalUnit], [NormalisedText]?)? in
+            guard let last, last.text.count == text.count, last.text.elementsEqual(text) else { return nil }
+            return (last.units, last.forms)
+        }
+        if let (units, forms) = cached, let forms = full ? forms : [] { return (units, forms) }
+        let units = cached?.0 ?? TextNormaliser.lightUnits(text)
+        let forms = full ? TextNormaliser.fullForms(units) : nil
+        // Messages, not documents: a text over 16 KiB is not kept.
+        if text.count <= 16 << 10 {
+            let bytes = Array(text)
+            lastScanned.withLock { $0 = (bytes, units, forms) }
+        }
+        return (units, forms ?? [])
+    }
+
     /// Up to `limit` hits in `text`, ordered by where they start (then where they end).
     func hits(in text: UnsafeBufferPointer<UInt8>, limit: Int) -> Outcome {
         var outcome = Outcome()
-        let units = TextNormaliser.lightUnits(text)
+        let (units, forms) = Self.normalised(text, full: !terms.isEmpty)
         var found: [MatcherHit] = []
         var allowed: [(Int, Int)] = []
         if !terms.isEmpty {
-            for form in TextNormaliser.fullForms(units) {
+            for form in forms {
                 let bytes = form.bytes
                 let word = form.word
                 let n = bytes.count
