@@ -206,6 +206,26 @@ final class SDKGapTests: XCTestCase {
         }
     }
 
+    /// A client whose socket goes away without a close frame (the official SDK's `ws.terminate()`, a phone
+    /// losing its network): the server notices at once, not at the next ping, and its will message goes out.
+    func testAWillMessageIsSentWhenTheSocketIsClosedWithoutACloseFrame() async throws {
+        let server = try await ServerHarness.start()
+        defer { Task { await server.stop() } }
+        let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
+        let cid = try await jerry.startConversation(members: ["Jerry", "Spike"])
+        var socket: RawWebSocket? = try RawWebSocket(port: server.port)
+        try socket?.sendText(#"{"cmd":"session","op":"open","i":1,"peerId":"Spike"}"#)
+        XCTAssertEqual(try socket?.readUntil(timeout: 5, occurrences: 1, of: #""op":"opened""#), true)
+        try socket?.sendText(#"{"cmd":"direct","i":2,"cid":"\#(cid)","msg":"Spike 掉线了 📴","will":true}"#)
+        XCTAssertEqual(try socket?.readUntil(timeout: 5, occurrences: 1, of: #""cmd":"ack""#), true)
+        let early = await jerry.settle(for: .milliseconds(300)) { $0.cmd == .direct && $0.cid == cid }
+        XCTAssertEqual(early.count, 0)
+        socket = nil // closes the descriptor: a FIN, no close frame
+        let delivered = try await jerry.next(timeout: .seconds(5)) { $0.cmd == .direct && $0.cid == cid }
+        XCTAssertEqual(delivered.msg, "Spike 掉线了 📴")
+        XCTAssertEqual(delivered.fromPeerId, "Spike")
+    }
+
     /// `queryMessages({startTime, endTime, startClosed, endClosed, type})`: `tIncluded`, `ttIncluded` and
     /// `lctype`, both directions.
     func testClosedHistoryIntervalsAndTheTypeFilter() async throws {

@@ -334,6 +334,11 @@ final class WebSocketSession: ChannelDuplexHandler {
         // first, and drops connections still open after its grace period).
         if event is ChannelShouldQuiesceEvent {
             close(code: .normalClosure, reason: nil)
+        } else if let event = event as? ChannelEvent, event == .inputClosed {
+            // The peer closed its side without a close frame (a dropped client: Hummingbird's server allows
+            // half-closure, so this is an event, not the end of the channel). Nothing more can arrive: end the
+            // session now, as a drop (its will message goes out), instead of at the next ping timeout.
+            context.close(promise: nil)
         } else {
             context.fireUserInboundEventTriggered(event)
         }
