@@ -152,7 +152,7 @@ final class ConfigFileTests: XCTestCase {
         }
         XCTAssertEqual(
             failure("[bot]\nclient_id = \"a\"\nreply_limt = 3"),
-            "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, app_key, client_id, command_prefix, global_reply_limit, interceptor_secret, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)"
+            "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, app_key, client_id, command_prefix, global_reply_limit, interceptor_secret, locale, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)"
         )
         XCTAssertEqual(
             failure("\n[sever]\nport = 1"),
