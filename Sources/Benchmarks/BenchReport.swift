@@ -48,6 +48,18 @@ struct ModerationResult: Encodable {
     var efficiency: Efficiency
     /// The same messages sent all at once (no waiting between sends).
     var burst: BurstResult
+    /// Both runs again with the shipped moderation (its default rule set) reviewing every message after the filter.
+    var shippedModeration: ShippedModerationRun
+}
+
+struct ShippedModerationRun: Encodable {
+    var delivered: Int
+    var leaked: Int
+    var latencyMs: LatencyStats
+    var overheadP50Ms: Double
+    var overheadP99Ms: Double
+    var efficiency: Efficiency
+    var burst: BurstResult
 }
 
 struct BurstResult: Encodable {
@@ -128,6 +140,15 @@ extension BenchReport {
             rows.append([
                 "w2 burst x\(w2.burst.messages)",
                 "leaked \(w2.burst.leaked), policy \(w2.burst.policyDecisions), \(number(w2.burst.messagesPerSecond))/s",
+                "-", "-", "-", "-", "-", "-",
+            ])
+            let shipped = w2.shippedModeration
+            add(
+                "w2 + shipped moderation", "leaked \(shipped.leaked), +\(number(shipped.overheadP50Ms, 3)) ms", shipped.latencyMs,
+                shipped.efficiency)
+            rows.append([
+                "w2 + shipped burst x\(shipped.burst.messages)",
+                "leaked \(shipped.burst.leaked), policy \(shipped.burst.policyDecisions), \(number(shipped.burst.messagesPerSecond))/s",
                 "-", "-", "-", "-", "-", "-",
             ])
         }

@@ -46,6 +46,18 @@ extension HookBenchmark {
         return candidates.first { fm.fileExists(atPath: $0.appendingPathComponent("moderation.lua").path) }
     }
 
+    /// Copies the shipped `moderation.lua` into `plugins` with the modules it requires, the preset word lists its
+    /// default rules use and its locale files.
+    static func copyShippedModeration(from source: URL, to plugins: URL) throws {
+        let fm = FileManager.default
+        try fm.copyItem(at: source.appendingPathComponent("moderation.lua"), to: plugins.appendingPathComponent("moderation.lua"))
+        for folder in ["lib", "presets", "locales/moderation"] where fm.fileExists(atPath: source.appendingPathComponent(folder).path) {
+            let target = plugins.appendingPathComponent(folder)
+            try fm.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try fm.copyItem(at: source.appendingPathComponent(folder), to: target)
+        }
+    }
+
     /// Measures `messages` messages (after a warm-up) through the shipped moderation; nil when no plugins
     /// directory with it is found.
     public static func moderation(messages: Int = 50_000, withWords: Bool = false) throws -> ModerationResult? {
@@ -55,11 +67,7 @@ extension HookBenchmark {
         let plugins = base.appendingPathComponent("plugins")
         try fm.createDirectory(at: plugins, withIntermediateDirectories: true)
         defer { try? fm.removeItem(at: base) }
-        // The plugin, the modules it requires and the preset word lists its default rules use.
-        try fm.copyItem(at: source.appendingPathComponent("moderation.lua"), to: plugins.appendingPathComponent("moderation.lua"))
-        for folder in ["lib", "presets"] where fm.fileExists(atPath: source.appendingPathComponent(folder).path) {
-            try fm.copyItem(at: source.appendingPathComponent(folder), to: plugins.appendingPathComponent(folder))
-        }
+        try copyShippedModeration(from: source, to: plugins)
         let store = try HookStateStore(path: base.appendingPathComponent("state.sqlite").path)
         var quiet = Logger(label: "hookbench.moderation")
         quiet.logLevel = .critical

@@ -89,12 +89,23 @@ struct Bench {
     }
 
     /// A server with the benchmark bot as its interceptor (in process, or a separate process).
-    private func hub(_ name: String) async throws -> BenchHub {
+    /// With `shippedModeration`, the bot also runs the shipped `moderation.lua` with its default rule set but flood (copied
+    /// from the source tree with the modules, presets and locale files it reads), after the word filter.
+    private func hub(_ name: String, shippedModeration: Bool = false) async throws -> BenchHub {
         let dir = try directory(name)
         let plugins = dir.appendingPathComponent("plugins")
         try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
         for (file, source) in Self.plugins { try source.write(to: plugins.appendingPathComponent(file), atomically: true, encoding: .utf8) }
         var configuration = BotConfiguration()
+        if shippedModeration {
+            guard let shipped = HookBenchmark.shippedPlugins() else {
+                throw BenchError(message: "w2: no plugins directory with the shipped moderation.lua found")
+            }
+            try HookBenchmark.copyShippedModeration(from: shipped, to: plugins)
+            // Every default rule but flood: the benchmark's one sender sends a thousand messages a second, which is
+            // what the flood rule exists to stop (it would block the run's messages, not measure them).
+            configuration.pluginConfig["moderation"] = ["moderators": ["alice"], "flood": false]
+        }
         configuration.pluginsDirectory = plugins
         configuration.statePath = dir.appendingPathComponent("state.sqlite").path
         configuration.serverDatabase = dir.appendingPathComponent("server.sqlite").path
@@ -223,14 +234,27 @@ struct Bench {
         let efficiency = meter.finish()
         let burst = try await burstRun(hub: hub, messages: messages)
         await hub.stop()
+        // The same with the shipped moderation's default rule set reviewing every message too.
+        let shippedHub = try await self.hub("w2-shipped", shippedModeration: true)
+        let shippedMeter = Meter(servers: [shippedHub.server], bot: shippedHub)
+        let shipped = try await deliveryRun(port: shippedHub.port, messages: messages, prefix: "shipped")
+        let shippedEfficiency = shippedMeter.finish()
+        let shippedBurst = try await burstRun(hub: shippedHub, messages: messages)
+        await shippedHub.stop()
         let blocked = (0..<messages).filter { $0 % 10 == 0 }.count
         let withStats = LatencyStats(with.latencies)
         let withoutStats = LatencyStats(without.latencies)
+        let shippedStats = LatencyStats(shipped.latencies)
         return ModerationResult(
             messages: messages, blocked: blocked, delivered: with.delivered, leaked: with.leaked,
             withPluginMs: withStats, withoutPluginMs: withoutStats,
             overheadP50Ms: LatencyStats.round(withStats.p50 - withoutStats.p50),
-            overheadP99Ms: LatencyStats.round(withStats.p99 - withoutStats.p99), efficiency: efficiency, burst: burst)
+            overheadP99Ms: LatencyStats.round(withStats.p99 - withoutStats.p99), efficiency: efficiency, burst: burst,
+            shippedModeration: ShippedModerationRun(
+                delivered: shipped.delivered, leaked: shipped.leaked, latencyMs: shippedStats,
+                overheadP50Ms: LatencyStats.round(shippedStats.p50 - withoutStats.p50),
+                overheadP99Ms: LatencyStats.round(shippedStats.p99 - withoutStats.p99), efficiency: shippedEfficiency,
+                burst: shippedBurst))
     }
 
     /// A sends every message at once (every tenth forbidden); counts what B received and what the
