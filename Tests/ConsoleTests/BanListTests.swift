@@ -17,13 +17,14 @@ import XCTest
 final class BanListTests: XCTestCase {
     static let secret = "banlist-secret-0123456789"
 
-    /// The shipped plugin and the mod-log library it requires, from the repository.
+    /// The shipped plugin, the mod-log library it requires and its locale files (its words), from the repository.
     static func shippedPlugins() throws -> [String: String] {
         let plugins = ConsoleHarness.repository.appendingPathComponent("plugins")
-        return [
-            "banlist.lua": try String(contentsOf: plugins.appendingPathComponent("banlist.lua"), encoding: .utf8),
-            "lib/modlog.lua": try String(contentsOf: plugins.appendingPathComponent("lib/modlog.lua"), encoding: .utf8),
-        ]
+        var files: [String: String] = [:]
+        for file in ["banlist.lua", "lib/modlog.lua", "locales/banlist/en.toml", "locales/banlist/zh-CN.toml"] {
+            files[file] = try String(contentsOf: plugins.appendingPathComponent(file), encoding: .utf8)
+        }
+        return files
     }
 
     private func client(_ id: String, _ hub: ConsoleHarness) async throws -> (IMClient, EventLog) {

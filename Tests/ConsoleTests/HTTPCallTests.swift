@@ -80,7 +80,7 @@ final class HTTPCallTests: XCTestCase {
         let (web, webPort) = try await Self.startWebServer()
         let shipped = ConsoleHarness.repository.appendingPathComponent("plugins")
         var sources: [String: String] = ConsoleHarness.plugins
-        for file in ["translate.lua", "lib/phrasebook.lua", "lib/text.lua"] {
+        for file in ["translate.lua", "lib/phrasebook.lua", "lib/text.lua", "locales/translate/en.toml", "locales/translate/zh-CN.toml"] {
             sources[file] = try String(contentsOf: shipped.appendingPathComponent(file), encoding: .utf8)
         }
         let harness = try await ConsoleHarness.start(plugins: sources) {
