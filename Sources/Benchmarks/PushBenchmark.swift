@@ -125,23 +125,9 @@ struct PushBenchmark {
         for index in 0..<online {
             let member = client("pb-on-\(index)")
             if index > 0 {
-                let events = member.events()
-                listeners.withLock {
-                    $0.append(
-                        Task {
-                            for await event in events {
-                                guard case .message(let message) = event, let k = Int(message.content.text ?? "") else { continue }
-                                let now = clock.now
-                                if let start = sentAt.withLock({ $0[k] }) { latencies.withLock { $0.append((now - start).milliseconds) } }
-                                if remaining.withLock({
-                                    $0 -= 1
-                                    return $0
-                                }) == 0 {
-                                    finished.yield()
-                                }
-                            }
-                        })
-                }
+                let listener = Bench.latencyListener(
+                    member.events(), clock: clock, sentAt: sentAt, latencies: latencies, remaining: remaining, finished: finished)
+                listeners.withLock { $0.append(listener) }
             }
             try await member.open()
             clients.withLock { $0.append(member) }

@@ -362,21 +362,9 @@ struct Bench {
         var listeners: [Task<Void, Never>] = []
         for m in 0..<members {
             let receiver = client("w3-m\(m)", port: nodes[m % nodes.count].port)
-            let events = receiver.events()
             listeners.append(
-                Task {
-                    for await event in events {
-                        guard case .message(let message) = event, let k = Int(message.content.text ?? "") else { continue }
-                        let now = clock.now
-                        if let start = sentAt.withLock({ $0[k] }) { latencies.withLock { $0.append((now - start).milliseconds) } }
-                        if remaining.withLock({
-                            $0 -= 1
-                            return $0
-                        }) == 0 {
-                            finished.yield()
-                        }
-                    }
-                })
+                Self.latencyListener(
+                    receiver.events(), clock: clock, sentAt: sentAt, latencies: latencies, remaining: remaining, finished: finished))
             try await receiver.open()
             receivers.append(receiver)
         }
@@ -409,6 +397,29 @@ struct Bench {
 }
 
 /// Lets a sender wait until the reply or delivery numbered `k` has arrived.
+extension Bench {
+    /// Reads `events` for messages whose text is a message number `k`: records each one's latency since
+    /// `sentAt[k]`, counts `remaining` down and says so on `finished` when it reaches 0.
+    static func latencyListener(
+        _ events: AsyncStream<IMEvent>, clock: ContinuousClock, sentAt: Locked<[Int: ContinuousClock.Instant]>,
+        latencies: Locked<[Double]>, remaining: Locked<Int>, finished: AsyncStream<Void>.Continuation
+    ) -> Task<Void, Never> {
+        Task {
+            for await event in events {
+                guard case .message(let message) = event, let k = Int(message.content.text ?? "") else { continue }
+                let now = clock.now
+                if let start = sentAt.withLock({ $0[k] }) { latencies.withLock { $0.append((now - start).milliseconds) } }
+                if remaining.withLock({
+                    $0 -= 1
+                    return $0
+                }) == 0 {
+                    finished.yield()
+                }
+            }
+        }
+    }
+}
+
 final class ReplyWaiter: Sendable {
     private struct State {
         var arrived: Set<Int> = []
