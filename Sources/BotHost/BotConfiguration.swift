@@ -61,7 +61,8 @@ public struct BotConfiguration: Sendable {
     /// (PEM files, reloaded when they change); nil: plain `ws://`.
     public var serverTLSCertificate: String?
     public var serverTLSKey: String?
-    /// SQLite `synchronous=FULL` for the embedded server (false: `NORMAL`).
+    /// `[server] synchronous = "full" | "normal"`: SQLite `synchronous=FULL` for the embedded server
+    /// (false: `NORMAL`, which can lose the last transactions on a power loss, not on a process crash).
     public var serverSynchronousFull = true
     public var interceptionDeadlineMillis = 200
     public var failClosed = false
@@ -266,6 +267,12 @@ public struct BotConfiguration: Sendable {
                 config.failClosed = policy == "closed"
             }
             config.lobbyName = try r.string("lobby") ?? config.lobbyName
+            if let level = try r.string("synchronous") {
+                guard ["full", "normal"].contains(level.lowercased()) else {
+                    throw file.error("server.synchronous", "must be \"full\" or \"normal\"")
+                }
+                config.serverSynchronousFull = level.lowercased() == "full"
+            }
             if let attachment = try r.string("bot_attachment") {
                 guard let value = BotAttachment(rawValue: attachment) else {
                     throw file.error("server.bot_attachment", "must be \"in-process\" or \"websocket\"")

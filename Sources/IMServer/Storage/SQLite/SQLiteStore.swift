@@ -20,6 +20,11 @@ final class SQLiteStore: ServerStore {
 
     func shutdown() async {}
 
+    /// `PRAGMA synchronous` of the connection that commits (1: NORMAL, 2: FULL).
+    func synchronousLevel() async throws -> Int {
+        try await db.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+    }
+
     var queryDialect: ConversationQuery.Dialect { .sqlite }
 
     // MARK: Sessions
