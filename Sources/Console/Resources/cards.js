@@ -1,13 +1,17 @@
-'use strict';
 /* Hookbot console: cards (`_lctype` 100, `_lcattrs.card`; docs/PLUGINS.md "Cards", docs/CLIENT.md "Cards").
  * A card renders with its title, text, image, fields, buttons, selects and inputs. A click sends the
  * button's signed token back as a cmd message `card.click` {plugin, card, action, value, token, form.<input>},
  * as any client does; the bot checks it and its plugin answers, typically with an edit of the card, which
  * re-renders it here (receivePatch). Other members' clicks show as a short line, not as raw cmd JSON.
- * Uses console.js's helpers (h, badge, icon, mediaUrl, onServer, safeUrl, chat, toast, errorText). */
+ * An ES module: messages.js calls cardView and cardClickText. */
 
-const CARD_TYPE = 100;
-const CARD_ACTION = 'card.click';
+import { errorText } from './api.js';
+import { h, toast } from './dom.js';
+import { mediaUrl, onServer, safeUrl } from './media.js';
+import { chat } from './state.js';
+
+export const CARD_TYPE = 100;
+export const CARD_ACTION = 'card.click';
 
 /** The card of a typed message, or null. */
 function cardOf(typed) {
@@ -47,7 +51,7 @@ function cardImage(image) {
 }
 
 /** The card's node: what `describe` shows as the message's attachment. */
-function cardView(rec, typed) {
+export function cardView(rec, typed) {
   const card = cardOf(typed);
   if (!card) return null;
   const fields = cardList(card.fields);
@@ -84,7 +88,7 @@ function cardView(rec, typed) {
 }
 
 /** A member's click as the chat shows it: "clicked 寿司 on card lunch". */
-function cardClickText(rec) {
+export function cardClickText(rec) {
   const ext = rec.ext && typeof rec.ext === 'object' ? rec.ext : {};
   return `clicked ${cardText(ext.value)} on card ${cardText(ext.card)}`;
 }

@@ -2,8 +2,12 @@
 // saved with PUT: the server checks them as `hookbot check` does, writes them to the overrides file and
 // reloads the plugin. Lists and tables are edited as JSON. A form loaded before someone else's change is
 // refused (409) and loaded again.
-// Loaded before console.js; uses its helpers ($, h, api, badge, toast, errorText, Token) at run time.
-'use strict';
+// An ES module: plugins.js puts configButton on each plugin's card; console.js calls wireConfigEditor.
+
+import { api, errorText, Token } from './api.js';
+import { $, badge, h, showFormError, toast } from './dom.js';
+import { enc } from './format.js';
+import { pluginsView } from './plugins.js';
 
 const configEditor = {
   plugin: null,
@@ -13,7 +17,7 @@ const configEditor = {
 };
 
 /** The Settings button of a plugin's card. */
-function configButton(name) {
+export function configButton(name) {
   return h('button', { type: 'button', class: 'small ghost plugin-config', text: 'Settings', dataset: { plugin: name },
     on: { click: () => openConfig(name) } });
 }
@@ -131,7 +135,7 @@ async function saveConfig(event) {
       toast(errors.length ? 'error' : 'info', `${configEditor.plugin}: settings saved${errors.length ? ', but the reload failed' : ' and reloaded'}`,
         errors.map((e) => e.description || e.reason));
       $('#config-dialog').close();
-      if (typeof pluginsView !== 'undefined' && pluginsView.poller) pluginsView.poller.now();
+      if (pluginsView.poller) pluginsView.poller.now();
       return;
     }
     const reason = (data && data.reason) || `HTTP ${response.status}`;
@@ -152,7 +156,7 @@ async function saveConfig(event) {
   }
 }
 
-document.addEventListener('DOMContentLoaded', () => {
+export function wireConfigEditor() {
   $('#config-form').addEventListener('submit', saveConfig);
   for (const id of ['#config-close', '#config-cancel']) $(id).addEventListener('click', () => $('#config-dialog').close());
-});
+}

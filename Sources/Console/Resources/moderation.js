@@ -1,10 +1,14 @@
 // Hookbot console: the Moderation tab. Lists what the moderation plugins recorded through
 // plugins/lib/modlog.lua (GET /api/moderation/actions, filtered by the server) and undoes an action
 // (POST /api/moderation/actions/{id}/undo: the action's undo command run as the console).
-// Loaded before console.js; uses its helpers ($, h, api, badge, toast, errorText, Poller) at run time.
-'use strict';
+// An ES module: console.js calls wireModeration and runs its poller while the tab is shown.
 
-const moderationView = {
+import { api, errorText } from './api.js';
+import { $, badge, h, showFormError, toast } from './dom.js';
+import { enc, formatTime, plural } from './format.js';
+import { Poller } from './poller.js';
+
+export const moderationView = {
   poller: null,
   /** Plugins and action names seen, for the filter menus. */
   plugins: new Set(),
@@ -98,7 +102,7 @@ async function undoModeration(entry, button) {
   }
 }
 
-function wireModeration() {
+export function wireModeration() {
   moderationView.poller = new Poller(pollModeration, 2000);
   const form = $('#mod-filters');
   form.addEventListener('submit', (event) => { event.preventDefault(); moderationView.poller.now(); });

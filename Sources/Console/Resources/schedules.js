@@ -1,8 +1,9 @@
 // Hookbot console: the plugins' schedules (ctx.schedule) under the Plugins tab. Lists every job
 // (GET /api/schedules) with its next run, and cancels one (DELETE /api/schedules/{plugin}/{id}).
-// Loaded before console.js; uses its helpers ($, h, api, toast, errorText, showFormError) at run time;
-// pollPlugins calls pollSchedules.
-'use strict';
+// An ES module: pollPlugins (plugins.js) calls pollSchedules.
+
+import { api, errorText } from './api.js';
+import { $, h, showFormError, toast } from './dom.js';
 
 /** "in 5 min", "in 2 h", "3 d ago": how far a time (epoch seconds) is from now. */
 function scheduleRelative(seconds) {
@@ -19,7 +20,7 @@ function scheduleWhen(job) {
   return `at ${job.spec}`;
 }
 
-async function pollSchedules() {
+export async function pollSchedules() {
   const notice = $('#schedules-error');
   let view;
   try {

@@ -1,9 +1,15 @@
-'use strict';
 /* Hookbot console: the message trace (GET /api/trace, /api/trace/:id; docs/CONSOLE.md "Message trace").
  * A drawer beside the chat lists the last messages' traces (blocked ones marked) and shows one: the
  * interceptor review, each plugin hook with its verdict or change and its time, the replies and actions
  * sent back, what was skipped. A click on a message in the chat opens its trace. The Interception tab's
- * "Recent verdicts" come from the same traces. Uses console.js's helpers (h, $, api, badge, chat…). */
+ * "Recent verdicts" come from the same traces (interception.js calls pollRecentVerdicts); console.js calls
+ * wireTrace. */
+
+import { api, Token } from './api.js';
+import { $, badge, h } from './dom.js';
+import { enc } from './format.js';
+import { Poller } from './poller.js';
+import { chat } from './state.js';
 
 const traceView = { open: false, poller: null, selected: null };
 
@@ -138,7 +144,7 @@ async function openTraceForMessage(node) {
 }
 
 /** The Interception tab's recent verdicts (GET /api/trace?verdicts=1). */
-async function pollRecentVerdicts() {
+export async function pollRecentVerdicts() {
   const box = $('#recent-verdicts');
   if (!box || !Token.get()) return;
   const list = await api('/api/trace?verdicts=1&limit=20', { admin: true });
@@ -151,7 +157,7 @@ async function pollRecentVerdicts() {
   box.replaceChildren(traces.length ? table : h('p', { class: 'muted small', text: 'No verdicts yet: messages the bot reviews or moderates appear here.' }));
 }
 
-function wireTrace() {
+export function wireTrace() {
   traceView.poller = new Poller(pollTraces, 2000);
   $('#trace-button').addEventListener('click', () => showTraceDrawer(!traceView.open));
   $('#trace-close').addEventListener('click', () => showTraceDrawer(false));
@@ -164,5 +170,3 @@ function wireTrace() {
   });
   renderTraceDetail(null);
 }
-
-document.addEventListener('DOMContentLoaded', wireTrace);
