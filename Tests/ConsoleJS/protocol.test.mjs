@@ -88,7 +88,8 @@ test('two members log in, talk in Chinese with emoji, acknowledge and see the re
 test('a refused request rejects with a ProtocolError carrying the numeric code', async () => {
   const spike = await login('spike');
   // Not a member: the server refuses the message.
-  const started = await (await login('tyke')).conn.request({ cmd: 'conv', op: 'start', m: ['tyke'] });
+  const tyke = await login('tyke');
+  const started = await tyke.conn.request({ cmd: 'conv', op: 'start', m: ['tyke'] });
   await assert.rejects(spike.conn.request({ cmd: 'direct', cid: started.cid, msg: 'hello' }), (error) => {
     assert.ok(error instanceof ProtocolError);
     assert.equal(typeof error.code, 'number');
@@ -110,6 +111,7 @@ test('a refused request rejects with a ProtocolError carrying the numeric code',
   const echo = await spike.conn.request({ cmd: 'echo' });
   assert.equal(echo.cmd, 'echo');
   spike.conn.close();
+  tyke.conn.close();
 });
 
 test('a frame that is not JSON gets error 4901 as an event (it has no i) and the connection stays usable', async () => {
