@@ -48,7 +48,7 @@ export async function pollInterception() {
     const [interception, stats] = await Promise.all([api('/api/interception', { admin: true }), api('/api/stats', { admin: true })]);
     renderInterception(interception || {});
     renderStats(stats || {});
-    await pollRecentVerdicts(); // trace.js
+    await pollRecentVerdicts();
     await pollPushes();
     renderPushStats();
     showFormError(notice, '');

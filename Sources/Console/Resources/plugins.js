@@ -15,7 +15,7 @@ export const pluginsView = {
 
 export async function pollPlugins() {
   if (!Token.get()) return;
-  pollSchedules(); // schedules.js
+  pollSchedules();
   const notice = $('#plugins-error');
   let list;
   try {

@@ -8,14 +8,8 @@ import { statTile } from './interception.js';
 import { chat } from './state.js';
 
 const PUSH_KEEP = 200;
-const PUSH_OUTCOMES = {
-  delivered: ['delivered', 'ok'],
-  retry: ['retry', 'warn'],
-  device_gone: ['device gone', 'danger'],
-  rejected: ['rejected', 'danger'],
-  expired: ['expired', 'danger'],
-  dropped: ['dropped', 'danger'],
-};
+/** The badge tone of each outcome a push can have; a known outcome shows as its name ("device gone"). */
+const PUSH_TONES = { delivered: 'ok', retry: 'warn', device_gone: 'danger', rejected: 'danger', expired: 'danger', dropped: 'danger' };
 
 export const pushesView = { after: 0, entries: [], enabled: null, reason: '', providers: {}, poller: null };
 
@@ -58,7 +52,8 @@ export function renderPushes() {
   count.textContent = shown.length ? String(shown.length) : '';
   note.textContent = shown.length ? '' : (cid ? 'No push for this conversation yet: members who are offline and have a device get one per message.' : 'Open a conversation to see its pushes.');
   list.replaceChildren(...shown.map((entry) => {
-    const [label, tone] = PUSH_OUTCOMES[entry.outcome] || [entry.outcome, 'info'];
+    const known = Object.hasOwn(PUSH_TONES, entry.outcome);
+    const [label, tone] = known ? [entry.outcome.replace('_', ' '), PUSH_TONES[entry.outcome]] : [entry.outcome, 'info'];
     return h('li', { class: 'push-item', dataset: { receiver: entry.receiver, outcome: entry.outcome, seq: String(entry.seq) } },
       h('div', { class: 'push-line' }, avatar(entry.receiver, true), h('span', { class: 'member-name', text: entry.receiver }),
         badge(entry.provider, 'info'), badge(label, tone), entry.badge != null ? badge(`badge ${entry.badge}`, 'accent') : null),

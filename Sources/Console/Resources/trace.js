@@ -13,16 +13,8 @@ import { chat } from './state.js';
 
 const traceView = { open: false, poller: null, selected: null };
 
-const STEP_LABELS = {
-  review: ['review', 'info'],
-  hook: ['hook', ''],
-  verdict: ['verdict', 'accent'],
-  delivered: ['delivered', 'ok'],
-  action: ['action', 'warn'],
-  sent: ['sent', 'ok'],
-  skipped: ['skipped', 'warn'],
-  error: ['error', 'danger'],
-};
+/** The badge tone of each kind of step (the badge says the kind). */
+const STEP_TONES = { review: 'info', hook: '', verdict: 'accent', delivered: 'ok', action: 'warn', sent: 'ok', skipped: 'warn', error: 'danger' };
 
 function traceTime(ms) {
   return new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
@@ -64,10 +56,9 @@ function renderTraceDetail(trace) {
       trace.decidedBy ? ': ' : '', trace.reason || '(no reason given)') : null,
     h('dt', { text: 'When' }), h('dd', { text: new Date(trace.time).toLocaleString() }));
   const steps = h('ol', { class: 'trace-steps' }, (trace.steps || []).map((step) => {
-    const [label, tone] = STEP_LABELS[step.kind] || [step.kind, ''];
     return h('li', { class: `trace-step ${step.kind}`, dataset: { kind: step.kind } },
       h('span', { class: 'trace-step-at muted small', text: `+${step.at.toFixed(step.at < 10 ? 2 : 1)} ms` }),
-      badge(label, tone),
+      badge(step.kind, Object.hasOwn(STEP_TONES, step.kind) ? STEP_TONES[step.kind] : ''),
       step.plugin ? h('span', { class: 'trace-step-plugin', text: step.plugin }) : null,
       step.hook ? h('code', { class: 'trace-step-hook', text: step.hook }) : null,
       step.micros != null ? h('span', { class: 'trace-step-time muted small', text: step.micros >= 1000 ? `${(step.micros / 1000).toFixed(1)} ms` : `${step.micros} µs` }) : null,
