@@ -24,10 +24,11 @@ async function login(peerId) {
     } else events.push(event);
   }, (_, event) => closed.push(event));
   await conn.open();
-  const opened = await conn.request({ cmd: 'session', op: 'open', peerId });
+  assert.equal(conn.ready, false);
+  const opened = await conn.openSession(peerId);
   assert.equal(opened.op, 'opened');
   assert.equal(opened.peerId, peerId);
-  conn.ready = true;
+  assert.equal(conn.ready, true);
   /** The first event `match` accepts (one already received, or the next), within `timeout` ms. */
   const next = (match, timeout = 5000) => {
     const index = events.findIndex(match);
@@ -112,6 +113,18 @@ test('a refused request rejects with a ProtocolError carrying the numeric code',
   assert.equal(echo.cmd, 'echo');
   spike.conn.close();
   tyke.conn.close();
+});
+
+test('a login the server refuses rejects with its code and leaves the connection not ready', async () => {
+  const conn = new ImConnection(server.url, () => {}, () => {});
+  await conn.open();
+  await assert.rejects(conn.openSession('tom:jerry'), (error) => {
+    assert.ok(error instanceof ProtocolError);
+    assert.ok(error.code >= 4000 && error.code < 5000, `code ${error.code}`);
+    return true;
+  });
+  assert.equal(conn.ready, false);
+  conn.close();
 });
 
 test('a frame that is not JSON gets error 4901 as an event (it has no i) and the connection stays usable', async () => {

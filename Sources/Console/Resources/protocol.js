@@ -120,6 +120,14 @@ export class ImConnection {
     return reply;
   }
 
+  /** Logs in: opens a session for `peerId`, with `extra` fields (a signature's `t`, `n`, `s`, or the session
+   *  token `st` of an earlier login). The connection is `ready` once the server answers `session opened`. */
+  async openSession(peerId, extra = {}) {
+    const reply = await this.request({ cmd: 'session', op: 'open', peerId, ...extra });
+    this.ready = true;
+    return reply;
+  }
+
   send(command) { if (this.isOpen) this.socket.send(JSON.stringify(command)); }
 
   close() { if (this.socket) this.socket.close(); }

@@ -58,24 +58,22 @@ async function connect() {
   const conn = new ImConnection(wsURL(), onEvent, onConnectionClosed);
   chat.conn = conn;
   await conn.open();
-  const open = { cmd: 'session', op: 'open', peerId: chat.me };
   let reply;
   try {
     if (chat.st && chat.info && chat.info.signatures) {
       try {
-        reply = await conn.request({ ...open, st: chat.st });
+        reply = await conn.openSession(chat.me, { st: chat.st });
       } catch (error) {
         if (error.code !== 4112) throw error;
         chat.st = null;
       }
     }
-    if (!reply) reply = await conn.request(await signed(open, 'open'));
+    if (!reply) reply = await conn.openSession(chat.me, await signed({}, 'open'));
   } catch (error) {
     conn.close();
     throw error;
   }
   sessionOpened(reply);
-  conn.ready = true;
   setStatus('online', 'Chat connected');
   updateComposer();
   clearInterval(chat.keepAlive);
