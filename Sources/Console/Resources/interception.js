@@ -7,14 +7,14 @@ import { pollPushes, renderPushStats } from './pushes.js';
 import { pollRecentVerdicts } from './trace.js';
 
 const VERDICT_LABELS = { allow: 'Allowed', block: 'Blocked', replace: 'Replaced' };
-const POLICY_LABELS = {
-  total: ['Decided by the policy', 'no usable verdict in time, so the failure policy decided'],
-  declined: ['Declined', 'the bot answered “none” (could not review in time)'],
-  invalid: ['Invalid answers', 'answers that were not a verdict'],
-  delivered: ['Delivered by the policy', 'fail-open decisions'],
-  refused: ['Refused by the policy', 'fail-closed decisions'],
-};
-const STAT_LABELS = {
+/** Label and hint of each counter the tab shows: the bot's statistics by name, the failure policy's decisions
+ *  as `policy.<kind>`. */
+const COUNTER_LABELS = {
+  'policy.total': ['Decided by the policy', 'no usable verdict in time, so the failure policy decided'],
+  'policy.declined': ['Declined', 'the bot answered “none” (could not review in time)'],
+  'policy.invalid': ['Invalid answers', 'answers that were not a verdict'],
+  'policy.delivered': ['Delivered by the policy', 'fail-open decisions'],
+  'policy.refused': ['Refused by the policy', 'fail-closed decisions'],
   messages: ['Messages', 'stored messages the plugins saw'],
   blocked: ['Blocked', 'messages the plugins refused'],
   commands: ['Cmd messages', 'handled by on_cmd'],
@@ -27,6 +27,7 @@ const STAT_LABELS = {
   undecided: ['Undecided', 'answered “none”: the review ran out of time'],
   actionErrors: ['Action errors', 'plugin actions that failed'],
 };
+const counterLabel = (key, fallback = key) => (Object.hasOwn(COUNTER_LABELS, key) ? COUNTER_LABELS[key] : [fallback, '']);
 
 export const interceptionView = { poller: null };
 
@@ -75,7 +76,7 @@ function renderInterception(ic) {
     for (const [kind, count] of Object.entries(verdicts)) tiles.push(statTile(VERDICT_LABELS[kind] || kind, count, `verdict “${kind}”`, kind === 'block' && count ? 'bad' : ''));
     tiles.push(statTile('Timeouts', ic.timeouts, 'no verdict within the deadline', ic.timeouts ? 'bad' : ''));
     for (const [kind, count] of Object.entries(ic.policyDecisions || {})) {
-      const [label, hint] = POLICY_LABELS[kind] || [`Policy: ${kind}`, ''];
+      const [label, hint] = counterLabel(`policy.${kind}`, `Policy: ${kind}`);
       tiles.push(statTile(label, count, hint, count ? 'bad' : ''));
     }
     parts.push(h('div', { class: 'stat-grid' }, tiles));
@@ -95,7 +96,7 @@ function renderInterception(ic) {
   if (ic.bot && typeof ic.bot === 'object') {
     parts.push(h('div', {}, h('h3', { class: 'subhead', text: `The bot (${ic.interceptor || 'interceptor'})` }),
       h('div', { class: 'stat-grid' }, Object.entries(ic.bot).map(([key, value]) => {
-        const [label, hint] = STAT_LABELS[key] || [key, ''];
+        const [label, hint] = counterLabel(key);
         return statTile(label, value, hint);
       }))));
   }
@@ -104,7 +105,7 @@ function renderInterception(ic) {
 
 function renderStats(stats) {
   $('#bot-stats').replaceChildren(...Object.entries(stats).map(([key, value]) => {
-    const [label, hint] = STAT_LABELS[key] || [key, ''];
+    const [label, hint] = counterLabel(key);
     const bad = ['actionErrors', 'dropped', 'undecided'].includes(key) && value > 0;
     return statTile(label, value, hint, bad ? 'bad' : '');
   }));
