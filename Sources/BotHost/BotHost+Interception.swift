@@ -18,7 +18,7 @@ extension BotHost {
         var verdict = Command(cmd: .hook, op: .verdict)
         verdict.id = request.id
         verdict.verdict = "allow"
-        var review: Router.Review?
+        var review: MessageRouter.Review?
         var original: (message: HookMessage, body: String)?
         var trace: MessageTrace?
         // An edit (kind "edit", the message's id in mid) is reviewed like a send: moderation applies to it.
@@ -134,7 +134,7 @@ extension BotHost {
     }
 }
 
-extension Router.Review.Decision {
+extension MessageRouter.Review.Decision {
     /// Whether the message is refused.
     var drops: Bool {
         if case .drop = self { true } else { false }

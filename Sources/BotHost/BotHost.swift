@@ -7,7 +7,7 @@ import IMCore
 import Logging
 import Synchronization
 
-/// The bot host: logs in as a client id, hands everything that arrives to its routing core (`Router`,
+/// The bot host: logs in as a client id, hands everything that arrives to its routing core (`MessageRouter`,
 /// shared with `hookbot test`), carries out the actions through the SDK, and answers the server's
 /// interception requests.
 public actor BotHost {
@@ -15,7 +15,7 @@ public actor BotHost {
     public nonisolated let client: IMClient
     public nonisolated let runtime: PluginRuntime
     /// What the bot does with what arrives (moderation, translation, hooks, loop guard, rate limits, mutes).
-    public nonisolated let router: Router
+    public nonisolated let router: MessageRouter
     let logger: Logger
     /// Counters; not actor state, so interception answers never wait for the actor.
     nonisolated let counters = BotCounters()
@@ -68,7 +68,7 @@ public actor BotHost {
                     ])
             }
         }
-        router = Router(
+        router = MessageRouter(
             settings: configuration.routing, plugins: runtime,
             outlet: ClientOutlet(client: client, metrics: botMetrics, report: report, cardSent: Self.cardRecorder(runtime)),
             logger: logger, note: report)

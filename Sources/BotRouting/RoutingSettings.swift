@@ -4,7 +4,7 @@ public struct RoutingSettings: Sendable {
     /// The bot's client id: its own messages are never routed back to its plugins.
     public var botID: String
     /// The bot is the server's interceptor: moderation and `before_send` ran in the review before
-    /// delivery (`Router.review`), so delivered messages go straight to translation and `on_receive`.
+    /// delivery (`MessageRouter.review`), so delivered messages go straight to translation and `on_receive`.
     public var intercepting: Bool
     /// Messages that carry this many bot hops or more are not answered.
     public var maxHops: Int

@@ -52,7 +52,7 @@ struct StepOutcome: Sendable {
 }
 
 /// What a scenario's bots do, step by step: each bot is a `PluginRuntime` behind the same routing core
-/// (`Router`) a running bot uses, with a manual clock; its actions are recorded instead of sent. Messages
+/// (`MessageRouter`) a running bot uses, with a manual clock; its actions are recorded instead of sent. Messages
 /// a bot sends reach the scenario's other bots (so replies can bounce between bots until the hop limit
 /// stops them), a kick or add is followed by the event the server would send, and in interceptor mode
 /// the first bot reviews every message before it is delivered.
@@ -207,13 +207,13 @@ final class SimulatedHost {
 struct SimulatedBot: Sendable {
     let id: String
     let runtime: PluginRuntime
-    let router: Router
+    let router: MessageRouter
 
     /// - Parameter main: the scenario's first bot, whose verdicts and deliveries a step's expectations read.
     init(id: String, runtime: PluginRuntime, settings: RoutingSettings, recorder: StepRecorder, main: Bool, logger: Logger) {
         self.id = id
         self.runtime = runtime
-        router = Router(
+        router = MessageRouter(
             settings: settings, plugins: runtime,
             outlet: RecordingOutlet(bot: id, runtime: runtime, recorder: recorder), logger: logger
         ) { note in

@@ -12,8 +12,8 @@ import XCTest
 /// chatting at human pace for 15 minutes of virtual time with links, mentions, emoji and Chinese. Nobody
 /// is warned or muted; a flooder in the same traffic is.
 ///
-/// Each message goes through the routing core a running bot uses (`Router.review`, then the follow-up
-/// actions, then `Router.message` for `on_receive`), with a manual clock the plugins' state, timers and
+/// Each message goes through the routing core a running bot uses (`MessageRouter.review`, then the follow-up
+/// actions, then `MessageRouter.message` for `on_receive`), with a manual clock the plugins' state, timers and
 /// the mute list all read.
 final class ModerationTrafficTests: XCTestCase {
     /// The members' client ids (alice is the configured moderator; everyone else is moderated).
@@ -52,7 +52,7 @@ final class ModerationTrafficTests: XCTestCase {
         settings.intercepting = true
         let outlet = TrafficOutlet()
         let hookErrors = Mutex<[String]>([])
-        let router = Router(settings: settings, plugins: runtime, outlet: outlet, logger: logger) { note in
+        let router = MessageRouter(settings: settings, plugins: runtime, outlet: outlet, logger: logger) { note in
             if case .hookErrors(let errors) = note { hookErrors.withLock { $0 += errors.map(\.description) } }
         }
         let report = await runtime.loadAll()

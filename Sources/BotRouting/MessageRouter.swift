@@ -17,7 +17,7 @@ import Synchronization
 /// - Actions: at most `sendsPerEvent` sends answer one event; every message the bot sends goes through
 ///   `before_send` and moderation, counts against the per-conversation and global rate limits, and
 ///   carries its hop count; mutes are recorded here; the rest goes to the `BotOutlet`.
-public final class Router: Sendable {
+public final class MessageRouter: Sendable {
     public let settings: RoutingSettings
     public let plugins: PluginRuntime
     public let mutes: MuteList

@@ -6,7 +6,7 @@ import IMCore
 /// `ctx.conv(cid).member(uid)` and `ctx.conv(cid).locked()` answer. The routing core keeps them current
 /// from the events it routes (joins, departures, updates of the join policy) and the messages it receives;
 /// a host adds what the server reports when it lists a conversation (`learn(_:)`).
-extension Router {
+extension MessageRouter {
     /// Records what an event changes, before its hooks run (so `on_member_joined` finds the new member).
     func track(_ event: HookEvent) {
         let members = plugins.members

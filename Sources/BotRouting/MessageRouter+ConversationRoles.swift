@@ -1,6 +1,6 @@
 import HookRuntime
 
-extension Router {
+extension MessageRouter {
     /// Records `user`'s role in `cid` (`Owner`, `Manager`; nil or `Member`: none) for commands limited to
     /// `owner` or `manager`; kept in the host's state, so it survives restarts.
     public func setConversationRole(_ role: String?, of user: String, in cid: String) {
