@@ -27,10 +27,10 @@ final class BotDialogTests: XCTestCase {
 
     private func checkAMemberAnswersTheBot(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("trip.lua", Self.trip)
         let bot = try await harness.bot()
-        defer { Task { await bot.stop() } }
+        addTeardownBlock { await bot.stop() }
         let tom = harness.server.client("Tom")
         let jerry = harness.server.client("Jerry")
         let logs = try await openClients([tom, jerry])
@@ -57,7 +57,7 @@ final class BotDialogTests: XCTestCase {
     /// The bot's timer driver ends a question nobody answers.
     func testAnUnansweredQuestionTimesOut() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write(
             "quick.lua",
             """
@@ -67,7 +67,7 @@ final class BotDialogTests: XCTestCase {
             end }
             """)
         let bot = try await harness.bot()
-        defer { Task { await bot.stop() } }
+        addTeardownBlock { await bot.stop() }
         let tom = harness.server.client("Tom")
         let logs = try await openClients([tom])
         let conversation = try await tom.createConversation(members: ["modbot"])
@@ -80,7 +80,7 @@ final class BotDialogTests: XCTestCase {
 
     func testADialogOpenAcrossARestartIsEndedAndTheMemberTold() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("trip.lua", Self.trip)
         let first = try await harness.bot()
         let tom = harness.server.client("Tom")
@@ -95,7 +95,7 @@ final class BotDialogTests: XCTestCase {
 
         // A new bot host on the same state file: the question cannot be resumed; Tom is told.
         let second = try await harness.bot()
-        defer { Task { await second.stop() } }
+        addTeardownBlock { await second.stop() }
         try await expect(
             logs[0], "Tom: trip stopped waiting for your answer “去哪儿？ Where to?” (the bot restarted); please start again.")
         // Tom's next message is an ordinary one again.

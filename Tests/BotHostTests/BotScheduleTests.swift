@@ -44,7 +44,7 @@ final class BotScheduleTests: XCTestCase {
 
     func testAJobMadeBeforeARestartFiresAfterIt() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("alarm.lua", Self.plugin)
         let first = try await harness.bot()
         let tom = harness.server.client("Tom")
@@ -61,7 +61,7 @@ final class BotScheduleTests: XCTestCase {
 
         // The next bot host on the same state file, well before the alarm is due: it rings on time.
         let second = try await harness.bot()
-        defer { Task { await second.stop() } }
+        addTeardownBlock { await second.stop() }
         _ = try await conversation.send(.text("!jobs"))
         try await expect("1 at ring; standup cron 0 9 * * MON-FRI")
         try await expect("⏰ drink water 🥤")
@@ -71,7 +71,7 @@ final class BotScheduleTests: XCTestCase {
 
     func testJobsDueWhileNoBotRanFollowTheirPolicy() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("alarm.lua", Self.plugin)
         let first = try await harness.bot()
         let tom = harness.server.client("Tom")
@@ -88,7 +88,7 @@ final class BotScheduleTests: XCTestCase {
         // Both fall due while no bot runs; the next one starts two seconds late.
         try await Task.sleep(for: .milliseconds(2500))
         let second = try await harness.bot()
-        defer { Task { await second.stop() } }
+        addTeardownBlock { await second.stop() }
         // "once": run late, marked as a catch-up; "skip": dropped. The ping's pong comes after the one ring.
         try await expect("⏰ tea (late)")
         _ = try await conversation.send(.text("ping"))

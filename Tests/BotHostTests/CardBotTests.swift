@@ -32,7 +32,7 @@ final class CardBotTests: XCTestCase {
 
     func testAMemberClicksACardAndEveryoneSeesItUpdated() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("lunch.lua", Self.lunch)
         let bot = try await harness.bot()
         defer { withExtendedLifetime(bot) {} }

@@ -27,7 +27,7 @@ final class MessageEditBotTests: XCTestCase {
 
     private func check(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("mod.lua", BotHostTests.moderation)
         try harness.write("watcher.lua", Self.watcher)
         let bot = try await harness.bot()

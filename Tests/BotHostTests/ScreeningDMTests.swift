@@ -12,9 +12,9 @@ import XCTest
 final class ScreeningDMTests: XCTestCase {
     func testTheBotAsksInAOneToOneChatItOpensAndTheAnswerThereLiftsTheMute() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         let bot = try await RaidTests.shippedBot(harness, gatekeeper: ["screening": true, "language": "both"])
-        defer { Task { await bot.stop() } }
+        addTeardownBlock { await bot.stop() }
         let clients = ["member01", "member02", "小明"].map { harness.server.client($0) }
         let logs = try await openClients(clients)
         let (owner, newbie) = (clients[0], clients[2])

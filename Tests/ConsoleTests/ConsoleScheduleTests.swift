@@ -27,10 +27,10 @@ final class ConsoleScheduleTests: XCTestCase {
 
     func testRemindersRingAreListedAndCancelledInTheConsole() async throws {
         let harness = try await ConsoleHarness.startDemo()
-        defer { Task { await harness.stop() } }
+        addTeardownBlock { await harness.stop() }
         let lobbyID = harness.hub.lobbyID
         let (tom, lobby, events) = try await harness.lobbyMember("Tom")
-        defer { Task { await tom.close() } }
+        addTeardownBlock { await tom.close() }
 
         _ = try await lobby.send(.text("!remind me in 2s drink water 🥤"))
         let set = try await botSays(events, lobbyID)

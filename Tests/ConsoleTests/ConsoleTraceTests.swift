@@ -37,7 +37,7 @@ final class ConsoleTraceTests: XCTestCase {
 
         // Jerry, on the SDK, says hello first; then Tom's message is refused.
         let (jerry, lobby, _) = try await harness.lobbyMember("Jerry")
-        defer { Task { await jerry.close() } }
+        addTeardownBlock { await jerry.close() }
         _ = try await lobby.send(.text("大家好 👋"))
         let blockedText = "看这个 scam 🎁"
         try await browser.type(blockedText, into: "#composer-text")

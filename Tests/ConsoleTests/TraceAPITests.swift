@@ -19,9 +19,9 @@ final class TraceAPITests: XCTestCase {
 
     func testABlockedMessageAndAnAnsweredOneTellWhatHappened() async throws {
         let harness = try await ConsoleHarness.start()
-        defer { Task { await harness.stop() } }
+        addTeardownBlock { await harness.stop() }
         let (tom, lobby, _) = try await harness.lobbyMember("Tom")
-        defer { Task { await tom.close() } }
+        addTeardownBlock { await tom.close() }
 
         let ping = try await lobby.send(.text("ping"))
         let blockedText = "快来看 scam 链接 🎁"
@@ -112,9 +112,9 @@ final class TraceAPITests: XCTestCase {
             }
             """
         let harness = try await ConsoleHarness.start(plugins: plugins) { $0.replyLimit = 2 }
-        defer { Task { await harness.stop() } }
+        addTeardownBlock { await harness.stop() }
         let (tom, lobby, _) = try await harness.lobbyMember("Tom")
-        defer { Task { await tom.close() } }
+        addTeardownBlock { await tom.close() }
 
         let first = try await lobby.send(.text("!roll"))
         try await eventually("the roll's reply") {

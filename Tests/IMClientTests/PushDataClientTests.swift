@@ -20,14 +20,14 @@ final class PushDataClientTests: XCTestCase {
             configuration.push.queue.retryDelay = .seconds(60)
             configuration.push.queue.pollInterval = .milliseconds(50)
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let jerry = server.client("Jerry")
         try await jerry.open()
         _ = try await jerry.registerDevice(IMPushDevice(provider: .webhook, token: "jerry-phone", deviceId: "phone"))
         await jerry.close() // logout: the devices of this login's device id go, the phone's stays
         let tom = server.client("Tom")
         try await tom.open()
-        defer { Task { await tom.close() } }
+        addTeardownBlock { await tom.close() }
         let conversation = try await tom.createConversation(name: "kitchen", members: ["Jerry"])
 
         // docs/PUSH.md, as written:
@@ -71,7 +71,7 @@ final class PushDataClientTests: XCTestCase {
             configuration.push.queue.retryDelay = .seconds(60)
             configuration.push.queue.pollInterval = .milliseconds(50)
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let jerry = server.client("Jerry")
         try await jerry.open()
         _ = try await jerry.registerDevice(IMPushDevice(provider: .webhook, token: "jerry-phone", deviceId: "phone"))

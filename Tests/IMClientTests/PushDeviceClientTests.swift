@@ -15,7 +15,7 @@ final class PushDeviceClientTests: XCTestCase {
 
     func testTheLoginTokenIsRegisteredMovesToTheNextClientAndCloseRemovesIt() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         var options = server.options()
         options.deviceToken = Self.apnsToken
         let tom = IMClient(clientId: "Tom", deviceId: "iphone-7", options: options)
@@ -46,7 +46,7 @@ final class PushDeviceClientTests: XCTestCase {
 
     func testRegisterListAndRemoveDevicesOfEveryKind() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = server.client("Tom")
         try await tom.open()
         let none = try await tom.devices()
@@ -77,7 +77,7 @@ final class PushDeviceClientTests: XCTestCase {
 
     func testRefusedDevicesAreTypedErrorsWithTheServersCodes() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = server.client("Tom")
         try await tom.open()
         let refused: [(IMPushDevice, IMPushDeviceErrorCode)] = [

@@ -7,7 +7,7 @@ import XCTest
 final class AccessTests: XCTestCase {
     func testOutsidersNeitherSeeNorChangeNorForgeReceipts() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let mallory = try await server.login("Mallory")

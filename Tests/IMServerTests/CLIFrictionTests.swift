@@ -174,7 +174,7 @@ final class CLIFrictionTests: XCTestCase {
         defer { server.kill() }
         let jerry = try await TestClient.login("Jerry", port: server.port)
         let lobby = try await jerry.startConversation(members: ["Jerry"], name: "午餐")
-        defer { Task { await jerry.close() } }
+        addTeardownBlock { await jerry.close() }
 
         let chat = try Child(binary, ["chat", "--as", "Tom", "--conversation", lobby, "--port", "\(server.port)"])
         defer { chat.stop() }

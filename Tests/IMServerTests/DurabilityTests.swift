@@ -13,7 +13,7 @@ final class DurabilityTests: XCTestCase {
         await tom.close()
 
         let second = try await first.restarted()
-        defer { Task { await second.stop() } }
+        addTeardownBlock { await second.stop() }
         let tomAgain = try await second.login("Tom")
         let restoredIDs = try await tomAgain.history(cid).logs?.map(\.msgId)
         XCTAssertEqual(restoredIDs, uids)

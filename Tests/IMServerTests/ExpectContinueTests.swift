@@ -13,7 +13,7 @@ final class ExpectContinueTests: XCTestCase {
             configuration.masterKey = "secret"
             configuration.media.maxUploadBytes = 10_000
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let body = Data(MediaFixtures.png(width: 8, height: 8, padding: 100))
 
         let fd = try connectLoopback(port: server.port)

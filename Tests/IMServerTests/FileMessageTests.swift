@@ -22,7 +22,7 @@ final class FileMessageTests: XCTestCase {
 
     func testImageMessageGetsTheStoredFilesURLAndMetadata() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let opener = try await TestClient.connect(port: server.port)
@@ -90,7 +90,7 @@ final class FileMessageTests: XCTestCase {
 
     func testUnknownAndOrdinaryMessagesAreUntouched() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -114,7 +114,7 @@ final class FileMessageTests: XCTestCase {
     /// cannot read an `_lcfile` without one); `GET /1.1/files/<objId>` answers the URL.
     func testAURLOnlyFileMessageGetsTheObjIdOfAnExternalFileRecord() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -154,7 +154,7 @@ final class FileMessageTests: XCTestCase {
     /// `FileMessageFill.headroomBytes`: delivered and stored whole, not refused after the fact.
     func testAFilledMessageMayPassTheMessageLimitByTheFillsHeadroom() async throws {
         let server = try await ServerHarness.start { $0.maxMessageBytes = 200 }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let opener = try await TestClient.connect(port: server.port)

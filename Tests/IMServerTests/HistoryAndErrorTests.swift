@@ -5,7 +5,7 @@ import XCTest
 final class HistoryAndErrorTests: XCTestCase {
     func testHistoryPagesNewestFirstInAscendingOrder() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         for k in 0..<30 { try await tom.sendText("m\(k)", to: cid) }
@@ -38,7 +38,7 @@ final class HistoryAndErrorTests: XCTestCase {
 
     func testLargeHistoryPagesStayWithinOneFrame() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let body = String(repeating: "y", count: 60_000)
@@ -62,7 +62,7 @@ final class HistoryAndErrorTests: XCTestCase {
 
     func testHistoryIsForMembersOnly() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let mallory = try await server.login("Mallory")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -76,7 +76,7 @@ final class HistoryAndErrorTests: XCTestCase {
 
     func testBadInputGetsErrorsAndTheConnectionStaysUsable() async throws {
         let server = try await ServerHarness.start { $0.maxMessageBytes = 1024 }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
 

@@ -82,7 +82,7 @@ final class JoinLockTests: XCTestCase {
         await eve.close()
         await zed.close()
         let again = try await server.restarted()
-        defer { Task { await again.stop() } }
+        addTeardownBlock { await again.stop() }
         let zedAgain = try await again.login("Zed")
         let owner = try await again.login("Tom")
         let stillLocked = try await join(zedAgain, group)
@@ -105,7 +105,7 @@ final class JoinLockTests: XCTestCase {
             configuration.interception.interceptors = [.init(clientID: "modbot", secret: Self.secret)]
             configuration.interception.reviewMembership = false
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let eve = try await server.login("Eve")
         let bot = try await TestClient.connect(port: server.port)
@@ -151,7 +151,7 @@ final class JoinLockTests: XCTestCase {
 
     func testFoundersEventsCarryTheCreationTimeAndMemberInfoAnswersJoinTimesRolesAndCounts() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let eve = try await server.login("Eve")

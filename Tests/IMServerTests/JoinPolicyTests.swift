@@ -32,7 +32,7 @@ final class JoinPolicyTests: XCTestCase {
 
     func testOneToOneAndTemporaryConversationsAreInviteOnly() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let eve = try await server.login("Eve")
@@ -74,7 +74,7 @@ final class JoinPolicyTests: XCTestCase {
 
     func testGroupsAndChatRoomsStayOpenAndCreatorsMayAskForInviteOnly() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let eve = try await server.login("Eve")
@@ -194,7 +194,7 @@ final class JoinPolicyTests: XCTestCase {
         }
 
         let server = try await ServerHarness.start(directory: directory)
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let eve = try await server.login("Eve")
         for cid in ["old-pair", "_tmp:old"] { assertRefused(try await join(eve, cid), cid) }
         for cid in ["old-group", "old-unique-trio", "old-room"] {

@@ -13,7 +13,7 @@ final class LifecycleTests: XCTestCase {
 
     func testRecallWithinTheWindowPatchesHistoryAndNotifiesMembers() async throws {
         let server = try await ServerHarness.start { $0.recallWindow = 3 }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -50,7 +50,7 @@ final class LifecycleTests: XCTestCase {
 
     func testUnreadCountsAcrossLogoutAndLoginAndReadReceipts() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let other = try await tom.startConversation(members: ["Jerry", "Bob"])
@@ -98,7 +98,7 @@ final class LifecycleTests: XCTestCase {
     /// other members' `max-read` stays at a real message, and later messages are unread, with receipts.
     func testReadWithAFutureTimestampIsClampedToTheNewestMessage() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let bob = try await server.login("Bob")
@@ -137,7 +137,7 @@ final class LifecycleTests: XCTestCase {
 
     func testCmdMessagesReachOnlineMembersOnlyAndAreNeverStored() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
@@ -173,7 +173,7 @@ final class LifecycleTests: XCTestCase {
 
     func testPriorityIsStoredAndDelivered() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])

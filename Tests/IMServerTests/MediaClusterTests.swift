@@ -81,7 +81,7 @@ final class MediaClusterTests: XCTestCase {
 
     func testAnUploadOnOneNodeIsDownloadedRangedAndThumbnailedOnAnother() async throws {
         let cluster = try await nodes()
-        defer { Task { for node in cluster { await node.stop() } } }
+        addTeardownBlock { for node in cluster { await node.stop() } }
         let (a, b) = (cluster[0], cluster[1])
         let tom = try await sessionToken(a, "Tom")
         // A real PNG of 720 KB (stored deflate blocks): two chunks of the database.
@@ -144,7 +144,7 @@ final class MediaClusterTests: XCTestCase {
 
     func testDeletesAndDeduplicationHoldAcrossNodes() async throws {
         let cluster = try await nodes()
-        defer { Task { for node in cluster { await node.stop() } } }
+        addTeardownBlock { for node in cluster { await node.stop() } }
         let (a, b) = (cluster[0], cluster[1])
         let tom = try await sessionToken(a, "Tom")
         let jerry = try await sessionToken(b, "Jerry")
@@ -181,7 +181,7 @@ final class MediaClusterTests: XCTestCase {
     /// comes after 700 KB of `mdat`, as most recorders write it.
     func testMetadataPastTheFirstChunkIsReadFromTheDatabase() async throws {
         let cluster = try await nodes()
-        defer { Task { for node in cluster { await node.stop() } } }
+        addTeardownBlock { for node in cluster { await node.stop() } }
         let f = MediaFixtures.self
         let mvhd = f.box("mvhd", [0, 0, 0, 0] + f.be32(0) + f.be32(0) + f.be32(600) + f.be32(600 * 42) + [UInt8](repeating: 0, count: 80))
         let video = Data(
@@ -200,7 +200,7 @@ final class MediaClusterTests: XCTestCase {
     /// hours) is swept by the next upload on any node; a live one is not.
     func testACrashedNodesPendingUploadIsSwept() async throws {
         let cluster = try await nodes()
-        defer { Task { for node in cluster { await node.stop() } } }
+        addTeardownBlock { for node in cluster { await node.stop() } }
         let content = try XCTUnwrap((cluster[1].server.media as? ContentAddressedMediaStore)?.content as? PostgresMediaContent)
         let old = Identifiers.nowMillis() - PostgresMediaContent.abandonedAfter - 60_000
         let inserted = try await content.store.fetch("INSERT INTO media_blobs (chunk_size, touched_at) VALUES (16, \(old)) RETURNING id")

@@ -57,7 +57,7 @@ final class MediaRetentionTests: XCTestCase {
 
     func testReferencedFilesSurviveUnreferencedOnesGoAfterTheGraceAndTheQuotaFreesUp() async throws {
         let server = try await ServerHarness.start { $0.media.quotaBytes = 2_000 }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let (tom, token) = try await login(server, "Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let byObjID = try await upload(server, token: token, padding: 400)
@@ -79,7 +79,7 @@ final class MediaRetentionTests: XCTestCase {
         XCTAssertEqual(young.files, [])
         // Past the grace (and across a restart: the references are in the database, written with the messages).
         let restarted = try await server.restarted()
-        defer { Task { await restarted.stop() } }
+        addTeardownBlock { await restarted.stop() }
         let dry = try await restarted.server.collectUnreferencedMedia(grace: .seconds(3600), now: nowMillis + 2 * Self.hour, dryRun: true)
         XCTAssertEqual(dry.files.map(\.id), [loose])
         let dryKept = try await exists(restarted, loose)
@@ -108,7 +108,7 @@ final class MediaRetentionTests: XCTestCase {
 
     func testRecallAndEditDropReferencesAndTheFileGoesAtTheNextRun() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let (tom, token) = try await login(server, "Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let shared = try await upload(server, token: token, padding: 500)
@@ -148,7 +148,7 @@ final class MediaRetentionTests: XCTestCase {
 
     func testConversationAttributesKeepTheirFiles() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let (tom, token) = try await login(server, "Tom")
         let avatar = try await upload(server, token: token, padding: 600)
         let banner = try await upload(server, token: token, padding: 601)
@@ -184,7 +184,7 @@ final class MediaRetentionTests: XCTestCase {
             $0.media.retentionGrace = .zero
             $0.media.retentionInterval = .milliseconds(50)
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         var gone = false
         for _ in 0..<200 where !gone {
             gone = try await !exists(server, loose)
@@ -248,7 +248,7 @@ final class MediaRetentionTests: XCTestCase {
 
         // A server on the same database serves the kept file and no longer knows the other.
         let restarted = try await server.restarted()
-        defer { Task { await restarted.stop() } }
+        addTeardownBlock { await restarted.stop() }
         let keptServed = try await exists(restarted, kept)
         XCTAssertTrue(keptServed)
         let looseServed = try await exists(restarted, loose)
@@ -289,7 +289,7 @@ final class MediaRetentionTests: XCTestCase {
             await store.shutdown()
         }
         let restarted = try await server.restarted()
-        defer { Task { await restarted.stop() } }
+        addTeardownBlock { await restarted.stop() }
         // The migration found the file message, the escaped URL and the avatar; the recalled message names nothing.
         let run = try await restarted.server.collectUnreferencedMedia(grace: .zero, now: nowMillis + Self.hour)
         XCTAssertEqual(run.files.map(\.id), [loose])
@@ -297,7 +297,7 @@ final class MediaRetentionTests: XCTestCase {
 
     func testACollectionPagesThroughManyFiles() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let (tom, token) = try await login(server, "Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         var loose: [String] = []
@@ -333,7 +333,7 @@ final class MediaRetentionTests: XCTestCase {
     /// and that forward keeps the manager from deleting it too until it is recalled.
     func testAManagerOfEveryConversationShowingAFileMayDeleteIt() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let (tom, tomToken) = try await login(server, "Tom")
         let (jerry, jerryToken) = try await login(server, "Jerry")
         let (_, spikeToken) = try await login(server, "Spike")

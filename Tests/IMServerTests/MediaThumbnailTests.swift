@@ -47,7 +47,7 @@ final class MediaThumbnailTests: XCTestCase {
 
     func testThumbnailURLsOfStoredImagesAsTheSDKsBuildThem() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let client = try await TestClient.connect(port: server.port)
         var open = Command(cmd: .session, op: .open)
         open.peerId = "Tom"
@@ -130,7 +130,7 @@ final class MediaThumbnailTests: XCTestCase {
 
         // After a restart the cache is still there: no job.
         let restarted = try await server.restarted()
-        defer { Task { await restarted.stop() } }
+        addTeardownBlock { await restarted.stop() }
         let third = try await call(restarted.port, "GET", thumb)
         XCTAssertEqual(third.headers["x-hookbot-thumbnail"], "hit")
         XCTAssertEqual(third.body, first.body)
@@ -152,7 +152,7 @@ final class MediaThumbnailTests: XCTestCase {
             configuration.media.thumbnails.maxConcurrentJobs = 1
             configuration.media.thumbnails.maxQueuedJobs = 0
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let client = try await TestClient.connect(port: server.port)
         var open = Command(cmd: .session, op: .open)
         open.peerId = "Tom"

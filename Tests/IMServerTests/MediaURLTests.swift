@@ -58,7 +58,7 @@ final class MediaURLTests: XCTestCase {
     func testASendersHostIsNeverWhatReceiversGet() async throws {
         // No public URL: the server's listening address, whatever the sender claimed.
         let plain = try await ServerHarness.start()
-        defer { Task { await plain.stop() } }
+        addTeardownBlock { await plain.stop() }
         let (upload, live, history) = try await sendImage(on: plain, claiming: "https://evil.example")
         let id = try XCTUnwrap(upload["id"] as? String)
         XCTAssertEqual(live, "http://127.0.0.1:\(plain.port)/media/\(id)/cat.png")
@@ -67,7 +67,7 @@ final class MediaURLTests: XCTestCase {
 
         // A public URL: every absolute URL starts with it (the fill, POST /media, fileTokens, /1.1/files).
         let public_ = try await ServerHarness.start { $0.media.publicURL = "https://chat.example.com/im" }
-        defer { Task { await public_.stop() } }
+        addTeardownBlock { await public_.stop() }
         let named = try await sendImage(on: public_, claiming: "https://evil.example")
         let namedID = try XCTUnwrap(named.upload["id"] as? String)
         XCTAssertEqual(named.live, "https://chat.example.com/im/media/\(namedID)/cat.png")
@@ -87,7 +87,7 @@ final class MediaURLTests: XCTestCase {
 
         // Listening on every address the server cannot name itself: the bare path, never the sender's host.
         let wildcard = try await ServerHarness.start { $0.host = "0.0.0.0" }
-        defer { Task { await wildcard.stop() } }
+        addTeardownBlock { await wildcard.stop() }
         let bare = try await sendImage(on: wildcard, claiming: "https://evil.example")
         XCTAssertEqual(bare.live, "/media/\(try XCTUnwrap(bare.upload["id"] as? String))/cat.png")
     }
@@ -98,7 +98,7 @@ final class MediaURLTests: XCTestCase {
             configuration.media.signedURLs = true
             configuration.media.urlTTL = 600
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let png = TestPNG.make(width: 40, height: 20)
         let up = try await MediaRouteTests.call(
             server.port, "POST", "/media?name=cat.png", headers: ["X-LC-Key": "\(Self.masterKey),master"], body: png)
@@ -198,7 +198,7 @@ final class MediaURLTests: XCTestCase {
         await stranger.stop()
         // Signing off: the signed URL written earlier still downloads, and so does the plain one.
         let unsigned = try await ServerHarness.start(directory: first.directory) { $0.masterKey = Self.masterKey }
-        defer { Task { await unsigned.stop() } }
+        addTeardownBlock { await unsigned.stop() }
         let reply6 = try await MediaRouteTests.call(unsigned.port, "GET", url)
         XCTAssertEqual(reply6.body, png)
         let plain = "/media/\(try XCTUnwrap(up.json["id"] as? String))/a.png"
@@ -210,7 +210,7 @@ final class MediaURLTests: XCTestCase {
     /// (the SDK's `src/file.js`) makes an external file record; fetch and destroy work on it.
     func testTheStorageSDKsWithURLSaveMakesARecordOfAFileKeptElsewhere() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await token(server.port, "Tom")
         let jerry = try await token(server.port, "Jerry")
         let body = Data(

@@ -5,7 +5,7 @@ import XCTest
 final class MembershipTests: XCTestCase {
     func testJoinInviteKickQuitProduceTheirEvents() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let bob = try await server.login("Bob")
@@ -82,7 +82,7 @@ final class MembershipTests: XCTestCase {
 
     func testOnlyMembersMayAddOrRemoveOthers() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let mallory = try await server.login("Mallory")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -107,7 +107,7 @@ final class MembershipTests: XCTestCase {
 
     func testConcurrentUniqueStartsYieldOneConversation() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         var clients: [TestClient] = []
         for k in 0..<4 { clients.append(try await server.login("u\(k)")) }
         let members = ["u0", "u1", "u2", "u3"]
@@ -125,7 +125,7 @@ final class MembershipTests: XCTestCase {
 
     func testChatRoomsKeepNoMembersAndOneRoomPerConnection() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let bob = try await server.login("Bob")
@@ -186,7 +186,7 @@ final class MembershipTests: XCTestCase {
 
     func testUpdateNameAndAttributesPartiallyAndMute() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let mallory = try await server.login("Mallory")

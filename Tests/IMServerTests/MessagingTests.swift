@@ -5,7 +5,7 @@ import XCTest
 final class MessagingTests: XCTestCase {
     func testOneToOneDeliveryAckAndReceipt() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"], name: "Tom & Jerry")
@@ -36,7 +36,7 @@ final class MessagingTests: XCTestCase {
 
     func testGroupFanOutReachesEveryMemberAndEveryConnection() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let others = ["Jerry", "Bob", "Harry", "William"]
         var clients: [TestClient] = []
@@ -63,7 +63,7 @@ final class MessagingTests: XCTestCase {
 
     func testTransientMessagesAreNeverStoredNorDeliveredOffline() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
@@ -84,7 +84,7 @@ final class MessagingTests: XCTestCase {
 
     func testOfflineMessagesArriveOnceInOrder() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         var sent: [String] = []
@@ -113,7 +113,7 @@ final class MessagingTests: XCTestCase {
 
     func testUnacknowledgedMessagesAreDeliveredAgainAfterReconnect() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let jerry = try await server.login("Jerry")
@@ -130,7 +130,7 @@ final class MessagingTests: XCTestCase {
 
     func testDedupeTokenMakesResendsIdempotent() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -147,7 +147,7 @@ final class MessagingTests: XCTestCase {
 
     func testConcurrentSendersGetUniqueIdsAndMonotonicTimestamps() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let names = (0..<5).map { "user\($0)" }
         var clients: [TestClient] = []
         for name in names { clients.append(try await server.login(name)) }
@@ -179,7 +179,7 @@ final class MessagingTests: XCTestCase {
 
     func testUniqueConversationIsReused() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let jerry = try await server.login("Jerry")
         let first = try await tom.startConversation(members: ["Jerry"], unique: true)
@@ -191,7 +191,7 @@ final class MessagingTests: XCTestCase {
 
     func testAcksOfUnstoredMessagesDoNotSkipStoredOnes() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let jerry = try await server.login("Jerry")

@@ -72,13 +72,13 @@ final class PushScaleTests: XCTestCase {
         // covers the shared queue there).
         try XCTSkipIf(TestDatabase.backend == .postgres, "SQLite pass only")
         let service = try await LoopbackPushService(gated: true)
-        defer { Task { await service.shutdown() } }
+        addTeardownBlock { await service.shutdown() }
         let server = try await ServerHarness.start { configuration in
             Self.configure(&configuration, [Self.webhook("webhook", service)])
             configuration.push.queue.workers = 64
             configuration.push.http.requestTimeout = .seconds(60)
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let members = (0..<10_000).map { "m\($0)" }
         try await Self.register(server, members, provider: "webhook") { "\($0)-phone" }
         let tom = try await server.login("Tom")
@@ -115,19 +115,19 @@ final class PushScaleTests: XCTestCase {
     /// waiting for their timeout; then the timeouts fire and those pushes are tried again.
     func testAHangingProviderDoesNotHoldUpAnotherOne() async throws {
         let hanging = try await LoopbackPushService(answer: { _ in nil })
-        defer { Task { await hanging.shutdown() } }
+        addTeardownBlock { await hanging.shutdown() }
         let closedWhenDelivered = PushTestBox<Int?>(nil)
         let healthy = try await LoopbackPushService(answer: { _ in
             closedWhenDelivered.withLock { if $0 == nil { $0 = hanging.closedConnections } }
             return 204
         })
-        defer { Task { await healthy.shutdown() } }
+        addTeardownBlock { await healthy.shutdown() }
         let server = try await ServerHarness.start { configuration in
             Self.configure(&configuration, [Self.webhook("slowhook", hanging), Self.webhook("webhook", healthy)])
             configuration.push.queue.workers = 8
             configuration.push.http.requestTimeout = .seconds(2)
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let slow = (0..<12).map { "slow\($0)" }
         try await Self.register(server, slow, provider: "slowhook") { "\($0)-phone" }
         try await Self.register(server, ["Jerry"], provider: "webhook") { _ in "jerry-phone" }
@@ -150,11 +150,11 @@ final class PushScaleTests: XCTestCase {
     /// `[push.<name>] rate`: 30 pushes at 20 per second take at least 29/20 s from the first to the last.
     func testAProviderRateSpacesItsPushes() async throws {
         let service = try await LoopbackPushService(answer: { _ in 204 })
-        defer { Task { await service.shutdown() } }
+        addTeardownBlock { await service.shutdown() }
         let server = try await ServerHarness.start { configuration in
             Self.configure(&configuration, [Self.webhook("webhook", service, rate: 20)])
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let members = (0..<30).map { "r\($0)" }
         try await Self.register(server, members, provider: "webhook") { "\($0)-phone" }
         let tom = try await server.login("Tom")
@@ -174,7 +174,7 @@ extension PushScaleTests {
     /// interceptor restricted to one member.
     func testBadgesAgreeWithTheUnreadCounts() async throws {
         let server = try await ServerHarness.start { Self.configure(&$0, []) }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let store = server.server.service.store
         let queue = try XCTUnwrap(store as? any PushQueueStore)
         let tom = try await server.login("Tom")

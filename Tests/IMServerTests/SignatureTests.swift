@@ -27,7 +27,7 @@ final class SignatureTests: XCTestCase {
             $0.appID = "app"
             $0.masterKey = "master-secret"
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let client = try await TestClient.connect(port: server.port)
         var unsigned = Command(cmd: .session, op: .open)
         unsigned.peerId = "Tom"
@@ -84,7 +84,7 @@ final class SignatureTests: XCTestCase {
         await client.close()
         await server.stop()
         let restarted = try await ServerHarness.start(directory: server.directory, configure: configure)
-        defer { Task { await restarted.stop() } }
+        addTeardownBlock { await restarted.stop() }
         let attacker = try await TestClient.connect(port: restarted.port)
         let replayed = try await attacker.request(captured)
         XCTAssertEqual(replayed.code, 4102)
@@ -98,7 +98,7 @@ final class SignatureTests: XCTestCase {
             $0.appID = "app"
             $0.masterKey = "master-secret"
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await TestClient.connect(port: server.port)
         let token = try required(try await tom.request(signedOpen("Tom")).st)
         let closed = try await tom.request(Command(cmd: .session, op: .close))
@@ -117,7 +117,7 @@ final class SignatureTests: XCTestCase {
             $0.appID = "app"
             $0.masterKey = "master-secret"
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await TestClient.connect(port: server.port)
         let observed7 = try await tom.request(signedOpen("Tom")).op
         XCTAssertEqual(observed7, .opened)
@@ -157,7 +157,7 @@ final class SignatureTests: XCTestCase {
             $0.appID = "app"
             $0.masterKey = "master-secret"
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let t = Int64(Date().timeIntervalSince1970)
         func signed(_ command: Command, _ action: IMSignatureAction, by clientID: String, nonce: String) -> Command {
             var command = command
@@ -228,7 +228,7 @@ final class SignatureTests: XCTestCase {
             $0.appID = "app"
             $0.masterKey = "master-secret"
         }
-        defer { Task { await second.stop() } }
+        addTeardownBlock { await second.stop() }
         let again = try await TestClient.connect(port: second.port)
         var resume = Command(cmd: .session, op: .open)
         resume.peerId = "Tom"

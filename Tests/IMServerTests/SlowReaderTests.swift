@@ -12,7 +12,7 @@ final class SlowReaderTests: XCTestCase {
             $0.pauseReadingAboveQueuedBytes = 512 << 10
             $0.closeAboveQueuedBytes = 2 << 20
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let slow = try RawWebSocket(port: server.port)
         try slow.sendText(#"{"cmd":"session","op":"open","i":1,"peerId":"Slow"}"#)
         XCTAssertTrue(try slow.readUntil(timeout: 5) { String(decoding: $0, as: UTF8.self).contains("opened") })
@@ -35,7 +35,7 @@ final class SlowReaderTests: XCTestCase {
             $0.pauseReadingAboveQueuedBytes = 512 << 10
             $0.closeAboveQueuedBytes = 256 << 20
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Slow"])
         for k in 0..<20 { try await tom.sendText("\(k) \(body)", to: cid) }

@@ -54,7 +54,7 @@ final class TLSTests: XCTestCase {
         try first.issueServerCertificate(
             commonName: "hookbot node 1", serial: "1001", certificatePath: certificatePath, keyPath: keyPath)
         let server = try await startServer()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
 
         // The SDK over wss://, trusting only the first CA.
         let tom = client("Tom", of: server, trusting: first)
@@ -149,7 +149,7 @@ final class TLSTests: XCTestCase {
         let ca = try TestCertificateAuthority(name: "Hookbot Test CA", in: directory)
         try ca.issueServerCertificate(commonName: "hookbot", serial: "0D", certificatePath: certificatePath, keyPath: keyPath)
         let server = try await startServer { $0.handshakeTimeout = .milliseconds(300) }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let fd = try connectLoopback(port: server.port)
         defer { close(fd) }
         let started = ContinuousClock.now
@@ -167,7 +167,7 @@ final class TLSTests: XCTestCase {
         let ca = try TestCertificateAuthority(name: "Hookbot Own CA", in: directory)
         try ca.issueServerCertificate(commonName: "hookbot", serial: "5E", certificatePath: certificatePath, keyPath: keyPath)
         let server = try await startServer()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         func client() -> IMClient { server.client("Tom") { $0.url = "wss://localhost:\(server.port)/ws" } }
         unsetenv("SSL_CERT_FILE")
         let untrusting = client()
@@ -189,7 +189,7 @@ final class TLSTests: XCTestCase {
         try ca.issueServerCertificate(commonName: "hookbot", serial: "77", certificatePath: certificatePath, keyPath: keyPath)
         let log = LogRecorder()
         let server = try await startServer(logger: log.logger(level: .debug))
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         XCTAssertThrowsError(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv11))
         XCTAssertNoThrow(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv12))
         XCTAssertNoThrow(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv13))
@@ -249,7 +249,7 @@ final class TLSTests: XCTestCase {
         // A renewal that does not load (the certificate replaced, its key not yet) keeps the pair in use.
         // (Checked by hand here: the server's own check is made rare so that it does not race the test's.)
         let server = try await startServer(checkingEvery: .seconds(3600))
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         try FileManager.default.removeItem(atPath: certificatePath)
         try FileManager.default.copyItem(atPath: otherCertificate, toPath: certificatePath)
         XCTAssertFalse(server.server.reloadCertificateIfChanged())
