@@ -41,21 +41,8 @@ final class LeanCloudFilesTests: XCTestCase {
         return Answer(status: http.statusCode, json: object, headers: answerHeaders)
     }
 
-    /// md5 by the system's `md5sum`, so the test does not check the server's MD5 with itself.
-    func md5(_ text: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(text.utf8))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
-    }
+    /// md5 written out from RFC 1321 (ReferenceDigest), so the test does not check the server's MD5 with itself.
+    func md5(_ text: String) -> String { ReferenceDigest.md5(Array(text.utf8)) }
 
     /// The headers `src/request.js` sets: the app id, `X-LC-Sign` with the app (or master) key, JSON, and
     /// `X-LC-Session` when the call names a session token.
@@ -63,7 +50,7 @@ final class LeanCloudFilesTests: XCTestCase {
         let now = millis ?? Int64(Date().timeIntervalSince1970 * 1000)
         var headers = [
             "X-LC-Id": Self.appID, "Content-Type": "application/json;charset=UTF-8",
-            "X-LC-Sign": "\(try md5("\(now)\(key)")),\(now)\(master ? ",master" : "")",
+            "X-LC-Sign": "\(md5("\(now)\(key)")),\(now)\(master ? ",master" : "")",
         ]
         if let session { headers["X-LC-Session"] = session }
         return headers
@@ -426,19 +413,6 @@ enum TestPNG {
         return bigEndian(UInt32(data.count)) + body + bigEndian(~crc)
     }
 
-    /// SHA-256 by the system's `sha256sum`.
-    static func sha256Hex(_ data: Data) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        guard (try? process.run()) != nil else { return "" }
-        input.fileHandleForWriting.write(data)
-        try? input.fileHandleForWriting.close()
-        let result = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: result, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
-    }
+    /// SHA-256 written out from FIPS 180-4 (ReferenceDigest).
+    static func sha256Hex(_ data: Data) -> String { ReferenceDigest.sha256(data) }
 }
