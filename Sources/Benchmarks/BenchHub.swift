@@ -34,7 +34,7 @@ struct BenchHub {
         let secret = UUID().uuidString
         var serverConfiguration = serverConfiguration
         serverConfiguration.interception.interceptors = [.init(clientID: configuration.clientID, secret: secret)]
-        serverConfiguration.interception.deadlineMillis = configuration.interceptionDeadlineMillis
+        serverConfiguration.interception.deadlineMillis = configuration.server.interceptionDeadlineMillis
         let server = try IMServer(configuration: serverConfiguration, logger: logger)
         let port = try await server.start()
         let toml = directory.appendingPathComponent("bot.toml")
@@ -48,11 +48,11 @@ struct BenchHub {
         admin_socket = "\(directory.appendingPathComponent("admin.sock").path)"
 
         [plugins]
-        directory = "\(configuration.pluginsDirectory.path)"
+        directory = "\(configuration.plugins.directory.path)"
         watch_interval_seconds = 0
 
         [server]
-        interception_deadline_ms = \(configuration.interceptionDeadlineMillis)
+        interception_deadline_ms = \(configuration.server.interceptionDeadlineMillis)
         """.write(to: toml, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()

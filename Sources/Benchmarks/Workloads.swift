@@ -104,25 +104,25 @@ struct Bench {
             try HookBenchmark.copyShippedModeration(from: shipped, to: plugins)
             // Every default rule but flood: the benchmark's one sender sends a thousand messages a second, which is
             // what the flood rule exists to stop (it would block the run's messages, not measure them).
-            configuration.pluginConfig["moderation"] = ["moderators": ["alice"], "flood": false]
+            configuration.plugins.config["moderation"] = ["moderators": ["alice"], "flood": false]
         }
-        configuration.pluginsDirectory = plugins
+        configuration.plugins.directory = plugins
         configuration.statePath = dir.appendingPathComponent("state.sqlite").path
-        configuration.serverDatabase = dir.appendingPathComponent("server.sqlite").path
-        configuration.serverPort = 0
-        configuration.serverSynchronousFull = !relaxedSync
+        configuration.server.database = dir.appendingPathComponent("server.sqlite").path
+        configuration.server.port = 0
+        configuration.server.synchronousFull = !relaxedSync
         configuration.adminSocketPath = nil
-        configuration.watchInterval = 0
+        configuration.plugins.watchInterval = 0
         configuration.replyLimit = Int.max
         configuration.globalReplyLimit = Int.max
         configuration.sendsPerEvent = Int.max
-        configuration.interceptionDeadlineMillis = 1000
-        configuration.serverDatabaseURL = schemaURL(name)
+        configuration.server.interceptionDeadlineMillis = 1000
+        configuration.server.databaseURL = schemaURL(name)
         configuration.interceptorSecret = UUID().uuidString
         if remoteBot {
             var server = ServerConfiguration()
             server.port = 0
-            server.databasePath = configuration.serverDatabase
+            server.databasePath = configuration.server.database
             server.synchronousFull = !relaxedSync
             return try await BenchHub.remote(
                 configuration: configuration, directory: dir, serverConfiguration: server,

@@ -113,12 +113,12 @@ public actor BotHost {
         let client = IMClient(
             clientId: configuration.clientID, tag: configuration.tag,
             deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
-        let store = try HookStateStore(path: configuration.statePath, quota: configuration.stateQuota)
+        let store = try HookStateStore(path: configuration.statePath, quota: configuration.plugins.stateQuota)
         var pluginLogger = logger
         pluginLogger[metadataKey: "component"] = "plugins"
         let runtime = PluginRuntime(
-            directory: configuration.pluginsDirectory, store: store,
-            config: configuration.pluginConfig, limits: configuration.limits, logger: pluginLogger,
+            directory: configuration.plugins.directory, store: store,
+            config: configuration.plugins.config, limits: configuration.plugins.limits, logger: pluginLogger,
             botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
             configLocator: configuration.configLocator, commands: configuration.commands,
             http: AsyncHTTPTransport(), httpPolicies: configuration.httpPolicies)
@@ -182,8 +182,8 @@ public actor BotHost {
         // What loading asked for (on_load's messages, members told that their dialogs ended with the last
         // run) goes out once the bot is logged in and knows its conversations.
         await router.finish(HookResult(actions: report.actions))
-        if configuration.watchInterval > 0 {
-            await runtime.startWatching(interval: configuration.watchInterval) { [weak self] report in
+        if configuration.plugins.watchInterval > 0 {
+            await runtime.startWatching(interval: configuration.plugins.watchInterval) { [weak self] report in
                 await self?.afterReload(report)
             }
         }

@@ -27,9 +27,9 @@ extension BotConfiguration {
             return ConfigurationError(message: message, file: error.source, line: error.line, key: key)
         }
         let known = Set(plugins.map(\.name) + plugins.map { Self.fileKey(of: $0.path) })
-        for section in pluginConfig.keys.sorted() where !known.contains(section) {
+        for section in self.plugins.config.keys.sorted() where !known.contains(section) {
             let names = plugins.map(\.name).sorted().joined(separator: ", ")
-            let message = "no plugin named \(section) in \(pluginsDirectory.path) (plugins: \(names.isEmpty ? "none" : names))"
+            let message = "no plugin named \(section) in \(self.plugins.directory.path) (plugins: \(names.isEmpty ? "none" : names))"
             problems.append(
                 file?.error("plugins.\(section)", message)
                     ?? ConfigurationError(message: message, key: "plugins.\(section)"))
@@ -62,7 +62,7 @@ extension BotConfiguration {
         var logger = Logger(label: "hookbot.check")
         logger.logLevel = .critical
         let engine = PluginEngine(
-            directory: pluginsDirectory, store: store, config: pluginConfig, limits: limits,
+            directory: plugins.directory, store: store, config: plugins.config, limits: plugins.limits,
             logger: logger, botID: clientID, configLocator: configLocator)
         engine.setDefaultLocale(locale)
         let report = engine.loadAll()

@@ -98,7 +98,7 @@ public struct PushSettings: Sendable {
     /// Reads the `[push]` table of `file`; paths are relative to `base`.
     static func parse(_ table: [String: JSONValue], file: ConfigFile, base: URL) throws -> PushSettings {
         var settings = PushSettings()
-        var r = PushTableReader(table: table, path: "push", file: file, base: base)
+        var r = ConfigTableReader(root: table, path: "push", file: file, base: base)
         if let workers = try r.int("workers") {
             guard (1...1024).contains(workers) else { throw r.error("workers", "must be between 1 and 1024") }
             settings.workers = workers
@@ -116,7 +116,7 @@ public struct PushSettings: Sendable {
         if let timeout = try r.duration("connect_timeout", atLeast: .milliseconds(1)) { settings.http.connectTimeout = timeout }
         if let timeout = try r.duration("request_timeout", atLeast: .milliseconds(1)) { settings.http.requestTimeout = timeout }
         if let roots = try r.string("trust_roots") {
-            let path = BotConfiguration.resolve(roots, against: base).path
+            let path = SettingValues.path(roots, relativeTo: base).path
             guard FileManager.default.isReadableFile(atPath: path) else {
                 throw r.error("trust_roots", "names a file that cannot be read (\(path))")
             }
@@ -125,7 +125,7 @@ public struct PushSettings: Sendable {
         // The endpoint allow-list of devices that name a URL (Web Push, UnifiedPush); each section may narrow it.
         let policy = try r.endpointPolicy(default: .publicHTTPS)
         if let templates = try r.table("templates") {
-            var t = PushTableReader(table: templates, path: "push.templates", file: file, base: base)
+            var t = ConfigTableReader(root: templates, path: "push.templates", file: file, base: base)
             settings.plainTemplate = try t.string("plain")
             settings.otherTemplate = try t.string("other")
             if let title = try t.string("title") { settings.titleTemplate = .some(title.isEmpty ? nil : title) }
@@ -149,7 +149,7 @@ public struct PushSettings: Sendable {
                 guard !cid.isEmpty, let table = value.objectValue else {
                     throw file.error(path, "must be a table of template overrides for conversation \(cid)")
                 }
-                var t = PushTableReader(table: table, path: path, file: file, base: base)
+                var t = ConfigTableReader(root: table, path: path, file: file, base: base)
                 _ = try t.bool("enabled")
                 _ = try t.string("title")
                 _ = try t.string("sound")
@@ -164,7 +164,7 @@ public struct PushSettings: Sendable {
             }
         }
         if let apns = try r.table("apns") {
-            var s = PushTableReader(table: apns, path: "push.apns", file: file, base: base)
+            var s = ConfigTableReader(root: apns, path: "push.apns", file: file, base: base)
             let key = try s.secretFile("key_file", required: true)!
             let environmentName = try s.string("environment") ?? "production"
             guard let environment = APNsSettings.Environment(rawValue: environmentName) else {
@@ -179,7 +179,7 @@ public struct PushSettings: Sendable {
             settings.providers.append(.apns(value))
         }
         if let fcm = try r.table("fcm") {
-            var s = PushTableReader(table: fcm, path: "push.fcm", file: file, base: base)
+            var s = ConfigTableReader(root: fcm, path: "push.fcm", file: file, base: base)
             let json = try s.secretFile("service_account", required: true)!
             var account: FCMServiceAccount
             do { account = try FCMServiceAccount(json: Array(json.utf8)) } catch {
@@ -194,7 +194,7 @@ public struct PushSettings: Sendable {
             settings.providers.append(.fcm(value))
         }
         if let webPush = try r.table("webpush") {
-            var s = PushTableReader(table: webPush, path: "push.webpush", file: file, base: base)
+            var s = ConfigTableReader(root: webPush, path: "push.webpush", file: file, base: base)
             var value = WebPushSettings(vapid: try s.vapid(required: true)!)
             if let ttl = try s.int("ttl") {
                 guard ttl >= 0 else { throw s.error("ttl", "must be 0 or more (seconds)") }
@@ -207,7 +207,7 @@ public struct PushSettings: Sendable {
             settings.providers.append(.webPush(value))
         }
         if let unifiedPush = try r.table("unifiedpush") {
-            var s = PushTableReader(table: unifiedPush, path: "push.unifiedpush", file: file, base: base)
+            var s = ConfigTableReader(root: unifiedPush, path: "push.unifiedpush", file: file, base: base)
             var value = UnifiedPushSettings(vapid: try s.vapid(required: false))
             if let ttl = try s.int("ttl") {
                 guard ttl >= 0 else { throw s.error("ttl", "must be 0 or more (seconds)") }
@@ -220,9 +220,9 @@ public struct PushSettings: Sendable {
             settings.providers.append(.unifiedPush(value))
         }
         if let webhook = try r.table("webhook") {
-            var s = PushTableReader(table: webhook, path: "push.webhook", file: file, base: base)
+            var s = ConfigTableReader(root: webhook, path: "push.webhook", file: file, base: base)
             guard let url = try s.url("url") else { throw s.error("url", "is required (the gateway's http(s) URL)") }
-            let secret = try BotConfiguration.expandingEnvironment(try s.required("secret"))
+            let secret = try SettingValues.expandingEnvironment(try s.required("secret"))
             var value = WebhookSettings(url: url, secret: secret)
             if let most = try s.concurrency() { value.maxConcurrentRequests = most }
             if let rate = try s.rate() { settings.rates["webhook"] = rate }
@@ -268,55 +268,11 @@ public struct PushSettings: Sendable {
     private static let checkingClient: PushHTTPClient? = try? PushHTTPClient()
 }
 
-/// Reads one table of `[push…]`, naming the file, line and key of every problem.
-private struct PushTableReader {
-    let table: [String: JSONValue]
-    let path: String
-    let file: ConfigFile
-    let base: URL
-    var read: Set<String> = []
-
-    init(table: [String: JSONValue], path: String, file: ConfigFile, base: URL) {
-        self.table = table
-        self.path = path
-        self.file = file
-        self.base = base
-    }
-
-    func error(_ key: String, _ message: String) -> ConfigurationError { file.error("\(path).\(key)", message) }
-
-    mutating func value(_ key: String) -> JSONValue? {
-        read.insert(key)
-        return table[key]
-    }
-
-    mutating func string(_ key: String) throws -> String? {
-        guard let v = value(key) else { return nil }
-        guard let s = v.stringValue else { throw error(key, "must be a string") }
-        return s
-    }
-
+/// What `[push…]` tables hold beyond plain values, each problem named with the file, line and key.
+extension ConfigTableReader {
     mutating func required(_ key: String) throws -> String {
         guard let s = try string(key), !s.isEmpty else { throw error(key, "is required") }
         return s
-    }
-
-    mutating func int(_ key: String) throws -> Int? {
-        guard let v = value(key) else { return nil }
-        guard let i = v.intValue else { throw error(key, "must be an integer") }
-        return Int(i)
-    }
-
-    mutating func bool(_ key: String) throws -> Bool? {
-        guard let v = value(key) else { return nil }
-        guard let b = v.boolValue else { throw error(key, "must be true or false") }
-        return b
-    }
-
-    mutating func table(_ key: String) throws -> [String: JSONValue]? {
-        guard let v = value(key) else { return nil }
-        guard let o = v.objectValue else { throw error(key, "must be a table") }
-        return o
     }
 
     mutating func duration(_ key: String, atLeast least: Duration) throws -> Duration? {
@@ -359,11 +315,11 @@ private struct PushTableReader {
             return nil
         }
         if reference.hasPrefix("env:") {
-            do { return try BotConfiguration.expandingEnvironment(reference) } catch let problem as ConfigurationError {
+            do { return try SettingValues.expandingEnvironment(reference) } catch let problem as ConfigurationError {
                 throw error(key, problem.message)
             }
         }
-        let path = BotConfiguration.resolve(reference, against: base).path
+        let path = SettingValues.path(reference, relativeTo: base).path
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             throw error(key, "names a file that cannot be read (\(path))")
         }
@@ -394,18 +350,5 @@ private struct PushTableReader {
         policy.allowHTTP = try bool("allow_http") ?? policy.allowHTTP
         policy.allowPrivateAddresses = try bool("allow_private_addresses") ?? policy.allowPrivateAddresses
         return policy
-    }
-
-    mutating func remaining() -> [(String, JSONValue)] {
-        let rest = table.filter { !read.contains($0.key) }.sorted { $0.key < $1.key }
-        read.formUnion(rest.map(\.0))
-        return rest
-    }
-
-    func finish() throws {
-        let unknown = table.keys.filter { !read.contains($0) }.sorted()
-        if let first = unknown.first {
-            throw error(first, "unknown key (known: \(read.sorted().joined(separator: ", ")))")
-        }
     }
 }

@@ -7,7 +7,7 @@ import Logging
 
 /// `hookbot run` without `--server`: an IM server in the same process with the bot as its interceptor,
 /// and a conversation (the lobby) to try the bot in. The bot attaches in process by default (commands
-/// as values, interception as direct calls); `BotConfiguration.attachment` can make it use a loopback
+/// as values, interception as direct calls); `ServerSettings.attachment` can make it use a loopback
 /// WebSocket instead, as a bot on another machine would.
 public final class EmbeddedHub: Sendable {
     public let server: IMServer
@@ -32,23 +32,23 @@ public final class EmbeddedHub: Sendable {
         var bot = configuration
         bot.interceptorSecret = configuration.interceptorSecret ?? Self.randomSecret()
         var server = ServerConfiguration()
-        server.host = configuration.serverHost
-        server.port = configuration.serverPort
-        server.databasePath = configuration.serverDatabase
-        server.databaseURL = configuration.serverDatabaseURL
-        server.media.directory = configuration.serverMedia
-        server.media.maxUploadBytes = Int64(configuration.serverMaxUploadMB) << 20
-        server.media.apply(configuration.serverMediaSettings)
+        server.host = configuration.server.host
+        server.port = configuration.server.port
+        server.databasePath = configuration.server.database
+        server.databaseURL = configuration.server.databaseURL
+        server.media.directory = configuration.server.mediaDirectory
+        server.media.maxUploadBytes = Int64(configuration.server.maxUploadMB) << 20
+        server.media.apply(configuration.server.media)
         server.push.apply(configuration.push)
-        server.synchronousFull = configuration.serverSynchronousFull
+        server.synchronousFull = configuration.server.synchronousFull
         server.appID = configuration.appID
         server.masterKey = configuration.masterKey
         server.appKey = configuration.appKey
         server.interception.interceptors = [.init(clientID: bot.clientID, secret: bot.interceptorSecret ?? "")]
-        server.interception.deadlineMillis = configuration.interceptionDeadlineMillis
-        server.interception.failurePolicy = configuration.failClosed ? .failClosed : .failOpen
-        if let certificate = configuration.serverTLSCertificate, let key = configuration.serverTLSKey {
-            guard configuration.attachment == .inProcess else {
+        server.interception.deadlineMillis = configuration.server.interceptionDeadlineMillis
+        server.interception.failurePolicy = configuration.server.failClosed ? .failClosed : .failOpen
+        if let certificate = configuration.server.tlsCertificate, let key = configuration.server.tlsKey {
+            guard configuration.server.attachment == .inProcess else {
                 throw ConfigurationError(message: "server.bot_attachment = \"websocket\" cannot be used with server.tls_cert")
             }
             server.tls = TLSSettings(certificatePath: certificate, privateKeyPath: key)
@@ -59,7 +59,7 @@ public final class EmbeddedHub: Sendable {
         do {
             let metrics = imServer.telemetry.factory
             let host =
-                switch configuration.attachment {
+                switch configuration.server.attachment {
                 case .inProcess:
                     try BotHost.make(configuration: bot, local: imServer, logger: logger, metrics: metrics)
                         .lookingAtFiles(in: imServer.media)
@@ -67,7 +67,7 @@ public final class EmbeddedHub: Sendable {
                     try BotHost.make(configuration: bot, serverURL: "ws://127.0.0.1:\(port)/ws", logger: logger, metrics: metrics)
                 }
             try await host.start()
-            let lobby = try await lobby(named: configuration.lobbyName, client: host.client)
+            let lobby = try await lobby(named: configuration.server.lobbyName, client: host.client)
             await host.refreshReach()
             return EmbeddedHub(server: imServer, bot: host, port: port, lobbyID: lobby)
         } catch {

@@ -30,7 +30,7 @@ actor ConfigEditor {
         guard !bound else { return }
         bound = true
         overrides = configuration.overrides
-        base = configuration.pluginConfig
+        base = configuration.plugins.config
         let fileTables = configuration.file?.root["plugins"]?.objectValue ?? [:]
         for (name, settings) in overrides.plugins {
             guard var table = base[name]?.objectValue else { continue }
@@ -196,7 +196,7 @@ actor ConfigEditor {
         var logger = Logger(label: "hookbot.config-editor")
         logger.logLevel = .critical
         let engine = PluginEngine(
-            directory: configuration.pluginsDirectory, store: store, config: settings, limits: configuration.limits,
+            directory: configuration.plugins.directory, store: store, config: settings, limits: configuration.plugins.limits,
             logger: logger, botID: configuration.clientID, commands: configuration.commands)
         let report = engine.loadAll()
         engine.shutdown()

@@ -191,7 +191,7 @@ public final class Console: Sendable {
         return HTTPJSON.response(
             .ok,
             InfoView(
-                bot: target?.bot.configuration.clientID, lobby: target?.lobbyID, lobbyName: settings.lobbyName,
+                bot: target?.bot.configuration.clientID, lobby: target?.lobbyID, lobbyName: settings.server.lobbyName,
                 ws: chatSocket(target)?.absoluteString ?? "/ws",
                 signatures: settings.appID != nil && settings.masterKey != nil, appId: settings.appID))
     }
@@ -308,8 +308,8 @@ public final class Console: Sendable {
             return HTTPJSON.response(
                 .ok,
                 InterceptionView(
-                    interceptor: id, deadlineMillis: settings.interceptionDeadlineMillis,
-                    policy: settings.failClosed ? "fail-closed" : "fail-open", bot: bot))
+                    interceptor: id, deadlineMillis: settings.server.interceptionDeadlineMillis,
+                    policy: settings.server.failClosed ? "fail-closed" : "fail-open", bot: bot))
         }
         let counted = server.interceptionStats
         let interception = server.configuration.interception

@@ -29,7 +29,7 @@ struct CheckCommand: ParsableCommand {
             print("\(config) not found; checking the plugins with the default configuration")
             configuration = BotConfiguration()
         }
-        if let plugins { configuration.pluginsDirectory = URL(fileURLWithPath: plugins) }
+        if let plugins { configuration.plugins.directory = URL(fileURLWithPath: plugins) }
         let (statuses, problems, warnings) = try configuration.checkWithWarnings()
         for problem in problems { print(problem) }
         for warning in warnings { print("warning: \(warning)") }
@@ -37,7 +37,7 @@ struct CheckCommand: ParsableCommand {
         let overrides = configuration.overrides.file.map { " + \($0.name)" } ?? ""
         if problems.isEmpty {
             let names = loaded.joined(separator: ", ")
-            print("ok: \(config)\(overrides), \(loaded.count) plugin(s) from \(configuration.pluginsDirectory.path): \(names)")
+            print("ok: \(config)\(overrides), \(loaded.count) plugin(s) from \(configuration.plugins.directory.path): \(names)")
         } else {
             print("\(problems.count) problem(s); \(loaded.count) plugin(s) loaded")
             throw ExitCode(1)

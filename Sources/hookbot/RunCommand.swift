@@ -29,8 +29,8 @@ struct RunCommand: AsyncParsableCommand {
             FileManager.default.fileExists(atPath: config)
             ? try BotConfiguration.load(path: config) : BotConfiguration()
         if let clientId { configuration.clientID = clientId }
-        if let plugins { configuration.pluginsDirectory = URL(fileURLWithPath: plugins) }
-        if let port { configuration.serverPort = port }
+        if let plugins { configuration.plugins.directory = URL(fileURLWithPath: plugins) }
+        if let port { configuration.server.port = port }
         if let interceptorSecret { configuration.interceptorSecret = interceptorSecret }
 
         let console = Console(configuration: configuration, logs: logs)
@@ -66,17 +66,17 @@ struct RunCommand: AsyncParsableCommand {
             consoleServer = nil
             console.attach(.init(bot: bot, server: embedded.server, lobbyID: embedded.lobbyID))
             webhooks.attach(bot)
-            let tls = configuration.serverTLSCertificate != nil
-            let page = console.url(host: configuration.serverHost, port: embedded.port)
+            let tls = configuration.server.tlsCertificate != nil
+            let page = console.url(host: configuration.server.host, port: embedded.port)
             consoleURL = configuration.console.enabled ? (tls ? "https://" + page.dropFirst("http://".count) : page) : nil
             let pluginCount = await bot.runtime.plugins.count
             print(
                 """
-                Hookbot is running: \(embedded.server.webSocketScheme)://\(configuration.serverHost):\(embedded.port)/ws, bot \(configuration.clientID) with \
-                \(pluginCount) plugin(s) from \(configuration.pluginsDirectory.path).
+                Hookbot is running: \(embedded.server.webSocketScheme)://\(configuration.server.host):\(embedded.port)/ws, bot \(configuration.clientID) with \
+                \(pluginCount) plugin(s) from \(configuration.plugins.directory.path).
                 Talk to it in another terminal (the binary already built, so nothing is rebuilt):
-                  \(Self.builtBinary) chat --as Tom --conversation \(configuration.lobbyName) --port \(embedded.port)
-                Edit a file in \(configuration.pluginsDirectory.path)/ and it reloads by itself. Ctrl-C stops.
+                  \(Self.builtBinary) chat --as Tom --conversation \(configuration.server.lobbyName) --port \(embedded.port)
+                Edit a file in \(configuration.plugins.directory.path)/ and it reloads by itself. Ctrl-C stops.
                 """)
         }
         if let consoleURL { print("Console: \(consoleURL)") }

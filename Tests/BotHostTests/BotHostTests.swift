@@ -473,12 +473,12 @@ final class BotHostTests: XCTestCase {
     private func checkSlowModerationWithinTheShippedDeadlineDecidesEveryMessage(_ attachment: BotAttachment) async throws {
         let shipped = BotConfiguration()
         XCTAssertEqual(
-            shipped.interceptionDeadlineMillis, ServerConfiguration().interception.deadlineMillis,
+            shipped.server.interceptionDeadlineMillis, ServerConfiguration().interception.deadlineMillis,
             "the bot and the server ship the same deadline")
-        let harness = try await BotHarness.start(deadline: shipped.interceptionDeadlineMillis, attachment: attachment)
+        let harness = try await BotHarness.start(deadline: shipped.server.interceptionDeadlineMillis, attachment: attachment)
         defer { Task { await harness.server.stop() } }
         try harness.write("slow.lua", Self.slowModeration)
-        let bot = try await harness.bot { $0.limits = shipped.limits }
+        let bot = try await harness.bot { $0.plugins.limits = shipped.plugins.limits }
         let tom = harness.server.client("Tom")
         let jerry = harness.server.client("Jerry")
         let logs = try await openClients([tom, jerry])

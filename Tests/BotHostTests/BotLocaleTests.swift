@@ -30,7 +30,7 @@ final class BotLocaleTests: XCTestCase {
         try copyShipped(["autoreply", "lang"], to: harness.plugins)
         // every answer at once (no cooldown), and the shipped FAQ
         let settings: JSONValue = ["cooldown": 0, "faq_module": "faq"]
-        let first = try await harness.bot { $0.pluginConfig["autoreply"] = settings }
+        let first = try await harness.bot { $0.plugins.config["autoreply"] = settings }
         let tom = harness.server.client("Tom")
         let ming = harness.server.client("小明")
         let hong = harness.server.client("小红")
@@ -60,7 +60,7 @@ final class BotLocaleTests: XCTestCase {
         await first.stop()
 
         // a new bot on the same state file: 小明's choice holds, Tom still reads English
-        let second = try await harness.bot { $0.pluginConfig["autoreply"] = settings }
+        let second = try await harness.bot { $0.plugins.config["autoreply"] = settings }
         defer { Task { await second.stop() } }
         _ = try await mings.send(.text("!lang"))
         try await expect("你的语言：中文（zh-CN），是你自己选的。可选：en, zh-CN；!lang reset 恢复为本会话的语言。")

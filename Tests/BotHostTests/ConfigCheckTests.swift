@@ -15,10 +15,10 @@ final class ConfigCheckTests: XCTestCase {
         }
         var configuration = try BotConfiguration.parse(toml, relativeTo: directory, fileName: "hookbot.toml")
         configuration.statePath = directory.appendingPathComponent("state.sqlite").path
-        configuration.serverDatabase = directory.appendingPathComponent("hub.sqlite").path
-        configuration.serverPort = 0
+        configuration.server.database = directory.appendingPathComponent("hub.sqlite").path
+        configuration.server.port = 0
         configuration.adminSocketPath = nil
-        configuration.watchInterval = 0
+        configuration.plugins.watchInterval = 0
         return (configuration, directory)
     }
 

@@ -175,22 +175,22 @@ final class ConfigFileTests: XCTestCase {
     func testPathsAreRelativeToTheFileUnlessAbsolute() throws {
         let base = URL(fileURLWithPath: "/etc/hookbot")
         let relative = try BotConfiguration.parse("[plugins]\ndirectory = \"plugins\"\n[bot]\nstate = \"s.sqlite\"", relativeTo: base)
-        XCTAssertEqual(relative.pluginsDirectory.path, "/etc/hookbot/plugins")
+        XCTAssertEqual(relative.plugins.directory.path, "/etc/hookbot/plugins")
         XCTAssertEqual(relative.statePath, "/etc/hookbot/s.sqlite")
         let absolute = try BotConfiguration.parse(
             "[plugins]\ndirectory = \"/srv/plugins\"\n[server]\ndb = \"/var/h.sqlite\"", relativeTo: base)
-        XCTAssertEqual(absolute.pluginsDirectory.path, "/srv/plugins")
-        XCTAssertEqual(absolute.serverDatabase, "/var/h.sqlite")
+        XCTAssertEqual(absolute.plugins.directory.path, "/srv/plugins")
+        XCTAssertEqual(absolute.server.database, "/var/h.sqlite")
     }
 
     func testTheEmbeddedServerMayKeepItsStateInPostgreSQL() throws {
         let url = "postgres://hookbot:secret@db:5432/hookbot?schema=chat"
         let direct = try BotConfiguration.parse("[server]\ndatabase = \"\(url)\"")
-        XCTAssertEqual(direct.serverDatabaseURL, url)
-        XCTAssertNil(try BotConfiguration.parse("[server]\ndb = \"h.sqlite\"").serverDatabaseURL, "SQLite unless a URL is given")
+        XCTAssertEqual(direct.server.databaseURL, url)
+        XCTAssertNil(try BotConfiguration.parse("[server]\ndb = \"h.sqlite\"").server.databaseURL, "SQLite unless a URL is given")
         setenv("HOOKBOT_TEST_DATABASE_URL", url, 1)
         defer { unsetenv("HOOKBOT_TEST_DATABASE_URL") }
-        XCTAssertEqual(try BotConfiguration.parse("[server]\ndatabase = \"env:HOOKBOT_TEST_DATABASE_URL\"").serverDatabaseURL, url)
+        XCTAssertEqual(try BotConfiguration.parse("[server]\ndatabase = \"env:HOOKBOT_TEST_DATABASE_URL\"").server.databaseURL, url)
         XCTAssertThrowsError(try BotConfiguration.parse("[bot]\nclient_id = \"bot\"\n[server]\ndatabase = \"mysql://db/x\"")) { error in
             XCTAssertTrue("\(error)".contains(":4: server.database: must be a postgres:// URL"), "\(error)")
         }
@@ -200,9 +200,9 @@ final class ConfigFileTests: XCTestCase {
         let base = URL(fileURLWithPath: "/etc/hookbot")
         let both = try BotConfiguration.parse(
             "[server]\ntls_cert = \"tls/chain.pem\"\ntls_key = \"/keys/hookbot.key\"", relativeTo: base)
-        XCTAssertEqual(both.serverTLSCertificate, "/etc/hookbot/tls/chain.pem")
-        XCTAssertEqual(both.serverTLSKey, "/keys/hookbot.key")
-        XCTAssertNil(try BotConfiguration.parse("[server]\nport = 1").serverTLSCertificate)
+        XCTAssertEqual(both.server.tlsCertificate, "/etc/hookbot/tls/chain.pem")
+        XCTAssertEqual(both.server.tlsKey, "/keys/hookbot.key")
+        XCTAssertNil(try BotConfiguration.parse("[server]\nport = 1").server.tlsCertificate)
         XCTAssertThrowsError(try BotConfiguration.parse("[server]\nport = 1\ntls_cert = \"chain.pem\"")) { error in
             XCTAssertEqual("\(error)", "hookbot.toml:3: server.tls_cert: tls_cert and tls_key go together")
         }
@@ -220,7 +220,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertNoThrow(try shipped.validate())
         XCTAssertEqual(shipped.reviewBudget, .milliseconds(160), "200 ms less a 20% margin")
         var long = shipped
-        long.interceptionDeadlineMillis = 50
+        long.server.interceptionDeadlineMillis = 50
         XCTAssertEqual(long.reviewBudget, .milliseconds(30), "at least 20 ms of margin")
     }
 }

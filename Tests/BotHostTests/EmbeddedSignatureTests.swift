@@ -26,9 +26,9 @@ final class EmbeddedSignatureTests: XCTestCase {
             port = 0
             """, relativeTo: directory)
         XCTAssertEqual(configuration.masterKey, "master-key")
-        configuration.pluginsDirectory = plugins
+        configuration.plugins.directory = plugins
         configuration.statePath = directory.appendingPathComponent("state.sqlite").path
-        configuration.serverDatabase = directory.appendingPathComponent("hub.sqlite").path
+        configuration.server.database = directory.appendingPathComponent("hub.sqlite").path
         configuration.adminSocketPath = nil
         let hub = try await EmbeddedHub.start(configuration: configuration)
         let url = "ws://127.0.0.1:\(hub.port)/ws"

@@ -28,14 +28,14 @@ final class EmbeddedTLSTests: XCTestCase {
             tls_key = "tls/server.key"
             """
         var configuration = try BotConfiguration.parse(text, relativeTo: directory)
-        XCTAssertEqual(configuration.serverTLSCertificate, directory.appendingPathComponent("tls/server.pem").path)
-        configuration.pluginsDirectory = plugins
+        XCTAssertEqual(configuration.server.tlsCertificate, directory.appendingPathComponent("tls/server.pem").path)
+        configuration.plugins.directory = plugins
         configuration.statePath = directory.appendingPathComponent("state.sqlite").path
-        configuration.serverDatabase = directory.appendingPathComponent("hub.sqlite").path
+        configuration.server.database = directory.appendingPathComponent("hub.sqlite").path
         configuration.adminSocketPath = nil
 
         var overWebSocket = configuration
-        overWebSocket.attachment = .webSocket
+        overWebSocket.server.attachment = .webSocket
         do {
             _ = try await EmbeddedHub.start(configuration: overWebSocket)
             XCTFail("a WebSocket-attached bot started against the TLS-only embedded server")

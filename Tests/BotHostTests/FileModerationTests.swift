@@ -130,7 +130,7 @@ final class FileModerationTests: XCTestCase {
         let badSHA = try XCTUnwrap(bad["sha256"] as? String)
 
         let bot = try await harness.bot { configuration in
-            configuration.pluginConfig["moderation"] = [
+            configuration.plugins.config["moderation"] = [
                 "max_file_mb": 0.02, "banned_files": [.string(badSHA)], "file_types": ["image/*"], "flood": false,
                 "ladder": ["warn"],
             ]

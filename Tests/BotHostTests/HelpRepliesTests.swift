@@ -43,7 +43,7 @@ final class HelpRepliesTests: XCTestCase {
             end }
             """)
         // Asking for page after page is not flooding.
-        let bot = try await harness.bot { $0.pluginConfig["moderation"] = ["flood": false] }
+        let bot = try await harness.bot { $0.plugins.config["moderation"] = ["flood": false] }
         let tom = harness.server.client("Tom")
         let logs = try await openClients([tom])
         let conversation = try await tom.createConversation(members: ["modbot"])

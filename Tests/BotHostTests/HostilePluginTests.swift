@@ -117,12 +117,12 @@ final class HostilePluginTests: XCTestCase {
             """)
         let logs = LogBuffer()
         var configuration = BotConfiguration()
-        configuration.pluginsDirectory = harness.plugins
+        configuration.plugins.directory = harness.plugins
         configuration.statePath = harness.server.directory.appendingPathComponent("state-logbomb.sqlite").path
         configuration.adminSocketPath = nil
-        configuration.watchInterval = 0
+        configuration.plugins.watchInterval = 0
         configuration.interceptorSecret = BotHarness.secret
-        configuration.interceptionDeadlineMillis = harness.deadline
+        configuration.server.interceptionDeadlineMillis = harness.deadline
         var logger = Logger(label: "log-bomb") { _ in LogBufferHandler(buffer: logs, level: .info) }
         logger.logLevel = .info
         let bot = try BotHost.make(configuration: configuration, local: harness.server.server, logger: logger)

@@ -14,11 +14,11 @@ final class MediaConfigTests: XCTestCase {
     func testMediaDirectoryAndUploadLimitAreReadAndChecked() throws {
         let base = URL(fileURLWithPath: "/etc/hookbot")
         let set = try BotConfiguration.parse("[server]\nmedia = \"files\"\nmax_upload_mb = 8", relativeTo: base)
-        XCTAssertEqual(set.serverMedia, "/etc/hookbot/files")
-        XCTAssertEqual(set.serverMaxUploadMB, 8)
+        XCTAssertEqual(set.server.mediaDirectory, "/etc/hookbot/files")
+        XCTAssertEqual(set.server.maxUploadMB, 8)
         let unset = try BotConfiguration.parse("[server]\nport = 1", relativeTo: base)
-        XCTAssertNil(unset.serverMedia)
-        XCTAssertEqual(unset.serverMaxUploadMB, 100)
+        XCTAssertNil(unset.server.mediaDirectory)
+        XCTAssertEqual(unset.server.maxUploadMB, 100)
         XCTAssertThrowsError(try BotConfiguration.parse("[server]\nmax_upload_mb = 0")) { error in
             XCTAssertEqual("\(error)", "hookbot.toml:2: server.max_upload_mb: must be at least 1")
         }
@@ -37,7 +37,7 @@ final class MediaConfigTests: XCTestCase {
             signed_urls = true
             url_ttl = 600
             """
-        let settings = try BotConfiguration.parse(text).serverMediaSettings
+        let settings = try BotConfiguration.parse(text).server.media
         XCTAssertEqual(settings.quotaBytes, 2 << 30)
         XCTAssertEqual(settings.thumbnailMaxPixels, 1_000_000)
         XCTAssertEqual(settings.thumbnailJobs, 3)
@@ -48,11 +48,11 @@ final class MediaConfigTests: XCTestCase {
         XCTAssertTrue(settings.signedURLs)
         XCTAssertEqual(settings.urlTTL, 600)
         // Sizes: integers are bytes; decimal and binary units; 0 or "none" is no quota.
-        XCTAssertEqual(try BotConfiguration.parse("[server]\nmedia_quota = 5000").serverMediaSettings.quotaBytes, 5000)
-        XCTAssertEqual(try BotConfiguration.parse("[server]\nmedia_quota = \"100 MB\"").serverMediaSettings.quotaBytes, 100_000_000)
-        XCTAssertNil(try BotConfiguration.parse("[server]\nmedia_quota = 0").serverMediaSettings.quotaBytes)
-        XCTAssertNil(try BotConfiguration.parse("[server]\nmedia_quota = \"none\"").serverMediaSettings.quotaBytes)
-        XCTAssertEqual(try BotConfiguration.parse("[server]\nthumbnail_cache = 0").serverMediaSettings.thumbnailCacheBytes, 0)
+        XCTAssertEqual(try BotConfiguration.parse("[server]\nmedia_quota = 5000").server.media.quotaBytes, 5000)
+        XCTAssertEqual(try BotConfiguration.parse("[server]\nmedia_quota = \"100 MB\"").server.media.quotaBytes, 100_000_000)
+        XCTAssertNil(try BotConfiguration.parse("[server]\nmedia_quota = 0").server.media.quotaBytes)
+        XCTAssertNil(try BotConfiguration.parse("[server]\nmedia_quota = \"none\"").server.media.quotaBytes)
+        XCTAssertEqual(try BotConfiguration.parse("[server]\nthumbnail_cache = 0").server.media.thumbnailCacheBytes, 0)
         let refused: [(String, String)] = [
             (
                 "media_quota = \"100 MBs\"",
@@ -85,11 +85,11 @@ final class MediaConfigTests: XCTestCase {
     /// BotHost repeats the server's defaults (it does not link the server): they must agree.
     func testRetentionAndContentPlaceAreSettings() throws {
         let settings = try BotConfiguration.parse("[server]\nmedia_grace = \"30m\"\nmedia_gc_interval = 0\nmedia_in_directory = true")
-            .serverMediaSettings
+            .server.media
         XCTAssertEqual(settings.retentionGrace, .seconds(1800))
         XCTAssertEqual(settings.retentionInterval, .zero)
         XCTAssertTrue(settings.contentInDirectory)
-        XCTAssertEqual(try BotConfiguration.parse("[server]\nmedia_grace = 90").serverMediaSettings.retentionGrace, .seconds(90))
+        XCTAssertEqual(try BotConfiguration.parse("[server]\nmedia_grace = 90").server.media.retentionGrace, .seconds(90))
         XCTAssertThrowsError(try BotConfiguration.parse("[server]\nmedia_grace = \"1w\"")) { error in
             XCTAssertEqual(
                 "\(error)", "hookbot.toml:2: server.media_grace: must be seconds (0 or more) or a string such as \"30m\", \"24h\" or \"7d\""
@@ -136,9 +136,9 @@ final class MediaConfigTests: XCTestCase {
             "[server]\nport = 0\nmedia = \"uploads\"\nmax_upload_mb = 3\nmedia_quota = \"5 MiB\"\nthumbnail_jobs = 1\n"
                 + "public_url = \"https://hub.example.org\"\nthumbnail_cache = 1000",
             relativeTo: directory)
-        configuration.pluginsDirectory = directory.appendingPathComponent("plugins")
+        configuration.plugins.directory = directory.appendingPathComponent("plugins")
         configuration.statePath = directory.appendingPathComponent("state.sqlite").path
-        configuration.serverDatabase = directory.appendingPathComponent("hub.sqlite").path
+        configuration.server.database = directory.appendingPathComponent("hub.sqlite").path
         configuration.adminSocketPath = nil
         configuration.appID = "media-app"
         configuration.masterKey = "media-key"

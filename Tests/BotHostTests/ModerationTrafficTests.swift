@@ -37,13 +37,13 @@ final class ModerationTrafficTests: XCTestCase {
         clock.set(Self.start)
         let logger = Logger(label: "traffic", factory: { _ in SwiftLogNoOpLogHandler() })
         let store = try HookStateStore(
-            path: directory.appendingPathComponent("state.sqlite").path, quota: configuration.stateQuota)
+            path: directory.appendingPathComponent("state.sqlite").path, quota: configuration.plugins.stateQuota)
         // The shipped limits, but with a generous wall-clock deadline: what is under test is the verdicts,
         // and a machine busy with other tests must not turn a slow call into a missing one.
-        var limits = configuration.limits
+        var limits = configuration.plugins.limits
         limits.deadline = 5
         let runtime = PluginRuntime(
-            directory: configuration.pluginsDirectory, store: store, config: configuration.pluginConfig,
+            directory: configuration.plugins.directory, store: store, config: configuration.plugins.config,
             limits: limits, clock: clock.clock, logger: logger, botID: configuration.clientID,
             configLocator: configuration.configLocator, commands: configuration.commands,
             httpPolicies: configuration.httpPolicies)

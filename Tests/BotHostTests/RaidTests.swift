@@ -159,18 +159,18 @@ final class RaidTests: XCTestCase {
     static func shippedBot(_ harness: BotHarness, gatekeeper: [String: JSONValue] = [:]) async throws -> BotHost {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let shipped = try BotConfiguration.load(path: root.appendingPathComponent("hookbot.toml").path)
-        return try await harness.bot(plugins: shipped.pluginsDirectory) { configuration in
+        return try await harness.bot(plugins: shipped.plugins.directory) { configuration in
             var mine = shipped
             mine.clientID = configuration.clientID
-            mine.pluginsDirectory = configuration.pluginsDirectory
+            mine.plugins.directory = configuration.plugins.directory
             mine.statePath = configuration.statePath
             mine.interceptorSecret = configuration.interceptorSecret
             mine.adminSocketPath = nil
-            mine.watchInterval = 3600 // the shipped files as they are now; no reloads during the test
-            mine.interceptionDeadlineMillis = configuration.interceptionDeadlineMillis
-            var settings = mine.pluginConfig["gatekeeper"]?.objectValue ?? [:]
+            mine.plugins.watchInterval = 3600 // the shipped files as they are now; no reloads during the test
+            mine.server.interceptionDeadlineMillis = configuration.server.interceptionDeadlineMillis
+            var settings = mine.plugins.config["gatekeeper"]?.objectValue ?? [:]
             for (key, value) in gatekeeper { settings[key] = value }
-            mine.pluginConfig["gatekeeper"] = .object(settings)
+            mine.plugins.config["gatekeeper"] = .object(settings)
             configuration = mine
         }
     }

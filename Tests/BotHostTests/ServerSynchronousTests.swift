@@ -9,10 +9,10 @@ import XCTest
 /// connection that commits the embedded server's messages.
 final class ServerSynchronousTests: XCTestCase {
     func testTheSettingIsReadAndChecked() throws {
-        XCTAssertTrue(try BotConfiguration.parse("[server]\nport = 1").serverSynchronousFull)
-        XCTAssertTrue(try BotConfiguration.parse("[server]\nsynchronous = \"full\"").serverSynchronousFull)
-        XCTAssertFalse(try BotConfiguration.parse("[server]\nsynchronous = \"normal\"").serverSynchronousFull)
-        XCTAssertFalse(try BotConfiguration.parse("[server]\nsynchronous = \"NORMAL\"").serverSynchronousFull)
+        XCTAssertTrue(try BotConfiguration.parse("[server]\nport = 1").server.synchronousFull)
+        XCTAssertTrue(try BotConfiguration.parse("[server]\nsynchronous = \"full\"").server.synchronousFull)
+        XCTAssertFalse(try BotConfiguration.parse("[server]\nsynchronous = \"normal\"").server.synchronousFull)
+        XCTAssertFalse(try BotConfiguration.parse("[server]\nsynchronous = \"NORMAL\"").server.synchronousFull)
         XCTAssertThrowsError(try BotConfiguration.parse("[server]\nsynchronous = \"off\"")) { error in
             XCTAssertEqual("\(error)", "hookbot.toml:2: server.synchronous: must be \"full\" or \"normal\"")
         }
@@ -28,9 +28,9 @@ final class ServerSynchronousTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: directory) }
         for (level, expected) in [("normal", 1), ("full", 2)] {
             var configuration = try BotConfiguration.parse("[server]\nport = 0\nsynchronous = \"\(level)\"", relativeTo: directory)
-            configuration.pluginsDirectory = plugins
+            configuration.plugins.directory = plugins
             configuration.statePath = directory.appendingPathComponent("state-\(level).sqlite").path
-            configuration.serverDatabase = directory.appendingPathComponent("hub-\(level).sqlite").path
+            configuration.server.database = directory.appendingPathComponent("hub-\(level).sqlite").path
             configuration.adminSocketPath = nil
             let hub = try await EmbeddedHub.start(configuration: configuration)
             let store = try XCTUnwrap(hub.server.service.store as? SQLiteStore)

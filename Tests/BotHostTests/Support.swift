@@ -55,12 +55,12 @@ struct BotHarness {
     ) async throws -> BotHost {
         var configuration = BotConfiguration()
         configuration.clientID = clientID
-        configuration.pluginsDirectory = directory ?? plugins
+        configuration.plugins.directory = directory ?? plugins
         configuration.statePath = server.directory.appendingPathComponent("state-\(clientID).sqlite").path
         configuration.interceptorSecret = interceptor ? Self.secret : nil
         configuration.adminSocketPath = nil
-        configuration.watchInterval = 0.1
-        configuration.interceptionDeadlineMillis = deadline
+        configuration.plugins.watchInterval = 0.1
+        configuration.server.interceptionDeadlineMillis = deadline
         configure(&configuration)
         var logger = Logger(label: "bot-test-\(clientID)")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical

@@ -169,7 +169,7 @@ final class AdminAPITests: XCTestCase {
     }
 
     func testInterceptionAndStats() async throws {
-        let harness = try await ConsoleHarness.start { $0.interceptionDeadlineMillis = 500 }
+        let harness = try await ConsoleHarness.start { $0.server.interceptionDeadlineMillis = 500 }
         let (tom, lobby, _) = try await harness.lobbyMember("Tom")
         let before = try await harness.admin("GET", "/api/interception").object()
         _ = try await lobby.send(.text("hello"))

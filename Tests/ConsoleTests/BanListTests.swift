@@ -81,7 +81,7 @@ final class BanListTests: XCTestCase {
 
     func testABanInOneConversationBlocksTheMemberInEveryOther() async throws {
         let hub = try await ConsoleHarness.start(plugins: Self.shippedPlugins()) {
-            $0.pluginConfig["banlist"] = ["moderators": ["alice"]]
+            $0.plugins.config["banlist"] = ["moderators": ["alice"]]
         }
         defer { Task { await hub.stop() } }
         let (alice, aliceLog) = try await client("alice", hub)
@@ -157,14 +157,14 @@ final class BanListTests: XCTestCase {
     func testASubscribedHubAppliesTheBansOfAPublishedList() async throws {
         // The publisher: its list at GET /hooks/banlist/list.json, behind the webhook secret.
         let publisher = try await ConsoleHarness.start(plugins: Self.shippedPlugins()) {
-            $0.pluginConfig["banlist"] = ["moderators": ["alice"]]
+            $0.plugins.config["banlist"] = ["moderators": ["alice"]]
             $0.webhookSecrets = ["banlist": Self.secret]
         }
         defer { Task { await publisher.stop() } }
         let listURL = "http://127.0.0.1:\(publisher.port)/hooks/banlist/list.json"
         // The subscriber: fetches it every second through its HTTP allow-list.
         let subscriber = try await ConsoleHarness.start(plugins: Self.shippedPlugins()) {
-            $0.pluginConfig["banlist"] = ["subscribe": [["url": .string(listURL), "token": .string(Self.secret), "every": 1]]]
+            $0.plugins.config["banlist"] = ["subscribe": [["url": .string(listURL), "token": .string(Self.secret), "every": 1]]]
             $0.httpPolicies["banlist"] = HTTPPolicy(hosts: ["127.0.0.1:\(publisher.port)"])
         }
         defer { Task { await subscriber.stop() } }

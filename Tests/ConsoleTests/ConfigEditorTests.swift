@@ -123,7 +123,7 @@ final class ConfigEditorTests: XCTestCase {
 
         // The next start reads the overrides on top of hookbot.toml; `hookbot check` checks them.
         let again = try BotConfiguration.load(path: file.path)
-        XCTAssertEqual(again.pluginConfig["moderation"]?.objectValue?["words"], .array([.string("scam"), .string("菠菜")]))
+        XCTAssertEqual(again.plugins.config["moderation"]?.objectValue?["words"], .array([.string("scam"), .string("菠菜")]))
         XCTAssertEqual(try again.check().problems, [])
         harness = try await ConsoleHarness.start(plugins: [:], base: again)
         do {

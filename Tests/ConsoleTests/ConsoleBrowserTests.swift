@@ -47,7 +47,7 @@ final class ConsoleBrowserTests: XCTestCase {
             "the lobby to open",
             """
             return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
-            """, [harness.hub.bot.configuration.lobbyName])
+            """, [harness.hub.bot.configuration.server.lobbyName])
 
         // ping → the shipped autoreply answers.
         try await browser.type("ping", into: "#composer-text")

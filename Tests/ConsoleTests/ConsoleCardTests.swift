@@ -50,7 +50,7 @@ final class ConsoleCardTests: XCTestCase {
                 """
                 return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
                   && !document.querySelector('#composer-text').disabled && !document.querySelector('#send-button').disabled
-                """, [harness.hub.bot.configuration.lobbyName])
+                """, [harness.hub.bot.configuration.server.lobbyName])
             try await browser.type("!lunch", into: "#composer-text")
             try await browser.click("#send-button")
             try await browser.waitUntil(

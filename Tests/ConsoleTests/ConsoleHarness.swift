@@ -72,12 +72,12 @@ struct ConsoleHarness {
             try source.write(to: file, atomically: true, encoding: .utf8)
         }
         var configuration = base ?? BotConfiguration()
-        if base == nil { configuration.pluginsDirectory = pluginsDirectory }
+        if base == nil { configuration.plugins.directory = pluginsDirectory }
         configuration.statePath = directory.appendingPathComponent("state.sqlite").path
-        configuration.serverDatabase = directory.appendingPathComponent("hub.sqlite").path
-        configuration.serverPort = 0
+        configuration.server.database = directory.appendingPathComponent("hub.sqlite").path
+        configuration.server.port = 0
         configuration.adminSocketPath = nil
-        configuration.watchInterval = 0
+        configuration.plugins.watchInterval = 0
         configure(&configuration)
         let logs = LogBuffer()
         var logger = Logger(label: "console-test") { _ in LogBufferHandler(buffer: logs, level: .debug) }

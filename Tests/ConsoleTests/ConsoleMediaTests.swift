@@ -24,8 +24,8 @@ final class ConsoleMediaTests: XCTestCase {
             throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
         }
         let harness = try await ConsoleHarness.start {
-            $0.serverMaxUploadMB = 1
-            $0.serverMediaSettings.quotaBytes = 1 << 20
+            $0.server.maxUploadMB = 1
+            $0.server.media.quotaBytes = 1 << 20
         }
         let browser = try await WebDriver.start(width: 1280, height: 900)
         do {
@@ -51,7 +51,7 @@ final class ConsoleMediaTests: XCTestCase {
             """
             return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
               && document.querySelector('#attach-button')?.disabled === false
-            """, [harness.hub.bot.configuration.lobbyName])
+            """, [harness.hub.bot.configuration.server.lobbyName])
         // The values each upload's progress bar takes, as the page sets them.
         _ = try await browser.script(
             """
@@ -197,11 +197,11 @@ final class ConsoleMediaTests: XCTestCase {
         }
         let server = try await ServerHarness.start()
         var configuration = BotConfiguration()
-        configuration.pluginsDirectory = server.directory.appendingPathComponent("plugins")
-        try FileManager.default.createDirectory(at: configuration.pluginsDirectory, withIntermediateDirectories: true)
+        configuration.plugins.directory = server.directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: configuration.plugins.directory, withIntermediateDirectories: true)
         configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
         configuration.adminSocketPath = nil
-        configuration.watchInterval = 0
+        configuration.plugins.watchInterval = 0
         let telemetry = Telemetry()
         let bot = try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws", metrics: telemetry.factory)
         try await bot.start()
@@ -269,8 +269,8 @@ final class ConsoleMediaTests: XCTestCase {
             throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
         }
         let harness = try await ConsoleHarness.start {
-            $0.serverMediaSettings.signedURLs = true
-            $0.serverMediaSettings.urlTTL = 1
+            $0.server.media.signedURLs = true
+            $0.server.media.urlTTL = 1
         }
         let (jerry, _, events) = try await harness.lobbyMember("Jerry")
         let first = try await WebDriver.start()

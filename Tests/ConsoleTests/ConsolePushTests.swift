@@ -105,7 +105,7 @@ final class ConsolePushTests: XCTestCase {
                 """
                 return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
                   && !document.querySelector('#composer-text').disabled && !document.querySelector('#send-button').disabled
-                """, [harness.hub.bot.configuration.lobbyName])
+                """, [harness.hub.bot.configuration.server.lobbyName])
             try await browser.type("where is the cheese? 🧀", into: "#composer-text")
             try await browser.click("#send-button")
             try await browser.waitUntil(

@@ -30,7 +30,7 @@ final class HTTPCallTests: XCTestCase {
     func testRequestsTimeoutsAllowListAndSizeCap() async throws {
         let (web, webPort) = try await Self.startWebServer()
         let harness = try await ConsoleHarness.start(plugins: ConsoleHarness.plugins.merging(["fetch.lua": Self.fetch]) { _, new in new }) {
-            $0.pluginConfig["fetch"] = ["base": .string("http://127.0.0.1:\(webPort)")]
+            $0.plugins.config["fetch"] = ["base": .string("http://127.0.0.1:\(webPort)")]
             $0.httpPolicies["fetch"] = HTTPPolicy(
                 hosts: ["127.0.0.1:\(webPort)", "127.0.0.1:1"], timeoutCap: 5,
                 maxBytes: 64 << 10, concurrency: 2)
@@ -84,7 +84,7 @@ final class HTTPCallTests: XCTestCase {
             sources[file] = try String(contentsOf: shipped.appendingPathComponent(file), encoding: .utf8)
         }
         let harness = try await ConsoleHarness.start(plugins: sources) {
-            $0.pluginConfig["translate"] = ["api_url": .string("http://127.0.0.1:\(webPort)/translate"), "api_key": "k-123"]
+            $0.plugins.config["translate"] = ["api_url": .string("http://127.0.0.1:\(webPort)/translate"), "api_key": "k-123"]
             $0.httpPolicies["translate"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)"])
         }
         let (tom, lobby, events) = try await harness.lobbyMember("Tom")
@@ -161,9 +161,9 @@ final class HTTPCallTests: XCTestCase {
               end }
             """
         let harness = try await ConsoleHarness.start(plugins: ["fetch.lua": Self.fetch, "poster.lua": poster]) {
-            $0.pluginConfig["fetch"] = ["base": .string("http://127.0.0.1:\(webPort)")]
+            $0.plugins.config["fetch"] = ["base": .string("http://127.0.0.1:\(webPort)")]
             $0.httpPolicies["fetch"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)"], timeoutCap: 5)
-            $0.pluginConfig["poster"] = ["base": .string("http://127.0.0.1:\(webPort)")]
+            $0.plugins.config["poster"] = ["base": .string("http://127.0.0.1:\(webPort)")]
             $0.httpPolicies["poster"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)", "127.0.0.1:\(partnerPort)"], timeoutCap: 5)
         }
         let (tom, lobby, events) = try await harness.lobbyMember("Tom")

@@ -72,7 +72,7 @@ final class MetricsTests: XCTestCase {
             "fragile.lua": """
             return { name = "fragile", on_receive = function(msg, ctx) error("always fails") end }
             """
-        ]) { $0.limits.breakerThreshold = 2 }
+        ]) { $0.plugins.limits.breakerThreshold = 2 }
         let (tom, lobby, _) = try await harness.lobbyMember("Tom")
         for text in ["one", "two"] { _ = try await lobby.send(.text(text)) }
         try await eventually("the breaker to trip") {

@@ -21,11 +21,11 @@ final class RemoteBotTests: XCTestCase {
             try source.write(to: plugins.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
         var configuration = BotConfiguration()
-        configuration.pluginsDirectory = plugins
+        configuration.plugins.directory = plugins
         configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
         configuration.interceptorSecret = "remote-secret"
         configuration.adminSocketPath = nil
-        configuration.watchInterval = 0
+        configuration.plugins.watchInterval = 0
         let telemetry = Telemetry()
         let bot = try BotHost.make(
             configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws",
@@ -84,11 +84,11 @@ final class RemoteBotTests: XCTestCase {
     func testRemoteBotsConsoleChatReachesTheServer() async throws {
         let server = try await ServerHarness.start()
         var configuration = BotConfiguration()
-        configuration.pluginsDirectory = server.directory.appendingPathComponent("plugins")
-        try FileManager.default.createDirectory(at: configuration.pluginsDirectory, withIntermediateDirectories: true)
+        configuration.plugins.directory = server.directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: configuration.plugins.directory, withIntermediateDirectories: true)
         configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
         configuration.adminSocketPath = nil
-        configuration.watchInterval = 0
+        configuration.plugins.watchInterval = 0
         let telemetry = Telemetry()
         let serverURL = "ws://127.0.0.1:\(server.port)/ws"
         let bot = try BotHost.make(configuration: configuration, serverURL: serverURL, metrics: telemetry.factory)

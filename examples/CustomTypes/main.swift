@@ -27,13 +27,13 @@ try FileManager.default.copyItem(
     at: repository.appendingPathComponent("plugins/locales/typing"), to: plugins.appendingPathComponent("locales/typing"))
 
 var configuration = BotConfiguration()
-configuration.pluginsDirectory = plugins
+configuration.plugins.directory = plugins
 configuration.statePath = work.appendingPathComponent("state.sqlite").path
-configuration.serverDatabase = work.appendingPathComponent("hub.sqlite").path
-configuration.serverPort = 0
-configuration.watchInterval = 0
+configuration.server.database = work.appendingPathComponent("hub.sqlite").path
+configuration.server.port = 0
+configuration.plugins.watchInterval = 0
 configuration.adminSocketPath = nil
-configuration.pluginConfig["typing"] = ["announce": true]
+configuration.plugins.config["typing"] = ["announce": true]
 var logger = Logger(label: "custom-types")
 logger.logLevel = .critical
 let hub = try await EmbeddedHub.start(configuration: configuration, logger: logger)
