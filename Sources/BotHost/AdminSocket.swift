@@ -4,12 +4,13 @@ import Logging
 import NIOCore
 import NIOPosix
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// A Unix socket on which `hookbot reload` and `hookbot plugins` reach a running bot: one line in
-/// (`reload`, `plugins` or `stats`), one JSON document out. Served by SwiftNIO on its shared event loops.
+/// (`reload`, `plugins` or `stats`), one JSON document out, the same documents the console's admin API gives
+/// (`POST /api/plugins/reload`, `GET /api/plugins`, `GET /api/stats`; AdminViews.swift). Served and asked
+/// with SwiftNIO on its shared event loops (no platform socket calls, so it builds wherever NIO does).
+///
+/// The socket needs no token: whoever may open the file (it is created in the bot's directory with the
+/// process's umask) may ask. The HTTP admin API, which needs the console token, offers the same answers.
 public final class AdminSocket: Sendable {
     private let path: String
     private let server: Task<Void, Never>
@@ -47,7 +48,7 @@ public final class AdminSocket: Sendable {
     public func close() async {
         server.cancel()
         await server.value
-        unlink(path)
+        try? FileManager.default.removeItem(atPath: path)
     }
 
     deinit {
@@ -71,27 +72,33 @@ public final class AdminSocket: Sendable {
         }
     }
 
+    /// The largest answer `request` accepts (a bot with hundreds of plugins answers well under 1 MiB).
+    public static let maxAnswerBytes = 16 << 20
+
     /// Sends one request to a running bot and returns its answer.
-    public static func request(_ line: String, path: String) throws -> String {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ConfigurationError(message: "cannot create a socket") }
-        defer { Glibc.close(fd) }
-        var address = address(path)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
+    public static func request(_ line: String, path: String) async throws -> String {
+        let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: path) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
             throw ConfigurationError(message: "no bot is listening on \(path) (is `hookbot run` running in this directory?)")
         }
-        writeAll(fd, line + "\n")
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(fd, &buffer, buffer.count)
-            if count <= 0 { break }
-            data.append(contentsOf: buffer[0..<count])
+        return try await channel.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: line + "\n"))
+            var answer = ByteBuffer()
+            for try await chunk in inbound {
+                answer.writeImmutableBuffer(chunk)
+                guard answer.readableBytes <= maxAnswerBytes else {
+                    throw ConfigurationError(message: "the bot on \(path) answered more than \(maxAnswerBytes >> 20) MiB")
+                }
+            }
+            return String(buffer: answer)
         }
-        return String(decoding: data, as: UTF8.self)
     }
 
     private static func answer(_ request: String, bot: BotHost) async -> String {
@@ -102,69 +109,13 @@ public final class AdminSocket: Sendable {
         }
         switch request.trimmingCharacters(in: .whitespacesAndNewlines) {
         case "reload":
-            let report = await bot.reload()
-            return json(AdminReport(report))
+            return json(await bot.reloadView())
         case "plugins":
-            return json(await bot.runtime.plugins.map(AdminPlugin.init))
+            return json(await bot.pluginViews())
         case "stats":
             return json(await bot.statistics)
         default:
             return json(["error": "unknown request; use reload, plugins or stats"])
         }
-    }
-
-    private static func address(_ path: String) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8.prefix(MemoryLayout.size(ofValue: address.sun_path) - 1))
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
-        return address
-    }
-
-    private static func writeAll(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written <= 0 { return }
-            bytes = bytes.dropFirst(written)
-        }
-    }
-}
-
-struct AdminReport: Encodable {
-    var loaded: [String]
-    var reloaded: [String]
-    var unloaded: [String]
-    var errors: [String]
-
-    init(_ report: ReloadReport) {
-        loaded = report.loaded
-        reloaded = report.reloaded
-        unloaded = report.unloaded
-        errors = report.errors.map(\.description)
-    }
-}
-
-struct AdminPlugin: Encodable {
-    var name: String
-    var state: String
-    var priority: Int
-    var hooks: [String]
-    var timers: Int
-    var consecutiveFailures: Int
-    var totalFailures: Int
-    var lastError: String?
-
-    init(_ status: PluginStatus) {
-        name = status.name
-        state = "\(status.state)"
-        priority = status.priority
-        hooks = status.hooks
-        timers = status.timers
-        consecutiveFailures = status.consecutiveFailures
-        totalFailures = status.totalFailures
-        lastError = status.lastError?.description
     }
 }

@@ -75,11 +75,11 @@ public final class Console: Sendable {
         }
         router.get("/api/plugins") { [self] request, _ in
             await admin(request) { target in
-                HTTPJSON.response(.ok, await target.bot.runtime.plugins.map(PluginView.init))
+                HTTPJSON.response(.ok, await target.bot.pluginViews())
             }
         }
         router.post("/api/plugins/reload") { [self] request, _ in
-            await admin(request) { target in HTTPJSON.response(.ok, ReloadView(await target.bot.reload())) }
+            await admin(request) { target in HTTPJSON.response(.ok, await target.bot.reloadView()) }
         }
         router.post("/api/plugins/:name/reload") { [self] request, context in
             await plugin(request, context) { target, name in

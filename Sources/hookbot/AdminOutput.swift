@@ -1,7 +1,8 @@
 import IMCore
 
 /// What `hookbot plugins`, `hookbot plugins --stats` and `hookbot reload` print: the admin socket's JSON
-/// answers as tables for people (`--json` prints the JSON itself, for scripts).
+/// answers (the admin API's `PluginView`, `BotStats`, `ReloadView`) as tables for people (`--json` prints the
+/// JSON itself, for scripts).
 enum AdminOutput {
     /// `plugins`: one row per plugin.
     static func plugins(_ json: String) -> String {
@@ -9,12 +10,12 @@ enum AdminOutput {
         guard !plugins.isEmpty else { return "no plugins are loaded\n" }
         var rows = [["PLUGIN", "STATE", "PRIORITY", "HOOKS", "TIMERS", "FAILURES", "LAST ERROR"]]
         for plugin in plugins {
-            let hooks = plugin["hooks"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            let hooks = plugin["hooks"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
             rows.append([
                 plugin["name"]?.stringValue ?? "?", plugin["state"]?.stringValue ?? "?", number(plugin["priority"]),
                 hooks.isEmpty ? "-" : hooks.joined(separator: ","), number(plugin["timers"]),
                 "\(number(plugin["consecutiveFailures"])) in a row, \(number(plugin["totalFailures"])) in all",
-                plugin["lastError"]?.stringValue ?? "-",
+                plugin["lastError"]?["description"]?.stringValue ?? "-",
             ])
         }
         return table(rows)
@@ -28,7 +29,7 @@ enum AdminOutput {
         for (key, result) in [("loaded", "loaded"), ("reloaded", "reloaded"), ("unloaded", "unloaded")] {
             for name in report[key]?.arrayValue?.compactMap(\.stringValue) ?? [] { rows.append([name, result]) }
         }
-        let errors = report["errors"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let errors = report["errors"]?.arrayValue?.compactMap { $0["description"]?.stringValue } ?? []
         var text = rows.count > 1 ? table(rows) : "nothing changed\n"
         if !errors.isEmpty {
             text += "\(errors.count) failed (a plugin that was running keeps its old version):\n"

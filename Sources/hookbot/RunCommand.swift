@@ -121,20 +121,20 @@ func waitForTerminationSignal() async {
     for source in sources { source.cancel() }
 }
 
-struct AdminCommand: ParsableCommand {
+struct AdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reload", abstract: "Reload every plugin of the bot running in this directory.")
 
     @Option(help: "Admin socket of the running bot.") var socket = ".hookbot-admin.sock"
     @Flag(help: "Print the bot's answer as JSON (for scripts) instead of a table.") var json = false
 
-    func run() throws {
-        let answer = try AdminSocket.request("reload", path: socket)
+    func run() async throws {
+        let answer = try await AdminSocket.request("reload", path: socket)
         print(json ? answer : AdminOutput.reload(answer), terminator: json ? "\n" : "")
     }
 }
 
-struct PluginsCommand: ParsableCommand {
+struct PluginsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plugins", abstract: "List the running bot's plugins with their status and failures.")
 
@@ -142,8 +142,8 @@ struct PluginsCommand: ParsableCommand {
     @Flag(help: "Show the bot's counters instead.") var stats = false
     @Flag(help: "Print the bot's answer as JSON (for scripts) instead of a table.") var json = false
 
-    func run() throws {
-        let answer = try AdminSocket.request(stats ? "stats" : "plugins", path: socket)
+    func run() async throws {
+        let answer = try await AdminSocket.request(stats ? "stats" : "plugins", path: socket)
         if json { return print(answer) }
         print(stats ? AdminOutput.stats(answer) : AdminOutput.plugins(answer), terminator: "")
     }
