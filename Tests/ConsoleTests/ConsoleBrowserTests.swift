@@ -114,6 +114,26 @@ final class ConsoleBrowserTests: XCTestCase {
             """
             return (document.querySelector('#interception-summary')?.textContent || '').trim().length > 0
             """)
+        // Every tab and the trace drawer load (each is an ES module of its own; a module that fails to load or
+        // link stops the page, and one that throws shows in the browser's log below).
+        try await browser.click("#tab-moderation")
+        try await browser.click("#tab-chat")
+        try await browser.click("#trace-button")
+        try await browser.waitUntil(
+            "the bot's counters, the moderation log and the trace drawer",
+            """
+            const text = (selector) => document.querySelector(selector)?.textContent || ''
+            return text('#bot-stats').includes('stored messages the plugins saw') && text('#mod-summary').includes('match')
+              && text('#trace-count').includes('of the last')
+            """)
+        let modules =
+            try await browser.script(
+                """
+                return performance.getEntriesByType('resource').map(r => r.name.split('/').pop()).filter(n => n.endsWith('.js'))
+                """) as? [String] ?? []
+        XCTAssertTrue(
+            ["console.js", "protocol.js", "state.js", "api.js", "trace.js", "moderation.js"].allSatisfy(modules.contains),
+            "modules loaded: \(modules)")
 
         let severe = try await browser.consoleLog().filter { ($0["level"] as? String) == "SEVERE" }
         XCTAssertEqual(severe.map { $0["message"] as? String ?? "" }, [], "errors in the browser console")
