@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import PostgresNIO
 
+/// Message edits, and the recalls and edits a reconnecting client missed.
 extension PostgresStore {
     func edit(_ edit: MessageEdit) async throws -> (record: MessageRecord, conversation: ConversationRecord, members: [String]) {
         try await logged {
@@ -23,6 +24,20 @@ extension PostgresStore {
                 try await MediaReferences.replace(run, record)
                 return (record, conversation, members)
             }
+        }
+    }
+
+    /// Per membership, a range of the `(cid, patch_t)` index: O(conversations + patches returned).
+    func patchedMessages(clientID: String, after: Int64, limit: Int) async throws -> [MessageRecord] {
+        try await logged {
+            try await fetch(
+                """
+                SELECT x.* FROM members mb JOIN messages x ON x.cid = mb.cid
+                WHERE mb.client_id = \(clientID) AND x.patch_t > \(after)
+                  AND (x.recipients IS NULL OR x.from_id = \(clientID) OR \(clientID) = ANY(x.recipients))
+                ORDER BY x.patch_t LIMIT \(limit)
+                """
+            ).map(MessageRecord.init(postgres:))
         }
     }
 }

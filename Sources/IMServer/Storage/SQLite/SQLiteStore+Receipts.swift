@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import IMCore
 
-/// Per-member receipt marks and missed patches (what LeanCloud's SDKs ask for besides).
+/// Every other member's receipt marks (`conv max-read` with `queryAllMembers`).
 extension SQLiteStore {
     func memberReceiptTimestamps(cid: String, clientID: String) async throws -> [MaxReadTuple] {
         try await db.read { db in
@@ -16,21 +16,6 @@ extension SQLiteStore {
             ).map { row in
                 MaxReadTuple(pid: row["client_id"], maxAckTimestamp: row["delivered_t"], maxReadTimestamp: row["read_t"])
             }
-        }
-    }
-
-    /// Per membership, a range of the `(cid, patch_t)` index: O(conversations + patches returned).
-    func patchedMessages(clientID: String, after: Int64, limit: Int) async throws -> [MessageRecord] {
-        try await db.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT messages.* FROM members JOIN messages ON messages.cid = members.cid
-                    WHERE members.client_id = ? AND messages.patch_t > ? AND \(MessageTable.visibleTo)
-                    ORDER BY messages.patch_t LIMIT ?
-                    """,
-                arguments: [clientID, after, clientID, clientID, limit]
-            ).map(MessageRecord.init)
         }
     }
 }
