@@ -3,9 +3,8 @@ import IMCore
 import IMSignatures
 import NIOWebSocket
 
-/// Conversation creation and history.
+/// Conversations: `conv start`, `conv update` (name and attributes) and a member's `conv mute` / `unmute`.
 extension IMService {
-
     func startConversation(_ command: Command, by clientID: String, on connection: Connection) async throws {
         let members = command.m ?? []
         if members.count > 1000 { throw IMError(.invalidField, "at most 1000 members at creation") }
@@ -67,42 +66,81 @@ extension IMService {
         return ttl
     }
 
-    // MARK: History
-
-    func history(_ command: Command, for clientID: String, on connection: Connection) async throws {
-        guard let cid = command.cid else { throw IMError(.invalidField, "missing field 'cid'") }
-        let limit = command.limit ?? configuration.historyDefaultLimit
-        guard limit >= 1 else { throw IMError(.invalidField, "limit must be at least 1") }
-        let conversation = try StoreRules.existing(await store.conversation(cid), cid)
-        if !conversation.transient, try await !store.isMember(clientID, of: cid) {
-            throw IMError(.conversationLogRejected, "\(clientID) is not a member of \(cid)")
+    func updateConversation(_ command: Command, by clientID: String, on connection: Connection) async throws {
+        let cid = try requiredCID(command)
+        guard let patch = command.attr?.objectValue, !patch.isEmpty else {
+            throw IMError(.invalidField, "attr must be a non-empty object of changes")
         }
-        // With `reversed`, paging runs forwards: `t` is where to start and `tt` where to stop.
-        let forwards = command.reversed == true
-        let range = HistoryRange(command)
-        let records = try await history(
-            cid: cid, limit: min(limit, configuration.historyMaxLimit), range: range, type: command.lctype, viewer: clientID,
-            forwards: forwards)
-        var reply = Command(cmd: .logs, i: command.i)
+        let now = Identifiers.nowMillis()
+        let inRoom = rooms.room(of: connection) == cid
+        let members = try await store.updateConversation(
+            cid: cid, by: clientID, inRoom: inRoom, patch: patch, now: now, trusted: interceptors.isInterceptor(clientID),
+            reason: command.detail)
+        var reply = Command(cmd: .conv, op: .updated, i: command.i)
         reply.cid = cid
-        reply.logs = Self.withinReplySize(records, keepingNewest: command.reversed != true).map(\.logItem)
+        reply.udate = now
         connection.send(reply)
+        var event = Command(cmd: .conv, op: .updated)
+        event.cid = cid
+        event.attr = .object(patch)
+        event.initBy = clientID
+        event.udate = now
+        await notify(members, event, except: connection)
+        // Chat rooms have no member list: the clients in the room hear of it.
+        await notifyRoom(cid, event, except: connection)
     }
 
-    /// The most message content one `logs` reply carries; a page stops early rather than make a frame
-    /// that clients (1 MiB frames by default) cannot take. Clients page on from the last item as usual.
-    static let maxLogsReplyBytes = 512 * 1024
+    func setMuted(_ command: Command, by clientID: String, on connection: Connection) async throws {
+        let cid = try requiredCID(command)
+        let mute = command.op == .mute
+        try await store.setMuted(cid: cid, clientID: clientID, muted: mute)
+        var reply = Command(cmd: .conv, op: mute ? .muted : .unmuted, i: command.i)
+        reply.cid = cid
+        connection.send(reply)
+    }
+}
 
-    /// The records that fit in one reply: at least one, and those nearest the page's anchor (the newest
-    /// for backward paging, the oldest for forward paging).
-    static func withinReplySize(_ records: [MessageRecord], keepingNewest: Bool) -> [MessageRecord] {
-        var total = 0
-        var kept = 0
-        for record in keepingNewest ? records.reversed() : records {
-            total += record.data.utf8.count + 64
-            if kept > 0, total > maxLogsReplyBytes { break }
-            kept += 1
+/// Applies a `conv update` patch: keys `name` or `attr.<path>`, a value `{"__op":"Delete"}` deletes.
+enum AttributePatch {
+    static func apply(_ patch: [String: JSONValue], name: String?, attr: JSONValue) throws -> (String?, JSONValue) {
+        var name = name
+        var attributes = attr.objectValue ?? [:]
+        for key in patch.keys.sorted() {
+            let value = patch[key] ?? .null
+            let delete = value.objectValue?["__op"]?.stringValue == "Delete"
+            if key == "name" {
+                if delete {
+                    name = nil
+                    continue
+                }
+                guard let text = value.stringValue else { throw IMError(.invalidField, "name must be a string") }
+                name = text
+            } else if key.hasPrefix("attr.") {
+                let path = key.dropFirst(5).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+                guard !path.isEmpty, path.allSatisfy({ !$0.isEmpty && $0.count <= 64 }), path.count <= 8 else {
+                    throw IMError(.invalidField, "invalid attribute path '\(key)'")
+                }
+                set(&attributes, path: path[...], to: delete ? nil : value)
+            } else if key == "attr" {
+                guard let object = value.objectValue else { throw IMError(.invalidField, "attr must be an object") }
+                attributes = object
+            } else {
+                throw IMError(.invalidField, "cannot update '\(key)': use name or attr.<key>")
+            }
         }
-        return keepingNewest ? Array(records.suffix(kept)) : Array(records.prefix(kept))
+        let result = JSONValue.object(attributes)
+        try ConversationRecord.checkLimits(name: name, attr: result)
+        return (name, result)
+    }
+
+    private static func set(_ object: inout [String: JSONValue], path: ArraySlice<String>, to value: JSONValue?) {
+        guard let head = path.first else { return }
+        if path.count == 1 {
+            object[head] = value
+            return
+        }
+        var child = object[head]?.objectValue ?? [:]
+        set(&child, path: path.dropFirst(), to: value)
+        object[head] = .object(child)
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import IMCore
 
-/// Message edits: `patch modify` whose item is not a recall (the SDKs' `conversation.update(old, new)`).
+/// Message edits: `patch modify` whose item is not a recall (the SDKs' `conversation.update(old, new)`), and
+/// the recalls and edits a reconnecting client missed.
 extension IMService {
     /// `patch modify`: one item, a recall (`recall: true`) or an edit (new `data` or `binaryMsg`).
     func patchMessage(_ command: Command, by clientID: String, on connection: Connection) async throws {
@@ -75,5 +76,41 @@ extension IMService {
         item.mentionPids = record.mentionPids
         item.mentionAll = record.mentionAll ? true : nil
         return item
+    }
+
+    // MARK: Patches missed while offline
+
+    /// At most this many missed recalls and edits are pushed at login; older ones show in history.
+    static let missedPatchLimit = 200
+
+    /// After `session opened` with `lastPatchTime`: the recalls and edits made since then in the client's
+    /// conversations, as `patch modify` pushes (LeanCloud's SDKs raise MESSAGE_RECALL / MESSAGE_UPDATE only
+    /// from these), oldest first, in frames of at most `maxLogsReplyBytes` of content.
+    func pushMissedPatches(to connection: Connection, clientID: String, after lastPatchTime: Int64) async {
+        let records: [MessageRecord]
+        do {
+            records = try await store.patchedMessages(clientID: clientID, after: lastPatchTime, limit: Self.missedPatchLimit)
+        } catch {
+            logger.error("missed patches failed", metadata: ["client": "\(clientID)", "error": "\(error)"])
+            return
+        }
+        var items: [PatchItem] = []
+        var bytes = 0
+        func flush() {
+            guard !items.isEmpty else { return }
+            var push = Command(cmd: .patch, op: .modify)
+            push.patches = items
+            connection.send(push)
+            items = []
+            bytes = 0
+        }
+        for record in records {
+            var item = Self.patchItem(record)
+            if record.recalled { item.recall = true }
+            if bytes + record.data.utf8.count > Self.maxLogsReplyBytes { flush() }
+            items.append(item)
+            bytes += record.data.utf8.count + 64
+        }
+        flush()
     }
 }

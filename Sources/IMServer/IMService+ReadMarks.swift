@@ -1,36 +1,8 @@
 import Foundation
 import IMCore
 
-/// Recall, read state and unread counts.
+/// Read marks, receipts (`conv max-read`, also for every member) and unread counts.
 extension IMService {
-    func recall(_ command: Command, by clientID: String, on connection: Connection) async throws {
-        guard let patches = command.patches, patches.count == 1, let patch = patches.first, patch.recall == true else {
-            throw IMError(.invalidField, "patches must hold one item with recall: true")
-        }
-        let now = Identifiers.nowMillis()
-        let window = Int64(configuration.recallWindow) * 1000
-        // The owner and managers recall others' messages as their sender would (see `recallingAs`).
-        let recaller = try await recallingAs(patch, by: clientID)
-        let (record, conversation, members) = try await store.recall(
-            cid: patch.cid, messageID: patch.mid, by: recaller, now: now, window: window)
-        var reply = Command(cmd: .patch, op: .modified, i: command.i)
-        reply.t = now
-        connection.send(reply)
-
-        var item = PatchItem(cid: record.cid, mid: record.id, timestamp: record.t)
-        item.recall = true
-        item.data = record.data
-        item.from = record.from
-        item.patchTimestamp = record.patchT
-        var event = Command(cmd: .patch, op: .modify)
-        event.patches = [item]
-        if conversation.transient {
-            await notifyRoom(record.cid, event, except: connection)
-        } else {
-            await notify(members, event, except: connection)
-        }
-    }
-
     func markRead(_ command: Command, by clientID: String, on connection: Connection) async throws {
         let cid = try requiredCID(command)
         let (readT, receipts) = try await store.markRead(cid: cid, clientID: clientID, messageID: command.mid, t: command.t)
@@ -70,5 +42,15 @@ extension IMService {
     /// that others sent and the member may see, with the newest message and whether any mentions them.
     func unreadCounts(for clientID: String) async throws -> [UnreadInfo] {
         try await store.unreadCounts(clientID: clientID)
+    }
+
+    /// `conv max-read` with `queryAllMembers`: each other member's delivery cursor and read mark, as the
+    /// JS SDK's group receipts (`_fetchAllReceiptTimestamps`) read them from `maxReadTuples`.
+    func memberReceiptTimestamps(_ command: Command, for clientID: String, on connection: Connection) async throws {
+        let cid = try requiredCID(command)
+        var reply = Command(cmd: .conv, op: .maxRead, i: command.i)
+        reply.cid = cid
+        reply.maxReadTuples = try await store.memberReceiptTimestamps(cid: cid, clientID: clientID)
+        connection.send(reply)
     }
 }
