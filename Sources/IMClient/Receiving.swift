@@ -1,8 +1,34 @@
 import Foundation
 import IMCore
 
-/// Turns commands the server sends on its own (no `i`) into events.
+/// What arrives on the link: replies to requests and the login, and commands the server sends on its own
+/// (no `i`) turned into events.
 extension IMClient {
+    func receive(_ command: Command, on link: Link) {
+        if let login, login.link.id == link.id, command.i == login.serial {
+            return completeLogin(login, reply: command)
+        }
+        guard self.link?.id == link.id else { return }
+        if let serial = command.i {
+            if serial == rejoinSerial { return completeRejoin(command) }
+            if pending[serial]?.written == true { resolve(serial, .success(command)) }
+            return
+        }
+        if command.cmd == .session, command.op == .closed {
+            if command.code != nil, let error = IMError(reply: command) { kicked(error) }
+            return
+        }
+        dispatchEvent(command, on: link)
+    }
+
+    func receiveUndecodable(_ text: String, on link: Link) {
+        guard self.link?.id == link.id else { return }
+        hub.emit(.undecodable(text))
+    }
+
+    /// Remembers a received message id; false when it was seen before.
+    func markSeen(_ id: String) -> Bool { seen.insert(id) }
+
     func dispatchEvent(_ command: Command, on link: Link) {
         switch (command.cmd, command.op) {
         case (.direct, _):
@@ -122,5 +148,28 @@ extension IMClient {
                     updatedAt: command.udate))
         default: if !memberControlEvent(command, cid: cid, op: op) { hub.emit(.unhandled(command)) }
         }
+    }
+}
+
+/// The most recent ids inserted, up to a capacity.
+struct RecentIDs {
+    private var members = Set<String>()
+    private var ring: [String] = []
+    private var next = 0
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    /// Inserts `id`; false when it is already present.
+    mutating func insert(_ id: String) -> Bool {
+        guard members.insert(id).inserted else { return false }
+        if ring.count < capacity {
+            ring.append(id)
+        } else {
+            members.remove(ring[next])
+            ring[next] = id
+            next = (next + 1) % capacity
+        }
+        return true
     }
 }

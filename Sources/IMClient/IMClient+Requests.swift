@@ -1,0 +1,115 @@
+import Foundation
+import IMCore
+import Logging
+
+/// Requests: serials, the pending table (written, waiting for a link, timed out), replies resolved.
+extension IMClient {
+    func nextDedupeToken() -> String {
+        dedupeCounter += 1
+        return "\(dedupePrefix)-\(dedupeCounter)"
+    }
+
+    func allocateSerial() -> Int {
+        defer { nextSerial += 1 }
+        return nextSerial
+    }
+
+    /// Sends a request and returns its reply. While the client is paused the request waits for the
+    /// reconnect (at most `sendTimeout`); a reply carrying an error code is thrown as `IMError`.
+    func request(_ command: Command, policy: LossPolicy = .fail) async throws(IMError) -> Command {
+        let (serial, slot) = try enqueue(command, policy: policy)
+        let result = await withTaskCancellationHandler {
+            await slot.value()
+        } onCancel: {
+            Task { await self.resolve(serial, .failure(IMError(.cancelled, "the request was cancelled"))) }
+        }
+        let reply = try result.get()
+        if let error = IMError(reply: reply) { throw error }
+        return reply
+    }
+
+    /// Writes a request now, so requests leave in the order they are enqueued (or queues it while paused),
+    /// and returns the slot its reply will arrive in.
+    func enqueue(_ command: Command, policy: LossPolicy) throws(IMError) -> (serial: Int, slot: ReplySlot) {
+        switch state {
+        case .opened, .opening, .paused, .resuming: break
+        case .closed, .kicked: throw IMError(.clientNotOpen, "open the client first")
+        }
+        var command = command
+        let serial = allocateSerial()
+        command.i = serial
+        let slot = ReplySlot()
+        pending[serial] = PendingRequest(command: command, policy: policy, slot: slot)
+        if let link, state == .opened {
+            write(serial, on: link)
+        } else {
+            arm(serial, after: options.sendTimeout, IMError(.sendTimeout, "not sent: the client stayed disconnected"))
+        }
+        return (serial, slot)
+    }
+
+    /// Sends a command without waiting for anything; it is lost when the client is not connected.
+    func post(_ command: Command) throws(IMError) {
+        guard let link, state == .opened else { throw IMError(.clientNotOpen, "not connected") }
+        try link.send(command)
+    }
+
+    func write(_ serial: Int, on link: Link) {
+        guard let request = pending[serial] else { return }
+        pending[serial]?.written = true
+        do throws(IMError) {
+            try link.send(request.command)
+        } catch {
+            return resolve(serial, .failure(error))
+        }
+        arm(serial, after: options.requestTimeout, IMError(.requestTimeout, "no reply within \(options.requestTimeout)"))
+    }
+
+    /// Writes every waiting request, oldest first.
+    func flushPending() {
+        guard let link else { return }
+        for serial in pending.keys.sorted() where pending[serial]?.written == false {
+            write(serial, on: link)
+        }
+    }
+
+    func arm(_ serial: Int, after delay: Duration, _ error: IMError) {
+        guard pending[serial] != nil else { return }
+        pending[serial]?.deadline = ContinuousClock.now.advanced(by: delay)
+        pending[serial]?.expiry = error
+        if sweeper == nil {
+            sweeper = Task { [weak self] in
+                while let self, await self.sweepExpired() {
+                    try? await Task.sleep(for: Self.sweepInterval)
+                }
+            }
+        }
+    }
+
+    /// Fails the requests whose deadline has passed; false (and the sweeper ends) once none is pending.
+    func sweepExpired() -> Bool {
+        let now = ContinuousClock.now
+        for (serial, request) in pending {
+            if let deadline = request.deadline, let expiry = request.expiry, deadline <= now {
+                resolve(serial, .failure(expiry))
+            }
+        }
+        if pending.isEmpty { sweeper = nil }
+        return !pending.isEmpty
+    }
+
+    func resolve(_ serial: Int, _ result: Result<Command, IMError>) {
+        guard let request = pending.removeValue(forKey: serial) else { return }
+        if request.command.cmd == .direct, request.command.transient != true, request.command.action == nil,
+            case .success(let ack) = result, ack.code == nil, let id = ack.uid, let timestamp = ack.t,
+            let cid = request.command.cid
+        {
+            noteLastMessage(cid: cid, id: id, timestamp: timestamp)
+        }
+        request.slot.fulfill(result)
+    }
+
+    func failAll(_ error: IMError) {
+        for serial in pending.keys.sorted() { resolve(serial, .failure(error)) }
+    }
+}

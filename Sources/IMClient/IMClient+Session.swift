@@ -1,0 +1,266 @@
+import Foundation
+import IMCore
+import Logging
+
+/// Opening and closing: login, the link's end, reconnecting with backoff, being kicked or giving up.
+extension IMClient {
+    /// Logs in. `force` (the default) takes the tag from any other device; a non-forced open fails with
+    /// 4111 when another device holds the tag. Returns at once when already open.
+    public func open(force: Bool = true) async throws(IMError) {
+        switch state {
+        case .opened, .paused, .resuming: return
+        case .opening: throw IMError(.invalidArgument, "open() is already in progress")
+        case .closed, .kicked: break
+        }
+        if let error = ClientID.validate(clientId) { throw error }
+        epoch += 1
+        let epoch = epoch
+        state = .opening
+        let result = await connectAndLogin(reopen: !force, resuming: false, epoch: epoch)
+        if case .failure(let error) = result {
+            if state == .opening, epoch == self.epoch {
+                state = .closed
+                failAll(error)
+            }
+            throw error
+        }
+    }
+
+    /// Logs out and closes the connection. Waiting requests fail with `CLIENT_CLOSED`; no reconnect follows.
+    public func close() async {
+        if case .kicked = state {
+            state = .closed
+            return
+        }
+        guard state != .closed else { return }
+        epoch += 1
+        reconnectTask?.cancel()
+        reconnectTask = nil
+        state = .closed
+        rejoinSerial = nil
+        failLogin(IMError(.clientClosed, "close() was called during login"))
+        failAll(IMError(.clientClosed, "the client was closed"))
+        currentChatRoom = nil
+        sessionToken = nil
+        if let link {
+            self.link = nil
+            try? link.send(Command(cmd: .session, op: .close, i: allocateSerial()))
+            await link.closeAndWait(timeout: .seconds(2))
+        }
+        hub.emit(.closed(nil))
+    }
+
+    /// Connects a new link and logs in on it. On success the link becomes current, the state `.opened`,
+    /// and `.opened` or `.resumed` is emitted before anything the server sends after the login reply.
+    func connectAndLogin(reopen: Bool, resuming: Bool, epoch: Int) async -> Result<Void, IMError> {
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = clientId
+        open.tag = tag
+        open.deviceId = deviceId
+        open.deviceToken = options.deviceToken
+        open.r = reopen ? true : nil
+        open.ua = "hookbot-swift-sdk/1"
+        var rejoin: Command?
+        do {
+            if resuming { open.lastPatchTime = lastPatchTime }
+            if resuming, let sessionToken {
+                open.st = sessionToken
+            } else {
+                open = try await signed(open, .open)
+            }
+            if resuming, let room = currentChatRoom {
+                var join = Command(cmd: .conv, op: .join)
+                join.cid = room
+                rejoin = try await signed(join, .join(conversationId: room))
+            }
+        } catch {
+            return .failure(error)
+        }
+        guard epoch == self.epoch else { return .failure(IMError(.clientClosed, "the client was closed")) }
+        nextLinkID += 1
+        let link: Link
+        do {
+            if let endpoint = options.localEndpoint {
+                link = try Link.attach(id: nextLinkID, to: endpoint, review: options.localReviewer)
+            } else {
+                link = try await Link.connect(
+                    id: nextLinkID, url: options.url, timeout: options.connectTimeout, pingInterval: options.pingInterval,
+                    maxFrameSize: options.maxFrameSize, trustRoots: options.trustRoots, logger: logger)
+            }
+        } catch {
+            return .failure(error)
+        }
+        guard epoch == self.epoch else {
+            link.close()
+            return .failure(IMError(.clientClosed, "the client was closed"))
+        }
+        Task { [weak self] in
+            for await frame in link.inbound {
+                switch frame {
+                case .command(let command): await self?.receive(command, on: link)
+                case .undecodable(let text): await self?.receiveUndecodable(text, on: link)
+                }
+            }
+            await self?.linkEnded(link)
+        }
+        let serial = allocateSerial()
+        open.i = serial
+        let timeout = options.connectTimeout
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { link.abort() }
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            login = Login(link: link, serial: serial, resuming: resuming, rejoin: rejoin, continuation: continuation)
+            do throws(IMError) {
+                try link.send(open)
+            } catch {
+                login = nil
+                continuation.resume(returning: .failure(error))
+            }
+        }
+    }
+
+    func failLogin(_ error: IMError) {
+        guard let login else { return }
+        self.login = nil
+        login.link.abort()
+        login.continuation.resume(returning: .failure(error))
+    }
+
+    /// The login reply arrived on `login.link`.
+    func completeLogin(_ login: Login, reply: Command) {
+        self.login = nil
+        if let error = IMError(reply: reply) {
+            login.link.close()
+            login.continuation.resume(returning: .failure(error))
+            return
+        }
+        guard reply.cmd == .session, reply.op == .opened else {
+            login.link.close()
+            login.continuation.resume(returning: .failure(IMError(.unexpectedReply, "login answered with \(reply.cmd.rawValue)")))
+            return
+        }
+        link = login.link
+        sessionToken = reply.st ?? sessionToken
+        if let t = reply.t { lastPatchTime = max(lastPatchTime ?? t, t) }
+        if var rejoin = login.rejoin {
+            let serial = allocateSerial()
+            rejoin.i = serial
+            rejoinSerial = serial
+            try? login.link.send(rejoin)
+        } else {
+            finishLogin(resuming: login.resuming)
+        }
+        login.continuation.resume(returning: .success(()))
+    }
+
+    /// The session is fully restored: waiting requests go out.
+    func finishLogin(resuming: Bool) {
+        state = .opened
+        hub.emit(resuming ? .resumed : .opened)
+        flushPending()
+    }
+
+    /// The reply to the chat room rejoin after a reconnect arrived.
+    func completeRejoin(_ reply: Command) {
+        rejoinSerial = nil
+        if let error = IMError(reply: reply) {
+            logger.warning("could not rejoin the chat room", metadata: ["cid": "\(currentChatRoom ?? "")", "error": "\(error)"])
+            currentChatRoom = nil
+        }
+        finishLogin(resuming: true)
+    }
+
+    /// A link's inbound stream ended.
+    func linkEnded(_ ended: Link) {
+        if let login, login.link.id == ended.id {
+            failLogin(IMError(.connectionFailed, "the connection closed during login"))
+            return
+        }
+        guard let link, link.id == ended.id else { return }
+        self.link = nil
+        guard state == .opened || rejoinSerial != nil else { return }
+        rejoinSerial = nil
+        state = .paused
+        hub.emit(.paused(IMError(.connectionLost, "the connection to \(options.url) was lost")))
+        for serial in pending.keys.sorted() {
+            guard let request = pending[serial], request.written else { continue }
+            if request.policy == .resend {
+                pending[serial]?.written = false
+                arm(serial, after: options.sendTimeout, IMError(.sendTimeout, "not sent: the connection did not come back in time"))
+            } else {
+                resolve(serial, .failure(IMError(.connectionLost, "the connection was lost before the reply")))
+            }
+        }
+        startReconnecting()
+    }
+
+    func startReconnecting() {
+        let epoch = self.epoch
+        reconnectTask = Task { await self.reconnectLoop(epoch: epoch) }
+    }
+
+    func reconnectLoop(epoch: Int) async {
+        var attempt = 0
+        while epoch == self.epoch, !Task.isCancelled {
+            let delay = options.reconnectDelay(attempt: attempt, unit: Double.random(in: 0...1))
+            attempt += 1
+            try? await Task.sleep(for: delay)
+            guard epoch == self.epoch, !Task.isCancelled else { return }
+            state = .resuming
+            hub.emit(.resuming(attempt: attempt))
+            switch await connectAndLogin(reopen: true, resuming: true, epoch: epoch) {
+            case .success:
+                reconnectTask = nil
+                return
+            case .failure(let error) where epoch != self.epoch:
+                logger.debug("reconnect abandoned", metadata: ["error": "\(error)"])
+                return
+            case .failure(let error)
+            where sessionToken != nil
+                && (error.knownCode == .sessionTokenExpired || error.knownCode == .signatureFailed):
+                // A refused token (expired, revoked, or a server that wants a signature) is not the end:
+                // log in again with a fresh signature.
+                logger.debug("session token refused; logging in with a signature")
+                sessionToken = nil
+                attempt = 0
+            case .failure(let error) where error.clientCode == nil:
+                reconnectTask = nil
+                if error.code == IMErrorCode.sessionConflict.rawValue { kicked(error) } else { giveUp(error) }
+                return
+            case .failure(let error):
+                logger.debug("reconnect failed", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+                state = .paused
+            }
+        }
+    }
+
+    /// The server logged this client out.
+    func kicked(_ error: IMError) {
+        epoch += 1
+        state = .kicked(error)
+        endSession(error)
+        hub.emit(.kickedOffline(error))
+    }
+
+    /// A reconnect failed with a server error other than 4111: stop for good.
+    func giveUp(_ error: IMError) {
+        epoch += 1
+        state = .closed
+        endSession(error)
+        hub.emit(.closed(error))
+    }
+
+    func endSession(_ error: IMError) {
+        rejoinSerial = nil
+        reconnectTask?.cancel()
+        reconnectTask = nil
+        currentChatRoom = nil
+        failLogin(error)
+        failAll(error)
+        link?.close()
+        link = nil
+    }
+}
