@@ -6,15 +6,7 @@ extension IMClient {
     func edit(
         messageId: String, timestamp: Int64, in cid: String, to content: IMMessageContent, mentionPids: [String]?, mentionAll: Bool
     ) async throws(IMError) -> IMMessage {
-        let body: String
-        switch content {
-        case .common(let text): body = text
-        case .typed(let typed): body = typed.encoded()
-        case .custom(let custom):
-            do { body = try custom.encodedTypedMessage().encoded() } catch let error as IMError { throw error } catch {
-                throw IMError(.invalidArgument, "could not encode \(type(of: custom)): \(error)")
-            }
-        }
+        let body = try content.encodedBody()
         var patch = PatchItem(cid: cid, mid: messageId, timestamp: timestamp)
         patch.data = body
         patch.mentionPids = mentionPids

@@ -9,15 +9,7 @@ extension IMClient {
 
     /// Writes a message now (messages leave in the order they are submitted) without waiting for its ack.
     func submitMessage(_ content: IMMessageContent, to cid: String, options: IMSendOptions) throws(IMError) -> IMPendingMessage {
-        let body: String
-        switch content {
-        case .common(let text): body = text
-        case .typed(let typed): body = typed.encoded()
-        case .custom(let custom):
-            do { body = try custom.encodedTypedMessage().encoded() } catch let error as IMError { throw error } catch {
-                throw IMError(.invalidArgument, "could not encode \(type(of: custom)): \(error)")
-            }
-        }
+        let body = try content.encodedBody()
         var direct = Command(cmd: .direct)
         direct.cid = cid
         direct.msg = body
@@ -100,5 +92,20 @@ extension IMClient {
         if item.readAt != nil { return .read }
         if item.ackAt != nil { return .delivered }
         return .sent
+    }
+}
+
+extension IMMessageContent {
+    /// The wire body (`msg`), as `body`, but a custom message that cannot be encoded throws (invalid argument)
+    /// instead of sending an empty body.
+    func encodedBody() throws(IMError) -> String {
+        switch self {
+        case .common(let text): return text
+        case .typed(let typed): return typed.encoded()
+        case .custom(let custom):
+            do { return try custom.encodedTypedMessage().encoded() } catch let error as IMError { throw error } catch {
+                throw IMError(.invalidArgument, "could not encode \(type(of: custom)): \(error)")
+            }
+        }
     }
 }

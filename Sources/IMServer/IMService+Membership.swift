@@ -17,33 +17,19 @@ extension IMService {
         let request = MembershipRequest(kind: .add, cid: cid, actor: clientID, clientIDs: admitted, now: now)
         // Interceptors review only changes the server would make: authorize first (and again in the write).
         try await authorize(request)
-        try await reviewMembership(cid: cid, actor: clientID, members: admitted, action: selfJoin ? "join" : "invite")
+        try await reviewMembership(cid: cid, actor: clientID, members: admitted, action: selfJoin ? .join : .invite)
         let change = try await store.changeMembers(request)
         if change.record.transient {
             await setRoom(connection, cid)
         }
-        var reply = Command(cmd: .conv, op: .added, i: command.i)
-        reply.cid = cid
-        reply.m = change.changed
+        var reply = Self.membershipReply(.added, change, cid: cid, serial: command.i)
         // Members already in the conversation count as added: the request's outcome holds for them.
         reply.allowedPids = change.record.transient ? [clientID] : admitted.filter(change.members.contains)
         if !blocked.isEmpty {
             reply.failedPids = [FailedPids(pids: blocked, error: IMError(.conversationBlacklisted, "blocked in \(cid)"))]
         }
         connection.send(reply)
-        guard !change.record.transient, !change.changed.isEmpty else { return }
-
-        for member in change.changed {
-            var event = Command(cmd: .conv, op: member == clientID ? .joined : .invited)
-            event.cid = cid
-            event.initBy = clientID
-            await notify([member], event)
-        }
-        var joined = Command(cmd: .conv, op: .membersJoined)
-        joined.cid = cid
-        joined.m = change.changed
-        joined.initBy = clientID
-        await notify(change.members, joined)
+        await announce(change, cid: cid, actor: clientID, ownOp: .joined, otherOp: .invited, membersOp: .membersJoined)
     }
 
     func removeMembers(_ command: Command, by clientID: String, on connection: Connection) async throws {
@@ -56,33 +42,46 @@ extension IMService {
         }
         let request = MembershipRequest(kind: .remove, cid: cid, actor: clientID, clientIDs: requested, now: Identifiers.nowMillis())
         try await authorize(request)
-        try await reviewMembership(cid: cid, actor: clientID, members: requested, action: requested == [clientID] ? "quit" : "kick")
+        try await reviewMembership(cid: cid, actor: clientID, members: requested, action: requested == [clientID] ? .quit : .kick)
         let change = try await store.changeMembers(request)
         if change.record.transient {
             await setRoom(connection, nil, leaving: cid)
         }
-        var reply = Command(cmd: .conv, op: .removed, i: command.i)
-        reply.cid = cid
-        reply.m = change.changed
+        var reply = Self.membershipReply(.removed, change, cid: cid, serial: command.i)
         reply.allowedPids = change.changed
         let notMembers = requested.filter { !change.changed.contains($0) }
         if !notMembers.isEmpty {
             reply.failedPids = [FailedPids(pids: notMembers, error: IMError(.invalidMessagingTarget, "not a member of \(cid)"))]
         }
         connection.send(reply)
-        guard !change.record.transient, !change.changed.isEmpty else { return }
+        await announce(change, cid: cid, actor: clientID, ownOp: .left, otherOp: .kicked, membersOp: .membersLeft)
+    }
 
+    /// The answer to `conv add` / `conv remove`: the conversation and the clients changed.
+    private static func membershipReply(_ op: OpType, _ change: MembershipChange, cid: String, serial: Int?) -> Command {
+        var reply = Command(cmd: .conv, op: op, i: serial)
+        reply.cid = cid
+        reply.m = change.changed
+        return reply
+    }
+
+    /// Tells each client added or removed (`ownOp` when it is the actor, `otherOp` when another member acted)
+    /// and the members after the change (`membersOp`, with the list); nothing for a chat room or no change.
+    private func announce(
+        _ change: MembershipChange, cid: String, actor: String, ownOp: OpType, otherOp: OpType, membersOp: OpType
+    ) async {
+        guard !change.record.transient, !change.changed.isEmpty else { return }
         for member in change.changed {
-            var event = Command(cmd: .conv, op: member == clientID ? .left : .kicked)
+            var event = Command(cmd: .conv, op: member == actor ? ownOp : otherOp)
             event.cid = cid
-            event.initBy = clientID
+            event.initBy = actor
             await notify([member], event)
         }
-        var left = Command(cmd: .conv, op: .membersLeft)
-        left.cid = cid
-        left.m = change.changed
-        left.initBy = clientID
-        await notify(change.members, left)
+        var all = Command(cmd: .conv, op: membersOp)
+        all.cid = cid
+        all.m = change.changed
+        all.initBy = actor
+        await notify(change.members, all)
     }
 
     /// Checks a membership change before the interceptors review it (the store checks again when it writes).
@@ -142,7 +141,7 @@ extension IMService {
     }
 
     /// Asks the interceptors whether a membership change may happen; a drop becomes 4305.
-    func reviewMembership(cid: String, actor: String, members: [String], action: String) async throws {
+    func reviewMembership(cid: String, actor: String, members: [String], action: HookRequest.MembershipAction) async throws {
         guard interceptors.isActive, interceptors.configuration.reviewMembership, interceptors.inScope(cid),
             !interceptors.isInterceptor(actor)
         else { return }

@@ -18,4 +18,10 @@ public enum HTTPJSON {
     public static func error(_ status: HTTPResponse.Status, _ reason: String) -> Response {
         response(status, ["code": JSONValue.int(status.code), "reason": .string(reason)])
     }
+
+    /// The error answer of the media, thumbnail, member-info and LeanCloud file endpoints:
+    /// `{"code": <numeric code>, "reason": <its name>, "error": <what went wrong>}`.
+    static func error(_ status: HTTPResponse.Status, code: Int, reason: String, detail: String) -> Response {
+        response(status, ["code": JSONValue.int(code), "reason": .string(reason), "error": .string(detail)])
+    }
 }

@@ -26,7 +26,7 @@ struct LeanCloudFilesError: Error {
     }
 
     var response: Response {
-        HTTPJSON.response(status, ["code": JSONValue.int(code), "reason": .string(reason), "error": .string(detail)])
+        HTTPJSON.error(status, code: code, reason: reason, detail: detail)
     }
 }
 

@@ -156,28 +156,13 @@ enum LeanCloudFilesRoute {
         } catch let error as LeanCloudFilesError {
             response = error.response
         } catch let error as MediaError {
-            response = mediaFailure(error)
+            response = MediaRoute.failure(error)
         } catch {
             response = LeanCloudFilesError.internalError("\(error)").response
         }
         response.headers[.accessControlAllowOrigin] = "*"
         response.headers[.accessControlExposeHeaders] = "ETag"
         return response
-    }
-
-    static func mediaFailure(_ error: MediaError) -> Response {
-        let status: HTTPResponse.Status =
-            switch error.kind {
-            case .tooLarge, .quotaExceeded: .contentTooLarge
-            case .truncated, .badRequest: .badRequest
-            case .notFound: .notFound
-            case .idTaken: .conflict
-            case .storageFailed: .init(code: 507, reasonPhrase: "Insufficient Storage")
-            case .forbidden: .forbidden
-            case .unavailable: .notImplemented
-            }
-        return HTTPJSON.response(
-            status, ["code": JSONValue.int(error.code), "reason": .string("\(error.kind)"), "error": .string(error.reason)])
     }
 
     private static func jsonBody(_ request: Request) async throws -> [String: JSONValue] {

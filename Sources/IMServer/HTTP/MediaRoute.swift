@@ -97,12 +97,13 @@ enum MediaRoute {
         }
     }
 
-    private static func failure(_ error: MediaError) -> Response {
+    /// A media failure's answer (also LeanCloud's file API's: the same statuses and codes).
+    static func failure(_ error: MediaError) -> Response {
         answer(status(error.kind), code: error.code, reason: "\(error.kind)", detail: error.reason)
     }
 
     private static func answer(_ status: HTTPResponse.Status, code: Int, reason: String, detail: String) -> Response {
-        HTTPJSON.response(status, ["code": JSONValue.int(code), "reason": .string(reason), "error": .string(detail)])
+        HTTPJSON.error(status, code: code, reason: reason, detail: detail)
     }
 
     /// Who is calling: a client id, `""` for the operator; throws when neither.

@@ -137,7 +137,7 @@ final class MediaThumbnails: Sendable {
     }
 
     private static func answer(_ status: HTTPResponse.Status, code: Int, reason: String, detail: String) -> Response {
-        HTTPJSON.response(status, ["code": JSONValue.int(code), "reason": .string(reason), "error": .string(detail)])
+        HTTPJSON.error(status, code: code, reason: reason, detail: detail)
     }
 }
 

@@ -31,12 +31,7 @@ enum MemberInfoRoute {
             case .internalError?: .internalServerError
             default: .badRequest
             }
-        return HTTPJSON.response(
-            status,
-            [
-                "code": JSONValue.int(error.code), "reason": .string(error.reason),
-                "error": .string(error.detail ?? error.reason),
-            ])
+        return HTTPJSON.error(status, code: error.code, reason: error.reason, detail: error.detail ?? error.reason)
     }
 
     private static func answer(_ request: Request, service: IMService) async throws -> Response {
