@@ -48,7 +48,12 @@ public enum OpType: String, Sendable, Codable, CaseIterable {
 
 /// One protocol command. Every field but `cmd` is optional; which ones a command uses depends on
 /// `cmd` and `op` (see docs/PROTOCOL.md). The JSON codec writes only the fields that are set.
-public struct Command: Sendable, Codable, Equatable {
+///
+/// The wire mappings of these fields (JSON keys, protobuf fields) are described once, in
+/// scripts/command-fields.json, and generated from there (`scripts/generate-commands.py`): a new field
+/// is a declaration here, a line in that table and a run of the generator. It is not `Codable`: JSON
+/// goes through `JSONCommandCodec`, protobuf through `ProtobufCommandCodec`.
+public struct Command: Sendable, Equatable {
     public var cmd: CommandType
     public var op: OpType?
     /// Request serial, echoed in the single reply to a request.

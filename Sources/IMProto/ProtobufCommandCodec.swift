@@ -148,23 +148,21 @@ public struct ProtobufCommandCodec: Sendable {
             guard let serial = Int32(exactly: i) else { throw .unsupported("i \(i) does not fit the proto's int32 field") }
             g.i = serial
         }
-        if let peerId = command.peerId { g.peerID = peerId }
-        if let appId = command.appId { g.appID = appId }
-        if let serverTs = command.serverTs { g.serverTs = serverTs }
+        copyFields(of: command, into: &g)
         if let priority = command.priority, let number = ProtocolNames.priorityNumber[priority] { g.priority = number }
 
         switch command.cmd {
-        case .session: g.sessionMessage = sessionMessage(command)
+        case .session: copyFields(of: command, into: &g.sessionMessage)
         case .error: g.errorMessage = errorMessage(command)
-        case .direct: g.directMessage = directMessage(command)
-        case .ack: g.ackMessage = ackMessage(command)
-        case .rcp: g.rcpMessage = rcpMessage(command)
-        case .unread: g.unreadMessage = unreadMessage(command)
+        case .direct: copyFields(of: command, into: &g.directMessage)
+        case .ack: copyFields(of: command, into: &g.ackMessage)
+        case .rcp: copyFields(of: command, into: &g.rcpMessage)
+        case .unread: copyFields(of: command, into: &g.unreadMessage)
         case .logs: g.logsMessage = logsMessage(command)
         case .conv: g.convMessage = convMessage(command)
         case .read: g.readMessage = readMessage(command)
-        case .patch: g.patchMessage = patchMessage(command)
-        case .blacklist: g.blacklistMessage = blacklistMessage(command)
+        case .patch: copyFields(of: command, into: &g.patchMessage)
+        case .blacklist: copyFields(of: command, into: &g.blacklistMessage)
         case .echo:
             if command.serverTs == nil, let t = command.t { g.serverTs = t }
         case .goaway, .hook, .device: break
@@ -172,175 +170,33 @@ public struct ProtobufCommandCodec: Sendable {
         return g
     }
 
-    private static func sessionMessage(_ c: Command) -> LCProtoSessionCommand {
-        var s = LCProtoSessionCommand()
-        if let v = c.t { s.t = v }
-        if let v = c.n { s.n = v }
-        if let v = c.s { s.s = v }
-        if let v = c.ua { s.ua = v }
-        if let v = c.r { s.r = v }
-        if let v = c.tag { s.tag = v }
-        if let v = c.deviceId { s.deviceID = v }
-        if let v = c.st { s.st = v }
-        if let v = c.stTtl { s.stTtl = Int32(clamping: v) }
-        if let v = c.code { s.code = Int32(clamping: v) }
-        if let v = c.reason { s.reason = v }
-        if let v = c.detail { s.detail = v }
-        if let v = c.sessionPeerIds { s.sessionPeerIds = v }
-        if let v = c.onlineSessionPeerIds { s.onlineSessionPeerIds = v }
-        if let v = c.lastPatchTime { s.lastPatchTime = v }
-        if let v = c.deviceToken { s.deviceToken = v }
-        return s
-    }
-
     private static func errorMessage(_ c: Command) -> LCProtoErrorCommand {
         var e = LCProtoErrorCommand()
-        e.code = Int32(clamping: c.code ?? 0)
-        e.reason = c.reason ?? ""
-        if let v = c.appCode { e.appCode = Int32(clamping: v) }
-        if let v = c.detail { e.detail = v }
+        copyFields(of: c, into: &e)
+        // LeanCloud's ErrorCommand requires both.
+        if !e.hasCode { e.code = 0 }
+        if !e.hasReason { e.reason = "" }
         return e
-    }
-
-    private static func directMessage(_ c: Command) -> LCProtoDirectCommand {
-        var d = LCProtoDirectCommand()
-        if let v = c.msg { d.msg = v }
-        if let v = c.uid { d.uid = v }
-        if let v = c.fromPeerId { d.fromPeerID = v }
-        if let v = c.timestamp { d.timestamp = v }
-        if let v = c.offline { d.offline = v }
-        if let v = c.hasMore { d.hasMore_p = v }
-        if let v = c.r { d.r = v }
-        if let v = c.cid { d.cid = v }
-        if let v = c.id { d.id = v }
-        if let v = c.transient { d.transient = v }
-        if let v = c.dt { d.dt = v }
-        if let v = c.mentionPids { d.mentionPids = v }
-        if let v = c.mentionAll { d.mentionAll = v }
-        if let v = c.pushData { d.pushData = v }
-        if let v = c.binaryMsg.flatMap(Self.bytes) { d.binaryMsg = v }
-        if let v = c.patchTimestamp { d.patchTimestamp = v }
-        if let v = c.will { d.will = v }
-        return d
     }
 
     /// Base64 text as bytes (binary messages are base64 in the model and JSON, bytes in protobuf).
     static func bytes(_ base64: String) -> Data? { Data(base64Encoded: base64) }
 
-    private static func ackMessage(_ c: Command) -> LCProtoAckCommand {
-        var a = LCProtoAckCommand()
-        if let v = c.code { a.code = Int32(clamping: v) }
-        if let v = c.reason { a.reason = v }
-        if let v = c.mid { a.mid = v }
-        if let v = c.cid { a.cid = v }
-        if let v = c.t { a.t = v }
-        if let v = c.tt { a.fromts = v }
-        if let v = c.uid { a.uid = v }
-        if let v = c.ids { a.ids = v }
-        if let v = c.appCode { a.appCode = Int32(clamping: v) }
-        // LeanCloud's ack has no `detail`; SDKs show `appMsg` with a refused message.
-        if let v = c.detail { a.appMsg = v }
-        return a
-    }
-
-    private static func rcpMessage(_ c: Command) -> LCProtoRcpCommand {
-        var r = LCProtoRcpCommand()
-        if let v = c.id { r.id = v }
-        if let v = c.cid { r.cid = v }
-        if let v = c.t { r.t = v }
-        if let v = c.read { r.read = v }
-        if let v = c.from { r.from = v }
-        return r
-    }
-
-    private static func unreadMessage(_ c: Command) -> LCProtoUnreadCommand {
-        var u = LCProtoUnreadCommand()
-        u.convs = (c.convs ?? []).map { info in
-            var tuple = LCProtoUnreadTuple()
-            tuple.cid = info.cid
-            tuple.unread = Int32(clamping: info.unread)
-            if let v = info.mid { tuple.mid = v }
-            if let v = info.timestamp { tuple.timestamp = v }
-            if let v = info.from { tuple.from = v }
-            if let v = info.data { tuple.data = v }
-            if let v = info.mentioned { tuple.mentioned = v }
-            if let v = info.binaryMsg.flatMap(Self.bytes) { tuple.binaryMsg = v }
-            if let v = info.patchTimestamp { tuple.patchTimestamp = v }
-            return tuple
-        }
-        if let v = c.t { u.notifTime = v }
-        return u
-    }
-
     private static func logsMessage(_ c: Command) -> LCProtoLogsCommand {
         var l = LCProtoLogsCommand()
-        if let v = c.cid { l.cid = v }
-        if let v = c.limit { l.limit = Int32(clamping: v) }
-        if let v = c.t { l.t = v }
-        if let v = c.tt { l.tt = v }
-        if let v = c.tmid { l.tmid = v }
-        if let v = c.mid { l.mid = v }
+        copyFields(of: c, into: &l)
         if let v = c.reversed { l.direction = v ? .new : .old }
-        if let v = c.tIncluded { l.tIncluded = v }
-        if let v = c.ttIncluded { l.ttIncluded = v }
-        if let v = c.lctype { l.lctype = Int32(clamping: v) }
-        if let logs = c.logs {
-            l.logs = logs.map { item in
-                var log = LCProtoLogItem()
-                log.msgID = item.msgId
-                log.from = item.from
-                log.data = item.data
-                log.timestamp = item.timestamp
-                if let v = item.ackAt { log.ackAt = v }
-                if let v = item.readAt { log.readAt = v }
-                if let v = item.mentionPids { log.mentionPids = v }
-                if let v = item.mentionAll { log.mentionAll = v }
-                if let v = item.bin { log.bin = v }
-                if let v = item.patchTimestamp { log.patchTimestamp = v }
-                return log
-            }
-        }
         return l
     }
 
     private static func convMessage(_ c: Command) -> LCProtoConvCommand {
         var v = LCProtoConvCommand()
-        if let x = c.m { v.m = x }
-        if let x = c.transient { v.transient = x }
-        if let x = c.unique { v.unique = x }
-        if let x = c.cid { v.cid = x }
+        copyFields(of: c, into: &v)
         if let x = c.cdate { v.cdate = LeanCloudDate.iso(x) }
         if let x = c.udate { v.udate = LeanCloudDate.iso(x) }
-        if let x = c.initBy { v.initBy = x }
         if let x = c.sort { v.sort = ConversationAttributes.sortForSDK(x) }
-        if let x = c.limit { v.limit = Int32(clamping: x) }
-        if let x = c.skip { v.skip = Int32(clamping: x) }
-        if let x = c.count { v.count = Int32(clamping: x) }
-        if let x = c.t { v.t = x }
-        if let x = c.n { v.n = x }
-        if let x = c.s { v.s = x }
         if let x = c.where { v.where = json(ConversationAttributes.conditionForSDK(x)) }
-        if let x = c.maxReadTimestamp { v.maxReadTimestamp = x }
-        if let x = c.maxAckTimestamp { v.maxAckTimestamp = x }
-        if let x = c.flag { v.flag = Int32(clamping: x) }
-        if let x = c.queryAllMembers { v.queryAllMembers = x }
-        if let x = c.maxReadTuples {
-            v.maxReadTuples = x.map { tuple in
-                var t = LCProtoMaxReadTuple()
-                t.pid = tuple.pid
-                if let ack = tuple.maxAckTimestamp { t.maxAckTimestamp = ack }
-                if let read = tuple.maxReadTimestamp { t.maxReadTimestamp = read }
-                return t
-            }
-        }
-        if let x = c.tempConv { v.tempConv = x }
-        if let x = c.tempConvTTL { v.tempConvTtl = Int32(clamping: x) }
-        if let x = c.tempConvIds { v.tempConvIds = x }
-        if let x = c.allowedPids { v.allowedPids = x }
-        if let x = c.failedPids { v.failedPids = x.map(failureMessage) }
         if let results = c.results { v.results = json(.array(results.map(ConversationJSON.encode))) }
-        if let x = c.next { v.next = x }
-        if let x = c.targetClientId { v.targetClientID = x }
         if let role = c.role {
             // The SDK reads the member and the role of `member-info-changed` from `info`.
             v.info.role = role
@@ -376,28 +232,6 @@ public struct ProtobufCommandCodec: Sendable {
             r.convs = [tuple]
         }
         return r
-    }
-
-    private static func patchMessage(_ c: Command) -> LCProtoPatchCommand {
-        var p = LCProtoPatchCommand()
-        if let v = c.t { p.lastPatchTime = v }
-        p.patches = (c.patches ?? []).map { item in
-            var patch = LCProtoPatchItem()
-            patch.cid = item.cid
-            patch.mid = item.mid
-            patch.timestamp = item.timestamp
-            if let v = item.recall { patch.recall = v }
-            if let v = item.data { patch.data = v }
-            if let v = item.from { patch.from = v }
-            if let v = item.patchTimestamp { patch.patchTimestamp = v }
-            if let v = item.binaryMsg.flatMap(Self.bytes) { patch.binaryMsg = v }
-            if let v = item.mentionPids { patch.mentionPids = v }
-            if let v = item.mentionAll { patch.mentionAll = v }
-            if let v = item.patchCode { patch.patchCode = Int64(v) }
-            if let v = item.patchReason { patch.patchReason = v }
-            return patch
-        }
-        return p
     }
 
     private static func json(_ value: JSONValue) -> LCProtoJsonObjectMessage {
@@ -443,9 +277,7 @@ public struct ProtobufCommandCodec: Sendable {
             }
             c.op = op
         }
-        if g.hasPeerID { c.peerId = g.peerID }
-        if g.hasAppID { c.appId = g.appID }
-        if g.hasServerTs { c.serverTs = g.serverTs }
+        copyFields(of: g, into: &c)
         if g.hasPriority {
             guard let priority = ProtocolNames.priorityName[g.priority] else {
                 throw fail(.invalidField, "priority must be 1 (high), 2 (normal) or 3 (low)")
@@ -455,124 +287,38 @@ public struct ProtobufCommandCodec: Sendable {
 
         switch cmd {
         case .session:
-            if g.hasSessionMessage {
-                let s = g.sessionMessage
-                if s.hasT { c.t = s.t }
-                if s.hasN { c.n = s.n }
-                if s.hasS { c.s = s.s }
-                if s.hasUa { c.ua = s.ua }
-                if s.hasR { c.r = s.r }
-                if s.hasTag { c.tag = s.tag }
-                if s.hasDeviceID { c.deviceId = s.deviceID }
-                if s.hasSt { c.st = s.st }
-                if s.hasStTtl { c.stTtl = Int(s.stTtl) }
-                if s.hasCode { c.code = Int(s.code) }
-                if s.hasReason { c.reason = s.reason }
-                if s.hasDetail { c.detail = s.detail }
-                if !s.sessionPeerIds.isEmpty { c.sessionPeerIds = s.sessionPeerIds }
-                if !s.onlineSessionPeerIds.isEmpty { c.onlineSessionPeerIds = s.onlineSessionPeerIds }
-                if s.hasLastPatchTime { c.lastPatchTime = s.lastPatchTime }
-                if s.hasDeviceToken { c.deviceToken = s.deviceToken }
-            }
+            if g.hasSessionMessage { copyFields(of: g.sessionMessage, into: &c) }
         case .error:
-            if g.hasErrorMessage {
-                let e = g.errorMessage
-                if e.hasCode { c.code = Int(e.code) }
-                if e.hasReason { c.reason = e.reason }
-                if e.hasAppCode { c.appCode = Int(e.appCode) }
-                if e.hasDetail { c.detail = e.detail }
-            }
+            if g.hasErrorMessage { copyFields(of: g.errorMessage, into: &c) }
         case .direct:
-            if g.hasDirectMessage {
-                let d = g.directMessage
-                if d.hasMsg { c.msg = d.msg }
-                if d.hasBinaryMsg { c.binaryMsg = d.binaryMsg.base64EncodedString() }
-                if d.hasPatchTimestamp { c.patchTimestamp = d.patchTimestamp }
-                if d.hasUid { c.uid = d.uid }
-                if d.hasFromPeerID { c.fromPeerId = d.fromPeerID }
-                if d.hasTimestamp { c.timestamp = d.timestamp }
-                if d.hasOffline { c.offline = d.offline }
-                if d.hasHasMore_p { c.hasMore = d.hasMore_p }
-                if d.hasR { c.r = d.r }
-                if d.hasCid { c.cid = d.cid }
-                if d.hasID { c.id = d.id }
-                if d.hasTransient { c.transient = d.transient }
-                if d.hasDt { c.dt = d.dt }
-                if !d.mentionPids.isEmpty { c.mentionPids = d.mentionPids }
-                if d.hasMentionAll { c.mentionAll = d.mentionAll }
-                if d.hasPushData { c.pushData = d.pushData }
-                if d.hasWill { c.will = d.will }
-            }
+            if g.hasDirectMessage { copyFields(of: g.directMessage, into: &c) }
         case .ack:
             if g.hasAckMessage {
-                let a = g.ackMessage
-                if a.hasCode { c.code = Int(a.code) }
-                if a.hasReason { c.reason = a.reason }
-                if a.hasMid { c.mid = a.mid }
-                if a.hasCid { c.cid = a.cid }
-                if a.hasUid { c.uid = a.uid }
-                if !a.ids.isEmpty { c.ids = a.ids }
-                if a.hasAppCode { c.appCode = Int(a.appCode) }
-                if a.hasAppMsg { c.detail = a.appMsg }
+                copyFields(of: g.ackMessage, into: &c)
                 // SDKs acknowledge a range of timestamps [fromts, tots]: it is carried as `tt`…`t`
                 // (the cursor moves to its end; the server resolves receipts in the range).
-                if a.hasT { c.t = a.t } else if a.hasTots { c.t = a.tots }
-                if a.hasFromts { c.tt = a.fromts }
+                if !g.ackMessage.hasT, g.ackMessage.hasTots { c.t = g.ackMessage.tots }
             }
         case .rcp:
-            if g.hasRcpMessage {
-                let r = g.rcpMessage
-                if r.hasID { c.id = r.id }
-                if r.hasCid { c.cid = r.cid }
-                if r.hasT { c.t = r.t }
-                if r.hasRead { c.read = r.read }
-                if r.hasFrom { c.from = r.from }
-            }
+            if g.hasRcpMessage { copyFields(of: g.rcpMessage, into: &c) }
         case .unread:
             if g.hasUnreadMessage {
-                c.convs = g.unreadMessage.convs.map { tuple in
-                    var info = UnreadInfo(cid: tuple.cid, unread: Int(tuple.unread))
-                    if tuple.hasMid { info.mid = tuple.mid }
-                    if tuple.hasTimestamp { info.timestamp = tuple.timestamp }
-                    if tuple.hasFrom { info.from = tuple.from }
-                    if tuple.hasData { info.data = tuple.data }
-                    if tuple.hasMentioned { info.mentioned = tuple.mentioned }
-                    if tuple.hasBinaryMsg { info.binaryMsg = tuple.binaryMsg.base64EncodedString() }
-                    if tuple.hasPatchTimestamp { info.patchTimestamp = tuple.patchTimestamp }
-                    return info
-                }
-                if g.unreadMessage.hasNotifTime { c.t = g.unreadMessage.notifTime }
+                copyFields(of: g.unreadMessage, into: &c)
+                // The list is there, if empty, whenever the message is.
+                if c.convs == nil { c.convs = [] }
             }
         case .logs:
             if g.hasLogsMessage {
                 let l = g.logsMessage
-                if l.hasCid { c.cid = l.cid }
-                if l.hasLimit { c.limit = Int(l.limit) } else if l.hasL { c.limit = Int(l.l) }
-                if l.hasT { c.t = l.t }
-                if l.hasTt { c.tt = l.tt }
-                if l.hasTmid { c.tmid = l.tmid }
-                if l.hasMid { c.mid = l.mid }
+                copyFields(of: l, into: &c)
+                // `l` is the older SDKs' name of `limit`.
+                if !l.hasLimit, l.hasL { c.limit = Int(l.l) }
                 if l.hasDirection { c.reversed = l.direction == .new }
-                if l.hasTIncluded { c.tIncluded = l.tIncluded }
-                if l.hasTtIncluded { c.ttIncluded = l.ttIncluded }
-                if l.hasLctype { c.lctype = Int(l.lctype) }
-                if !l.logs.isEmpty {
-                    c.logs = l.logs.map { log in
-                        var item = LogItem(msgId: log.msgID, from: log.from, data: log.data, timestamp: log.timestamp)
-                        if log.hasAckAt { item.ackAt = log.ackAt }
-                        if log.hasReadAt { item.readAt = log.readAt }
-                        if !log.mentionPids.isEmpty { item.mentionPids = log.mentionPids }
-                        if log.hasMentionAll { item.mentionAll = log.mentionAll }
-                        if log.hasBin { item.bin = log.bin }
-                        if log.hasPatchTimestamp { item.patchTimestamp = log.patchTimestamp }
-                        return item
-                    }
-                }
             }
         case .conv:
             if g.hasConvMessage { try decodeConv(g.convMessage, into: &c, fail: fail) }
         case .blacklist:
-            if g.hasBlacklistMessage { decodeBlacklist(g.blacklistMessage, into: &c) }
+            if g.hasBlacklistMessage { copyFields(of: g.blacklistMessage, into: &c) }
         case .read:
             if g.hasReadMessage {
                 let r = g.readMessage
@@ -596,25 +342,7 @@ public struct ProtobufCommandCodec: Sendable {
                 }
             }
         case .patch:
-            if g.hasPatchMessage {
-                let p = g.patchMessage
-                if p.hasLastPatchTime { c.t = p.lastPatchTime }
-                if !p.patches.isEmpty {
-                    c.patches = p.patches.map { patch in
-                        var item = PatchItem(cid: patch.cid, mid: patch.mid, timestamp: patch.timestamp)
-                        if patch.hasRecall { item.recall = patch.recall }
-                        if patch.hasData { item.data = patch.data }
-                        if patch.hasFrom { item.from = patch.from }
-                        if patch.hasPatchTimestamp { item.patchTimestamp = patch.patchTimestamp }
-                        if patch.hasBinaryMsg { item.binaryMsg = patch.binaryMsg.base64EncodedString() }
-                        if !patch.mentionPids.isEmpty { item.mentionPids = patch.mentionPids }
-                        if patch.hasMentionAll { item.mentionAll = patch.mentionAll }
-                        if patch.hasPatchCode { item.patchCode = Int(clamping: patch.patchCode) }
-                        if patch.hasPatchReason { item.patchReason = patch.patchReason }
-                        return item
-                    }
-                }
-            }
+            if g.hasPatchMessage { copyFields(of: g.patchMessage, into: &c) }
         case .echo:
             if g.hasServerTs {
                 c.t = g.serverTs
@@ -630,10 +358,7 @@ public struct ProtobufCommandCodec: Sendable {
         _ v: LCProtoConvCommand, into c: inout Command,
         fail: (IMErrorCode, String) -> CommandDecodingError
     ) throws(CommandDecodingError) {
-        if !v.m.isEmpty { c.m = v.m }
-        if v.hasTransient { c.transient = v.transient }
-        if v.hasUnique { c.unique = v.unique }
-        if v.hasCid { c.cid = v.cid }
+        copyFields(of: v, into: &c)
         if v.hasCdate {
             guard let ms = LeanCloudDate.millis(v.cdate) else { throw fail(.invalidField, "cdate is not a date") }
             c.cdate = ms
@@ -642,30 +367,7 @@ public struct ProtobufCommandCodec: Sendable {
             guard let ms = LeanCloudDate.millis(v.udate) else { throw fail(.invalidField, "udate is not a date") }
             c.udate = ms
         }
-        if v.hasInitBy { c.initBy = v.initBy }
         if v.hasSort { c.sort = ConversationAttributes.sortFromSDK(v.sort) }
-        if v.hasLimit { c.limit = Int(v.limit) }
-        if v.hasSkip { c.skip = Int(v.skip) }
-        if v.hasCount { c.count = Int(v.count) }
-        if v.hasT { c.t = v.t }
-        if v.hasN { c.n = v.n }
-        if v.hasS { c.s = v.s }
-        if v.hasFlag { c.flag = Int(v.flag) }
-        if v.hasQueryAllMembers { c.queryAllMembers = v.queryAllMembers }
-        if !v.maxReadTuples.isEmpty {
-            c.maxReadTuples = v.maxReadTuples.map { t in
-                MaxReadTuple(
-                    pid: t.pid, maxAckTimestamp: t.hasMaxAckTimestamp ? t.maxAckTimestamp : nil,
-                    maxReadTimestamp: t.hasMaxReadTimestamp ? t.maxReadTimestamp : nil)
-            }
-        }
-        if v.hasMaxReadTimestamp { c.maxReadTimestamp = v.maxReadTimestamp }
-        if v.hasMaxAckTimestamp { c.maxAckTimestamp = v.maxAckTimestamp }
-        if v.hasTempConv { c.tempConv = v.tempConv }
-        if v.hasTempConvTtl { c.tempConvTTL = Int(v.tempConvTtl) }
-        if !v.tempConvIds.isEmpty { c.tempConvIds = v.tempConvIds }
-        if !v.allowedPids.isEmpty { c.allowedPids = v.allowedPids }
-        if !v.failedPids.isEmpty { c.failedPids = v.failedPids.map(failedPids) }
         if v.hasWhere {
             guard let value = JSONValue.parse(v.where.data) else { throw fail(.malformedCommand, "where is not JSON") }
             c.where = ConversationAttributes.conditionFromSDK(value)
@@ -684,8 +386,6 @@ public struct ProtobufCommandCodec: Sendable {
             c.results = results
         }
         let attrMessage = v.hasAttr ? v.attr : (v.hasAttrModified ? v.attrModified : nil)
-        if v.hasNext { c.next = v.next }
-        if v.hasTargetClientID { c.targetClientId = v.targetClientID }
         if v.hasInfo {
             if v.info.hasPid, c.targetClientId == nil { c.targetClientId = v.info.pid }
             if v.info.hasRole { c.role = v.info.role }
@@ -708,11 +408,9 @@ public struct ProtobufCommandCodec: Sendable {
 
     // MARK: hookbotFields
 
+    /// The command's fields as its JSON frame has them.
     private static func jsonObject(_ command: Command) -> [String: JSONValue] {
-        guard let data = try? JSONEncoder().encode(command),
-            let value = try? JSONDecoder().decode(JSONValue.self, from: data)
-        else { return [:] }
-        return value.objectValue ?? [:]
+        JSONValue.parse(JSONCommandCodec().encode(command))?.objectValue ?? [:]
     }
 
     /// The top-level fields of `original` that `seen` lacks or holds differently; `null` for fields
@@ -732,16 +430,18 @@ public struct ProtobufCommandCodec: Sendable {
             if value == .null { object[key] = nil } else { object[key] = value }
         }
         do {
-            return try JSONDecoder().decode(Command.self, from: Data(JSONValue.object(object).jsonString().utf8))
+            return try JSONCommandCodec().decode(JSONValue.object(object).jsonString())
         } catch {
-            var field = "hookbotFields"
-            if case DecodingError.typeMismatch(_, let context) = error, let key = context.codingPath.first {
-                field += ".\(key.stringValue)"
-            } else if case DecodingError.dataCorrupted(let context) = error, let key = context.codingPath.first {
-                field += ".\(key.stringValue)"
-            }
-            throw CommandDecodingError(IMError(.malformedCommand, "invalid value in \(field)"), requestSerial: serial)
+            throw CommandDecodingError(
+                IMError(.malformedCommand, "invalid value in hookbotFields.\(Self.field(of: error))"), requestSerial: serial)
         }
+    }
+
+    /// The top-level field a JSON decoding error names (`results` for "invalid value for field 'results.0.m'").
+    private static func field(of error: CommandDecodingError) -> String {
+        let detail = error.error.detail ?? ""
+        guard let open = detail.firstIndex(of: "'") else { return "" }
+        return String(detail[detail.index(after: open)...].prefix { $0 != "'" && $0 != "." })
     }
 }
 

@@ -218,4 +218,52 @@ struct JSONOutput: ~Copyable {
             appendJSONObject(object)
         }
     }
+
+    // One member of an object, its key written with the `{` or `,` before it: the generated writers
+    // (Command+JSON.generated.swift) write each field with one call.
+
+    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: String) {
+        appendJSONRaw(key)
+        appendJSONString(value)
+    }
+
+    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: Int) {
+        appendJSONRaw(key)
+        appendJSONInt(value)
+    }
+
+    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: Int64) {
+        appendJSONRaw(key)
+        appendJSONInt(value)
+    }
+
+    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: Bool) {
+        appendJSONRaw(key)
+        appendJSONBool(value)
+    }
+
+    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: [String]) {
+        appendJSONRaw(key)
+        appendJSONStrings(value)
+    }
+
+    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: JSONValue) {
+        appendJSONRaw(key)
+        appendJSONValue(value)
+    }
+
+    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: [String: JSONValue]) {
+        appendJSONRaw(key)
+        appendJSONObject(value)
+    }
+
+    @inline(__always) mutating func appendJSONMember<T: JSONObjectWritable>(_ key: StaticString, _ value: [T]) {
+        appendJSONRaw(key)
+        appendJSONArray(value) { $0.writeJSON(into: &$1) }
+    }
+}
+
+/// A struct written as a JSON object (the elements of `results`, `logs`, `convs`, …).
+protocol JSONObjectWritable {
+    func writeJSON(into out: inout JSONOutput)
 }
