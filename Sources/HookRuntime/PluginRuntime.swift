@@ -70,11 +70,11 @@ public actor PluginRuntime {
             // A call runs off the Lua thread; its callback comes back to it as one more call.
             let inFlight = httpInFlight
             engine.setHTTPStarter { [weak self] call in
-                inFlight.count.withLock { $0 += 1 }
+                inFlight.started()
                 Task {
                     let outcome = await http.perform(call)
                     await self?.finishHTTP(call, outcome)
-                    inFlight.count.withLock { $0 -= 1 }
+                    inFlight.finished()
                 }
             }
         }
@@ -95,9 +95,7 @@ public actor PluginRuntime {
 
     /// Waits until every HTTP call started so far has finished, its callback has run and its result has
     /// been handed to `onAsyncResults` (what `hookbot test` does after each step).
-    public nonisolated func waitForHTTPCalls() async {
-        while httpInFlight.count.withLock({ $0 }) > 0 { try? await Task.sleep(for: .milliseconds(1)) }
-    }
+    public nonisolated func waitForHTTPCalls() async { await httpInFlight.waitUntilNone() }
 
     /// Where the results of callbacks that run later (HTTP calls) go: the host executes their actions.
     public func onAsyncResults(_ handler: @escaping @Sendable (HookResult) async -> Void) { asyncResults = handler }
@@ -319,7 +317,36 @@ public actor PluginRuntime {
     }
 }
 
-/// A count shared by the call starter and the tasks that finish calls.
+/// A count shared by the call starter and the tasks that finish calls; waiters are resumed when it
+/// reaches zero (a signal, not a polling loop).
 private final class InFlightCount: Sendable {
-    let count = Mutex(0)
+    private struct State {
+        var count = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    func started() { state.withLock { $0.count += 1 } }
+
+    func finished() {
+        let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.count -= 1
+            guard s.count == 0 else { return [] }
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    /// Returns at once when nothing is in flight, else when the last call in flight finishes.
+    func waitUntilNone() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { s -> Bool in
+                if s.count == 0 { return true }
+                s.waiters.append(waiter)
+                return false
+            }
+            if idle { waiter.resume() }
+        }
+    }
 }
