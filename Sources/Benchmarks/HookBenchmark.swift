@@ -1,5 +1,6 @@
 import Foundation
 import HookRuntime
+import IMCore
 import Logging
 
 /// Measures hook dispatch speed (the `hooks` workload of `hookbot bench`).
@@ -108,7 +109,7 @@ public enum HookBenchmark {
         quiet.logLevel = .critical
 
         let msg = HookMessage(
-            id: "m1", cid: "c1", from: "alice", type: HookMessageType.text,
+            id: "m1", cid: "c1", from: "alice", type: MessageType.text.rawValue,
             text: "hello there general kenobi", timestamp: 1_700_000_000_000)
 
         // trivial

@@ -100,7 +100,7 @@ extension HookBenchmark {
             }
             defer { engine.shutdown() }
             let messages = lines.map {
-                HookMessage(id: "m1", cid: "c1", from: "alice", type: HookMessageType.text, text: $0, timestamp: 1_700_000_000_000)
+                HookMessage(id: "m1", cid: "c1", from: "alice", type: MessageType.text.rawValue, text: $0, timestamp: 1_700_000_000_000)
             }
             for m in messages.prefix(1000) { _ = engine.receive(m) }
             var hits = 0

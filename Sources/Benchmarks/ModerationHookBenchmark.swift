@@ -93,7 +93,7 @@ extension HookBenchmark {
         func message(_ k: Int) -> HookMessage {
             HookMessage(
                 id: "m\(k)", cid: conversations[k % conversations.count], from: members[k % members.count],
-                type: HookMessageType.text, text: texts[k % texts.count], timestamp: Int64(clock.now * 1000))
+                type: MessageType.text.rawValue, text: texts[k % texts.count], timestamp: Int64(clock.now * 1000))
         }
         var blocked = 0
         var warned = 0

@@ -20,12 +20,7 @@ enum HookMapping {
         if !typed.fields.isEmpty { attrs["fields"] = .object(typed.fields) }
         return HookMessage(
             id: id, cid: cid, from: from, type: typed.type, text: typed.text, attrs: attrs,
-            file: typed.file.map {
-                HookFile(
-                    id: $0.objId, url: $0.url, name: $0.name, format: $0.format, size: $0.size.map { Int($0) },
-                    width: $0.width, height: $0.height, duration: $0.duration)
-            },
-            location: typed.location.map { HookLocation(latitude: $0.latitude, longitude: $0.longitude) },
+            file: typed.file, location: typed.location,
             timestamp: timestamp, transient: transient)
     }
 
@@ -47,14 +42,8 @@ enum HookMapping {
         let fields = attrs.removeValue(forKey: "fields")?.objectValue ?? [:]
         return TypedMessage(
             type: message.type, text: message.text, attributes: attrs.isEmpty ? nil : attrs,
-            file: message.file.flatMap { file in
-                file.url.map {
-                    FileInfo(
-                        url: $0, objId: file.id, name: file.name, format: file.format, size: file.size.map(Int64.init),
-                        width: file.width, height: file.height, duration: file.duration)
-                }
-            },
-            location: message.location.map { Location(latitude: $0.latitude, longitude: $0.longitude) },
+            // A file without a url (a plugin's draft naming only an id) is not sent, as before.
+            file: message.file.flatMap { $0.url.isEmpty ? nil : $0 }, location: message.location,
             fields: fields)
     }
 

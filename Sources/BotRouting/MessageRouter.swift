@@ -278,7 +278,7 @@ public final class MessageRouter: Sendable {
             await perform(action, "warn", cid)
             let text = "@\(user) " + (reason ?? Self.warning)
             await send(
-                HookMessage(cid: cid, type: HookMessageType.text, text: text), to: cid, hops: hops, plugin: plugin,
+                HookMessage(cid: cid, type: MessageType.text.rawValue, text: text), to: cid, hops: hops, plugin: plugin,
                 transient: false, mentions: [user])
         case .block(let cid, _, let blocked):
             await perform(action, blocked ? "block" : "unblock", cid)

@@ -500,7 +500,7 @@ let cbTypesNumber: hb_swift_fn = { L in
         lua_pushnil(L)
         return 1
     }
-    if let b = HookMessageType.builtinNames.first(where: { $0.value == s }) {
+    if let b = HookMessageTypes.builtinNames.first(where: { $0.value == s }) {
         lua_pushinteger(L, Int64(b.key))
         return 1
     }
@@ -525,7 +525,7 @@ enum ActionKind: String, CaseIterable {
 private func messageArg(_ L: LuaRef, _ i: Int32, cid: String, plugin: LuaPlugin, what: String) throws -> HookMessage {
     switch lua_type(L, i) {
     case LUA_TSTRING, LUA_TNUMBER:
-        return HookMessage(cid: cid, type: HookMessageType.text, text: argString(L, i))
+        return HookMessage(cid: cid, type: MessageType.text.rawValue, text: argString(L, i))
     case LUA_TTABLE:
         var m = try luaToMessage(L, i, base: HookMessage(cid: cid))
         m.cid = cid

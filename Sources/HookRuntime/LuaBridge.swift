@@ -195,18 +195,7 @@ func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?, file lookup
     }
     luaSetFieldTop(L, "attrs")
     if let f = m.file {
-        lua_createtable(L, 0, 12)
-        if let v = f.id { luaSetField(L, "id", v) }
-        if let v = f.url { luaSetField(L, "url", v) }
-        if let v = f.name { luaSetField(L, "name", v) }
-        if let v = f.format { luaSetField(L, "format", v) }
-        if let v = f.size { luaSetField(L, "size", int: Int64(v)) }
-        if let v = f.width { luaSetField(L, "width", int: Int64(v)) }
-        if let v = f.height { luaSetField(L, "height", int: Int64(v)) }
-        if let v = f.duration {
-            lua_pushnumber(L, v)
-            luaSetFieldTop(L, "duration")
-        }
+        if !luaPush(L, json: .object(f.hookFields)) { lua_createtable(L, 0, 0) }
         if let record = lookup?.record {
             luaSetField(L, "mime", record.mime)
             luaSetField(L, "sha256", record.sha256)
@@ -301,10 +290,10 @@ func luaToMessage(_ L: LuaRef, _ idx: Int32, base: HookMessage) throws -> HookMe
             throw LuaConversionError("message.file must be a table")
         }
         // `mime`, `sha256`, `stored` and `error` are the host's, not the message's: they are not read back.
-        m.file = HookFile(
-            id: o["id"]?.stringValue, url: o["url"]?.stringValue, name: o["name"]?.stringValue, format: o["format"]?.stringValue,
-            size: o["size"]?.intValue, width: o["width"]?.intValue, height: o["height"]?.intValue,
-            duration: o["duration"]?.doubleValue)
+        m.file = FileInfo(
+            url: o["url"]?.stringValue ?? "", objId: o["id"]?.stringValue, name: o["name"]?.stringValue,
+            format: o["format"]?.stringValue, size: o["size"]?.intValue.map(Int64.init), width: o["width"]?.intValue,
+            height: o["height"]?.intValue, duration: o["duration"]?.doubleValue)
     }
     lua_settop(L, -2)
 
@@ -318,7 +307,7 @@ func luaToMessage(_ L: LuaRef, _ idx: Int32, base: HookMessage) throws -> HookMe
             lua_settop(L, -2)
             throw LuaConversionError("message.location needs numeric latitude and longitude")
         }
-        m.location = HookLocation(latitude: lat, longitude: lon)
+        m.location = Location(latitude: lat, longitude: lon)
     }
     lua_settop(L, -2)
 

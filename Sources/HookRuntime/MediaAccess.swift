@@ -150,9 +150,9 @@ final class MediaAccess {
     }
 
     /// What a hook sees of `file` besides the message's own fields: its record when it is a stored file.
-    func lookup(_ file: HookFile?, until: ContinuousClock.Instant?) -> FileLookup? {
+    func lookup(_ file: FileInfo?, until: ContinuousClock.Instant?) -> FileLookup? {
         guard let file else { return nil }
-        guard let id = file.id, HookMedia.isValidID(id) else { return FileLookup() }
+        guard let id = file.objId, HookMedia.isValidID(id) else { return FileLookup() }
         if let hit = cache[id] { return FileLookup(record: hit) }
         var wait = HookMedia.lookupWait
         if let until {

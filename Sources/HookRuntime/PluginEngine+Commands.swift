@@ -16,7 +16,7 @@ extension PluginEngine {
 
     /// A reply from the host about a command (usage, permission, cooldown, help), as the command's plugin.
     private func hostReply(_ text: String, to message: HookMessage, plugin: String) -> HookResult {
-        let reply = HookMessage(cid: message.cid, type: HookMessageType.text, text: text)
+        let reply = HookMessage(cid: message.cid, type: MessageType.text.rawValue, text: text)
         return HookResult(actions: [HookAction(plugin: plugin, kind: .send(cid: message.cid, message: reply, replyTo: message.id))])
     }
 

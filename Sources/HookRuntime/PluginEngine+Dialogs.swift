@@ -433,6 +433,6 @@ extension PluginEngine {
         let text = "\(key.member): \(plugin) stopped waiting for your answer\(question) (\(why)); please start again."
         return HookAction(
             plugin: plugin,
-            kind: .send(cid: key.cid, message: HookMessage(cid: key.cid, type: HookMessageType.text, text: text), replyTo: nil))
+            kind: .send(cid: key.cid, message: HookMessage(cid: key.cid, type: MessageType.text.rawValue, text: text), replyTo: nil))
     }
 }

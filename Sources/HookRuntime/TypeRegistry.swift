@@ -57,8 +57,8 @@ final class TypeRegistry: Sendable {
 
     func register(_ t: CustomMessageType, owner: Int) -> String? {
         if t.number <= 0 { return "custom message types must be positive numbers" }
-        if t.number == HookMessageType.card { return "type \(t.number) is the host's card type (ctx.card)" }
-        if HookMessageType.builtinNames.values.contains(t.name) { return "type name '\(t.name)' is reserved" }
+        if t.number == HookMessageTypes.card { return "type \(t.number) is the host's card type (ctx.card)" }
+        if HookMessageTypes.builtinNames.values.contains(t.name) { return "type name '\(t.name)' is reserved" }
         return byNumber.withLock { byNumber in
             if let existing = byNumber[t.number], existing.type.plugin != t.plugin {
                 return "type \(t.number) is already registered by plugin \(existing.type.plugin)"
@@ -87,7 +87,7 @@ final class TypeRegistry: Sendable {
     var all: [CustomMessageType] { byNumber.withLock { $0.values.map(\.type).sorted { $0.number < $1.number } } }
 
     func name(of number: Int) -> String? {
-        if let n = HookMessageType.builtinNames[number] { return n }
+        if let n = HookMessageTypes.builtinNames[number] { return n }
         return type(number: number)?.name
     }
 

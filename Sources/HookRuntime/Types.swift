@@ -5,66 +5,25 @@ import Synchronization
 
 // MARK: - Messages
 
-/// Well-known message types (LeanCloud typed messages). Positive numbers are
-/// custom types registered by plugins.
-public enum HookMessageType {
-    public static let text = -1
-    public static let image = -2
-    public static let audio = -3
-    public static let video = -4
-    public static let location = -5
-    public static let file = -6
-    public static let recalled = -127
+/// The host's own message type numbers. The built-in types are IMCore's `MessageType` (LeanCloud typed
+/// messages); positive numbers are custom types registered by plugins, except the card's.
+public enum HookMessageTypes {
     /// The standard card (`ctx.card`, see Card.swift): a positive number, reserved by the host.
     public static let card = 100
 
-    public static let builtinNames: [Int: String] = [
-        -1: "text", -2: "image", -3: "audio", -4: "video", -5: "location", -6: "file", -127: "recalled", 100: "card",
-    ]
-}
-
-/// The file of an image, audio, video or file message (`_lcfile`), as the message carries it: `id` is its
-/// `objId` (a file stored on the hub), the rest its `url` and `metaData`. What plugins see besides
-/// (`mime`, `sha256`, `stored`) comes from the server's record at the time a hook runs (`HookMediaSource`)
-/// and is not part of the message.
-public struct HookFile: Sendable, Hashable, Codable {
-    /// The stored file's id (`_lcfile.objId`); nil for URL-only files.
-    public var id: String?
-    public var url: String?
-    public var name: String?
-    public var format: String?
-    public var size: Int?
-    public var width: Int?
-    public var height: Int?
-    public var duration: Double?
-
-    public init(
-        id: String? = nil, url: String? = nil, name: String? = nil, format: String? = nil, size: Int? = nil,
-        width: Int? = nil, height: Int? = nil, duration: Double? = nil
-    ) {
-        self.id = id
-        self.url = url
-        self.name = name
-        self.format = format
-        self.size = size
-        self.width = width
-        self.height = height
-        self.duration = duration
-    }
-}
-
-public struct HookLocation: Sendable, Hashable, Codable {
-    public var latitude: Double
-    public var longitude: Double
-    public init(latitude: Double, longitude: Double) {
-        self.latitude = latitude
-        self.longitude = longitude
-    }
+    /// Number → name of every type known without registration: `MessageType`'s and the card.
+    public static let builtinNames: [Int: String] = Dictionary(
+        uniqueKeysWithValues: MessageType.allCases.map { ($0.rawValue, $0.name) } + [(card, "card")])
 }
 
 /// A message as plugins see it (a Lua table with the same fields, plus
 /// `type_name`). Drafts built by plugins (`ctx.reply`, `ctx.send`) have an
 /// empty `id`/`from` that the host fills in.
+///
+/// `file` is the message's `_lcfile` as IMCore reads it; plugins see `objId` as `msg.file.id` and an empty
+/// `url` (a plugin's draft that names only a stored file's id) as no `url` (LuaBridge.swift). What they see
+/// besides (`mime`, `sha256`, `stored`) comes from the server's record at the time a hook runs
+/// (`HookMediaSource`) and is not part of the message.
 public struct HookMessage: Sendable, Hashable, Codable {
     public var id: String
     public var cid: String
@@ -72,8 +31,8 @@ public struct HookMessage: Sendable, Hashable, Codable {
     public var type: Int
     public var text: String?
     public var attrs: [String: JSONValue]
-    public var file: HookFile?
-    public var location: HookLocation?
+    public var file: FileInfo?
+    public var location: Location?
     /// Milliseconds since 1970.
     public var timestamp: Int64
     public var transient: Bool
@@ -81,9 +40,9 @@ public struct HookMessage: Sendable, Hashable, Codable {
     public var binary: String?
 
     public init(
-        id: String = "", cid: String = "", from: String = "", type: Int = HookMessageType.text,
-        text: String? = nil, attrs: [String: JSONValue] = [:], file: HookFile? = nil,
-        location: HookLocation? = nil, timestamp: Int64 = 0, transient: Bool = false, binary: String? = nil
+        id: String = "", cid: String = "", from: String = "", type: Int = MessageType.text.rawValue,
+        text: String? = nil, attrs: [String: JSONValue] = [:], file: FileInfo? = nil,
+        location: Location? = nil, timestamp: Int64 = 0, transient: Bool = false, binary: String? = nil
     ) {
         self.binary = binary
         self.id = id
@@ -184,21 +143,27 @@ public enum HookEvent: Sendable, Hashable {
             ]
             if let text = m.text { o["text"] = .string(text) }
             if let binary = m.binary { o["binary"] = .string(binary) }
-            if let file = m.file {
-                // The message's own file fields (no record lookup for events): see msg.file.
-                var f: [String: JSONValue] = [:]
-                if let v = file.id { f["id"] = .string(v) }
-                if let v = file.url { f["url"] = .string(v) }
-                if let v = file.name { f["name"] = .string(v) }
-                if let v = file.format { f["format"] = .string(v) }
-                if let v = file.size { f["size"] = .int(v) }
-                if let v = file.width { f["width"] = .int(v) }
-                if let v = file.height { f["height"] = .int(v) }
-                if let v = file.duration { f["duration"] = .double(v) }
-                o["file"] = .object(f)
-            }
+            // The message's own file fields (no record lookup for events): see msg.file.
+            if let file = m.file { o["file"] = .object(file.hookFields) }
             return .object(o)
         }
+    }
+}
+
+extension FileInfo {
+    /// The message's own fields of `msg.file` as plugins see them: `objId` is `id`, an empty `url` is none.
+    /// (A stored file's record adds `mime`, `sha256` and `stored`: LuaBridge.swift.)
+    var hookFields: [String: JSONValue] {
+        var f: [String: JSONValue] = [:]
+        if let v = objId { f["id"] = .string(v) }
+        if !url.isEmpty { f["url"] = .string(url) }
+        if let v = name { f["name"] = .string(v) }
+        if let v = format { f["format"] = .string(v) }
+        if let v = size { f["size"] = .int(Int(v)) }
+        if let v = width { f["width"] = .int(v) }
+        if let v = height { f["height"] = .int(v) }
+        if let v = duration { f["duration"] = .double(v) }
+        return f
     }
 }
 

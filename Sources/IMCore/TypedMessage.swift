@@ -25,7 +25,7 @@ public enum MessageType: Int, Sendable, CaseIterable {
 }
 
 /// A file attached to an image, audio, video or file message (`_lcfile`).
-public struct FileInfo: Sendable, Equatable, Codable {
+public struct FileInfo: Sendable, Hashable, Codable {
     public var url: String
     public var objId: String?
     public var name: String?
@@ -52,7 +52,7 @@ public struct FileInfo: Sendable, Equatable, Codable {
 }
 
 /// A geographic point (`_lcloc`).
-public struct Location: Sendable, Equatable, Codable {
+public struct Location: Sendable, Hashable, Codable {
     public var latitude: Double
     public var longitude: Double
 

@@ -331,12 +331,12 @@ public final class PluginTestRunner {
         }
         let o = try object(v, "message")
         try Scenario.checkKeys(o, allowed: ["id", "cid", "from", "type", "text", "attrs", "file", "location", "timestamp"], at: "message")
-        var type = HookMessageType.text
+        var type = MessageType.text.rawValue
         switch o["type"] {
         case .int(let n)?: type = n
         case .string(let name)?:
             let registered = await host.main.runtime.messageTypes
-            if let n = HookMessageType.builtinNames.first(where: { $0.value == name })?.key
+            if let n = HookMessageTypes.builtinNames.first(where: { $0.value == name })?.key
                 ?? registered.first(where: { $0.name == name })?.number
             {
                 type = n
@@ -346,18 +346,18 @@ public final class PluginTestRunner {
         case nil: break
         default: throw ScenarioError("message.type must be a number or a type name")
         }
-        var file: HookFile?
+        var file: FileInfo?
         if let f = o["file"]?.objectValue {
             try Scenario.checkKeys(f, allowed: ["id", "url", "name", "format", "size", "width", "height", "duration"], at: "message.file")
-            file = HookFile(
-                id: f["id"]?.stringValue, url: f["url"]?.stringValue, name: f["name"]?.stringValue, format: f["format"]?.stringValue,
-                size: f["size"]?.intValue, width: f["width"]?.intValue, height: f["height"]?.intValue,
-                duration: f["duration"]?.doubleValue)
+            file = FileInfo(
+                url: f["url"]?.stringValue ?? "", objId: f["id"]?.stringValue, name: f["name"]?.stringValue,
+                format: f["format"]?.stringValue, size: f["size"]?.intValue.map(Int64.init), width: f["width"]?.intValue,
+                height: f["height"]?.intValue, duration: f["duration"]?.doubleValue)
             file = file.map(media.filled)
         }
-        var location: HookLocation?
+        var location: Location?
         if let l = o["location"]?.objectValue, let lat = l["latitude"]?.doubleValue, let lon = l["longitude"]?.doubleValue {
-            location = HookLocation(latitude: lat, longitude: lon)
+            location = Location(latitude: lat, longitude: lon)
         }
         return HookMessage(
             id: o["id"]?.stringValue ?? host.newMessageID(), cid: o["cid"]?.stringValue ?? "c1",

@@ -1,5 +1,6 @@
 import Foundation
 import HookRuntime
+import IMCore
 
 /// The files of a scenario, as a running bot's media store would answer for them (`msg.file`'s record,
 /// `ctx.media`).
@@ -19,10 +20,10 @@ struct ScenarioMedia: HookMediaSource {
     /// `file` as the server leaves it in a message: when its id names a stored file, url and metaData
     /// (name, format, size, width, height, duration) are the record's, whatever the sender claimed;
     /// anything else is left as sent.
-    func filled(_ file: HookFile) -> HookFile {
-        guard let id = file.id, let record = files[id]?.record else { return file }
-        return HookFile(
-            id: id, url: record.url, name: record.name, format: record.format, size: record.size, width: record.width,
-            height: record.height, duration: record.duration)
+    func filled(_ file: FileInfo) -> FileInfo {
+        guard let id = file.objId, let record = files[id]?.record else { return file }
+        return FileInfo(
+            url: record.url ?? "", objId: id, name: record.name, format: record.format, size: Int64(record.size),
+            width: record.width, height: record.height, duration: record.duration)
     }
 }

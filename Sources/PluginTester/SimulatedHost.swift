@@ -234,7 +234,7 @@ struct RecordingOutlet: BotOutlet {
     {
         var o: [String: JSONValue] = ["cid": .string(message.cid), "plugin": .string(plugin), "from": .string(bot)]
         if let text = message.text { o["text"] = .string(text) }
-        if message.type != HookMessageType.text {
+        if message.type != MessageType.text.rawValue {
             o["type"] = await runtime.typeName(of: message.type).map(JSONValue.string) ?? .int(message.type)
         }
         var attrs = message.attrs

@@ -44,7 +44,7 @@ final class CardTests: XCTestCase {
 
     private func card(_ actions: [HookAction]) -> (message: HookMessage, card: [String: JSONValue])? {
         for a in actions {
-            if case .send(_, let m, _) = a.kind, m.type == HookMessageType.card, let c = m.attrs["card"]?.objectValue { return (m, c) }
+            if case .send(_, let m, _) = a.kind, m.type == HookMessageTypes.card, let c = m.attrs["card"]?.objectValue { return (m, c) }
             if case .edit(_, _, _, let m) = a.kind, let c = m.attrs["card"]?.objectValue { return (m, c) }
         }
         return nil

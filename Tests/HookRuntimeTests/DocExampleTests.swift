@@ -269,7 +269,7 @@ final class DocExampleTests: XCTestCase {
         let d = rt.beforeSend(msg("-----BEGIN PRIVATE KEY-----"))
         XCTAssertNil(d.message)
         XCTAssertEqual(d.dropReason, "looks like a private key")
-        XCTAssertEqual(rt.beforeSend(msg(nil, type: HookMessageType.image)).message?.text, nil)
+        XCTAssertEqual(rt.beforeSend(msg(nil, type: MessageType.image.rawValue)).message?.text, nil)
     }
 
     func testTranslateChain() throws {

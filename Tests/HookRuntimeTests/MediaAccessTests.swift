@@ -45,8 +45,8 @@ final class MediaAccessTests: XCTestCase {
         return (f, DirectoryMedia(directory: media, records: ["cat": record], delay: delay))
     }
 
-    func image(_ file: HookFile) -> HookMessage {
-        var m = msg("a photo", type: HookMessageType.image)
+    func image(_ file: FileInfo) -> HookMessage {
+        var m = msg("a photo", type: MessageType.image.rawValue)
         m.file = file
         return m
     }
@@ -66,14 +66,15 @@ final class MediaAccessTests: XCTestCase {
         engine.setMedia(media)
         engine.loadAll()
         let stored = engine.receive(
-            image(HookFile(id: "cat", url: "/media/cat/cat.png", name: "cat.png", format: "png", size: 1_572_864, width: 64, height: 48)))
+            image(FileInfo(url: "/media/cat/cat.png", objId: "cat", name: "cat.png", format: "png", size: 1_572_864, width: 64, height: 48))
+        )
         XCTAssertEqual(
             sentTexts(stored.actions),
             ["cat|true|image/png|\(String(repeating: "3c", count: 32))|cat.png|1572864|64|/media/cat/cat.png|nil"])
         // URL-only: the sender's values, marked as not stored; an id the store does not know is no stored file.
-        let urlOnly = engine.receive(image(HookFile(url: "https://cdn.example.org/x.png", name: "x.png", size: 10)))
+        let urlOnly = engine.receive(image(FileInfo(url: "https://cdn.example.org/x.png", name: "x.png", size: 10)))
         XCTAssertEqual(sentTexts(urlOnly.actions), ["nil|false|nil|nil|x.png|10|nil|https://cdn.example.org/x.png|nil"])
-        let unknown = engine.receive(image(HookFile(id: "nosuch", url: "https://cdn.example.org/y.png")))
+        let unknown = engine.receive(image(FileInfo(url: "https://cdn.example.org/y.png", objId: "nosuch")))
         XCTAssertEqual(sentTexts(unknown.actions), ["nosuch|false|nil|nil|nil|nil|nil|https://cdn.example.org/y.png|nil"])
     }
 
@@ -89,7 +90,7 @@ final class MediaAccessTests: XCTestCase {
             """#)
         let engine = f.runtime()
         engine.loadAll()
-        let r = engine.receive(image(HookFile(id: "cat", url: "/media/cat/cat.png")))
+        let r = engine.receive(image(FileInfo(url: "/media/cat/cat.png", objId: "cat")))
         XCTAssertEqual(
             sentTexts(r.actions),
             ["false|no media store is reachable from this bot|nil|no media store is reachable from this bot"])
@@ -119,7 +120,7 @@ final class MediaAccessTests: XCTestCase {
         let engine = f.runtime()
         engine.setMedia(media)
         engine.loadAll()
-        let r = engine.receive(image(HookFile(id: "cat", url: "/media/cat/cat.png")))
+        let r = engine.receive(image(FileInfo(url: "/media/cat/cat.png", objId: "cat")))
         XCTAssertEqual(r.errors, [])
         let sha = String(repeating: "3c", count: 32)
         XCTAssertEqual(
@@ -147,7 +148,7 @@ final class MediaAccessTests: XCTestCase {
         let engine = f.runtime(limits: limits)
         engine.setMedia(media)
         engine.loadAll()
-        let r = engine.receive(image(HookFile(id: "cat", url: "/media/cat/cat.png")))
+        let r = engine.receive(image(FileInfo(url: "/media/cat/cat.png", objId: "cat")))
         XCTAssertEqual(r.errors, [])
         let text = try XCTUnwrap(sentTexts(r.actions).first)
         XCTAssertTrue(text.hasPrefix("nil|not enough memory: 1048576 bytes do not fit in this plugin's memory cap"), text)
@@ -174,7 +175,7 @@ final class MediaAccessTests: XCTestCase {
         let engine = f.runtime(limits: limits)
         engine.setMedia(media)
         engine.loadAll()
-        let m = image(HookFile(id: "cat", url: "/media/cat/cat.png"))
+        let m = image(FileInfo(url: "/media/cat/cat.png", objId: "cat"))
         // A review with 120 ms left waits at most half of it for the record, then runs without it.
         var started = ContinuousClock.now
         let review = engine.moderate(m, until: started.advanced(by: .milliseconds(120)))
@@ -203,7 +204,7 @@ final class MediaAccessTests: XCTestCase {
         let engine = f.runtime()
         engine.setMedia(media)
         engine.loadAll()
-        let m = image(HookFile(id: "cat", url: "/media/cat/cat.png", name: "cat.png", size: 1_572_864))
+        let m = image(FileInfo(url: "/media/cat/cat.png", objId: "cat", name: "cat.png", size: 1_572_864))
         // What the host adds (mime, sha256, stored) is not read back: the message is the one sent.
         XCTAssertEqual(engine.beforeSend(m).message, m)
         var named = m
@@ -257,15 +258,15 @@ final class MediaAccessTests: XCTestCase {
         let engine = f.runtime(config: ["filecheck": ["banned": [.string(bannedHash)]]])
         engine.setMedia(media)
         XCTAssertEqual(engine.loadAll().errors, [])
-        func verdict(_ file: HookFile) -> ModerationVerdict { engine.moderate(image(file)).verdict }
-        XCTAssertEqual(verdict(HookFile(id: "cat", url: "/media/cat/cat.png")), .allow)
+        func verdict(_ file: FileInfo) -> ModerationVerdict { engine.moderate(image(file)).verdict }
+        XCTAssertEqual(verdict(FileInfo(url: "/media/cat/cat.png", objId: "cat")), .allow)
         XCTAssertEqual(
-            verdict(HookFile(id: "anim", url: "/media/anim/anim.png")),
+            verdict(FileInfo(url: "/media/anim/anim.png", objId: "anim")),
             .block(reason: "only PNG and JPEG images (this is image/gif)", code: 4312, silent: false))
         XCTAssertEqual(
-            verdict(HookFile(id: "copy", url: "/media/copy/copy.png")), .block(reason: "this file is banned", code: 4311, silent: false))
+            verdict(FileInfo(url: "/media/copy/copy.png", objId: "copy")), .block(reason: "this file is banned", code: 4311, silent: false))
         XCTAssertEqual(
-            verdict(HookFile(url: "https://cdn.example.org/a.png")), .block(reason: "upload the file here first", code: 4310, silent: false)
+            verdict(FileInfo(url: "https://cdn.example.org/a.png")), .block(reason: "upload the file here first", code: 4310, silent: false)
         )
         XCTAssertEqual(engine.moderate(msg("just text")).verdict, .allow)
     }
@@ -289,7 +290,7 @@ final class MediaAccessTests: XCTestCase {
         let after = f.runtime(config: config)
         after.setMedia(media)
         XCTAssertEqual(after.loadAll().errors, [])
-        var photo = image(HookFile(id: "cat", url: "/media/cat/cat.png"))
+        var photo = image(FileInfo(url: "/media/cat/cat.png", objId: "cat"))
         photo.from = "newbie"
         XCTAssertEqual(
             after.incoming(photo).moderation.verdict,
@@ -315,7 +316,7 @@ final class MediaAccessTests: XCTestCase {
         let engine = f.runtime()
         engine.setMedia(media)
         XCTAssertEqual(engine.loadAll().errors, [])
-        let edited = image(HookFile(id: "cat", url: "/media/cat/cat.png", name: "cat.png", width: 64, height: 48))
+        let edited = image(FileInfo(url: "/media/cat/cat.png", objId: "cat", name: "cat.png", width: 64, height: 48))
         XCTAssertEqual(
             sentTexts(engine.edited(edited, editedAt: 1_700_000_001_000).actions),
             ["cat|cat.png|64|image/png|\(String(repeating: "3c", count: 32))"])

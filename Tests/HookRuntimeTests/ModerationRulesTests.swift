@@ -118,7 +118,7 @@ final class ModerationRulesTests: XCTestCase {
             f.clock.advance(by: 1)
             let outcome = engine.incoming(
                 HookMessage(
-                    id: "m\(k)", cid: "lobby", from: "member\(k % 50)", type: HookMessageType.text, text: line,
+                    id: "m\(k)", cid: "lobby", from: "member\(k % 50)", type: MessageType.text.rawValue, text: line,
                     timestamp: Int64(f.clock.now * 1000)))
             XCTAssertEqual(outcome.errors, [])
             if case .block(let reason, _, _) = outcome.moderation.verdict { blocked.append("\(reason): \(line)") }
@@ -139,7 +139,7 @@ final class ModerationRulesTests: XCTestCase {
         for (k, text) in bad.enumerated() {
             f.clock.advance(by: 1)
             let outcome = engine.incoming(
-                HookMessage(id: "bad\(k)", cid: "lobby", from: "quiet\(k)", type: HookMessageType.text, text: text, timestamp: 0))
+                HookMessage(id: "bad\(k)", cid: "lobby", from: "quiet\(k)", type: MessageType.text.rawValue, text: text, timestamp: 0))
             guard case .block = outcome.moderation.verdict else { return XCTFail("not blocked: \(text)") }
         }
     }

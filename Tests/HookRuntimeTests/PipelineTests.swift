@@ -65,9 +65,9 @@ final class PipelineTests: XCTestCase {
             """#)
         let rt = f.runtime()
         rt.loadAll()
-        var m = msg(nil, id: "i1", cid: "c2", from: "bob", type: HookMessageType.image, attrs: ["k": "v"])
-        m.file = HookFile(url: "http://x/y.png", size: 42)
-        m.location = HookLocation(latitude: 1.5, longitude: 2)
+        var m = msg(nil, id: "i1", cid: "c2", from: "bob", type: MessageType.image.rawValue, attrs: ["k": "v"])
+        m.file = FileInfo(url: "http://x/y.png", size: 42)
+        m.location = Location(latitude: 1.5, longitude: 2)
         let r = rt.receive(m)
         XCTAssertEqual(sentTexts(r.actions), ["i1|c2|bob|-2|image|1700000000000|false|v|http://x/y.png|42|1.5"])
     }

@@ -56,7 +56,7 @@ let testLimits = HookLimits(
 
 func msg(
     _ text: String?, id: String = UUID().uuidString, cid: String = "c1", from: String = "u1",
-    type: Int = HookMessageType.text, attrs: [String: JSONValue] = [:]
+    type: Int = MessageType.text.rawValue, attrs: [String: JSONValue] = [:]
 ) -> HookMessage {
     HookMessage(id: id, cid: cid, from: from, type: type, text: text, attrs: attrs, timestamp: 1_700_000_000_000)
 }
