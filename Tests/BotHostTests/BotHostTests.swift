@@ -27,7 +27,7 @@ final class BotHostTests: XCTestCase {
 
     private func checkInterceptionBlocksBeforeDeliveryAndModifies(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("mod.lua", Self.moderation)
         let bot = try await harness.bot()
         let tom = harness.server.client("Tom")
@@ -45,10 +45,8 @@ final class BotHostTests: XCTestCase {
         }
         _ = try await conversation.send(.text("oh darn"))
         _ = try await conversation.send(.text("fine"))
-        let received = try await logs[1].messages(2, in: conversation.id)
-        XCTAssertEqual(received.map(\.content.text), ["oh ****", "fine"])
-        let stray = await logs[1].settle().compactMap(\.receivedMessage)
-        XCTAssertTrue(stray.isEmpty, "the blocked message never reached Jerry")
+        let received = try await logs[1].messages(before: "fine", in: conversation.id)
+        XCTAssertEqual(received.map(\.content.text), ["oh ****"], "the blocked message never reached Jerry")
         let history = try await conversation.messages(limit: 10).map(\.content.text)
         XCTAssertEqual(history, ["oh ****", "fine"])
         let stats = await bot.statistics
@@ -58,7 +56,7 @@ final class BotHostTests: XCTestCase {
 
     func testAnOversizedActionFailsWithoutKnockingTheInterceptorOut() async throws {
         let harness = try await BotHarness.start(attachment: .webSocket)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("mod.lua", Self.moderation)
         try harness.write(
             "huge.lua",
@@ -90,7 +88,7 @@ final class BotHostTests: XCTestCase {
 
     func testOneEventCannotMakeTheBotFloodConversations() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write(
             "flood.lua",
             """
@@ -125,7 +123,7 @@ final class BotHostTests: XCTestCase {
 
     func testTheBotsMessagesAreBoundedAcrossConversations() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("echo.lua", "return { on_receive = function(msg, ctx) ctx.reply('echo') end }")
         let bot = try await harness.bot {
             $0.globalReplyLimit = 5
@@ -146,7 +144,7 @@ final class BotHostTests: XCTestCase {
 
     func testPluginsActOnlyWhereTheBotIsAMemberOrTheEventHappened() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write(
             "reach.lua",
             """
@@ -172,14 +170,14 @@ final class BotHostTests: XCTestCase {
         XCTAssertTrue(refused?.contains("not a member of conversation \(outside.id)") == true, refused ?? "")
         // Invited later: the bot may act there, and the message arrives.
         try await later.add(members: ["modbot"])
-        for _ in 0..<250 where bot.runtime.reach?.contains(later.id) != true { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("the bot to reach \(later.id)") { bot.runtime.reach?.contains(later.id) == true }
         let allowed = try await answer("act \(later.id)")
         XCTAssertEqual(allowed, "sent")
         let arrived = try await logs[1].message(in: later.id)
         XCTAssertEqual(arrived.content.text, "hi from the bot")
         // Removed again: refused again.
         try await later.remove(members: ["modbot"])
-        for _ in 0..<250 where bot.runtime.reach?.contains(later.id) == true { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("the bot to leave \(later.id)") { bot.runtime.reach?.contains(later.id) != true }
         let again = try await answer("act \(later.id)")
         XCTAssertTrue(again?.contains("not a member") == true, again ?? "")
         let awaited1 = await logs[1].settle().compactMap(\.receivedMessage).count
@@ -198,7 +196,7 @@ final class BotHostTests: XCTestCase {
         // A deadline with room for a loaded test machine; without backpressure the queue of 2,000 reviews
         // still takes far longer than it.
         let harness = try await BotHarness.start(deadline: 600, attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("mod.lua", Self.moderation)
         let bot = try await harness.bot()
         let tom = harness.server.client("Tom")
@@ -207,23 +205,15 @@ final class BotHostTests: XCTestCase {
         let conversation = try await tom.createConversation(members: ["Jerry"])
         // 2,000 forbidden messages with no waiting between them: the reviews queue up behind one Lua thread.
         let burst = 2000
-        let outcomes = await withTaskGroup(of: Int?.self) { group in
-            for k in 0..<burst {
-                group.addTask {
-                    do {
-                        _ = try await conversation.send(.text("forbidden-word \(k)"))
-                        return nil
-                    } catch { return (error as? IMError)?.code ?? -1 }
-                }
-            }
-            return await group.reduce(into: [Int?]()) { $0.append($1) }
-        }
+        let outcomes = await sendAtOnce(burst, in: conversation) { "forbidden-word \($0)" }
         XCTAssertEqual(outcomes.filter { $0 == 4402 }.count, burst, "every message was refused by the bot")
         let stats = harness.server.server.interceptionStats
         XCTAssertEqual(stats.policyApplied, 0, "the failure policy decided messages of a healthy interceptor")
         // The sender was held back: never more than its share of reviews queued in front of the bot.
         XCTAssertLessThanOrEqual(harness.server.server.reviewsInFlight.peak, 16)
-        let leaked = await logs[1].settle().compactMap(\.receivedMessage)
+        // Every message of the burst was decided before this one was sent: one that leaked would come first.
+        _ = try await conversation.send(.text("after the burst"))
+        let leaked = try await logs[1].messages(before: "after the burst", in: conversation.id)
         XCTAssertEqual(leaked.count, 0)
         await bot.stop()
     }
@@ -237,7 +227,7 @@ final class BotHostTests: XCTestCase {
 
     private func checkRoutingRepliesAndEventsGoThroughThePlugins(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write(
             "echo.lua",
             """
@@ -338,7 +328,7 @@ final class BotHostTests: XCTestCase {
 
     private func checkReloadWhileTrafficFlowsLosesAndDuplicatesNothing(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         let reply = { (version: String) in
             """
             return { name = "ver", on_receive = function(msg, ctx) ctx.reply("\(version) " .. msg.text) end }
@@ -379,7 +369,7 @@ final class BotHostTests: XCTestCase {
 
     private func checkTwoBotsInOneConversationDoNotLoop(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(interceptors: [], attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write(
             "chatty.lua",
             """
@@ -416,7 +406,7 @@ final class BotHostTests: XCTestCase {
 
     private func checkMembershipChangesCanBeVetoedByAPlugin(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write(
             "guard.lua",
             """
@@ -476,7 +466,7 @@ final class BotHostTests: XCTestCase {
             shipped.server.interceptionDeadlineMillis, ServerConfiguration().interception.deadlineMillis,
             "the bot and the server ship the same deadline")
         let harness = try await BotHarness.start(deadline: shipped.server.interceptionDeadlineMillis, attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("slow.lua", Self.slowModeration)
         let bot = try await harness.bot { $0.plugins.limits = shipped.plugins.limits }
         let tom = harness.server.client("Tom")
@@ -514,7 +504,7 @@ final class BotHostTests: XCTestCase {
         let harness = try await BotHarness.start(
             deadline: 200, attachment: attachment,
             logger: recorder.logger(level: .warning))
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("slow.lua", Self.slowModeration)
         let bot = try await harness.bot()
         let tom = harness.server.client("Tom")
@@ -524,17 +514,7 @@ final class BotHostTests: XCTestCase {
         let burst = 8
         // Eight forbidden messages at once: each review takes 150 ms on the one Lua thread, so most
         // cannot be decided within 200 ms and the (fail-open) policy decides them.
-        let outcomes = await withTaskGroup(of: Int?.self) { group in
-            for k in 0..<burst {
-                group.addTask {
-                    do {
-                        _ = try await conversation.send(.text("forbidden \(k)"))
-                        return nil
-                    } catch { return (error as? IMError)?.code ?? -1 }
-                }
-            }
-            return await group.reduce(into: [Int?]()) { $0.append($1) }
-        }
+        let outcomes = await sendAtOnce(burst, in: conversation) { "forbidden \($0)" }
         let refused = outcomes.compactMap { $0 }
         XCTAssertTrue(refused.allSatisfy { $0 == 4402 })
         let stats = harness.server.server.interceptionStats
@@ -549,5 +529,21 @@ final class BotHostTests: XCTestCase {
         XCTAssertEqual(totals, Set((0..<stats.policyApplied).map { $0 + 1 }), "the log carries the running count")
         XCTAssertEqual(logged.first?.metadata["cid"], conversation.id)
         await bot.stop()
+    }
+
+    /// Sends `count` texts into `conversation` at once (none waits for another) and returns each send's error
+    /// code, nil where the message was accepted.
+    private func sendAtOnce(_ count: Int, in conversation: IMConversation, _ text: @escaping @Sendable (Int) -> String) async -> [Int?] {
+        await withTaskGroup(of: Int?.self) { group in
+            for k in 0..<count {
+                group.addTask {
+                    do {
+                        _ = try await conversation.send(.text(text(k)))
+                        return nil
+                    } catch { return (error as? IMError)?.code ?? -1 }
+                }
+            }
+            return await group.reduce(into: [Int?]()) { $0.append($1) }
+        }
     }
 }

@@ -60,8 +60,8 @@ final class OfflineHookBotTests: XCTestCase {
             _ = try await client.registerDevice(IMPushDevice(provider: .webhook, token: "\(member)-phone", deviceId: "\(member)-phone"))
             await client.close()
         }
-        for _ in 0..<200 where members.contains(where: { !harness.server.server.service.registry.connections(of: $0).isEmpty }) {
-            try await Task.sleep(for: .milliseconds(10))
+        try await waitUntil("\(members) to be offline", every: .milliseconds(10)) {
+            members.allSatisfy { harness.server.server.service.registry.connections(of: $0).isEmpty }
         }
     }
 
@@ -95,17 +95,17 @@ final class OfflineHookBotTests: XCTestCase {
 
     private func checkRewriteAndDrop(_ attachment: BotAttachment) async throws {
         let gateway = try await PushTestGateway()
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let harness = try await start(attachment, gateway: gateway, hold: 5000)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("whisper.lua", Self.whisper)
         try harness.write("stamp.lua", Self.stamp)
         let bot = try await harness.bot()
-        defer { Task { await bot.stop() } }
+        addTeardownBlock { await bot.stop() }
         try await offline(harness, ["Jerry", "Spike", "Tyke"])
         let tom = harness.server.client("Tom")
         try await tom.open()
-        defer { Task { await tom.close() } }
+        addTeardownBlock { await tom.close() }
         let conversation = try await tom.createConversation(name: "Kitchen", members: ["Jerry", "Spike", "Tyke", "modbot"])
         let sent = ContinuousClock.now
         var options = IMSendOptions()
@@ -133,19 +133,19 @@ final class OfflineHookBotTests: XCTestCase {
     /// answers (before the hold ends). A bot without the hook answers `unhooked` once and is not asked again.
     func testFailingAndOverrunningHooksLeaveTheDefaultsAndABotWithoutTheHookIsAskedOnce() async throws {
         let gateway = try await PushTestGateway()
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let hold = 3000
         let harness = try await start(.inProcess, gateway: gateway, hold: hold)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("boom.lua", #"return { name = "boom", on_offline = function() error("boom") end }"#)
         try harness.write("spin.lua", #"return { name = "spin", on_offline = function() while true do end end }"#)
         try harness.write("bad.lua", #"return { name = "bad", on_offline = function() return { Nobody = false } end }"#)
         let bot = try await harness.bot()
-        defer { Task { await bot.stop() } }
+        addTeardownBlock { await bot.stop() }
         try await offline(harness, ["Jerry"])
         let tom = harness.server.client("Tom")
         try await tom.open()
-        defer { Task { await tom.close() } }
+        addTeardownBlock { await tom.close() }
         let conversation = try await tom.createConversation(name: "Kitchen", members: ["Jerry", "modbot"])
         var sent = ContinuousClock.now
         _ = try await conversation.send(.text("one"))

@@ -40,16 +40,9 @@ final class BanListTests: XCTestCase {
     private func waitForState(
         _ hub: ConsoleHarness, _ key: String, timeout: Duration = .seconds(10), _ accept: (JSONValue) -> Bool
     ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let value = try hub.hub.bot.router.plugins.store.get(plugin: "banlist", key: key, now: Date().timeIntervalSince1970),
-                accept(value)
-            {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
+        try await waitUntil("banlist state \(key)", timeout: timeout) {
+            try hub.hub.bot.router.plugins.store.get(plugin: "banlist", key: key, now: Date().timeIntervalSince1970).map(accept) ?? false
         }
-        throw Timeout(waitingFor: "banlist state \(key)")
     }
 
     private func conversations(_ value: JSONValue) -> Set<String> {
@@ -61,13 +54,9 @@ final class BanListTests: XCTestCase {
     private func waitBlocked(
         _ client: IMClient, _ cid: String, _ id: String, blocked: Bool = true, timeout: Duration = .seconds(10)
     ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let page = try await client.conversation(cid).blockedMembers(limit: 100)
-            if page.ids.contains(id) == blocked { return }
-            try await Task.sleep(for: .milliseconds(20))
+        try await waitUntil("\(id) \(blocked ? "on" : "off") the block list of \(cid)", timeout: timeout) {
+            try await client.conversation(cid).blockedMembers(limit: 100).ids.contains(id) == blocked
         }
-        throw Timeout(waitingFor: "\(id) \(blocked ? "on" : "off") the block list of \(cid)")
     }
 
     private func joinError(_ client: IMClient, _ cid: String) async -> IMError? {
@@ -83,7 +72,7 @@ final class BanListTests: XCTestCase {
         let hub = try await ConsoleHarness.start(plugins: Self.shippedPlugins()) {
             $0.plugins.config["banlist"] = ["moderators": ["alice"]]
         }
-        defer { Task { await hub.stop() } }
+        addTeardownBlock { await hub.stop() }
         let (alice, aliceLog) = try await client("alice", hub)
         let (spammer, spammerLog) = try await client("Spammer", hub)
         let (raider, _) = try await client("raid-7", hub)
@@ -160,14 +149,14 @@ final class BanListTests: XCTestCase {
             $0.plugins.config["banlist"] = ["moderators": ["alice"]]
             $0.webhookSecrets = ["banlist": Self.secret]
         }
-        defer { Task { await publisher.stop() } }
+        addTeardownBlock { await publisher.stop() }
         let listURL = "http://127.0.0.1:\(publisher.port)/hooks/banlist/list.json"
         // The subscriber: fetches it every second through its HTTP allow-list.
         let subscriber = try await ConsoleHarness.start(plugins: Self.shippedPlugins()) {
             $0.plugins.config["banlist"] = ["subscribe": [["url": .string(listURL), "token": .string(Self.secret), "every": 1]]]
             $0.httpPolicies["banlist"] = HTTPPolicy(hosts: ["127.0.0.1:\(publisher.port)"])
         }
-        defer { Task { await subscriber.stop() } }
+        addTeardownBlock { await subscriber.stop() }
 
         let (alice, aliceLog) = try await client("alice", publisher)
         let there = try await alice.createConversation(members: ["modbot"]).id

@@ -88,7 +88,7 @@ final class InterceptionTests: XCTestCase {
 
     private func checkVerdictsApplyBeforeDelivery(_ attachment: Attachment) async throws {
         let server = try await server()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let (bot, loop) = try await interceptor(server, attachment, decide: Self.moderate)
         defer { loop.cancel() }
         let tom = try await server.login("Tom")
@@ -135,7 +135,7 @@ final class InterceptionTests: XCTestCase {
 
     private func checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(_ attachment: Attachment) async throws {
         let server = try await server(deadline: 5000)
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let (bot, loop) = try await interceptor(server, attachment) { _ in nil } // answered by hand below
         loop.cancel()
         let tom = try await server.login("Tom")
@@ -172,7 +172,7 @@ final class InterceptionTests: XCTestCase {
     /// messages after it there, and nothing anywhere else.
     private func checkSlowConversationDoesNotDelayAnother(_ attachment: Attachment) async throws {
         let server = try await server(deadline: 10_000)
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let slow = Mutex<String?>(nil)
         let held = Inbox<Command>()
         let (bot, loop) = try await interceptor(server, attachment) { request in
@@ -269,7 +269,9 @@ final class InterceptionTests: XCTestCase {
             let acks = try await withThrowingTaskGroup(of: Command.self) { group in
                 for k in 0..<30 { group.addTask { try await tom.sendText("m\(k)", to: cid) } }
                 // Every request has reached the interceptor (ten answered, twenty pending) before it dies.
-                for _ in 0..<1500 where answered.value < 30 { try await Task.sleep(for: .milliseconds(20)) }
+                try await waitUntil("30 requests at the interceptor (\(answered.value) came)", timeout: .seconds(30)) {
+                    answered.value >= 30
+                }
                 XCTAssertEqual(answered.value, 30)
                 loop.cancel()
                 await bot.close() // the interceptor dies with requests pending
@@ -294,7 +296,7 @@ final class InterceptionTests: XCTestCase {
 
     func testAnInterceptorResumesWithItsSessionTokenAndOthersCannot() async throws {
         let server = try await server()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let first = try await TestClient.connect(port: server.port)
         let opened = try await first.request(Command.interceptorOpen("modbot", secret: Self.secret))
         let token = try XCTUnwrap(opened.st)
@@ -333,7 +335,7 @@ final class InterceptionTests: XCTestCase {
 
     private func checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(_ attachment: Attachment) async throws {
         let server = try await server()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let reviewed = Counter()
         let (_, loop) = try await interceptor(server, attachment) { request in
             guard request.kind == "membership" else { return Self.verdict("allow") }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GRDB
+import HookbotTestSupport
 import XCTest
 
 @testable import IMServer
@@ -36,11 +37,6 @@ final class MediaGroupCommitTests: XCTestCase {
         return (release, done)
     }
 
-    private func waitUntil(_ condition: () -> Bool) async throws {
-        for _ in 0..<500 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
-        XCTAssertTrue(condition())
-    }
-
     func testInsertsWaitingTogetherShareOneTransaction() async throws {
         let (pool, directory) = try database()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -48,9 +44,9 @@ final class MediaGroupCommitTests: XCTestCase {
         let (release, blocker) = await holdWriter(pool)
         // The first insert starts a transaction of its own (queued behind the blocker); the 49 after it wait.
         let first = Task { try await inserts.insert(record("file-0")) }
-        try await waitUntil { inserts.transactions == 1 }
+        try await waitUntil("one transaction", every: .milliseconds(10)) { inserts.transactions == 1 }
         let tasks = [first] + (1..<50).map { k in Task { try await inserts.insert(record("file-\(k)")) } }
-        try await waitUntil { inserts.waiting == 49 }
+        try await waitUntil("49 inserts waiting", every: .milliseconds(10)) { inserts.waiting == 49 }
         let stored = try await pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM media_files") }
         XCTAssertEqual(stored, 0, "nothing is committed while the writer is held")
         release.signal()
@@ -68,7 +64,8 @@ final class MediaGroupCommitTests: XCTestCase {
         try await inserts.insert(record("taken"))
         let (release, blocker) = await holdWriter(pool)
         let first = Task { try await inserts.insert(record("first")) }
-        try await waitUntil { inserts.transactions == 2 } // the first is being written (behind the blocker)
+        // the first is being written (behind the blocker)
+        try await waitUntil("two transactions", every: .milliseconds(10)) { inserts.transactions == 2 }
         let ids = ["a", "taken", "b", "c"]
         let tasks = ids.map { id in
             Task { () -> MediaError.Kind? in
@@ -80,7 +77,7 @@ final class MediaGroupCommitTests: XCTestCase {
                 }
             }
         }
-        try await waitUntil { inserts.waiting == 4 }
+        try await waitUntil("4 inserts waiting", every: .milliseconds(10)) { inserts.waiting == 4 }
         release.signal()
         try await blocker.value
         try await first.value

@@ -200,7 +200,7 @@ final class MediaRouteTests: XCTestCase {
 
     func testUploadComputesMetadataAndServesRangesAndETags() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await sessionToken(server.port, "Tom")
         let png = Data(MediaFixtures.png(width: 640, height: 480, padding: 4000))
         // The declared type is wrong: the server answers what the bytes are.
@@ -255,7 +255,7 @@ final class MediaRouteTests: XCTestCase {
 
     func testSameContentIsStoredOnceAndGoesWithItsLastRecord() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await sessionToken(server.port, "Tom")
         let jerry = try await sessionToken(server.port, "Jerry")
         let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
@@ -295,7 +295,7 @@ final class MediaRouteTests: XCTestCase {
             configuration.media.maxUploadBytes = 10_000
             configuration.media.quotaBytes = 15_000
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await sessionToken(server.port, "Tom")
 
         let noToken = try await call(server.port, "POST", "/media", body: Data([1, 2, 3]))
@@ -329,7 +329,7 @@ final class MediaRouteTests: XCTestCase {
         let id = try XCTUnwrap(up.json["id"] as? String)
 
         let server = try await first.restarted()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let got = try await call(server.port, "GET", "/media/\(id)/cat.png")
         XCTAssertEqual(got.status, 200)
         XCTAssertEqual(got.body, elf)
@@ -348,7 +348,7 @@ final class MediaRouteTests: XCTestCase {
             $0.media.directory = blocker.appendingPathComponent("media").path
             $0.media.contentInDirectory = true // on PostgreSQL too: this is the directory backend's failure
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await sessionToken(server.port, "Tom")
         let failed = try await call(
             server.port, "POST", "/media?name=a.png", token: tom, body: Data(MediaFixtures.png(width: 2, height: 2)))
@@ -362,7 +362,7 @@ final class MediaRouteTests: XCTestCase {
 
     func testConcurrentUploadsOfOneContentShareOneFile() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await sessionToken(server.port, "Tom")
         let bytes = Data(MediaFixtures.gif(width: 9, height: 9) + [UInt8](repeating: 3, count: 600_000))
         let port = server.port
@@ -395,7 +395,7 @@ final class MediaRouteTests: XCTestCase {
     /// passed together). Exactly five fit, the others answer 413 / 4602, and nothing of them is kept.
     func testConcurrentUploadsCannotPassTheQuotaTogether() async throws {
         let server = try await ServerHarness.start { $0.media.quotaBytes = 55_000 }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await sessionToken(server.port, "Tom")
         let port = server.port
         let replies = try await withThrowingTaskGroup(of: (Int, Reply).self) { group in
@@ -435,7 +435,7 @@ final class MediaRouteTests: XCTestCase {
     /// upload after a start; one of an upload in progress (fresh) is not.
     func testACrashedUploadsTemporaryFileIsSweptAndAFreshOneIsNot() async throws {
         let server = try await ServerHarness.start { $0.media.contentInDirectory = true }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tmp = server.directory.appendingPathComponent("media/tmp")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
         let (old, fresh) = (tmp.appendingPathComponent("left-by-a-crash").path, tmp.appendingPathComponent("in-progress").path)
@@ -445,8 +445,7 @@ final class MediaRouteTests: XCTestCase {
         let tom = try await sessionToken(server.port, "Tom")
         let up = try await call(server.port, "POST", "/media?name=a.bin", token: tom, body: Data("new".utf8))
         XCTAssertEqual(up.status, 201)
-        for _ in 0..<100 where FileManager.default.fileExists(atPath: old) { try await Task.sleep(for: .milliseconds(20)) }
-        XCTAssertFalse(FileManager.default.fileExists(atPath: old))
+        try await waitUntil("\(old) to be removed") { !FileManager.default.fileExists(atPath: old) }
         XCTAssertTrue(FileManager.default.fileExists(atPath: fresh))
     }
 
@@ -478,7 +477,7 @@ final class MediaRouteTests: XCTestCase {
             $0.media.directory = mountPoint.appendingPathComponent("media").path
             $0.media.contentInDirectory = true // the directory's disk is what fills up, on PostgreSQL too
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await sessionToken(server.port, "Tom")
 
         let tooBig = Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
@@ -524,7 +523,7 @@ final class MediaRouteTests: XCTestCase {
 
     func testOversizeIsRefusedBeforeTheBodyAndTruncatedOrChunkedOverflowKeepsNothing() async throws {
         let server = try await ServerHarness.start { $0.media.maxUploadBytes = 1000 }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await sessionToken(server.port, "Tom")
         let head = "POST /media?name=x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-LC-IM-Session-Token: \(tom)\r\n"
 

@@ -33,9 +33,7 @@ final class OfflineHookTests: XCTestCase {
         let reply = try await client.request(add)
         XCTAssertEqual(reply.op, .added, "\(reply)")
         await client.close()
-        for _ in 0..<200 where !server.server.service.registry.connections(of: clientID).isEmpty {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await server.waitUntilOffline(clientID)
     }
 
     func send(_ client: TestClient, _ cid: String, _ text: String) async throws {
@@ -84,10 +82,10 @@ final class OfflineHookTests: XCTestCase {
 
     func testTheAnswerRewritesOneReceiverDropsAnotherAndReleasesTheRestAtOnce() async throws {
         let gateway = try await PushGateway(secret: PushPipelineTests.secret) { _ in 204 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         // A long hold: pushes that arrive well before it were released by the answer.
         let server = try await start(gateway: gateway, deadline: 5000)
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         for member in ["Jerry", "Spike", "Tyke"] { try await registerOffline(server, member, token: "\(member)-phone") }
         try await registerOffline(server, "Tyke", token: "Tyke-tablet")
         let requests = PushTestBox<[Command]>([])
@@ -149,7 +147,7 @@ final class OfflineHookTests: XCTestCase {
         try XCTSkipIf(TestDatabase.backend == .postgres, "one SQLite file across the kill")
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "build the hookbot executable first (swift build)")
         let gateway = try await PushGateway(secret: PushPipelineTests.secret) { _ in 204 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-offline-kill-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -182,16 +180,11 @@ final class OfflineHookTests: XCTestCase {
         defer { loop.cancel() }
         let tom = try await TestClient.login("Tom", port: first.port)
         let cid = try await tom.startConversation(members: ["Jerry", "modbot"])
-        for _ in 0..<100 {
-            var query = Command(cmd: .session, op: .query)
-            query.sessionPeerIds = ["Jerry"]
-            if try await tom.request(query).onlineSessionPeerIds?.isEmpty ?? true { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await tom.waitUntilOffline(["Jerry"])
         let sent = ContinuousClock.now
         _ = try await tom.sendText("cheese", to: cid)
         // Killed while the interceptor is being asked: the push is queued (held), nothing sent yet.
-        for _ in 0..<200 where asked.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil("the interceptor to be asked", every: .milliseconds(10)) { asked.withLock { $0 } > 0 }
         XCTAssertEqual(asked.withLock { $0 }, 1)
         first.kill()
         killed = true
@@ -227,10 +220,10 @@ final class OfflineHookTests: XCTestCase {
 
     func testNoAnswerWaitsForTheHoldWhileABadAnswerUnhookedOrNoInterceptorSendTheDefaultsAtOnce() async throws {
         let gateway = try await PushGateway(secret: PushPipelineTests.secret) { _ in 204 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let hold = 1500
         let server = try await start(gateway: gateway, deadline: hold)
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         try await registerOffline(server, "Jerry", token: "jerry-phone")
         let mode = PushTestBox("silent")
         let requests = PushTestBox<[Command]>([])
@@ -271,7 +264,7 @@ final class OfflineHookTests: XCTestCase {
         XCTAssertEqual(requests.withLock { $0.count }, 3, "asked about one, two and three, not four")
         // No interceptor logged in: nobody to ask, the default at once.
         await bot.close()
-        for _ in 0..<200 where server.server.isInterceptorAttached("modbot") { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil("the interceptor modbot to detach", every: .milliseconds(10)) { !server.server.isInterceptorAttached("modbot") }
         delay = try await pushDelay("five", count: 5)
         XCTAssertLessThan(delay, .milliseconds(hold - 100))
         let settled = await gateway.settle()

@@ -33,9 +33,7 @@ final class PushDataTests: XCTestCase {
         let reply = try await client.request(add)
         XCTAssertEqual(reply.op, .added, "\(reply)")
         await client.close()
-        for _ in 0..<200 where !server.server.service.registry.connections(of: clientID).isEmpty {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await server.waitUntilOffline(clientID)
     }
 
     /// Sends a frame as written and returns the reply with serial `serial`.
@@ -51,13 +49,13 @@ final class PushDataTests: XCTestCase {
 
     func testPushDataFromTheSwiftSDKReachesAnOfflineMember() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         try await registerOffline(server, "Jerry", token: "jerry-phone")
         let tom = server.client("Tom")
         try await tom.open()
-        defer { Task { await tom.close() } }
+        addTeardownBlock { await tom.close() }
         let conversation = try await tom.createConversation(name: "kitchen", members: ["Jerry"])
 
         let typed = IMPushData(
@@ -120,9 +118,9 @@ final class PushDataTests: XCTestCase {
 
     func testPushDataFromAJSONFrameAndAProtobufFrameAndBadOnesRefusedWithACode() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         try await registerOffline(server, "Jerry", token: "jerry-phone")
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"], name: "kitchen")
@@ -184,7 +182,7 @@ final class PushDataTests: XCTestCase {
 
     func testTemplatesPerConversationFromTheConfigurationAndTheConversationsAttribute() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let first = try await ServerHarness.start { configure(&$0, gateway: gateway) }
         try await registerOffline(first, "Jerry", token: "jerry-phone")
         let setup = try await first.login("Tom")
@@ -205,10 +203,10 @@ final class PushDataTests: XCTestCase {
             configure(&$0, gateway: gateway)
             $0.push.conversations = operatorTemplates
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = server.client("Tom")
         try await tom.open()
-        defer { Task { await tom.close() } }
+        addTeardownBlock { await tom.close() }
         func conversation(_ name: String) async throws -> IMConversation {
             let found = try await tom.fetchConversation(id: cids[name]!)
             return try XCTUnwrap(found)
@@ -287,12 +285,12 @@ final class PushDataTests: XCTestCase {
     /// status) and one it answers 503 past its max age (expired, not retry), counted per outcome.
     func testTheRecordOfPushesShowsRejectedAndExpiredPushesWithTheReason() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { token in token == "refused" ? 400 : 503 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start {
             configure(&$0, gateway: gateway)
             $0.push.queue.maxAge = .milliseconds(1)
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         try await registerOffline(server, "Jerry", token: "refused")
         try await registerOffline(server, "Spike", token: "busy")
         let tom = try await server.login("Tom")

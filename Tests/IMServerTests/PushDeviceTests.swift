@@ -47,7 +47,7 @@ final class PushDeviceTests: XCTestCase {
 
     func testADeviceTokenAtLoginRegistersAndMovesToTheNextClientLoggingInWithIt() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await open(server, "Tom", deviceToken: Self.apnsToken, deviceID: "iphone-1")
         var found = try await devices(tom)
         XCTAssertEqual(found.count, 1)
@@ -76,7 +76,7 @@ final class PushDeviceTests: XCTestCase {
 
     func testSessionCloseRemovesTheLoginDeviceAndADroppedConnectionKeepsIt() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await open(server, "Tom", deviceToken: Self.apnsToken)
         let web = try await add(
             tom,
@@ -96,13 +96,7 @@ final class PushDeviceTests: XCTestCase {
         let jerry = try await open(server, "Jerry", deviceToken: Self.fcmToken, deviceID: "pixel")
         await jerry.close()
         // Once the server has seen the connection go (Jerry offline), his device is still there.
-        var query = Command(cmd: .session, op: .query)
-        query.sessionPeerIds = ["Jerry"]
-        for _ in 0..<100 {
-            let status = try await again.request(query)
-            if status.onlineSessionPeerIds?.isEmpty ?? true { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await again.waitUntilOffline(["Jerry"])
         let jerryAgain = try await open(server, "Jerry")
         found = try await devices(jerryAgain)
         XCTAssertEqual(found.map { $0["token"] }, [.string(Self.fcmToken)])
@@ -110,7 +104,7 @@ final class PushDeviceTests: XCTestCase {
 
     func testRegisterListAndRemoveDevices() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await open(server, "Tom")
         let endpoint = "https://fcm.googleapis.com/fcm/send/dXJ1bmlmaWVk"
         let added = try await add(
@@ -159,7 +153,7 @@ final class PushDeviceTests: XCTestCase {
 
     func testBadDevicesAreRefusedWithCodes() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await open(server, "Tom")
         let keys: JSONValue = ["p256dh": .string(Self.p256dh), "auth": .string(Self.auth)]
         let cases: [(JSONValue, Int, String)] = [
@@ -202,7 +196,7 @@ final class PushDeviceTests: XCTestCase {
 
     func testTheEleventhDeviceDropsTheLeastRecentlyRegistered() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await open(server, "Tom")
         for n in 0..<PushDevices.maxPerClient {
             try await mustAdd(tom, ["provider": "fcm", "token": .string("token-\(n)")])

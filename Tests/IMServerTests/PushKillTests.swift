@@ -16,7 +16,7 @@ final class PushKillTests: XCTestCase {
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "build the hookbot executable first (swift build)")
         let refusing = PushTestBox(true)
         let service = try await LoopbackPushService(answer: { _ in refusing.withLock { $0 } ? 503 : 204 })
-        defer { Task { await service.shutdown() } }
+        addTeardownBlock { await service.shutdown() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-push-kill-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -45,7 +45,7 @@ final class PushKillTests: XCTestCase {
             await client.close()
         }
         let tom = try await TestClient.login("Tom", port: first.port)
-        try await waitOffline(members, asking: tom)
+        try await tom.waitUntilOffline(members)
         let cid = try await tom.startConversation(members: members)
         var sent: [String] = []
         for k in 0..<10 {
@@ -72,17 +72,5 @@ final class PushKillTests: XCTestCase {
         let expected = Set(members.flatMap { member in sent.map { "\(member)-phone/\($0)" } })
         XCTAssertEqual(Set(perPush.keys), expected, "every queued push arrives after the restart")
         XCTAssertEqual(perPush.values.filter { $0 > 1 }.count, 0, "and each exactly once: \(perPush.filter { $0.value > 1 })")
-    }
-
-    /// Waits until the server no longer counts `members` as logged in (`session query`).
-    func waitOffline(_ members: [String], asking client: TestClient) async throws {
-        for _ in 0..<200 {
-            var query = Command(cmd: .session, op: .query)
-            query.sessionPeerIds = members
-            let reply = try await client.request(query)
-            if reply.onlineSessionPeerIds?.isEmpty ?? true { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        XCTFail("\(members) still online")
     }
 }

@@ -32,14 +32,7 @@ final class PushPipelineTests: XCTestCase {
         let reply = try await client.request(add)
         XCTAssertEqual(reply.op, .added, "\(reply)")
         await client.close()
-        try await waitOffline(server, clientID)
-    }
-
-    func waitOffline(_ server: ServerHarness, _ clientID: String) async throws {
-        for _ in 0..<200 where !server.server.service.registry.connections(of: clientID).isEmpty {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        XCTAssertTrue(server.server.service.registry.connections(of: clientID).isEmpty)
+        try await server.waitUntilOffline(clientID)
     }
 
     func send(_ client: TestClient, _ cid: String, msg: String, pushData: String? = nil, transient: Bool = false) async throws {
@@ -54,9 +47,9 @@ final class PushPipelineTests: XCTestCase {
 
     func testOfflineMembersGetOneNotificationWithTextAndBadgeButNotOnlineMutedTransientOrCmd() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         try await registerOffline(server, "Jerry", token: "jerry-phone")
         try await registerOffline(server, "Spike", token: "spike-phone")
         let tyke = try await server.login("Tyke")
@@ -71,7 +64,7 @@ final class PushPipelineTests: XCTestCase {
         mute.cid = cid
         _ = try await spike.request(mute)
         await spike.close()
-        try await waitOffline(server, "Spike")
+        try await server.waitUntilOffline("Spike")
 
         try await send(tom, cid, msg: TypedMessage.text("typing").encoded(), transient: true)
         var cmd = Command(cmd: .direct)
@@ -121,9 +114,9 @@ final class PushPipelineTests: XCTestCase {
     /// devices of all receivers are read in one query).
     func testEveryOfflineMemberOfAGroupGetsOnePushPerDevice() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let members = (1...30).map { "member-\($0)" }
         for member in members { try await registerOffline(server, member, token: "\(member)-phone") }
         for member in members.prefix(2) { try await registerOffline(server, member, token: "\(member)-tablet") }
@@ -151,9 +144,9 @@ final class PushPipelineTests: XCTestCase {
             default: return 204
             }
         }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         try await registerOffline(server, "Jerry", token: "gone")
         try await registerOffline(server, "Spike", token: "flaky")
         let tom = try await server.login("Tom")
@@ -189,7 +182,7 @@ final class PushPipelineTests: XCTestCase {
         // The first gateway never answers (each attempt times out and is retried); the server is stopped with
         // the push still queued, and the next server, on the same file, sends it to a gateway that answers.
         let silent = try await PushGateway(secret: Self.secret, hang: true) { _ in 204 }
-        defer { Task { await silent.shutdown() } }
+        addTeardownBlock { await silent.shutdown() }
         let first = try await ServerHarness.start { configure(&$0, gateway: silent) }
         try await registerOffline(first, "Jerry", token: "jerry-phone")
         let tom = try await first.login("Tom")
@@ -204,9 +197,9 @@ final class PushPipelineTests: XCTestCase {
         }
 
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        defer { Task { await gateway.shutdown() } }
+        addTeardownBlock { await gateway.shutdown() }
         let second = try await ServerHarness.start(directory: first.directory) { configure(&$0, gateway: gateway) }
-        defer { Task { await second.stop() } }
+        addTeardownBlock { await second.stop() }
         let pushes = try await gateway.waitFor(count: 1)
         XCTAssertEqual(pushes.first?.json?["notification"]?["body"], "Tom: before the restart")
         XCTAssertEqual(pushes.first?.json?["device"]?["token"], "jerry-phone")
@@ -263,12 +256,9 @@ final class PushGateway: Sendable {
 
     /// The requests once at least `count` came (10 s at most).
     func waitFor(count: Int) async throws -> [GatewayRequest] {
-        for _ in 0..<1000 {
-            let all = requests()
-            if all.count >= count { return all }
-            try await Task.sleep(for: .milliseconds(10))
+        try await waitUntil("\(count) requests at the gateway (\(requests().count) came)", every: .milliseconds(10)) {
+            requests().count >= count
         }
-        XCTFail("the gateway got \(requests().count) requests, expected \(count)")
         return requests()
     }
 

@@ -49,7 +49,7 @@ final class ReverseProxyTests: XCTestCase {
                 })
         }
         let started = nodes
-        defer { Task { for node in started { await node.stop() } } }
+        addTeardownBlock { for node in started { await node.stop() } }
 
         // nginx with DEPLOY.md's block, on a free loopback port, in the foreground, stopped with the test.
         let port = try freeLoopbackPort()
@@ -125,14 +125,6 @@ final class ReverseProxyTests: XCTestCase {
             return found != nil
         }
         return found ?? 0
-    }
-
-    private func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw Timeout(waitingFor: what) }
-            try await Task.sleep(for: .milliseconds(20))
-        }
     }
 
     private func freeLoopbackPort() throws -> Int {

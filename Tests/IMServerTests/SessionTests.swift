@@ -5,7 +5,7 @@ import XCTest
 final class SessionTests: XCTestCase {
     func testOpenReturnsTokenAndRejectsInvalidClientIDs() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let client = try await TestClient.connect(port: server.port)
 
         for bad in ["", String(repeating: "x", count: 65), "tab\there"] {
@@ -27,7 +27,7 @@ final class SessionTests: XCTestCase {
 
     func testConversationNamesAndAttributesAreCappedAtCreationAndUpdate() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let longName = String(repeating: "n", count: 1025)
         let bigAttr: JSONValue = ["blob": .string(String(repeating: "a", count: 70_000))]
@@ -50,7 +50,7 @@ final class SessionTests: XCTestCase {
 
     func testOneDevicePerTagWhenForcedLoginsRace() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let clients = try await withThrowingTaskGroup(of: TestClient.self) { group in
             for k in 0..<40 {
                 group.addTask { try await server.login("Tom", tag: "Mobile", deviceID: "device-\(k)") }
@@ -70,7 +70,7 @@ final class SessionTests: XCTestCase {
 
     func testCommandsBeforeLoginAreRefused() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let client = try await TestClient.connect(port: server.port)
         var logs = Command(cmd: .logs)
         logs.cid = "whatever"
@@ -84,7 +84,7 @@ final class SessionTests: XCTestCase {
 
     func testSameTagKicksOlderDeviceAndNonForcedReopenFails() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let phoneA = try await server.login("Tom", tag: "Mobile", deviceID: "device-A")
         let desktop = try await server.login("Tom", tag: "Desktop", deviceID: "device-D")
         let phoneB = try await server.login("Tom", tag: "Mobile", deviceID: "device-B")
@@ -92,8 +92,7 @@ final class SessionTests: XCTestCase {
         let kicked = try await phoneA.next { $0.cmd == .session && $0.op == .closed }
         XCTAssertEqual(kicked.code, 4111)
         XCTAssertEqual(kicked.reason, "SESSION_CONFLICT")
-        for _ in 0..<50 where !phoneA.isClosed { try await Task.sleep(for: .milliseconds(20)) }
-        XCTAssertTrue(phoneA.isClosed, "the kicked connection is closed by the server")
+        try await waitUntil("the server to close the kicked connection") { phoneA.isClosed }
         let desktopEvents = await desktop.settle { $0.cmd == .session }
         XCTAssertTrue(desktopEvents.isEmpty, "another tag is not affected")
 
@@ -129,7 +128,7 @@ final class SessionTests: XCTestCase {
 
     func testStartingOnAPortInUseFailsInsteadOfHanging() async throws {
         let first = try await ServerHarness.start()
-        defer { Task { await first.stop() } }
+        addTeardownBlock { await first.stop() }
         do {
             let second = try await ServerHarness.start { $0.port = first.port }
             await second.stop()

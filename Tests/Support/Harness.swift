@@ -83,13 +83,26 @@ public final class ServerHarness: Sendable {
     }
 }
 
-/// Waits (up to 10 s) until `server` has registered the interceptor `clientID`. The server answers `opened`
-/// just before it registers the session, so a message sent at once may find no interceptor yet and fall to
-/// the failure policy (seen on a loaded CI machine).
-public func waitUntilInterceptorAttached(_ server: IMServer, _ clientID: String) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while !server.isInterceptorAttached(clientID), ContinuousClock.now < deadline {
-        try await Task.sleep(for: .milliseconds(5))
+/// Waits (up to `timeout`) until `server` has registered the interceptor `clientID`, and throws `Timeout` when
+/// it has not. The server answers `opened` just before it registers the session, so a message sent at once may
+/// find no interceptor yet and fall to the failure policy (seen on a loaded CI machine).
+public func waitUntilInterceptorAttached(_ server: IMServer, _ clientID: String, timeout: Duration = .seconds(10)) async throws {
+    try await waitUntil("the interceptor \(clientID) to attach", timeout: timeout, every: .milliseconds(5)) {
+        server.isInterceptorAttached(clientID)
+    }
+}
+
+/// Checks `condition` every `interval` until it holds; after `timeout` throws `Timeout(waitingFor: what)`, so a
+/// test that waits in vain fails saying what it waited for. For states no event announces (a registry, a file,
+/// a process's output); where the test can wait for an event (a message, a push), it waits for that instead.
+public func waitUntil(
+    _ what: @autoclosure () -> String, timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(20),
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw Timeout(waitingFor: what()) }
+        try await Task.sleep(for: interval)
     }
 }
 
@@ -151,7 +164,27 @@ public final class EventLog: Sendable {
         return messages
     }
 
-    /// Unconsumed events after waiting `duration` (to assert that nothing more arrives).
+    /// The messages of `cid` that arrive before the first one whose text is `sentinel` (which is taken too),
+    /// waiting for it up to `timeout`. To show that a message did NOT arrive, a test sends a sentinel after it
+    /// and checks what came before: a conversation's messages reach each member in the order the server accepted
+    /// them (and an interceptor reviews them in that order), so one that was going to arrive has arrived before
+    /// the sentinel does. Only where that order covers the message in question (the same conversation, decided
+    /// before the sentinel was sent); elsewhere `settle` waits.
+    public func messages(before sentinel: String, in cid: String, timeout: Duration = .seconds(15)) async throws -> [IMMessage] {
+        var before: [IMMessage] = []
+        while true {
+            let message = try await next("the sentinel \"\(sentinel)\" in \(cid)", timeout: timeout) { event in
+                if case .message(let message) = event, message.conversationId == cid { return message }
+                return nil
+            }
+            if message.content.text == sentinel { return before }
+            before.append(message)
+        }
+    }
+
+    /// Unconsumed events after waiting `duration` (to assert that nothing more arrives), for what no order
+    /// covers (other conversations, connection events); within one conversation `messages(before:in:)` needs
+    /// no pause.
     public func settle(for duration: Duration = .milliseconds(400)) async -> [IMEvent] {
         try? await Task.sleep(for: duration)
         return inbox.kept()

@@ -39,14 +39,17 @@ public final class PushTestGateway: Sendable {
 
     public func requests() -> [Request] { received.withLock { $0 } }
 
-    /// The requests once at least `count` came (`timeout` at most).
+    /// The requests once at least `count` came; throws `Timeout` when fewer came within `timeout`.
     public func waitFor(count: Int, timeout: Duration = .seconds(10)) async throws -> [Request] {
-        let end = ContinuousClock.now + timeout
-        while requests().count < count, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil("\(count) requests at the push gateway (\(requests().count) came)", timeout: timeout, every: .milliseconds(10))
+        {
+            requests().count >= count
+        }
         return requests()
     }
 
-    /// The requests after a pause in which any extra would have come.
+    /// The requests after a pause in which any extra would have come. (A pause, not a sentinel: pushes keep no
+    /// order with each other or with messages.)
     public func settle(_ pause: Duration = .milliseconds(400)) async -> [Request] {
         try? await Task.sleep(for: pause)
         return requests()

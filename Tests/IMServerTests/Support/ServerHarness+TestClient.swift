@@ -1,18 +1,37 @@
 import Foundation
 import HookbotTestSupport
 import IMCore
-import IMServer
 import Logging
 import XCTest
+
+@testable import IMServer
 
 extension ServerHarness {
     /// A raw JSON-protocol client logged in as `clientID`.
     func login(_ clientID: String, tag: String? = nil, deviceID: String? = nil) async throws -> TestClient {
         try await TestClient.login(clientID, port: port, tag: tag, deviceID: deviceID)
     }
+
+    /// Waits until the server holds no connection of `clientIDs` (it sees a closed client's socket go a moment
+    /// after `close()` returns); throws `Timeout` when one is still connected after `timeout`.
+    func waitUntilOffline(_ clientIDs: String..., timeout: Duration = .seconds(10)) async throws {
+        try await waitUntil("\(clientIDs.joined(separator: ", ")) to be offline", timeout: timeout, every: .milliseconds(10)) {
+            clientIDs.allSatisfy { server.service.registry.connections(of: $0).isEmpty }
+        }
+    }
 }
 
 extension TestClient: CommandRequesting {
+    /// Waits until the server no longer counts `members` as logged in (asked with `session query`); throws
+    /// `Timeout` when one still is after `timeout`.
+    func waitUntilOffline(_ members: [String], timeout: Duration = .seconds(10)) async throws {
+        var query = Command(cmd: .session, op: .query)
+        query.sessionPeerIds = members
+        try await waitUntil("\(members) to be offline", timeout: timeout) {
+            try await request(query).onlineSessionPeerIds?.isEmpty ?? true
+        }
+    }
+
     /// Waits for the next message delivered to this client.
     func nextMessage(timeout: Duration = .seconds(10)) async throws -> Command {
         try await next(timeout: timeout, "direct") { $0.cmd == .direct }
