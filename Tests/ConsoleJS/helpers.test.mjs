@@ -113,3 +113,36 @@ test('fileNameFromUrl decodes the last path segment (Chinese names too)', () => 
   assert.equal(fileNameFromUrl('https://files.example/a/%E5%8D%88%E9%A5%AD.png?x=1'), '午饭.png');
   assert.equal(fileNameFromUrl('not a url'), '');
 });
+
+test('state: a session opened, a conversation selected, the list replaced, the user forgotten', async () => {
+  const { chat, forgetUser, replaceConversations, selectConversation, sessionOpened, takeConnection } = await import('../../Sources/Console/Resources/state.js');
+  chat.me = '小明';
+  chat.room = 'room-1';
+  sessionOpened({ st: 'token-1', t: Date.now() + 5000 });
+  assert.equal(chat.st, 'token-1');
+  assert.ok(chat.skew > 4000 && chat.skew <= 5000, `skew ${chat.skew}`);
+  assert.equal(chat.room, null, 'a new session is in no chat room');
+
+  chat.conversations = new Map([['c1', { id: 'c1' }], ['c2', { id: 'c2' }]]);
+  chat.unread.set('c2', 3);
+  selectConversation('c1');
+  chat.online.add('小红');
+  chat.roomCount = 4;
+  chat.stick = false;
+  selectConversation('c1');
+  assert.deepEqual([...chat.online], ['小红'], 'selecting the open conversation again keeps who is online');
+  selectConversation('c2');
+  assert.deepEqual([chat.current, chat.online.size, chat.roomCount, chat.stick, chat.unread.has('c2')], ['c2', 0, null, true, false]);
+
+  replaceConversations(new Map([['c1', { id: 'c1' }]]));
+  assert.deepEqual([...chat.conversations.keys()], ['c1', 'c2'], 'the open conversation stays listed');
+
+  let aborted = 0;
+  chat.uploads.add({ abort: () => { aborted += 1; } });
+  chat.conn = { name: 'connection' };
+  assert.deepEqual(takeConnection(), { name: 'connection' });
+  assert.equal(chat.conn, null);
+  forgetUser();
+  assert.equal(aborted, 1, 'uploads in flight are aborted');
+  assert.deepEqual([chat.me, chat.st, chat.current, chat.conversations.size, chat.uploads.size, chat.reconnectDelay], [null, null, null, 0, 0, 1]);
+});
