@@ -200,7 +200,7 @@ let package = Package(
         .executableTarget(
             name: "fuzz-protobuf-command", dependencies: ["FuzzSupport", "IMCore", "IMProto"], path: "Fuzz/ProtobufCommand"),
         .executableTarget(name: "fuzz-toml-config", dependencies: ["FuzzSupport", "HookbotConfig"], path: "Fuzz/TOMLConfig"),
-        .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime"]),
+        .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime", "HookbotTestSupport"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
         .testTarget(name: "MediaImagingTests", dependencies: ["MediaImaging", "CVips"]),
         .testTarget(name: "HookRuntimeTests", dependencies: ["HookRuntime"]),

@@ -91,23 +91,9 @@ final class AdminSocketTests: XCTestCase {
         XCTAssertTrue(nobody.output.contains("no bot is listening on \(path).missing"), nobody.output)
     }
 
-    /// Runs the `hookbot` built beside this test bundle; its exit status and its output (stdout and stderr).
+    /// Runs the `hookbot` built beside this test bundle, off the test's task; its exit status and output.
     private func runHookbot(_ arguments: String...) async throws -> (status: Int32, output: String) {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hookbot")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: binary.path])
-        }
-        return try await Task.detached {
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, text)
-        }.value
+        let binary = try builtHookbot()
+        return try await Task.detached { try runProcess(binary, arguments) }.value
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import IMServer
 import XCTest
 
@@ -47,24 +48,9 @@ final class StartupErrorTests: XCTestCase {
         XCTAssertTrue(half.output.contains("--tls-cert and --tls-key go together"), half.output)
     }
 
-    /// Runs the `hookbot` built beside this test bundle; its exit status (a signal shows as 128 + n) and
-    /// its output.
+    /// Runs the `hookbot` built beside this test bundle in the test's directory; its exit status (a signal
+    /// shows as 128 + n) and its output.
     private func runHookbot(_ arguments: String...) throws -> (status: Int32, output: String) {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hookbot")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: binary.path])
-        }
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
-        return (status, text)
+        try runProcess(try builtHookbot(), arguments, in: directory)
     }
 }

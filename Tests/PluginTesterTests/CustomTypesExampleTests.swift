@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import PluginTester
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import PluginTester
 import XCTest
 
@@ -222,28 +223,4 @@ final class RunnerTests: XCTestCase {
         let (okStatus, okOutput) = try runProcess(binary, ["test", packageRoot.appendingPathComponent("plugins").path])
         XCTAssertEqual(okStatus, 0, okOutput)
     }
-}
-
-/// An executable built next to the test bundle.
-func builtProduct(_ name: String) -> URL? {
-    let candidates = [
-        Bundle(for: RunnerTests.self).bundleURL.deletingLastPathComponent(),
-        Bundle.main.bundleURL,
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-    ]
-    return candidates.map { $0.appendingPathComponent(name) }
-        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-}
-
-func runProcess(_ binary: URL, _ arguments: [String]) throws -> (Int32, String) {
-    let process = Process()
-    process.executableURL = binary
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }

@@ -1,0 +1,38 @@
+import Foundation
+
+/// An executable SwiftPM built beside the test bundle (`.build/debug/hookbot`, an example), or nil.
+public func builtProduct(_ name: String) -> URL? {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+        Bundle.main.bundleURL,
+        Bundle.main.bundleURL.deletingLastPathComponent(),
+    ]
+    return candidates.map { $0.appendingPathComponent(name) }
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+}
+
+/// `builtProduct("hookbot")`, or an error naming where it was looked for.
+public func builtHookbot() throws -> URL {
+    guard let binary = builtProduct("hookbot") else {
+        let place = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hookbot")
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: place.path])
+    }
+    return binary
+}
+
+/// Runs an executable to its end (in `directory` if given): its exit status (a signal shows as 128 + n) and
+/// its standard output and error together.
+public func runProcess(_ binary: URL, _ arguments: [String], in directory: URL? = nil) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = binary
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+    return (status, text)
+}
