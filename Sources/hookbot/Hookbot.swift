@@ -1,5 +1,8 @@
 import ArgumentParser
 
+/// The `hookbot` tool. Each subcommand is a `…Subcommand` type (`hookbot chat` is `ChatSubcommand`), not
+/// `…Command`: in this code base a `Command` is the wire protocol's (IMCore), and plugins' chat commands are
+/// the runtime's.
 @main
 struct Hookbot: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -7,8 +10,8 @@ struct Hookbot: AsyncParsableCommand {
         abstract: "A self-hostable IM hub and a chat-bot host whose behaviour is written as Lua plugin hooks.",
         version: Hookbot.version,
         subcommands: [
-            ServerCommand.self, RunCommand.self, ChatCommand.self, AdminCommand.self, PluginsCommand.self,
-            TestCommand.self, CheckCommand.self, BenchCommand.self, MediaCommand.self,
+            ServerSubcommand.self, RunSubcommand.self, ChatSubcommand.self, ReloadSubcommand.self, PluginsSubcommand.self,
+            TestSubcommand.self, CheckSubcommand.self, BenchSubcommand.self, MediaSubcommand.self,
         ]
     )
 }

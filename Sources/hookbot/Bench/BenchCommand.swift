@@ -2,7 +2,7 @@ import ArgumentParser
 import Benchmarks
 import Foundation
 
-struct BenchCommand: AsyncParsableCommand {
+struct BenchSubcommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Run the benchmark workloads (w1a, w1b, w2, w3, w4, idle, hooks, media; push when named) and print one JSON object.")
@@ -32,7 +32,8 @@ struct BenchCommand: AsyncParsableCommand {
         guard nodes >= 1, nodes == 1 || database != nil else { throw ValidationError("--nodes needs --database") }
         guard database == nil || !remoteBot else { throw ValidationError("--database runs the bot in process; drop --remote-bot") }
         let report = try await BenchReport.run(
-            workloads, quick: quick, relaxedSync: relaxedSync, remoteBot: remoteBot, database: try database.map(ServerCommand.databaseURL),
+            workloads, quick: quick, relaxedSync: relaxedSync, remoteBot: remoteBot,
+            database: try database.map(ServerSubcommand.databaseURL),
             nodes: nodes)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

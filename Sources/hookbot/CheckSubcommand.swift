@@ -2,7 +2,7 @@ import ArgumentParser
 import BotHost
 import Foundation
 
-struct CheckCommand: ParsableCommand {
+struct CheckSubcommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Check hookbot.toml and the plugins without starting anything.",

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import PluginTester
 
-struct TestCommand: AsyncParsableCommand {
+struct TestSubcommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "test",
         abstract: "Run plugin scenario files (*.test.lua) in process, without a server.",

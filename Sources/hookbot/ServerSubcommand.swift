@@ -5,7 +5,7 @@ import Foundation
 import IMServer
 import Logging
 
-struct ServerCommand: AsyncParsableCommand {
+struct ServerSubcommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "server", abstract: "Run the IM server.")
 
     @Option(help: "Address to bind.") var host = "127.0.0.1"
@@ -115,7 +115,7 @@ struct ServerCommand: AsyncParsableCommand {
     }
 }
 
-extension ServerCommand {
+extension ServerSubcommand {
     /// A `--database` value: a PostgreSQL URL, or `env:VARIABLE` naming one (it carries a password).
     static func databaseURL(_ value: String) throws -> String {
         var url = value

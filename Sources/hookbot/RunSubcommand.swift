@@ -6,7 +6,7 @@ import Foundation
 import Logging
 import Telemetry
 
-struct RunCommand: AsyncParsableCommand {
+struct RunSubcommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run the bot: log in, route everything to the plugins, act as the server's interceptor.",
@@ -91,7 +91,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 }
 
-extension RunCommand {
+extension RunSubcommand {
     /// This binary, as a command to type in this directory: `.build/debug/hookbot` after `swift run` or
     /// `make run` (`swift run hookbot chat` would rebuild first whenever its environment differs).
     static var builtBinary: String {
@@ -119,32 +119,4 @@ func waitForTerminationSignal() async {
     }
     for await _ in stream { break }
     for source in sources { source.cancel() }
-}
-
-struct AdminCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "reload", abstract: "Reload every plugin of the bot running in this directory.")
-
-    @Option(help: "Admin socket of the running bot.") var socket = ".hookbot-admin.sock"
-    @Flag(help: "Print the bot's answer as JSON (for scripts) instead of a table.") var json = false
-
-    func run() async throws {
-        let answer = try await AdminSocket.request("reload", path: socket)
-        print(json ? answer : AdminOutput.reload(answer), terminator: json ? "\n" : "")
-    }
-}
-
-struct PluginsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "plugins", abstract: "List the running bot's plugins with their status and failures.")
-
-    @Option(help: "Admin socket of the running bot.") var socket = ".hookbot-admin.sock"
-    @Flag(help: "Show the bot's counters instead.") var stats = false
-    @Flag(help: "Print the bot's answer as JSON (for scripts) instead of a table.") var json = false
-
-    func run() async throws {
-        let answer = try await AdminSocket.request(stats ? "stats" : "plugins", path: socket)
-        if json { return print(answer) }
-        print(stats ? AdminOutput.stats(answer) : AdminOutput.plugins(answer), terminator: "")
-    }
 }

@@ -4,14 +4,14 @@ import HookbotConfig
 import IMServer
 
 /// `hookbot media`: the server's stored files (docs/MEDIA.md).
-struct MediaCommand: AsyncParsableCommand {
+struct MediaSubcommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "media", abstract: "Manage uploaded files.", subcommands: [MediaGCCommand.self])
+        commandName: "media", abstract: "Manage uploaded files.", subcommands: [MediaGCSubcommand.self])
 }
 
 /// `hookbot media gc`: deletes the files no stored message or conversation references, once older than the
 /// grace period (docs/MEDIA.md, "Retention"). Safe beside a running server on the same database.
-struct MediaGCCommand: AsyncParsableCommand {
+struct MediaGCSubcommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gc",
         abstract: "Delete uploaded files that no stored message or conversation references, once older than the grace period.")
@@ -34,7 +34,7 @@ struct MediaGCCommand: AsyncParsableCommand {
         }
         var configuration = ServerConfiguration()
         configuration.databasePath = db
-        configuration.databaseURL = try database.map(ServerCommand.databaseURL)
+        configuration.databaseURL = try database.map(ServerSubcommand.databaseURL)
         configuration.media.directory = mediaDir
         if database == nil, !FileManager.default.fileExists(atPath: db) {
             throw ValidationError("no database at \(db) (give the server's --db file, or --database for PostgreSQL)")

@@ -3,7 +3,7 @@ import Foundation
 import IMClient
 import IMCore
 
-struct ChatCommand: AsyncParsableCommand {
+struct ChatSubcommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat", abstract: "A terminal chat client for trying bots by hand.",
         discussion: """
