@@ -121,7 +121,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]
+            ],
+            // The Lua prelude every plugin state runs first (Prelude.swift loads it with Bundle.module).
+            resources: [.copy("Resources/prelude.lua")]
         ),
         .target(
             name: "BotHost",

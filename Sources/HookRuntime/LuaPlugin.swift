@@ -220,8 +220,12 @@ final class LuaPlugin {
         guard let L else { return }
         hb_open_safe_libs(L)
         let budget = Int64(env.limits.instructionBudget)
-        // prelude
-        var status = hookbotPrelude.withCString { p in
+        // prelude (Resources/prelude.lua)
+        guard let prelude = hookbotPrelude else {
+            throw HookError(
+                plugin: key, hook: "load", reason: .invalidPlugin("prelude: cannot read prelude.lua from the HookRuntime resources"))
+        }
+        var status = prelude.withCString { p in
             hb_luaL_loadbuffer(L, p, strlen(p), "=(hookbot)", "t")
         }
         guard status == LUA_OK else {
