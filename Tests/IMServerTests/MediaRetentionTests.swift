@@ -214,16 +214,7 @@ final class MediaRetentionTests: XCTestCase {
             : ["--database", try TestDatabase.postgresURL(schema: TestDatabase.schemaName(for: server.directory))]
 
         func gc(_ arguments: String...) throws -> (status: Int32, output: String) {
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = ["media", "gc"] + database + arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, text)
+            try runProcess(binary, ["media", "gc"] + database + arguments)
         }
         let size = MediaFixtures.png(width: 8, height: 8, padding: 801).count
 

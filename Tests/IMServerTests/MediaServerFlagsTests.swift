@@ -56,16 +56,9 @@ final class MediaServerFlagsTests: XCTestCase {
             (["--thumbnail-jobs", "0"], "--thumbnail-jobs must be between 1 and 256"),
             (["--max-upload-bytes", "0"], "--max-upload-bytes must be a positive size"),
         ] {
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = ["server", "--port", "0", "--db", directory.appendingPathComponent("bad.sqlite").path] + flags
-            let output = Pipe()
-            process.standardError = output
-            process.standardOutput = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            XCTAssertEqual(process.terminationStatus, 64, text)
+            let (status, text) = try runProcess(
+                binary, ["server", "--port", "0", "--db", directory.appendingPathComponent("bad.sqlite").path] + flags)
+            XCTAssertEqual(status, 64, text)
             XCTAssertTrue(text.contains(message), text)
         }
     }

@@ -53,16 +53,8 @@ public struct TestCertificateAuthority: Sendable {
 
     /// Runs `/usr/bin/openssl` with `arguments`; throws with its output when it fails.
     static func openssl(_ arguments: String...) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let (status, text) = try runProcess(URL(fileURLWithPath: "/usr/bin/openssl"), arguments)
+        guard status == 0 else {
             throw CertificateToolError(message: "openssl \(arguments.joined(separator: " ")) failed: \(text)")
         }
     }
