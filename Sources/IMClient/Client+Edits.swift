@@ -33,16 +33,8 @@ extension IMClient {
     }
 
     func sendBinary(_ data: Data, to cid: String, options: IMSendOptions) async throws(IMError) -> IMMessage {
-        var direct = Command(cmd: .direct)
-        direct.cid = cid
+        var direct = try directCommand(to: cid, options: options)
         direct.binaryMsg = data.base64EncodedString()
-        direct.transient = options.transient ? true : nil
-        direct.r = options.receipt ? true : nil
-        direct.priority = options.priority?.rawValue
-        direct.mentionPids = options.mentionPids
-        direct.mentionAll = options.mentionAll ? true : nil
-        direct.pushData = options.transient ? nil : try options.pushData?.validated()
-        direct.dt = options.transient ? nil : (options.dedupeToken ?? nextDedupeToken())
         let ack = try await request(direct)
         var message = IMMessage(
             id: ack.uid ?? "", conversationId: cid, from: clientId, timestamp: ack.t ?? 0, content: .common(""), body: "", status: .sent)

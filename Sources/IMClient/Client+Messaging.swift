@@ -10,9 +10,16 @@ extension IMClient {
     /// Writes a message now (messages leave in the order they are submitted) without waiting for its ack.
     func submitMessage(_ content: IMMessageContent, to cid: String, options: IMSendOptions) throws(IMError) -> IMPendingMessage {
         let body = try content.encodedBody()
+        var direct = try directCommand(to: cid, options: options)
+        direct.msg = body
+        let (_, slot) = try enqueue(direct, policy: options.transient ? .fail : .resend)
+        return IMPendingMessage(client: self, slot: slot, conversationId: cid, content: content, body: body, options: options)
+    }
+
+    /// A `direct` to `cid` with `options` (its content still to set: `msg` or `binaryMsg`).
+    func directCommand(to cid: String, options: IMSendOptions) throws(IMError) -> Command {
         var direct = Command(cmd: .direct)
         direct.cid = cid
-        direct.msg = body
         direct.transient = options.transient ? true : nil
         direct.r = options.receipt ? true : nil
         direct.priority = options.priority?.rawValue
@@ -22,8 +29,7 @@ extension IMClient {
         // Stored messages carry a token the server de-duplicates on, so they can be resent after a
         // reconnect; transient ones are not stored and are not resent.
         direct.dt = options.transient ? nil : (options.dedupeToken ?? nextDedupeToken())
-        let (_, slot) = try enqueue(direct, policy: options.transient ? .fail : .resend)
-        return IMPendingMessage(client: self, slot: slot, conversationId: cid, content: content, body: body, options: options)
+        return direct
     }
 
     func sendCmd(action: String, ext: [String: JSONValue], to cid: String) async throws(IMError) -> IMCmdMessage {

@@ -75,7 +75,7 @@ extension PostgresStore: PushDeviceStore {
         ).map { row in
             let (provider, token, device, keys, createdAt, updatedAt) = try row.decode((String, String, String, String?, Int64, Int64).self)
             return PushDeviceRecord(
-                clientID: clientID, provider: provider, token: token, deviceID: device, keys: PushDeviceRecord.keys(fromJSON: keys),
+                clientID: clientID, provider: provider, token: token, deviceID: device, keys: PushSubscriptionKeys(stored: keys),
                 createdAt: createdAt, updatedAt: updatedAt)
         }
     }
@@ -91,7 +91,7 @@ extension PostgresStore: PushDeviceStore {
             let (clientID, provider, token, device, keys, createdAt, updatedAt) = try row.decode(
                 (String, String, String, String, String?, Int64, Int64).self)
             return PushDeviceRecord(
-                clientID: clientID, provider: provider, token: token, deviceID: device, keys: PushDeviceRecord.keys(fromJSON: keys),
+                clientID: clientID, provider: provider, token: token, deviceID: device, keys: PushSubscriptionKeys(stored: keys),
                 createdAt: createdAt, updatedAt: updatedAt)
         }
     }

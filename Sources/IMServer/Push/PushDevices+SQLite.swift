@@ -73,7 +73,7 @@ extension SQLiteStore: PushDeviceStore {
             ).map {
                 PushDeviceRecord(
                     clientID: clientID, provider: $0["provider"], token: $0["token"], deviceID: $0["device_id"],
-                    keys: PushDeviceRecord.keys(fromJSON: $0["keys"]), createdAt: $0["created_at"], updatedAt: $0["updated_at"])
+                    keys: PushSubscriptionKeys(stored: $0["keys"]), createdAt: $0["created_at"], updatedAt: $0["updated_at"])
             }
         }
     }
@@ -94,7 +94,7 @@ extension SQLiteStore: PushDeviceStore {
                 ).map {
                     PushDeviceRecord(
                         clientID: $0["client_id"], provider: $0["provider"], token: $0["token"], deviceID: $0["device_id"],
-                        keys: PushDeviceRecord.keys(fromJSON: $0["keys"]), createdAt: $0["created_at"], updatedAt: $0["updated_at"])
+                        keys: PushSubscriptionKeys(stored: $0["keys"]), createdAt: $0["created_at"], updatedAt: $0["updated_at"])
                 }
             }
         }

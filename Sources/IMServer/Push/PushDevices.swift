@@ -18,16 +18,7 @@ struct PushDeviceRecord: Sendable, Equatable {
     var device: PushDevice { PushDevice(provider: provider, token: token, keys: keys) }
 
     /// The keys as stored (`{"p256dh", "auth"}` JSON), nil without keys.
-    var keysJSON: String? {
-        keys.map { JSONValue.object(["p256dh": .string($0.p256dh), "auth": .string($0.auth)]).jsonString() }
-    }
-
-    static func keys(fromJSON text: String?) -> PushSubscriptionKeys? {
-        guard let object = text.flatMap(JSONValue.parse)?.objectValue, let p256dh = object["p256dh"]?.stringValue,
-            let auth = object["auth"]?.stringValue
-        else { return nil }
-        return PushSubscriptionKeys(p256dh: p256dh, auth: auth)
-    }
+    var keysJSON: String? { keys?.stored }
 
     /// What `device query` answers for it.
     var jsonValue: JSONValue {
@@ -36,7 +27,7 @@ struct PushDeviceRecord: Sendable, Equatable {
             "updatedAt": .int(Int(updatedAt)),
         ]
         if !deviceID.isEmpty { object["deviceId"] = .string(deviceID) }
-        if let keys { object["keys"] = .object(["p256dh": .string(keys.p256dh), "auth": .string(keys.auth)]) }
+        if let keys { object["keys"] = keys.jsonValue }
         return .object(object)
     }
 }
@@ -94,5 +85,21 @@ enum PushDevices {
             default: "INVALID_PUSH_DEVICE"
             }
         return IMError(code: error.code, reason: reason, detail: error.reason)
+    }
+}
+
+extension PushSubscriptionKeys {
+    /// `{"p256dh", "auth"}`: what `device query` answers and (as text) what `push_devices` and `push_queue` keep.
+    var jsonValue: JSONValue { .object(["p256dh": .string(p256dh), "auth": .string(auth)]) }
+
+    /// The keys as the stores keep them (`jsonValue` as text).
+    var stored: String { jsonValue.jsonString() }
+
+    /// The keys a store kept; nil for none or text that is not `{"p256dh", "auth"}`.
+    init?(stored text: String?) {
+        guard let object = text.flatMap(JSONValue.parse)?.objectValue, let p256dh = object["p256dh"]?.stringValue,
+            let auth = object["auth"]?.stringValue
+        else { return nil }
+        self.init(p256dh: p256dh, auth: auth)
     }
 }

@@ -34,9 +34,7 @@ extension PostgresStore: PushQueueStore {
     func enqueuePushes(_ items: [PushQueueItem]) async throws {
         // One multi-row INSERT (arrays unnested) per 1,000 pushes, not one statement per push.
         for chunk in Self.chunks(items, size: 1000) {
-            let keys = chunk.map { item in
-                item.keys.map { JSONValue.object(["p256dh": .string($0.p256dh), "auth": .string($0.auth)]).jsonString() } ?? ""
-            }
+            let keys = chunk.map { $0.keys?.stored ?? "" }
             _ = try await fetch(
                 """
                 INSERT INTO push_queue (client_id, provider, token, keys, message_id, content, attempts, created_at, due_at)
@@ -72,7 +70,7 @@ extension PostgresStore: PushQueueStore {
         let (id, client, provider, token, keys, message, content, attempts, createdAt, dueAt) = try row.decode(
             (Int64, String, String, String, String?, String, String, Int32, Int64, Int64).self)
         return PushQueueItem(
-            id: id, clientID: client, provider: provider, token: token, keys: PushDeviceRecord.keys(fromJSON: keys),
+            id: id, clientID: client, provider: provider, token: token, keys: PushSubscriptionKeys(stored: keys),
             messageID: message, content: content, attempts: Int(attempts), createdAt: createdAt, dueAt: dueAt)
     }
 

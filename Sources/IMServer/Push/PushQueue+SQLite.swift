@@ -48,9 +48,7 @@ extension SQLiteStore: PushQueueStore {
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """)
                 for item in chunk {
-                    let keys = item.keys.map {
-                        JSONValue.object(["p256dh": .string($0.p256dh), "auth": .string($0.auth)]).jsonString()
-                    }
+                    let keys = item.keys?.stored
                     try insert.execute(arguments: [
                         item.clientID, item.provider, item.token, keys, item.messageID, item.content, item.attempts, item.createdAt,
                         item.dueAt,
@@ -92,7 +90,7 @@ extension SQLiteStore: PushQueueStore {
     private static func pushQueueItem(_ row: Row) -> PushQueueItem {
         PushQueueItem(
             id: row["id"], clientID: row["client_id"], provider: row["provider"], token: row["token"],
-            keys: PushDeviceRecord.keys(fromJSON: row["keys"]), messageID: row["message_id"], content: row["content"],
+            keys: PushSubscriptionKeys(stored: row["keys"]), messageID: row["message_id"], content: row["content"],
             attempts: row["attempts"], createdAt: row["created_at"], dueAt: row["due_at"])
     }
 
