@@ -49,7 +49,7 @@ public struct BotConfiguration: Sendable {
     /// by `load(path:)`; its `path` is where the console's config editor writes.
     public var overrides = ConfigOverrides()
     /// The prefix of chat commands (`[bot] command_prefix`) and the roles of `[roles]`.
-    public var commands = CommandSettings()
+    public var commands = ChatCommandSettings()
     /// Plugin name → the secret its webhook (`POST /hooks/<plugin>/…`) requires (`[webhooks]`).
     public var webhookSecrets: [String: String] = [:]
     /// Largest webhook body accepted, in bytes (larger: 413).

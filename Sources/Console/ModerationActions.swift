@@ -8,7 +8,7 @@ import Synchronization
 
 /// The console's moderation page (docs/CONSOLE.md, "Moderation"): the actions the moderation plugins
 /// recorded through `plugins/lib/modlog.lua` (their state key `modlog`), filtered here, and their undo
-/// carried out as a moderator would: the entry's `undo` command run as `CommandSettings.consoleID`.
+/// carried out as a moderator would: the entry's `undo` command run as `ChatCommandSettings.consoleID`.
 final class ModerationActions: Sendable {
     /// Where the console records undone actions (host state, not a plugin's).
     static let statePlugin = "hookbot.console"
@@ -236,7 +236,7 @@ final class ModerationActions: Sendable {
         }
         let messageID = "console-undo-\(UUID().uuidString)"
         let message = HookMessage(
-            id: messageID, cid: entry.cid ?? target.lobbyID ?? "", from: CommandSettings.consoleID, text: command,
+            id: messageID, cid: entry.cid ?? target.lobbyID ?? "", from: ChatCommandSettings.consoleID, text: command,
             timestamp: Int64(Date().timeIntervalSince1970 * 1000))
         guard let result = await runtime.runCommand(message) else {
             return HTTPJSON.error(.conflict, "no loaded plugin declares the command of \(command) (is \(entry.plugin) loaded?)")

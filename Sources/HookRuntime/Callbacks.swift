@@ -251,8 +251,8 @@ let cbCommandAdd: hb_swift_fn = { L in
         return fail(L, "ctx.commands.add: name must be 1–32 letters, digits, _ or -")
     }
     let signature = spec["args"]?.stringValue ?? ""
-    let arguments: [CommandSpec.Argument]
-    do { arguments = try CommandSpec.arguments(signature) } catch { return fail(L, "ctx.commands.add: \(error)") }
+    let arguments: [ChatCommand.Argument]
+    do { arguments = try ChatCommand.arguments(signature) } catch { return fail(L, "ctx.commands.add: \(error)") }
     var roles: [String] = []
     switch spec["roles"] {
     case nil: break
@@ -266,7 +266,7 @@ let cbCommandAdd: hb_swift_fn = { L in
     }
     let cooldown = spec["cooldown"]?.doubleValue ?? 0
     guard cooldown.isFinite, cooldown >= 0, cooldown < 1e7 else { return fail(L, "ctx.commands.add: cooldown must be seconds >= 0") }
-    let command = CommandSpec(
+    let command = ChatCommand(
         name: name, arguments: arguments, signature: signature, roles: roles, cooldown: cooldown,
         description: spec["description"]?.stringValue, plugin: plugin.name)
     if let problem = plugin.env.commands.register(command, owner: plugin.instanceID) { return fail(L, "ctx.commands.add: \(problem)") }
@@ -307,7 +307,7 @@ let cbHTTPStart: hb_swift_fn = { L in
 let hostStatePlugin = "hookbot.host"
 
 func hasRole(_ env: PluginEnvironment, user: String, role: String, cid: String? = nil) -> Bool {
-    if user == CommandSettings.consoleID { return true }
+    if user == ChatCommandSettings.consoleID { return true }
     if env.commandSettings.roles[role]?.contains(user) == true { return true }
     // `owner` and `manager`: the user's role in the conversation the command is used in (mirrored by the host).
     if let cid, role == "owner" || role == "manager",

@@ -86,22 +86,22 @@ public enum HTTPRedirects {
 
     /// The next request after `outcome` answered `call`: nil when the answer is not a redirect to follow,
     /// else the request or why it may not be made.
-    static func next(after call: HookHTTPCall, _ outcome: HookHTTPOutcome) -> Result<HookHTTPCall, CommandError>? {
+    static func next(after call: HookHTTPCall, _ outcome: HookHTTPOutcome) -> Result<HookHTTPCall, TextError>? {
         guard outcome.error == nil, let status = outcome.status, statuses.contains(status),
             let location = outcome.headers.first(where: { $0.key.lowercased() == "location" })?.value
         else { return nil }
         guard let target = URL(string: location, relativeTo: call.url)?.absoluteURL, let scheme = target.scheme?.lowercased(),
             scheme == "http" || scheme == "https", let host = target.host?.lowercased(), !host.isEmpty
         else {
-            return .failure(CommandError("redirect refused: \(location) is not an http or https URL"))
+            return .failure(TextError("redirect refused: \(location) is not an http or https URL"))
         }
         let hostPort = target.port.map { "\(host):\($0)" }
         guard call.allowedHosts.contains(host) || hostPort.map(call.allowedHosts.contains) == true else {
             return .failure(
-                CommandError("redirect refused: \(hostPort ?? host) is not in this plugin's allowed hosts ([http.\(call.plugin)] hosts)"))
+                TextError("redirect refused: \(hostPort ?? host) is not in this plugin's allowed hosts ([http.\(call.plugin)] hosts)"))
         }
         if call.url.scheme?.lowercased() == "https", scheme == "http" {
-            return .failure(CommandError("redirect refused: from https down to http (\(target.absoluteString))"))
+            return .failure(TextError("redirect refused: from https down to http (\(target.absoluteString))"))
         }
         var next = call
         next.url = target
@@ -164,32 +164,32 @@ public struct HTTPUsage: Sendable, Hashable {
 
 extension HTTPPolicy {
     /// Checks a request a plugin asked for; the call, or why it may not be made.
-    func check(_ options: JSONValue, plugin: String, id: Int, inFlight: Int) -> Result<HookHTTPCall, CommandError> {
-        guard case .object(let fields) = options else { return .failure(CommandError("expects a table {url = ..., method = ...}")) }
+    func check(_ options: JSONValue, plugin: String, id: Int, inFlight: Int) -> Result<HookHTTPCall, TextError> {
+        guard case .object(let fields) = options else { return .failure(TextError("expects a table {url = ..., method = ...}")) }
         guard let text = fields["url"]?.stringValue, let url = URL(string: text), let scheme = url.scheme?.lowercased(),
             scheme == "http" || scheme == "https", let host = url.host?.lowercased()
         else {
-            return .failure(CommandError("url must be an http or https URL"))
+            return .failure(TextError("url must be an http or https URL"))
         }
         let port = url.port.map { "\(host):\($0)" }
         guard hosts.contains(host) || port.map(hosts.contains) == true else {
-            return .failure(CommandError("\(port ?? host) is not in this plugin's allowed hosts ([http.\(plugin)] hosts)"))
+            return .failure(TextError("\(port ?? host) is not in this plugin's allowed hosts ([http.\(plugin)] hosts)"))
         }
         guard inFlight < concurrency else {
-            return .failure(CommandError("too many requests in flight (\(concurrency)); try again when one has finished"))
+            return .failure(TextError("too many requests in flight (\(concurrency)); try again when one has finished"))
         }
         let method = (fields["method"]?.stringValue ?? "GET").uppercased()
         guard ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"].contains(method) else {
-            return .failure(CommandError("method must be GET, POST, PUT, PATCH, DELETE or HEAD"))
+            return .failure(TextError("method must be GET, POST, PUT, PATCH, DELETE or HEAD"))
         }
         var headers: [String: String] = [:]
         var headerBytes = 0
         for (name, value) in fields["headers"]?.objectValue ?? [:] {
-            guard let text = value.stringValue else { return .failure(CommandError("header \(name) must be a string")) }
+            guard let text = value.stringValue else { return .failure(TextError("header \(name) must be a string")) }
             headerBytes += name.utf8.count + text.utf8.count
             guard headers.count < StoredText.maxHeaderCount, headerBytes <= StoredText.maxHeaderBytes else {
                 return .failure(
-                    CommandError(
+                    TextError(
                         "headers must be at most \(StoredText.maxHeaderCount) and \(StoredText.maxHeaderBytes) bytes in all"))
             }
             headers[name] = text
@@ -200,7 +200,7 @@ extension HTTPPolicy {
             headers["Content-Type"] = headers["Content-Type"] ?? "application/json"
         }
         let timeout = min(fields["timeout"]?.doubleValue ?? timeoutCap, timeoutCap)
-        guard timeout > 0 else { return .failure(CommandError("timeout must be a positive number of seconds")) }
+        guard timeout > 0 else { return .failure(TextError("timeout must be a positive number of seconds")) }
         return .success(
             HookHTTPCall(
                 id: id, plugin: plugin, method: method, url: url, headers: headers, body: body,

@@ -54,7 +54,7 @@ final class PluginEnvironment {
     let store: HookStateStore
     let clock: HookClock
     let registry = TypeRegistry()
-    let commands = CommandRegistry()
+    let commands = ChatCommandRegistry()
     let logger: Logger
     let limits: HookLimits
     let directory: URL
@@ -66,7 +66,7 @@ final class PluginEnvironment {
     let members: ConversationMembers
     /// Where a configuration key is set in the host's configuration file, for errors.
     let configLocator: ConfigLocator?
-    let commandSettings: CommandSettings
+    let commandSettings: ChatCommandSettings
     /// What each plugin may reach over HTTP, and how calls are started (set by `PluginRuntime`; nil: none).
     let httpPolicies: [String: HTTPPolicy]
     var startHTTP: (@Sendable (HookHTTPCall) -> Void)?
@@ -83,7 +83,7 @@ final class PluginEnvironment {
     init(
         store: HookStateStore, clock: HookClock, logger: Logger, limits: HookLimits, directory: URL, botID: String? = nil,
         reach: ConversationReach? = nil, members: ConversationMembers = ConversationMembers(), configLocator: ConfigLocator? = nil,
-        commandSettings: CommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]
+        commandSettings: ChatCommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]
     ) {
         self.members = members
         self.httpPolicies = httpPolicies

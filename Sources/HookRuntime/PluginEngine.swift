@@ -4,6 +4,20 @@ import Foundation
 import IMCore
 import Logging
 
+// What is where in HookRuntime (docs/PLUGINS.md is the plugin author's side):
+// - `PluginRuntime` (PluginRuntime.swift): what a host uses, an actor whose executor is one dedicated Lua
+//   thread; it owns a `PluginEngine` and runs every call on that thread, one at a time.
+// - `PluginEngine` (this file and PluginEngine+*.swift): all plugins of one plugins directory and the dispatch
+//   of hooks to them, synchronous (hookbot test and unit tests call it directly): loading and hot reload
+//   (+Loading), hooks (+Hooks, +Dispatch), chat commands (+ChatCommands), ctx.ask dialogs (+Dialogs), timers
+//   and schedules (+Timers, +Schedules), HTTP callbacks (+HTTP), on_offline (+Offline).
+// - `LuaPlugin` (LuaPlugin.swift): one plugin's sandboxed Lua state (limits in Sources/LuaSandbox), its hook
+//   references and the actions it asked for; `PluginEnvironment` what all plugins of an engine share.
+// - The Lua side: Resources/prelude.lua builds each plugin's sandbox and `ctx` on top of the Swift functions
+//   in `hb` (Callbacks.swift, CardCallbacks.swift, LocaleLua.swift, TextMatcherLua.swift, MediaAccess.swift).
+// - "Command" here is a chat command (`!name args`, ChatCommands.swift: `ChatCommand`, `ChatCommandRegistry`);
+//   a command *message* (`on_cmd`) is a `HookCommand`; the wire's `Command` is IMCore's.
+
 /// What a load / reload / directory sync did.
 public struct ReloadReport: Sendable, Hashable {
     /// Plugins loaded for the first time.
@@ -69,7 +83,7 @@ public final class PluginEngine {
         logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
         members: ConversationMembers = ConversationMembers(),
         metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
-        commands: CommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]
+        commands: ChatCommandSettings = .init(), httpPolicies: [String: HTTPPolicy] = [:]
     ) {
         self.metrics = metrics
         self.directory = directory.standardizedFileURL

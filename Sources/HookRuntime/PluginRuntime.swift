@@ -47,7 +47,7 @@ public actor PluginRuntime {
         limits: HookLimits = .default, clock: HookClock = .system,
         logger: Logger = Logger(label: "hookbot.plugins"), botID: String? = nil, reach: ConversationReach? = nil,
         metrics: any MetricsFactory = NOOPMetricsHandler.instance, configLocator: ConfigLocator? = nil,
-        commands: CommandSettings = .init(), http: (any HookHTTPTransport)? = nil,
+        commands: ChatCommandSettings = .init(), http: (any HookHTTPTransport)? = nil,
         httpPolicies: [String: HTTPPolicy] = [:], media: (any HookMediaSource)? = nil
     ) {
         let members = ConversationMembers()

@@ -41,7 +41,7 @@ final class CommandTests: XCTestCase {
         for (name, source) in sources { fixture.write(name, source) }
         let engine = PluginEngine(
             directory: fixture.plugins, store: fixture.store, limits: testLimits, clock: fixture.clock.clock,
-            commands: CommandSettings(prefix: prefix, roles: roles))
+            commands: ChatCommandSettings(prefix: prefix, roles: roles))
         XCTAssertEqual(engine.loadAll().errors, [])
         return (fixture, engine)
     }
@@ -205,7 +205,7 @@ final class CommandHelpTests: XCTestCase {
             """)
         let engine = PluginEngine(
             directory: fixture.plugins, store: fixture.store, limits: testLimits, clock: fixture.clock.clock,
-            commands: CommandSettings())
+            commands: ChatCommandSettings())
         XCTAssertEqual(engine.loadAll().errors, [])
         return engine
     }
@@ -230,8 +230,8 @@ final class CommandHelpTests: XCTestCase {
         XCTAssertTrue(pages[0].hasPrefix("Commands (page 1 of \(pages.count)):\n"), pages[0])
         XCTAssertTrue(pages.last!.hasSuffix("\n!help <command> for one of them."), pages.last!)
         for page in pages {
-            XCTAssertLessThanOrEqual(page.utf8.count, CommandHelp.maxReplyBytes)
-            XCTAssertLessThanOrEqual(page.split(separator: "\n").count, CommandHelp.linesPerPage + 2)
+            XCTAssertLessThanOrEqual(page.utf8.count, ChatCommandHelp.maxReplyBytes)
+            XCTAssertLessThanOrEqual(page.split(separator: "\n").count, ChatCommandHelp.linesPerPage + 2)
         }
         let listed = pages.flatMap { $0.split(separator: "\n").dropFirst().dropLast().map(String.init) }
         let names = ["cmd01", "cmd15", "cmd30", "hog", "rig", "roll"]
@@ -244,7 +244,7 @@ final class CommandHelpTests: XCTestCase {
         XCTAssertEqual(hog, "!hog [what:text] — " + String(repeating: "hog ", count: 20).dropLast(1) + "…")
         let full = reply(engine, "!help hog")
         XCTAssertEqual(full, "!hog [what:text] — " + String(repeating: "hog ", count: 50).dropLast(1) + "…")
-        XCTAssertEqual(reply(engine, "!help !cmd07").count, "!cmd07 <user:user> [n:integer] — ".count + CommandSpec.maxDescription)
+        XCTAssertEqual(reply(engine, "!help !cmd07").count, "!cmd07 <user:user> [n:integer] — ".count + ChatCommand.maxDescription)
         XCTAssertEqual(reply(engine, "!help roll"), "!roll [sides:integer] — roll a die; once every 10 s per member")
         XCTAssertEqual(reply(engine, "!hog"), "oink", "the hostile command itself still runs")
     }

@@ -39,7 +39,7 @@ final class DialogTests: XCTestCase {
         for (name, source) in sources { fixture.write(name, source) }
         let engine = PluginEngine(
             directory: fixture.plugins, store: fixture.store, limits: limits, clock: fixture.clock.clock,
-            commands: CommandSettings(prefix: "!"))
+            commands: ChatCommandSettings(prefix: "!"))
         XCTAssertEqual(engine.loadAll().errors, [])
         return (fixture, engine)
     }

@@ -203,7 +203,7 @@ final class DocExampleTests: XCTestCase {
         for (path, src) in files { f.write(path, src) }
         let rt = PluginEngine(
             directory: f.plugins, store: f.store, limits: testLimits, clock: f.clock.clock,
-            commands: CommandSettings(roles: ["gm": ["alice"]]))
+            commands: ChatCommandSettings(roles: ["gm": ["alice"]]))
         XCTAssertEqual(rt.loadAll().errors, [])
         XCTAssertEqual(sentTexts(rt.receive(msg("!rig Tom 6", from: "Tom")).actions), ["!rig is only for gm"])
         XCTAssertEqual(

@@ -67,18 +67,18 @@ extension PluginEngine {
         else { return result }
         let prefix = env.commandSettings.prefix
         var answered = hostReply(
-            "unknown command \(prefix)\(CommandText.cut(name, to: 40)); \(prefix)help lists the commands", to: message,
+            "unknown command \(prefix)\(ChatCommandText.cut(name, to: 40)); \(prefix)help lists the commands", to: message,
             plugin: "hookbot")
         answered.errors = result.errors
         return answered
     }
 
     /// `!help` (the first page of commands), `!help <n>` (page n) and `!help <command>` (one in full); see
-    /// `CommandHelp` for the sizes.
+    /// `ChatCommandHelp` for the sizes.
     private func help(_ rest: Substring, _ message: HookMessage) -> HookResult {
         let prefix = env.commandSettings.prefix
         let asked = rest.trimmingCharacters(in: .whitespaces)
-        let help = CommandHelp(prefix: prefix, commands: env.commands.all)
+        let help = ChatCommandHelp(prefix: prefix, commands: env.commands.all)
         guard !asked.isEmpty else { return hostReply(help.page(1), to: message, plugin: "hookbot") }
         let name = asked.hasPrefix(prefix) ? String(asked.dropFirst(prefix.count)) : asked
         if let (spec, _) = env.commands.command(name), !(asked == name && Int(name) != nil) {
@@ -86,7 +86,7 @@ extension PluginEngine {
         }
         if asked == name, let number = Int(name) { return hostReply(help.page(number), to: message, plugin: "hookbot") }
         return hostReply(
-            "unknown command \(prefix)\(CommandText.cut(name, to: 40)); \(prefix)help lists the commands", to: message,
+            "unknown command \(prefix)\(ChatCommandText.cut(name, to: 40)); \(prefix)help lists the commands", to: message,
             plugin: "hookbot")
     }
 }
