@@ -31,27 +31,19 @@ final class BotDialogTests: XCTestCase {
         try harness.write("trip.lua", Self.trip)
         let bot = try await harness.bot()
         addTeardownBlock { await bot.stop() }
-        let tom = harness.server.client("Tom")
-        let jerry = harness.server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
-        let conversation = try await tom.createConversation(members: ["modbot", "Jerry"])
-        let jerrys = jerry.conversation(conversation.id)
-
-        func expect(_ log: EventLog, _ text: String, line: UInt = #line) async throws {
-            try await expectBot(log, in: conversation.id, text, line: line)
-        }
-        _ = try await conversation.send(.text("!trip"))
-        try await expect(logs[0], "去哪儿？ Where to?")
+        let chat = try await harness.conversationWithBot(["Jerry"])
+        try await chat.say("!trip")
+        try await chat.expectBot("去哪儿？ Where to?")
         // Jerry talks meanwhile: an ordinary message, echoed.
-        _ = try await jerrys.send(.text("我也想去"))
-        try await expect(logs[0], "echo 我也想去")
+        try await chat.say("我也想去", as: 1)
+        try await chat.expectBot("echo 我也想去")
         // Tom's answers go to the waiting command, not to on_receive.
-        _ = try await conversation.send(.text("成都"))
-        try await expect(logs[0], "成都 🧳 — how many days?")
-        _ = try await conversation.send(.text("5"))
-        try await expect(logs[0], "Tom: 5 days in 成都")
-        _ = try await conversation.send(.text("thanks"))
-        try await expect(logs[0], "echo thanks")
+        try await chat.say("成都")
+        try await chat.expectBot("成都 🧳 — how many days?")
+        try await chat.say("5")
+        try await chat.expectBot("Tom: 5 days in 成都")
+        try await chat.say("thanks")
+        try await chat.expectBot("echo thanks")
     }
 
     /// The bot's timer driver ends a question nobody answers.
@@ -68,13 +60,11 @@ final class BotDialogTests: XCTestCase {
             """)
         let bot = try await harness.bot()
         addTeardownBlock { await bot.stop() }
-        let tom = harness.server.client("Tom")
-        let logs = try await openClients([tom])
-        let conversation = try await tom.createConversation(members: ["modbot"])
-        _ = try await conversation.send(.text("hi"))
-        try await expectBot(logs[0], in: conversation.id, "快问：yes or no?", line: #line)
+        let chat = try await harness.conversationWithBot()
+        try await chat.say("hi")
+        try await chat.expectBot("快问：yes or no?")
         let asked = ContinuousClock.now
-        try await expectBot(logs[0], in: conversation.id, "no answer: timeout", line: #line)
+        try await chat.expectBot("no answer: timeout")
         XCTAssertGreaterThanOrEqual(ContinuousClock.now - asked, .milliseconds(500))
     }
 
@@ -83,35 +73,17 @@ final class BotDialogTests: XCTestCase {
         addTeardownBlock { await harness.server.stop() }
         try harness.write("trip.lua", Self.trip)
         let first = try await harness.bot()
-        let tom = harness.server.client("Tom")
-        let logs = try await openClients([tom])
-        let conversation = try await tom.createConversation(members: ["modbot"])
-        func expect(_ log: EventLog, _ text: String, line: UInt = #line) async throws {
-            try await expectBot(log, in: conversation.id, text, line: line)
-        }
-        _ = try await conversation.send(.text("!trip"))
-        try await expect(logs[0], "去哪儿？ Where to?")
+        let chat = try await harness.conversationWithBot()
+        try await chat.say("!trip")
+        try await chat.expectBot("去哪儿？ Where to?")
         await first.stop()
 
         // A new bot host on the same state file: the question cannot be resumed; Tom is told.
         let second = try await harness.bot()
         addTeardownBlock { await second.stop() }
-        try await expect(
-            logs[0], "Tom: trip stopped waiting for your answer “去哪儿？ Where to?” (the bot restarted); please start again.")
+        try await chat.expectBot("Tom: trip stopped waiting for your answer “去哪儿？ Where to?” (the bot restarted); please start again.")
         // Tom's next message is an ordinary one again.
-        _ = try await conversation.send(.text("成都"))
-        try await expect(logs[0], "echo 成都")
-    }
-
-    /// The bot's next message in the conversation (others' messages skipped) is `text`.
-    private func expectBot(_ log: EventLog, in cid: String, _ text: String, line: UInt) async throws {
-        while true {
-            let m = try await log.message(in: cid, timeout: .seconds(10))
-            if m.from == "modbot" {
-                let said = m.content.text ?? ""
-                XCTAssertEqual(said, text, line: line)
-                return
-            }
-        }
+        try await chat.say("成都")
+        try await chat.expectBot("echo 成都")
     }
 }

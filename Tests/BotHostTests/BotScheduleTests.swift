@@ -47,26 +47,21 @@ final class BotScheduleTests: XCTestCase {
         addTeardownBlock { await harness.server.stop() }
         try harness.write("alarm.lua", Self.plugin)
         let first = try await harness.bot()
-        let tom = harness.server.client("Tom")
-        let logs = try await openClients([tom])
-        let conversation = try await tom.createConversation(members: ["modbot"])
-        func expect(_ text: String, line: UInt = #line) async throws {
-            try await expectBot(logs[0], in: conversation.id, text, line: line)
-        }
-        _ = try await conversation.send(.text("!alarm 3 once drink water 🥤"))
-        try await expect("alarm 1 set")
-        _ = try await conversation.send(.text("!standup"))
-        try await expect("cron standup set")
+        let chat = try await harness.conversationWithBot()
+        try await chat.say("!alarm 3 once drink water 🥤")
+        try await chat.expectBot("alarm 1 set")
+        try await chat.say("!standup")
+        try await chat.expectBot("cron standup set")
         await first.stop()
 
         // The next bot host on the same state file, well before the alarm is due: it rings on time.
         let second = try await harness.bot()
         addTeardownBlock { await second.stop() }
-        _ = try await conversation.send(.text("!jobs"))
-        try await expect("1 at ring; standup cron 0 9 * * MON-FRI")
-        try await expect("⏰ drink water 🥤")
-        _ = try await conversation.send(.text("!jobs"))
-        try await expect("standup cron 0 9 * * MON-FRI")
+        try await chat.say("!jobs")
+        try await chat.expectBot("1 at ring; standup cron 0 9 * * MON-FRI")
+        try await chat.expectBot("⏰ drink water 🥤")
+        try await chat.say("!jobs")
+        try await chat.expectBot("standup cron 0 9 * * MON-FRI")
     }
 
     func testJobsDueWhileNoBotRanFollowTheirPolicy() async throws {
@@ -74,37 +69,21 @@ final class BotScheduleTests: XCTestCase {
         addTeardownBlock { await harness.server.stop() }
         try harness.write("alarm.lua", Self.plugin)
         let first = try await harness.bot()
-        let tom = harness.server.client("Tom")
-        let logs = try await openClients([tom])
-        let conversation = try await tom.createConversation(members: ["modbot"])
-        func expect(_ text: String, line: UInt = #line) async throws {
-            try await expectBot(logs[0], in: conversation.id, text, line: line)
-        }
-        _ = try await conversation.send(.text("!alarm 1 skip 早会 skipped"))
-        try await expect("alarm 1 set")
-        _ = try await conversation.send(.text("!alarm 1 once tea"))
-        try await expect("alarm 2 set")
+        let chat = try await harness.conversationWithBot()
+        try await chat.say("!alarm 1 skip 早会 skipped")
+        try await chat.expectBot("alarm 1 set")
+        try await chat.say("!alarm 1 once tea")
+        try await chat.expectBot("alarm 2 set")
         await first.stop()
         // Both fall due while no bot runs; the next one starts two seconds late.
         try await Task.sleep(for: .milliseconds(2500))
         let second = try await harness.bot()
         addTeardownBlock { await second.stop() }
         // "once": run late, marked as a catch-up; "skip": dropped. The ping's pong comes after the one ring.
-        try await expect("⏰ tea (late)")
-        _ = try await conversation.send(.text("ping"))
-        try await expect("pong")
-        _ = try await conversation.send(.text("!jobs"))
-        try await expect("no jobs")
-    }
-
-    /// The bot's next message in the conversation (others' messages skipped) is `text`.
-    private func expectBot(_ log: EventLog, in cid: String, _ text: String, line: UInt) async throws {
-        while true {
-            let m = try await log.message(in: cid, timeout: .seconds(10))
-            if m.from == "modbot" {
-                XCTAssertEqual(m.content.text ?? "", text, line: line)
-                return
-            }
-        }
+        try await chat.expectBot("⏰ tea (late)")
+        try await chat.say("ping")
+        try await chat.expectBot("pong")
+        try await chat.say("!jobs")
+        try await chat.expectBot("no jobs")
     }
 }

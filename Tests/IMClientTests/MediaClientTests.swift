@@ -235,7 +235,7 @@ final class MediaClientTests: XCTestCase {
         let png = PNGWriter.rgb(width: 64, height: 48)
         let file = try write(png, "cat.png")
 
-        let chat = try ChatProcess(
+        let chat = try LineProcess(
             binary: binary,
             arguments: ["chat", "--as", "Tom", "--conversation", "media-room", "--server", "ws://127.0.0.1:\(server.port)/ws"])
         defer { chat.stop() }
@@ -258,7 +258,8 @@ final class MediaClientTests: XCTestCase {
         chat.type("/upload \(directory.path)/missing.png")
         try await chat.waitFor("! 9007 INVALID_ARGUMENT")
         chat.type("/exit")
-        try await chat.waitForExit()
+        let status = try await chat.waitForExit()
+        XCTAssertEqual(status, 0, chat.printed)
         await jerry.close()
         await server.stop()
     }
@@ -273,59 +274,6 @@ final class MediaClientTests: XCTestCase {
             directory = directory.deletingLastPathComponent()
         }
         return nil
-    }
-}
-
-/// A child process with a pipe to its standard input and what it printed so far.
-private final class ChatProcess: Sendable {
-    let process: Process
-    let input: Pipe
-    let pipe: Pipe
-    let output = Mutex("")
-
-    init(binary: URL, arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let input = Pipe()
-        let pipe = Pipe()
-        process.standardInput = input
-        process.standardOutput = pipe
-        process.standardError = pipe
-        self.process = process
-        self.input = input
-        self.pipe = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            output.withLock { $0 += String(decoding: data, as: UTF8.self) }
-        }
-        try process.run()
-    }
-
-    func type(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
-
-    func waitFor(_ text: String, timeout: Duration = .seconds(15)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !output.withLock({ $0.contains(text) }) {
-            guard ContinuousClock.now < deadline, process.isRunning else {
-                throw Timeout(waitingFor: "\(text) in:\n\(output.withLock { $0 })")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
-
-    func waitForExit() async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else { throw Timeout(waitingFor: "hookbot chat to exit") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        XCTAssertEqual(process.terminationStatus, 0, output.withLock { $0 })
-    }
-
-    func stop() {
-        if process.isRunning { process.terminate() }
-        pipe.fileHandleForReading.readabilityHandler = nil
     }
 }
 

@@ -25,17 +25,6 @@ final class OfflineHookTests: XCTestCase {
         }
     }
 
-    /// Logs `clientID` in, registers a webhook device and drops the connection (devices stay).
-    func registerOffline(_ server: ServerHarness, _ clientID: String, token: String) async throws {
-        let client = try await server.login(clientID)
-        var add = Command(cmd: .device, op: .add)
-        add.device = .object(["provider": "webhook", "token": .string(token)])
-        let reply = try await client.request(add)
-        XCTAssertEqual(reply.op, .added, "\(reply)")
-        await client.close()
-        try await server.waitUntilOffline(clientID)
-    }
-
     func send(_ client: TestClient, _ cid: String, _ text: String) async throws {
         var direct = Command(cmd: .direct)
         direct.cid = cid
@@ -86,8 +75,8 @@ final class OfflineHookTests: XCTestCase {
         // A long hold: pushes that arrive well before it were released by the answer.
         let server = try await start(gateway: gateway, deadline: 5000)
         addTeardownBlock { await server.stop() }
-        for member in ["Jerry", "Spike", "Tyke"] { try await registerOffline(server, member, token: "\(member)-phone") }
-        try await registerOffline(server, "Tyke", token: "Tyke-tablet")
+        for member in ["Jerry", "Spike", "Tyke"] { try await server.registerOffline(member, token: "\(member)-phone") }
+        try await server.registerOffline("Tyke", token: "Tyke-tablet")
         let requests = PushTestBox<[Command]>([])
         let (bot, loop) = try await interceptor(server, requests: requests) { _ in
             Self.answer(
@@ -224,7 +213,7 @@ final class OfflineHookTests: XCTestCase {
         let hold = 1500
         let server = try await start(gateway: gateway, deadline: hold)
         addTeardownBlock { await server.stop() }
-        try await registerOffline(server, "Jerry", token: "jerry-phone")
+        try await server.registerOffline("Jerry", token: "jerry-phone")
         let mode = PushTestBox("silent")
         let requests = PushTestBox<[Command]>([])
         let (bot, loop) = try await interceptor(server, requests: requests) { _ -> Command? in

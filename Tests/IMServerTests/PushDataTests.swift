@@ -25,17 +25,6 @@ final class PushDataTests: XCTestCase {
         configuration.push.http.requestTimeout = .milliseconds(500)
     }
 
-    /// Registers a webhook device for `clientID` and leaves without closing the session (devices stay).
-    func registerOffline(_ server: ServerHarness, _ clientID: String, token: String) async throws {
-        let client = try await server.login(clientID)
-        var add = Command(cmd: .device, op: .add)
-        add.device = .object(["provider": "webhook", "token": .string(token)])
-        let reply = try await client.request(add)
-        XCTAssertEqual(reply.op, .added, "\(reply)")
-        await client.close()
-        try await server.waitUntilOffline(clientID)
-    }
-
     /// Sends a frame as written and returns the reply with serial `serial`.
     func requestRaw(_ client: TestClient, _ text: String, serial: Int) async throws -> Command {
         client.sendRaw(text)
@@ -52,7 +41,7 @@ final class PushDataTests: XCTestCase {
         addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
         addTeardownBlock { await server.stop() }
-        try await registerOffline(server, "Jerry", token: "jerry-phone")
+        try await server.registerOffline("Jerry", token: "jerry-phone")
         let tom = server.client("Tom")
         try await tom.open()
         addTeardownBlock { await tom.close() }
@@ -121,7 +110,7 @@ final class PushDataTests: XCTestCase {
         addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
         addTeardownBlock { await server.stop() }
-        try await registerOffline(server, "Jerry", token: "jerry-phone")
+        try await server.registerOffline("Jerry", token: "jerry-phone")
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"], name: "kitchen")
 
@@ -184,7 +173,7 @@ final class PushDataTests: XCTestCase {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
         addTeardownBlock { await gateway.shutdown() }
         let first = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        try await registerOffline(first, "Jerry", token: "jerry-phone")
+        try await first.registerOffline("Jerry", token: "jerry-phone")
         let setup = try await first.login("Tom")
         var cids: [String: String] = [:]
         for name in ["ops", "quiet", "forced", "silenced", "plain"] {
@@ -291,8 +280,8 @@ final class PushDataTests: XCTestCase {
             $0.push.queue.maxAge = .milliseconds(1)
         }
         addTeardownBlock { await server.stop() }
-        try await registerOffline(server, "Jerry", token: "refused")
-        try await registerOffline(server, "Spike", token: "busy")
+        try await server.registerOffline("Jerry", token: "refused")
+        try await server.registerOffline("Spike", token: "busy")
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry", "Spike"], name: "yard")
         var direct = Command(cmd: .direct)

@@ -23,18 +23,6 @@ final class PushPipelineTests: XCTestCase {
         configuration.push.http.requestTimeout = .milliseconds(500)
     }
 
-    /// Logs `clientID` in, registers a webhook device with `token`, and logs out without closing the session
-    /// (a dropped connection keeps devices), waiting until the server no longer sees it.
-    func registerOffline(_ server: ServerHarness, _ clientID: String, token: String) async throws {
-        let client = try await server.login(clientID)
-        var add = Command(cmd: .device, op: .add)
-        add.device = .object(["provider": "webhook", "token": .string(token)])
-        let reply = try await client.request(add)
-        XCTAssertEqual(reply.op, .added, "\(reply)")
-        await client.close()
-        try await server.waitUntilOffline(clientID)
-    }
-
     func send(_ client: TestClient, _ cid: String, msg: String, pushData: String? = nil, transient: Bool = false) async throws {
         var direct = Command(cmd: .direct)
         direct.cid = cid
@@ -50,8 +38,8 @@ final class PushPipelineTests: XCTestCase {
         addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
         addTeardownBlock { await server.stop() }
-        try await registerOffline(server, "Jerry", token: "jerry-phone")
-        try await registerOffline(server, "Spike", token: "spike-phone")
+        try await server.registerOffline("Jerry", token: "jerry-phone")
+        try await server.registerOffline("Spike", token: "spike-phone")
         let tyke = try await server.login("Tyke")
         var add = Command(cmd: .device, op: .add)
         add.device = .object(["provider": "webhook", "token": "tyke-phone"])
@@ -118,8 +106,8 @@ final class PushPipelineTests: XCTestCase {
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
         addTeardownBlock { await server.stop() }
         let members = (1...30).map { "member-\($0)" }
-        for member in members { try await registerOffline(server, member, token: "\(member)-phone") }
-        for member in members.prefix(2) { try await registerOffline(server, member, token: "\(member)-tablet") }
+        for member in members { try await server.registerOffline(member, token: "\(member)-phone") }
+        for member in members.prefix(2) { try await server.registerOffline(member, token: "\(member)-tablet") }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: members)
         try await send(tom, cid, msg: TypedMessage.text("大家好 👋").encoded())
@@ -147,8 +135,8 @@ final class PushPipelineTests: XCTestCase {
         addTeardownBlock { await gateway.shutdown() }
         let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
         addTeardownBlock { await server.stop() }
-        try await registerOffline(server, "Jerry", token: "gone")
-        try await registerOffline(server, "Spike", token: "flaky")
+        try await server.registerOffline("Jerry", token: "gone")
+        try await server.registerOffline("Spike", token: "flaky")
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry", "Spike"])
         try await send(tom, cid, msg: TypedMessage.text("hello").encoded())
@@ -184,7 +172,7 @@ final class PushPipelineTests: XCTestCase {
         let silent = try await PushGateway(secret: Self.secret, hang: true) { _ in 204 }
         addTeardownBlock { await silent.shutdown() }
         let first = try await ServerHarness.start { configure(&$0, gateway: silent) }
-        try await registerOffline(first, "Jerry", token: "jerry-phone")
+        try await first.registerOffline("Jerry", token: "jerry-phone")
         let tom = try await first.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         try await send(tom, cid, msg: TypedMessage.text("before the restart").encoded())

@@ -157,6 +157,14 @@ public final class EventLog: Sendable {
         }
     }
 
+    /// The next message in `cid` from `sender`; the others' messages before it are taken and skipped.
+    public func message(from sender: String, in cid: String, timeout: Duration = .seconds(15)) async throws -> IMMessage {
+        while true {
+            let message = try await message(in: cid, timeout: timeout)
+            if message.from == sender { return message }
+        }
+    }
+
     /// The next `count` messages of a conversation.
     public func messages(_ count: Int, in cid: String, timeout: Duration = .seconds(15)) async throws -> [IMMessage] {
         var messages: [IMMessage] = []

@@ -12,6 +12,18 @@ extension ServerHarness {
         try await TestClient.login(clientID, port: port, tag: tag, deviceID: deviceID)
     }
 
+    /// Logs `clientID` in, registers a webhook device with `token`, and drops the connection without closing
+    /// the session (a dropped connection keeps devices), waiting until the server no longer sees it.
+    func registerOffline(_ clientID: String, token: String) async throws {
+        let client = try await login(clientID)
+        var add = Command(cmd: .device, op: .add)
+        add.device = .object(["provider": "webhook", "token": .string(token)])
+        let reply = try await client.request(add)
+        XCTAssertEqual(reply.op, .added, "\(reply)")
+        await client.close()
+        try await waitUntilOffline(clientID)
+    }
+
     /// Waits until the server holds no connection of `clientIDs` (it sees a closed client's socket go a moment
     /// after `close()` returns); throws `Timeout` when one is still connected after `timeout`.
     func waitUntilOffline(_ clientIDs: String..., timeout: Duration = .seconds(10)) async throws {
