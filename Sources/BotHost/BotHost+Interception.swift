@@ -7,81 +7,89 @@ import Synchronization
 
 /// Answering the server's interception requests: the routing core's review decides before delivery.
 extension BotHost {
+    /// The answer to a `hook request` command that came over the WebSocket (an undecodable request is
+    /// allowed, as the server would on no answer with its default policy).
+    nonisolated func verdict(for command: Command) async -> Command {
+        guard let request = HookRequest(command: command) else { return HookVerdict.allow.command(id: command.id) }
+        return await verdict(for: request).command(id: command.id)
+    }
+
     /// The verdict for one interception request. Runs off the actor: the plugins' review is one call on
     /// the Lua thread, bounded by `reviewBudget` so the answer reaches the server before its deadline.
     /// What the review asked for (warn, mute, replies) runs after the verdict has been given.
-    nonisolated func verdict(for request: Command) async -> Command {
+    nonisolated func verdict(for request: HookRequest) async -> HookVerdict {
         let asked = ContinuousClock.now
-        // Offline receivers (kind "offline"): the on_offline chain, with the deadline the request carries.
-        if request.kind == "offline" { return await offlineVerdict(for: request) }
         let until = ContinuousClock.now.advanced(by: reviewBudget)
-        var verdict = Command(cmd: .hook, op: .verdict)
-        verdict.id = request.id
-        verdict.verdict = "allow"
         var review: MessageRouter.Review?
         var original: (message: HookMessage, body: String)?
         var trace: MessageTrace?
-        // An edit (kind "edit", the message's id in mid) is reviewed like a send: moderation applies to it.
-        if request.kind == "message" || request.kind == "edit", let cid = request.cid, let from = request.fromPeerId,
-            let body = request.msg
-        {
+        // An edit (with the message's id) is reviewed like a send: moderation applies to it. Binary content
+        // is not reviewed.
+        let sent: (id: String, cid: String, from: String, body: String?)? =
+            switch request {
+            case .message(let cid, let from, let content, _, _): ("", cid, from, content.text)
+            case .edit(let cid, let messageID, let from, let content, _): (messageID, cid, from, content.text)
+            case .membership, .offline: nil
+            }
+        switch request {
+        case .offline:
+            // Offline receivers: the on_offline chain, with the deadline the request carries.
+            return await offlineVerdict(for: request)
+        case .message, .edit:
+            guard let sent, let body = sent.body else { break }
             let message = HookMapping.hookMessage(
-                id: request.kind == "edit" ? request.mid ?? "" : "", cid: cid, from: from, body: body,
-                timestamp: Int64(Date().timeIntervalSince1970 * 1000), transient: false)
+                id: sent.id, cid: sent.cid, from: sent.from, body: body, timestamp: Int64(Date().timeIntervalSince1970 * 1000),
+                transient: false)
             original = (message, body)
             let traced = traces.review(message)
-            traced?.reviewed("the server asked for a review (\(request.kind ?? "message"), budget \(reviewBudget))")
+            traced?.reviewed("the server asked for a review (\(request.kind.rawValue), budget \(reviewBudget))")
             trace = traced
-            await knowSender(from, in: cid, until: until)
+            await knowSender(sent.from, in: sent.cid, until: until)
             review = await MessageTrace.$current.withValue(traced) { await router.review(message, until: until) }
-            if request.kind == "message", runtime.reach?.contains(cid) == false, review?.decision.drops != true {
+            if case .message = request, runtime.reach?.contains(sent.cid) == false, review?.decision.drops != true {
                 // Delivered where the bot is no member: no delivery reaches the bot to count it.
-                router.plugins.members.counted(from, in: cid)
+                router.plugins.members.counted(sent.from, in: sent.cid)
             }
-        } else if request.kind == "membership", let cid = request.cid, let by = request.initBy, let action = request.action {
-            review = await router.reviewMembership(cid: cid, by: by, members: request.m ?? [], action: action, until: until)
+        case .membership(let cid, let actor, let changed, let action):
+            review = await router.reviewMembership(cid: cid, by: actor, members: changed, action: action.rawValue, until: until)
             if runtime.reach?.contains(cid) == false, review?.decision.drops != true {
                 // Where the bot only reviews, this is all it learns of joins and departures.
                 let members = router.plugins.members
                 switch action {
-                case "join", "invite": members.joined(request.m ?? [], in: cid, at: Date().timeIntervalSince1970, founding: false)
-                case "quit", "kick": members.left(request.m ?? [], from: cid)
-                default: break
+                case .join, .invite: members.joined(changed, in: cid, at: Date().timeIntervalSince1970, founding: false)
+                case .quit, .kick: members.left(changed, from: cid)
                 }
             }
         }
         count { $0.verdicts += 1 }
-        guard let review else { return verdict }
+        guard let review else { return .allow }
+        let verdict: HookVerdict
         switch review.decision {
         case .allow:
-            break
+            verdict = .allow
         case .modify(let approved):
-            verdict.verdict = "modify"
             // A plain-text message stays plain text unless the plugins gave it a type or attributes.
             let plain = original.map { TypedMessage.decode($0.body) == nil } ?? false
-            verdict.msg =
+            let body =
                 plain && approved.type == MessageType.text.rawValue && approved.attrs.isEmpty
                 ? approved.text ?? ""
                 : HookMapping.typedMessage(approved).encoded()
+            verdict = .modify(body: body, recipients: nil)
         case .drop(let reason, let code, let silent):
-            verdict.verdict = "drop"
-            verdict.reason = reason
-            verdict.appCode = code
-            verdict.silent = silent ? true : nil
+            verdict = .drop(reason: reason, appCode: code, silent: silent)
         case .undecided:
             // The review could not finish within the server's deadline: leave the decision to the server's
             // failure policy (counted and logged there) instead of guessing.
-            verdict.verdict = "none"
-            verdict.reason = "review budget of \(reviewBudget) exhausted"
+            verdict = .declined(reason: "review budget of \(reviewBudget) exhausted")
         }
         if let trace, let original {
             let took = asked.duration(to: .now)
             let micros = Int(took.components.seconds * 1_000_000 + took.components.attoseconds / 1_000_000_000_000)
-            trace.reviewed(micros: micros, "answered \(verdict.verdict ?? "allow")" + (verdict.reason.map { ": \($0)" } ?? ""))
-            if case .modify(let approved) = review.decision {
-                traces.awaitDelivery(trace, as: approved)
-            } else if verdict.verdict != "drop" {
-                traces.awaitDelivery(trace, as: original.message)
+            trace.reviewed(micros: micros, "answered \(verdict.name)" + (verdict.reason.map { ": \($0)" } ?? ""))
+            switch (review.decision, verdict) {
+            case (.modify(let approved), _): traces.awaitDelivery(trace, as: approved)
+            case (_, .drop): break
+            default: traces.awaitDelivery(trace, as: original.message)
             }
         }
         let followUp = review.followUp
@@ -160,13 +168,8 @@ final class Reviewer: Sendable {
     struct Reference { weak var host: BotHost? }
     let host = Mutex(Reference())
 
-    func answer(_ request: Command) async -> Command {
-        guard let host = host.withLock({ $0.host }) else {
-            var verdict = Command(cmd: .hook, op: .verdict)
-            verdict.id = request.id
-            verdict.verdict = "allow"
-            return verdict
-        }
+    func answer(_ request: HookRequest) async -> HookVerdict {
+        guard let host = host.withLock({ $0.host }) else { return .allow }
         return await host.verdict(for: request)
     }
 }

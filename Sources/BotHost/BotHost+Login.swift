@@ -31,9 +31,7 @@ extension BotHost {
     /// request: acknowledged for an interceptor, refused with 4904 otherwise) and warns when it does not:
     /// then the plugins see messages only after delivery.
     func warnUnlessInterceptor() async {
-        var probe = Command(cmd: .hook, op: .verdict)
-        probe.id = "hookbot-role-check"
-        probe.verdict = "allow"
+        let probe = HookVerdict.allow.command(id: "hookbot-role-check")
         do {
             _ = try await client.send(probe)
         } catch  where error.knownCode == .notInterceptor {

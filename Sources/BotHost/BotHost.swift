@@ -108,7 +108,7 @@ public actor BotHost {
         let reviewer = Reviewer()
         let reviewsInProcess = options.localEndpoint != nil && configuration.interceptorSecret != nil
         if reviewsInProcess {
-            options.interceptionHandler = { request in await reviewer.answer(request) }
+            options.interceptionReviewer = { request in await reviewer.answer(request) }
         }
         let client = IMClient(
             clientId: configuration.clientID, tag: configuration.tag,

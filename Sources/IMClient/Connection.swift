@@ -42,7 +42,7 @@ final class Link: Sendable {
     /// Attaches to a server in the same process. Throws when it is not running.
     static func attach(
         id: Int, to endpoint: any LocalEndpoint,
-        review: (@Sendable (Command) async -> Command)?
+        review: HookReviewer?
     ) throws(IMError) -> Link {
         let (inbound, continuation) = AsyncStream<Frame>.makeStream()
         guard

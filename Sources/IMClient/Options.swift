@@ -13,7 +13,11 @@ public struct IMClientOptions: Sendable {
     /// `LocalEndpoint`. Everything else (login, reconnect, requests, events) works as over a WebSocket.
     public var localEndpoint: (any LocalEndpoint)?
     /// With `localEndpoint`, when this client is one of the server's interceptors: answers the server's
-    /// `hook request`s with a direct call instead of receiving them as events.
+    /// hook requests with a direct call (`HookRequest` in, `HookVerdict` out) instead of receiving them as
+    /// events.
+    public var interceptionReviewer: HookReviewer?
+    /// Like `interceptionReviewer`, with the request and the answer as `hook request` and `hook verdict`
+    /// commands; used when `interceptionReviewer` is nil.
     public var interceptionHandler: (@Sendable (Command) async -> Command)?
     /// Delay before the first reconnect attempt; each further attempt doubles it, up to `reconnectMaxDelay`.
     /// Every delay is randomised between half and all of its value (jitter).
@@ -76,4 +80,13 @@ public enum IMTrustRoots: Sendable, Equatable {
     case pemFile(String)
     /// The CA certificates in this PEM text, instead of the system's.
     case pem(String)
+}
+
+extension IMClientOptions {
+    /// What answers the server's hook requests for a client attached in process, if anything does.
+    var localReviewer: HookReviewer? {
+        if let interceptionReviewer { return interceptionReviewer }
+        guard let handler = interceptionHandler else { return nil }
+        return { request in HookVerdict(command: await handler(request.command(id: nil)), answering: request.kind) }
+    }
 }

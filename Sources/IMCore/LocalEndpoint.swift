@@ -5,12 +5,12 @@ public protocol LocalEndpoint: Sendable {
     /// Opens a connection. The server calls `receive` with every command it sends on the connection, in
     /// order, and `closed` once when the connection has ended (after its last `receive`).
     /// When the connection logs in as an interceptor, the server asks `review` for each verdict (a
-    /// `hook request` in, a `hook verdict` out) instead of sending requests through `receive`; deadline,
-    /// failure policy and ordering are the same as for a WebSocket interceptor.
+    /// `HookRequest` in, a `HookVerdict` out, as values) instead of sending `hook request` commands through
+    /// `receive`; deadline, failure policy and ordering are the same as for a WebSocket interceptor.
     /// Returns nil when the server is not running.
     func connectLocally(
         receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
-        review: (@Sendable (Command) async -> Command)?
+        review: HookReviewer?
     ) -> LocalConnection?
 }
 
@@ -26,3 +26,7 @@ public struct LocalConnection: Sendable {
         self.close = close
     }
 }
+
+/// An interceptor attached in process: answers a hook request with a direct call. nil is not a verdict
+/// (the server's failure policy decides, as for an invalid answer over a WebSocket).
+public typealias HookReviewer = @Sendable (HookRequest) async -> HookVerdict?

@@ -21,28 +21,28 @@ final class HookWireTests: XCTestCase {
         let typed = TypedMessage.text("周末一起吃火锅吗？🍲 @Jerry").encoded()
         let cases: [(HookRequest, [String: Any])] = [
             (
-                .message(.init(cid: "lobby", from: "Tom", content: .text(typed), priority: "high", mentionPids: ["Jerry"])),
+                .message(cid: "lobby", from: "Tom", content: .text(typed), priority: "high", mentionPids: ["Jerry"]),
                 [
                     "cmd": "hook", "op": "request", "id": "h1", "kind": "message", "cid": "lobby", "fromPeerId": "Tom",
                     "msg": typed, "priority": "high", "mentionPids": ["Jerry"],
                 ]
             ),
             (
-                .message(.init(cid: "lobby", from: "Tom", content: .binary(base64: "AAEC/w=="))),
+                .message(cid: "lobby", from: "Tom", content: .binary(base64: "AAEC/w=="), priority: nil, mentionPids: nil),
                 [
                     "cmd": "hook", "op": "request", "id": "h1", "kind": "message", "cid": "lobby", "fromPeerId": "Tom",
                     "binaryMsg": "AAEC/w==",
                 ]
             ),
             (
-                .edit(.init(cid: "lobby", messageID: "m9", from: "Tom", content: .text("改一下 ✏️"), mentionPids: ["Jerry"])),
+                .edit(cid: "lobby", messageID: "m9", from: "Tom", content: .text("改一下 ✏️"), mentionPids: ["Jerry"]),
                 [
                     "cmd": "hook", "op": "request", "id": "h1", "kind": "edit", "cid": "lobby", "mid": "m9", "fromPeerId": "Tom",
                     "msg": "改一下 ✏️", "mentionPids": ["Jerry"],
                 ]
             ),
             (
-                .membership(.init(cid: "lobby", actor: "Tom", members: ["Jerry", "小明"], action: .invite)),
+                .membership(cid: "lobby", actor: "Tom", members: ["Jerry", "小明"], action: .invite),
                 [
                     "cmd": "hook", "op": "request", "id": "h1", "kind": "membership", "cid": "lobby", "initBy": "Tom",
                     "m": ["Jerry", "小明"], "action": "invite",
@@ -50,10 +50,9 @@ final class HookWireTests: XCTestCase {
             ),
             (
                 .offline(
-                    .init(
-                        cid: "lobby", messageID: "m9", from: "Tom", timestamp: 1_700_000_000_123, mentionPids: ["Jerry"], mentionAll: true,
-                        content: .text("晚安 🌙"), receivers: ["Jerry", "Bob"],
-                        notification: ["title": "Tom", "body": "晚安 🌙", "data": .object(["cid": "lobby"])], deadlineMillis: 800)),
+                    cid: "lobby", messageID: "m9", from: "Tom", timestamp: 1_700_000_000_123, mentionPids: ["Jerry"], mentionAll: true,
+                    content: .text("晚安 🌙"), receivers: ["Jerry", "Bob"],
+                    notification: ["title": "Tom", "body": "晚安 🌙", "data": .object(["cid": "lobby"])], deadlineMillis: 800),
                 [
                     "cmd": "hook", "op": "request", "id": "h1", "kind": "offline", "cid": "lobby", "mid": "m9", "fromPeerId": "Tom",
                     "timestamp": 1_700_000_000_123, "mentionPids": ["Jerry"], "mentionAll": true, "msg": "晚安 🌙", "m": ["Jerry", "Bob"],

@@ -5,12 +5,19 @@
 /// carries commands (a WebSocket, another cluster node) encodes them, as a `hook request` command
 /// (`HookRequest(command:)`, `command(id:)` in HookWire.swift).
 public enum HookRequest: Sendable, Equatable {
-    case message(Message)
-    /// An edit of a stored message, reviewed like a send.
-    case edit(Edit)
-    case membership(Membership)
-    /// A stored message's offline receivers and their default notification (`on_offline`, docs/PUSH.md).
-    case offline(Offline)
+    /// A message `from` a member to `cid` (`priority`: `high`, `normal` or `low` in group conversations, as
+    /// the sender gave it).
+    case message(cid: String, from: String, content: Content, priority: String?, mentionPids: [String]?)
+    /// An edit of the stored message `messageID` by `from`, with its new content: reviewed like a send.
+    case edit(cid: String, messageID: String, from: String, content: Content, mentionPids: [String]?)
+    /// `actor` asks for `members` to join, be invited, leave or be kicked.
+    case membership(cid: String, actor: String, members: [String], action: MembershipAction)
+    /// A stored message's offline receivers and their default `notification` (`title`, `body`, `sound`,
+    /// `badge`, `data`, `collapse_id`) (`on_offline`, docs/PUSH.md). `timestamp` (ms since 1970) and
+    /// `deadlineMillis` (how long the server waits for the answer) are nil when the request did not say.
+    case offline(
+        cid: String, messageID: String, from: String, timestamp: Int64?, mentionPids: [String]?, mentionAll: Bool,
+        content: Content, receivers: [String], notification: [String: JSONValue], deadlineMillis: Int?)
 
     /// The request's `kind` on the wire.
     public enum Kind: String, Sendable, CaseIterable {
@@ -28,94 +35,9 @@ public enum HookRequest: Sendable, Equatable {
         }
     }
 
-    public struct Message: Sendable, Equatable {
-        public var cid: String
-        public var from: String
-        public var content: Content
-        /// `high`, `normal` or `low` in group conversations, as the sender gave it.
-        public var priority: String?
-        public var mentionPids: [String]?
-
-        public init(cid: String, from: String, content: Content, priority: String? = nil, mentionPids: [String]? = nil) {
-            self.cid = cid
-            self.from = from
-            self.content = content
-            self.priority = priority
-            self.mentionPids = mentionPids
-        }
-    }
-
-    public struct Edit: Sendable, Equatable {
-        public var cid: String
-        /// The id of the message being edited.
-        public var messageID: String
-        /// Who edits it.
-        public var from: String
-        /// The new content.
-        public var content: Content
-        public var mentionPids: [String]?
-
-        public init(cid: String, messageID: String, from: String, content: Content, mentionPids: [String]? = nil) {
-            self.cid = cid
-            self.messageID = messageID
-            self.from = from
-            self.content = content
-            self.mentionPids = mentionPids
-        }
-    }
-
-    public struct Membership: Sendable, Equatable {
-        /// What is asked for: a member joins by itself, is invited, leaves by itself or is kicked.
-        public enum Action: String, Sendable, CaseIterable {
-            case join, invite, quit, kick
-        }
-
-        public var cid: String
-        /// Who asks (the joining member, the inviter, the kicker).
-        public var actor: String
-        public var members: [String]
-        public var action: Action
-
-        public init(cid: String, actor: String, members: [String], action: Action) {
-            self.cid = cid
-            self.actor = actor
-            self.members = members
-            self.action = action
-        }
-    }
-
-    public struct Offline: Sendable, Equatable {
-        public var cid: String
-        /// The stored message's id.
-        public var messageID: String
-        public var from: String
-        /// When the message was stored (ms since 1970); nil when the request did not say.
-        public var timestamp: Int64?
-        public var mentionPids: [String]?
-        public var mentionAll: Bool
-        public var content: Content
-        /// The receivers with a push held for this message.
-        public var receivers: [String]
-        /// The default notification (`title`, `body`, `sound`, `badge`, `data`, `collapse_id`).
-        public var notification: [String: JSONValue]
-        /// How long the server waits for the answer, in milliseconds; nil when the request did not say.
-        public var deadlineMillis: Int?
-
-        public init(
-            cid: String, messageID: String, from: String, timestamp: Int64?, mentionPids: [String]? = nil, mentionAll: Bool = false,
-            content: Content, receivers: [String], notification: [String: JSONValue], deadlineMillis: Int?
-        ) {
-            self.cid = cid
-            self.messageID = messageID
-            self.from = from
-            self.timestamp = timestamp
-            self.mentionPids = mentionPids
-            self.mentionAll = mentionAll
-            self.content = content
-            self.receivers = receivers
-            self.notification = notification
-            self.deadlineMillis = deadlineMillis
-        }
+    /// What a membership change asks for: a member joins by itself, is invited, leaves by itself or is kicked.
+    public enum MembershipAction: String, Sendable, CaseIterable {
+        case join, invite, quit, kick
     }
 
     public var kind: Kind {
@@ -129,20 +51,18 @@ public enum HookRequest: Sendable, Equatable {
 
     public var cid: String {
         switch self {
-        case .message(let message): message.cid
-        case .edit(let edit): edit.cid
-        case .membership(let membership): membership.cid
-        case .offline(let offline): offline.cid
+        case .message(let cid, _, _, _, _), .edit(let cid, _, _, _, _), .membership(let cid, _, _, _),
+            .offline(let cid, _, _, _, _, _, _, _, _, _):
+            cid
         }
     }
 
     /// Who the request is about: the sender, editor or actor.
     public var from: String {
         switch self {
-        case .message(let message): message.from
-        case .edit(let edit): edit.from
-        case .membership(let membership): membership.actor
-        case .offline(let offline): offline.from
+        case .message(_, let from, _, _, _), .edit(_, _, let from, _, _), .membership(_, let from, _, _),
+            .offline(_, _, let from, _, _, _, _, _, _, _):
+            from
         }
     }
 
@@ -150,17 +70,18 @@ public enum HookRequest: Sendable, Equatable {
     /// `modify`); a membership change has no content and stays as it is.
     public func replacingContent(with text: String) -> HookRequest {
         switch self {
-        case .message(var message):
-            message.content = .text(text)
-            return .message(message)
-        case .edit(var edit):
-            edit.content = .text(text)
-            return .edit(edit)
-        case .offline(var offline):
-            offline.content = .text(text)
-            return .offline(offline)
+        case .message(let cid, let from, _, let priority, let mentionPids):
+            .message(cid: cid, from: from, content: .text(text), priority: priority, mentionPids: mentionPids)
+        case .edit(let cid, let messageID, let from, _, let mentionPids):
+            .edit(cid: cid, messageID: messageID, from: from, content: .text(text), mentionPids: mentionPids)
+        case .offline(
+            let cid, let messageID, let from, let timestamp, let mentionPids, let mentionAll, _, let receivers, let notification,
+            let deadline):
+            .offline(
+                cid: cid, messageID: messageID, from: from, timestamp: timestamp, mentionPids: mentionPids, mentionAll: mentionAll,
+                content: .text(text), receivers: receivers, notification: notification, deadlineMillis: deadline)
         case .membership:
-            return self
+            self
         }
     }
 }

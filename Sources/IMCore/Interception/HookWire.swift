@@ -10,24 +10,21 @@ extension HookRequest {
         switch kind {
         case .message:
             guard let from = command.fromPeerId, let content else { return nil }
-            self = .message(
-                Message(cid: cid, from: from, content: content, priority: command.priority, mentionPids: command.mentionPids))
+            self = .message(cid: cid, from: from, content: content, priority: command.priority, mentionPids: command.mentionPids)
         case .edit:
             guard let messageID = command.mid, let from = command.fromPeerId, let content else { return nil }
-            self = .edit(Edit(cid: cid, messageID: messageID, from: from, content: content, mentionPids: command.mentionPids))
+            self = .edit(cid: cid, messageID: messageID, from: from, content: content, mentionPids: command.mentionPids)
         case .membership:
-            guard let actor = command.initBy, let action = command.action.flatMap(Membership.Action.init(rawValue:)) else {
+            guard let actor = command.initBy, let action = command.action.flatMap(MembershipAction.init(rawValue:)) else {
                 return nil
             }
-            self = .membership(Membership(cid: cid, actor: actor, members: command.m ?? [], action: action))
+            self = .membership(cid: cid, actor: actor, members: command.m ?? [], action: action)
         case .offline:
             guard let from = command.fromPeerId else { return nil }
             self = .offline(
-                Offline(
-                    cid: cid, messageID: command.mid ?? "", from: from, timestamp: command.timestamp,
-                    mentionPids: command.mentionPids, mentionAll: command.mentionAll == true, content: content ?? .text(""),
-                    receivers: command.m ?? [], notification: command.attr?["notification"]?.objectValue ?? [:],
-                    deadlineMillis: command.attr?["deadline"]?.intValue))
+                cid: cid, messageID: command.mid ?? "", from: from, timestamp: command.timestamp, mentionPids: command.mentionPids,
+                mentionAll: command.mentionAll == true, content: content ?? .text(""), receivers: command.m ?? [],
+                notification: command.attr?["notification"]?.objectValue ?? [:], deadlineMillis: command.attr?["deadline"]?.intValue)
         }
     }
 
@@ -38,30 +35,32 @@ extension HookRequest {
         command.kind = kind.rawValue
         command.cid = cid
         switch self {
-        case .message(let message):
-            command.fromPeerId = message.from
-            command.setContent(message.content)
-            command.priority = message.priority
-            command.mentionPids = message.mentionPids
-        case .edit(let edit):
-            command.mid = edit.messageID
-            command.fromPeerId = edit.from
-            command.setContent(edit.content)
-            command.mentionPids = edit.mentionPids
-        case .membership(let membership):
-            command.initBy = membership.actor
-            command.m = membership.members
-            command.action = membership.action.rawValue
-        case .offline(let offline):
-            command.mid = offline.messageID
-            command.fromPeerId = offline.from
-            command.timestamp = offline.timestamp
-            command.mentionPids = offline.mentionPids
-            command.mentionAll = offline.mentionAll ? true : nil
-            command.setContent(offline.content)
-            command.m = offline.receivers
-            var attr: [String: JSONValue] = ["notification": .object(offline.notification)]
-            if let deadline = offline.deadlineMillis { attr["deadline"] = .int(deadline) }
+        case .message(_, let from, let content, let priority, let mentionPids):
+            command.fromPeerId = from
+            command.setContent(content)
+            command.priority = priority
+            command.mentionPids = mentionPids
+        case .edit(_, let messageID, let from, let content, let mentionPids):
+            command.mid = messageID
+            command.fromPeerId = from
+            command.setContent(content)
+            command.mentionPids = mentionPids
+        case .membership(_, let actor, let members, let action):
+            command.initBy = actor
+            command.m = members
+            command.action = action.rawValue
+        case .offline(
+            _, let messageID, let from, let timestamp, let mentionPids, let mentionAll, let content, let receivers, let notification,
+            let deadline):
+            command.mid = messageID
+            command.fromPeerId = from
+            command.timestamp = timestamp
+            command.mentionPids = mentionPids
+            command.mentionAll = mentionAll ? true : nil
+            command.setContent(content)
+            command.m = receivers
+            var attr: [String: JSONValue] = ["notification": .object(notification)]
+            if let deadline { attr["deadline"] = .int(deadline) }
             command.attr = .object(attr)
         }
         return command

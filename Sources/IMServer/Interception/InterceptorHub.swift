@@ -28,24 +28,29 @@ public struct InterceptionStats: Sendable, Equatable {
 final class InterceptorHub: Sendable {
     enum Subject: Sendable {
         case message(OutgoingMessage)
-        case membership(cid: String, actor: String, members: [String], action: String)
+        case membership(cid: String, actor: String, members: [String], action: HookRequest.MembershipAction)
         /// An edit of a stored message (kind `edit`, with the message's id in `mid`): reviewed like a send.
         case edit(MessageEdit)
     }
 
     /// What came back for one request.
-    private enum Answer: Sendable {
-        case verdict(Verdict)
+    enum Answer: Sendable, CustomStringConvertible {
+        case verdict(HookVerdict)
         /// The interceptor answered something that is not a verdict.
         case invalid
-        /// The interceptor answered `none`: it could not decide in time (overloaded).
-        case declined
         /// No answer: not connected or disconnected.
         case missing
         /// No answer within the deadline.
         case timedOut
-        /// The answer as it came, for a request whose answer is not a verdict (`offline`).
-        case raw(Command)
+
+        var description: String {
+            switch self {
+            case .verdict(let verdict): "\(verdict)"
+            case .invalid: "invalid"
+            case .missing: "missing"
+            case .timedOut: "timed out"
+            }
+        }
     }
 
     private struct Pending {
@@ -53,8 +58,9 @@ final class InterceptorHub: Sendable {
         /// The interceptor's connection here, or `remote` when the request went to another node.
         var connectionID: UInt64
         var timeout: Task<Void, Never>?
-        /// The caller reads the answer itself (`askOffline`), and the interception counters are not touched.
-        var raw = false
+        /// What was asked: a wire answer is read as the answer to this kind of request, and `offline`
+        /// requests (`askOffline`) do not touch the interception counters.
+        var kind: HookRequest.Kind
     }
 
     /// A request forwarded for another node to this node's interceptor connection.
@@ -130,9 +136,18 @@ final class InterceptorHub: Sendable {
         }
     }
 
-    /// Delivers an interceptor's answer; false when no request with that id is waiting on that connection.
+    /// Delivers an interceptor's `hook verdict` command; false when no request with that id is waiting on
+    /// that connection.
     func resolve(_ command: Command, from connection: Connection) -> Bool {
         guard let id = command.id else { return false }
+        return settle(id, from: connection, verdict: { HookVerdict(command: command, answering: $0) }, command: { command })
+    }
+
+    /// Delivers the answer to request `id` from `connection`: `verdict` reads it for the request waiting here,
+    /// `command` is what is relayed when the request came from another node.
+    private func settle(
+        _ id: String, from connection: Connection, verdict: (HookRequest.Kind) -> HookVerdict?, command: () -> Command
+    ) -> Bool {
         let (pending, forward) = state.withLock { state -> (Pending?, Forward?) in
             if let pending = state.pending[id], pending.connectionID == connection.id {
                 return (state.pending.removeValue(forKey: id), nil)
@@ -141,13 +156,13 @@ final class InterceptorHub: Sendable {
             return (nil, state.forwards.removeValue(forKey: id))
         }
         if let forward, let cluster {
-            var answer = command
+            var answer = command()
             answer.id = forward.originalID
             Task { await cluster.announce(.verdict(origin: forward.origin, answer: answer)) }
             return true
         }
         guard let pending else { return false }
-        resume(pending, with: command)
+        resume(pending, with: verdict(pending.kind))
         return true
     }
 
@@ -158,7 +173,7 @@ final class InterceptorHub: Sendable {
             guard state.pending[id]?.connectionID == Self.remote else { return nil }
             return state.pending.removeValue(forKey: id)
         }
-        if let pending { resume(pending, with: command) }
+        if let pending { resume(pending, with: HookVerdict(command: command, answering: pending.kind)) }
     }
 
     /// Sends another node's request to this node's interceptor connection, if it is here.
@@ -179,33 +194,42 @@ final class InterceptorHub: Sendable {
             return (id, connection)
         }
         guard let (id, connection) = target else { return }
-        var forwarded = request
-        forwarded.id = id
-        send(forwarded, to: connection)
-    }
-
-    private func send(_ request: Command, to connection: Connection) {
-        if let review = connection.review {
-            Task { _ = self.resolve(await review(request), from: connection) }
+        if connection.review == nil {
+            var forwarded = request
+            forwarded.id = id
+            connection.send(forwarded)
+        } else if let typed = HookRequest(command: request) {
+            send(typed, id: id, to: connection)
         } else {
-            connection.send(request)
+            // Not a request an in-process interceptor can be asked: answered as invalid at once.
+            _ = settle(id, from: connection, verdict: { _ in nil }, command: { Command(cmd: .hook, op: .verdict) })
         }
     }
 
-    private func resume(_ pending: Pending, with command: Command) {
+    /// Asks `connection`'s interceptor: a direct call for one attached in process (no command is made),
+    /// a `hook request` command otherwise.
+    private func send(_ request: HookRequest, id: String, to connection: Connection) {
+        guard let review = connection.review else { return connection.send(request.command(id: id)) }
+        Task {
+            let verdict = await review(request)
+            _ = self.settle(
+                id, from: connection, verdict: { _ in verdict },
+                command: { verdict?.command(id: id) ?? Command(cmd: .hook, op: .verdict) })
+        }
+    }
+
+    private func resume(_ pending: Pending, with verdict: HookVerdict?) {
         pending.timeout?.cancel()
-        if pending.raw { return pending.continuation.resume(returning: .raw(command)) }
-        let answer: Answer = command.verdict == "none" ? .declined : Verdict(command).map(Answer.verdict) ?? .invalid
-        pending.continuation.resume(returning: answer)
+        pending.continuation.resume(returning: verdict.map(Answer.verdict) ?? .invalid)
     }
 
     /// Runs the interceptor chain over a subject and returns the combined verdict.
     func review(_ subject: Subject) async -> Verdict {
         var body: String?
         var recipients: [String]?
+        let original = Self.request(for: subject)
         for interceptor in configuration.interceptors {
-            var request = Self.request(for: subject)
-            if let body { request.msg = body }
+            let request = body.map { original.replacingContent(with: $0) } ?? original
             let verdict = await ask(interceptor.clientID, request)
             switch verdict {
             case .allow:
@@ -221,14 +245,14 @@ final class InterceptorHub: Sendable {
         return .modify(body: body, recipients: recipients)
     }
 
-    private func ask(_ clientID: String, _ request: Command) async -> Verdict {
+    private func ask(_ clientID: String, _ request: HookRequest) async -> Verdict {
         metrics.interceptionRequests.increment()
-        let answer = await exchange(clientID, request, deadline: configuration.deadlineMillis, raw: false)
+        let answer = await exchange(clientID, request, deadline: configuration.deadlineMillis)
         let verdict: Verdict
         switch answer {
-        case .verdict(let given): verdict = given
-        case .invalid, .raw: verdict = policyVerdict(.invalid, clientID, request)
-        case .declined: verdict = policyVerdict(.declined, clientID, request)
+        case .verdict(.declined): verdict = policyVerdict(.declined, clientID, request)
+        case .verdict(let given): verdict = Verdict(given) ?? policyVerdict(.invalid, clientID, request)
+        case .invalid: verdict = policyVerdict(.invalid, clientID, request)
         case .missing: verdict = policyVerdict(.unavailable, clientID, request)
         case .timedOut: verdict = policyVerdict(.timeout, clientID, request)
         }
@@ -265,29 +289,32 @@ final class InterceptorHub: Sendable {
     /// gains the hook by a reload is asked within this; a new login of the interceptor at once).
     static let unhookedFor: Duration = .seconds(60)
 
-    /// Sends an `offline` request to `clientID` and answers what came back, or nil (no answer within
-    /// `deadlineMillis`, not connected). Not counted as an interception review; an `unhooked` answer is
+    /// Sends an `offline` request to `clientID` and answers what came back (`missing` or `timedOut`: no answer
+    /// within `deadlineMillis`, not connected). Not counted as an interception review; an `unhooked` answer is
     /// remembered (`offlineInterceptor`).
-    func askOffline(_ clientID: String, _ request: Command, deadlineMillis: Int) async -> Command? {
-        guard case .raw(let answer) = await exchange(clientID, request, deadline: deadlineMillis, raw: true) else { return nil }
-        if answer.verdict == "unhooked" {
+    func askOffline(_ clientID: String, _ request: HookRequest, deadlineMillis: Int) async -> Answer {
+        let answer = await exchange(clientID, request, deadline: deadlineMillis)
+        if case .verdict(.unhooked) = answer {
             state.withLock { $0.unhooked[clientID] = ContinuousClock.now + Self.unhookedFor }
         }
         return answer
     }
 
-    /// One request to one interceptor (on this node or, in a cluster, another) and what came back.
-    private func exchange(_ clientID: String, _ request: Command, deadline: Int, raw: Bool) async -> Answer {
-        await withCheckedContinuation { continuation in
+    /// One request to one interceptor (on this node or, in a cluster, another) and what came back. An
+    /// `offline` request is not counted as a review.
+    private func exchange(_ clientID: String, _ request: HookRequest, deadline: Int) async -> Answer {
+        let kind = request.kind
+        let offline = kind == .offline
+        return await withCheckedContinuation { continuation in
             let elsewhere = cluster.flatMap { $0.isInterceptorOnline(clientID) ? $0 : nil }
             let registered = state.withLock { state -> (String, Connection?)? in
-                if !raw { state.stats.requests += 1 }
+                if !offline { state.stats.requests += 1 }
                 let connection = state.connections[clientID]
                 guard connection != nil || elsewhere != nil else { return nil }
                 state.nextID += 1
                 let id = "h\(state.nextID)"
                 state.pending[id] = Pending(
-                    continuation: continuation, connectionID: connection?.id ?? Self.remote, timeout: nil, raw: raw)
+                    continuation: continuation, connectionID: connection?.id ?? Self.remote, timeout: nil, kind: kind)
                 return (id, connection)
             }
             guard let (id, connection) = registered else {
@@ -299,22 +326,20 @@ final class InterceptorHub: Sendable {
                 guard !Task.isCancelled else { return }
                 let expired = self.state.withLock { state -> Pending? in
                     guard let pending = state.pending.removeValue(forKey: id) else { return nil }
-                    if !raw { state.stats.timeouts += 1 }
+                    if !offline { state.stats.timeouts += 1 }
                     return pending
                 }
-                if expired != nil, !raw { self.metrics.interceptionTimeouts.increment() }
+                if expired != nil, !offline { self.metrics.interceptionTimeouts.increment() }
                 expired?.continuation.resume(returning: .timedOut)
             }
             state.withLock { $0.pending[id]?.timeout = timeout }
-            var request = request
-            request.id = id
             if let connection {
-                send(request, to: connection)
+                send(request, id: id, to: connection)
             } else if let elsewhere {
-                let announcement = Announcement.review(interceptor: clientID, origin: elsewhere.id, request: request)
+                let announcement = Announcement.review(interceptor: clientID, origin: elsewhere.id, request: request.command(id: id))
                 // An `offline` request too large for a NOTIFY (hundreds of receivers): no answer can come, the
                 // defaults go at once.
-                guard !raw || announcement.payload() != nil else {
+                guard !offline || announcement.payload() != nil else {
                     timeout.cancel()
                     state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(returning: .missing)
                     return
@@ -342,7 +367,7 @@ final class InterceptorHub: Sendable {
     }
 
     /// Applies the failure policy, counts it and logs it: every message the policy decides is visible.
-    private func policyVerdict(_ cause: PolicyCause, _ clientID: String, _ request: Command) -> Verdict {
+    private func policyVerdict(_ cause: PolicyCause, _ clientID: String, _ request: HookRequest) -> Verdict {
         let total = state.withLock { state in
             state.stats.policyApplied += 1
             if cause == .invalid { state.stats.failures += 1 }
@@ -354,7 +379,7 @@ final class InterceptorHub: Sendable {
             "interception failure policy applied",
             metadata: [
                 "policy": "\(configuration.failurePolicy.rawValue)", "cause": "\(cause.rawValue)", "interceptor": "\(clientID)",
-                "kind": "\(request.kind ?? "")", "cid": "\(request.cid ?? "")", "from": "\(request.fromPeerId ?? request.initBy ?? "")",
+                "kind": "\(request.kind.rawValue)", "cid": "\(request.cid)", "from": "\(request.from)",
                 "policy_decisions_total": "\(total)",
             ])
         switch configuration.failurePolicy {
@@ -364,30 +389,23 @@ final class InterceptorHub: Sendable {
         }
     }
 
-    private static func request(for subject: Subject) -> Command {
-        var request = Command(cmd: .hook, op: .request)
+    private static func request(for subject: Subject) -> HookRequest {
         switch subject {
         case .message(let message):
-            request.kind = "message"
-            request.cid = message.cid
-            request.fromPeerId = message.from
-            if message.binary { request.binaryMsg = message.data } else { request.msg = message.data }
-            request.priority = message.priority
-            request.mentionPids = message.mentionPids
+            .message(
+                cid: message.cid, from: message.from, content: content(message.data, binary: message.binary), priority: message.priority,
+                mentionPids: message.mentionPids)
         case .edit(let edit):
-            request.kind = "edit"
-            request.cid = edit.cid
-            request.mid = edit.messageID
-            request.fromPeerId = edit.editor
-            if edit.binary { request.binaryMsg = edit.data } else { request.msg = edit.data }
-            request.mentionPids = edit.mentionPids
+            .edit(
+                cid: edit.cid, messageID: edit.messageID, from: edit.editor, content: content(edit.data, binary: edit.binary),
+                mentionPids: edit.mentionPids)
         case .membership(let cid, let actor, let members, let action):
-            request.kind = "membership"
-            request.cid = cid
-            request.initBy = actor
-            request.m = members
-            request.action = action
+            .membership(cid: cid, actor: actor, members: members, action: action)
         }
-        return request
+    }
+
+    /// Stored content as a request carries it (binary content is stored as base64).
+    static func content(_ data: String, binary: Bool) -> HookRequest.Content {
+        binary ? .binary(base64: data) : .text(data)
     }
 }

@@ -1,6 +1,7 @@
 import IMCore
 
-/// An interceptor's answer to a hook request.
+/// What the server does with a reviewed message, edit or membership change once the interceptors (or the
+/// failure policy) have decided.
 enum Verdict: Sendable, Equatable {
     case allow
     /// Refuse: the sender gets `error` unless `silent`, in which case it gets a normal-looking ack.
@@ -8,21 +9,20 @@ enum Verdict: Sendable, Equatable {
     /// Replace the content and optionally restrict the recipients.
     case modify(body: String?, recipients: [String]?)
 
-    /// Reads a `hook verdict` command; nil when it is not a valid verdict (or `none`: the interceptor
-    /// declines to decide, see `InterceptorHub`).
-    init?(_ command: Command) {
-        switch command.verdict {
-        case "allow":
+    /// What an interceptor's answer to a review decides; nil when it decides nothing (`declined`: the
+    /// failure policy decides, see `InterceptorHub`; `pushes` and `unhooked` answer only `offline` requests).
+    init?(_ answer: HookVerdict) {
+        switch answer {
+        case .allow:
             self = .allow
-        case "drop":
+        case .drop(let reason, let appCode, let silent):
             let error = IMError(
                 code: IMErrorCode.messageRejectedByApp.rawValue, reason: IMErrorCode.messageRejectedByApp.reason,
-                detail: command.reason ?? command.detail ?? "rejected by interceptor", appCode: command.appCode)
-            self = .drop(error, silent: command.silent == true)
-        case "modify":
-            guard command.msg != nil || command.m != nil else { return nil }
-            self = .modify(body: command.msg, recipients: command.m)
-        default:
+                detail: reason ?? "rejected by interceptor", appCode: appCode)
+            self = .drop(error, silent: silent)
+        case .modify(let body, let recipients):
+            self = .modify(body: body, recipients: recipients)
+        case .pushes, .declined, .unhooked:
             return nil
         }
     }

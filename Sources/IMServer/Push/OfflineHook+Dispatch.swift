@@ -50,17 +50,18 @@ extension PushDispatcher {
             for: held.record, receivers: held.receivers, content: held.content, deadlineMillis: held.deadline)
         let reply = await hub.askOffline(interceptor, request, deadlineMillis: held.deadline)
         var decided: (dropping: Set<String>, rewriting: [String: String]) = ([], [:])
-        let answer = reply.flatMap(OfflineHook.answer)
-        let outcome = reply == nil ? "no_answer" : answer == nil ? "invalid" : answer == .unhooked ? "unhooked" : "answered"
+        let answer: OfflineHook.Answer? = if case .verdict(let verdict) = reply { OfflineHook.Answer(verdict) } else { nil }
+        let answered = if case .missing = reply { false } else if case .timedOut = reply { false } else { true }
+        let outcome = !answered ? "no_answer" : answer == nil ? "invalid" : answer == .unhooked ? "unhooked" : "answered"
         Counter(label: "hookbot_push_offline_hook_total", dimensions: [("outcome", outcome)], factory: factory).increment()
         if let answer {
             decided = OfflineHook.decisions(answer, for: held)
         } else {
             logger.warning(
-                reply == nil ? "on_offline: no answer in time; the default pushes go" : "on_offline: invalid answer; the default pushes go",
+                !answered ? "on_offline: no answer in time; the default pushes go" : "on_offline: invalid answer; the default pushes go",
                 metadata: [
                     "message": "\(held.record.id)", "interceptor": "\(interceptor)", "deadline_ms": "\(held.deadline)",
-                    "verdict": "\(reply?.verdict ?? "")",
+                    "answer": "\(reply)",
                 ])
         }
         do {

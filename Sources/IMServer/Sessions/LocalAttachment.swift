@@ -15,7 +15,7 @@ final class LocalAttachments: Sendable {
     /// Starts serving a new in-process connection.
     func attach(
         allocateID: @escaping @Sendable () -> UInt64, service: IMService, receive: @escaping @Sendable (Command) -> Void,
-        closed: @escaping @Sendable () -> Void, review: (@Sendable (Command) async -> Command)?
+        closed: @escaping @Sendable () -> Void, review: HookReviewer?
     ) -> LocalConnection {
         let (commands, input) = AsyncStream<Command>.makeStream()
         let transport = Transport(
@@ -54,7 +54,7 @@ extension IMServer: LocalEndpoint {
     /// Attaches an in-process client; nil when the server is not running.
     public func connectLocally(
         receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
-        review: (@Sendable (Command) async -> Command)?
+        review: HookReviewer?
     ) -> LocalConnection? {
         guard isRunning else { return nil }
         return locals.attach(

@@ -41,7 +41,7 @@ final class TestClient: Sendable {
         let connection = server.connectLocally(
             receive: { command in holder.withLock { $0 }?.inbox.append(command) },
             closed: { end.finish() },
-            review: { request in await holder.withLock { $0 }?.review(request) ?? Command(cmd: .hook, op: .verdict) })
+            review: { request in await holder.withLock { $0 }?.review(request) })
         guard let connection else { throw IMError(.connectionFailed, "server not running") }
         let task = Task {
             for await _ in ended {}
@@ -52,11 +52,15 @@ final class TestClient: Sendable {
         return client
     }
 
-    private func review(_ request: Command) async -> Command {
-        await withCheckedContinuation { continuation in
-            reviews.withLock { $0[request.id ?? ""] = continuation }
-            inbox.append(request)
+    /// An in-process review: the request goes to the inbox as the `hook request` command a WebSocket
+    /// interceptor would get, and the `hook verdict` the test sends is read as the server reads one.
+    private func review(_ request: HookRequest) async -> HookVerdict? {
+        let id = "t\(serial.wrappingAdd(1, ordering: .relaxed).oldValue)"
+        let answer = await withCheckedContinuation { continuation in
+            reviews.withLock { $0[id] = continuation }
+            inbox.append(request.command(id: id))
         }
+        return HookVerdict(command: answer, answering: request.kind)
     }
 
     /// Connects to `ws://127.0.0.1:port/ws`.
