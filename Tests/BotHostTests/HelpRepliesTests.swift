@@ -18,7 +18,7 @@ final class HelpRepliesTests: XCTestCase {
 
     private func checkAHostileDescriptionLeavesEveryOtherCommandInHelp(_ attachment: BotAttachment) async throws {
         let harness = try await BotHarness.start(attachment: attachment)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.writeShippedModeration()
         try harness.write(
             "hog.lua",

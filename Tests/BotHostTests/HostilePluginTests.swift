@@ -18,7 +18,7 @@ final class HostilePluginTests: XCTestCase {
 
     func testHostilePluginsAreStoppedWhileModerationAndRepliesKeepWorking() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write("mod.lua", BotHostTests.moderation)
         try harness.write(
             "ping.lua",
@@ -95,7 +95,7 @@ final class HostilePluginTests: XCTestCase {
     /// process stays under the ceiling, and the same plugin's command answers throughout.
     func testLogBombIsCutAndTheBotKeepsAnswering() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         try harness.write(
             "bomb.lua",
             """

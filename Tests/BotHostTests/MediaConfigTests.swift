@@ -143,7 +143,7 @@ final class MediaConfigTests: XCTestCase {
         configuration.appID = "media-app"
         configuration.masterKey = "media-key"
         let hub = try await EmbeddedHub.start(configuration: configuration)
-        defer { Task { await hub.stop() } }
+        addTeardownBlock { await hub.stop() }
         XCTAssertEqual(hub.server.configuration.media.directory, directory.appendingPathComponent("uploads").path)
         XCTAssertEqual(hub.server.configuration.media.maxUploadBytes, 3 << 20)
         XCTAssertEqual(hub.server.configuration.media.quotaBytes, 5 << 20)

@@ -23,9 +23,9 @@ final class RaidTests: XCTestCase {
 
     func testAJoinWaveIsLockedAndContained() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         let bot = try await Self.shippedBot(harness)
-        defer { Task { await bot.stop() } }
+        addTeardownBlock { await bot.stop() }
         let loaded = await bot.router.plugins.plugins.map(\.name)
         XCTAssertTrue(loaded.contains("gatekeeper") && loaded.contains("moderation"), "\(loaded)")
 
@@ -180,9 +180,9 @@ final class RaidTests: XCTestCase {
     /// and may post. (The bot opening the 1:1 chat itself: ScreeningDMTests.)
     func testANewcomerAnswersInAOneToOneChatAndMayPost() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        defer { Task { await harness.server.stop() } }
+        addTeardownBlock { await harness.server.stop() }
         let bot = try await Self.shippedBot(harness, gatekeeper: ["screening": true, "dm": false, "ask_in_group": true])
-        defer { Task { await bot.stop() } }
+        addTeardownBlock { await bot.stop() }
         let clients = ["member01", "member02", "newbie"].map { harness.server.client($0) }
         let logs = try await openClients(clients)
         let (owner, newbie) = (clients[0], clients[2])

@@ -37,9 +37,9 @@ final class ConsoleCardTests: XCTestCase {
             throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
         }
         let harness = try await ConsoleHarness.start(plugins: ["lunch.lua": Self.lunch])
-        defer { Task { await harness.stop() } }
+        addTeardownBlock { await harness.stop() }
         let (jerry, lobby, jerryEvents) = try await harness.lobbyMember("Jerry")
-        defer { Task { await jerry.close() } }
+        addTeardownBlock { await jerry.close() }
         let browser = try await WebDriver.start(width: 1280, height: 800)
         do {
             try await browser.open("\(harness.base)/#token=\(harness.console.token)")

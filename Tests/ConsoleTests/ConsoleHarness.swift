@@ -169,10 +169,5 @@ struct TestFailure: Error, CustomStringConvertible {
 
 /// Polls `condition` until it holds or `seconds` pass.
 func eventually(_ what: String, seconds: Double = 10, _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(25))
-    }
-    throw Timeout(waitingFor: what)
+    try await waitUntil(what, timeout: .seconds(seconds), every: .milliseconds(25), condition)
 }

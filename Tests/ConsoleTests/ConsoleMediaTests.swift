@@ -42,7 +42,7 @@ final class ConsoleMediaTests: XCTestCase {
 
     private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
         let (jerry, lobby, events) = try await harness.lobbyMember("Jerry")
-        defer { Task { await jerry.close() } }
+        addTeardownBlock { await jerry.close() }
         try await browser.open("\(harness.base)/")
         try await browser.type("Tom", into: "#login-client-id")
         try await browser.click("#login-button")

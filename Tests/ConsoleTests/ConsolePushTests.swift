@@ -49,15 +49,15 @@ final class ConsolePushTests: XCTestCase {
 
     func testTheAPIListsThePushesOfflineMembersGotWithCountsPerProvider() async throws {
         let (gateway, url, received) = try await Self.startGateway()
-        defer { Task { await gateway.triggerGracefulShutdown() } }
+        addTeardownBlock { await gateway.triggerGracefulShutdown() }
         let harness = try await Self.start(gateway: url)
-        defer { Task { await harness.stop() } }
+        addTeardownBlock { await harness.stop() }
         try await offlineJerry(harness)
 
         let unauthorized = try await harness.http("GET", "/api/pushes")
         XCTAssertEqual(unauthorized.status, 401)
         let (tom, lobby, _) = try await harness.lobbyMember("Tom")
-        defer { Task { await tom.close() } }
+        addTeardownBlock { await tom.close() }
         _ = try await lobby.send(.text("cheese is in the kitchen"))
         try await eventually("the push") { received.count == 1 }
         var answer = try await harness.admin("GET", "/api/pushes").object()
@@ -91,9 +91,9 @@ final class ConsolePushTests: XCTestCase {
             throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
         }
         let (gateway, url, received) = try await Self.startGateway()
-        defer { Task { await gateway.triggerGracefulShutdown() } }
+        addTeardownBlock { await gateway.triggerGracefulShutdown() }
         let harness = try await Self.start(gateway: url)
-        defer { Task { await harness.stop() } }
+        addTeardownBlock { await harness.stop() }
         try await offlineJerry(harness)
         let browser = try await WebDriver.start(width: 1280, height: 800)
         do {
