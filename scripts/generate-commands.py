@@ -98,7 +98,7 @@ def json_struct(struct, structs):
     name, fields = struct["name"], struct["fields"]
     is_command = name == "Command"
     keys = [json.dumps(f.get("json", f["name"])) for f in fields]
-    out = [f"extension {name} {{" if is_command else f"extension {name}: JSONObjectWritable {{"]
+    out = [f"extension {name} {{" if is_command else f"extension {name}: JSONWritable {{"]
     if is_command:
         out.append("    /// Field names in table order: a name's index is its number in `decodeJSONMembers`, and the order")
         out.append("    /// `writeJSON` writes fields in.")

@@ -223,7 +223,7 @@ extension Command {
     }
 }
 
-extension ConversationInfo: JSONObjectWritable {
+extension ConversationInfo: JSONWritable {
     static let jsonKeys = JSONKeyTable([
         "objectId", "name", "m", "c", "tr", "unique", "attr", "mu", "lm", "createdAt", "updatedAt", "ttl", "memberInfo",
     ])
@@ -281,7 +281,7 @@ extension ConversationInfo: JSONObjectWritable {
     }
 }
 
-extension MaxReadTuple: JSONObjectWritable {
+extension MaxReadTuple: JSONWritable {
     static let jsonKeys = JSONKeyTable(["pid", "maxAckTimestamp", "maxReadTimestamp"])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
@@ -317,7 +317,7 @@ extension MaxReadTuple: JSONObjectWritable {
     }
 }
 
-extension FailedPids: JSONObjectWritable {
+extension FailedPids: JSONWritable {
     static let jsonKeys = JSONKeyTable(["pids", "code", "reason", "detail"])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
@@ -361,7 +361,7 @@ extension FailedPids: JSONObjectWritable {
     }
 }
 
-extension LogItem: JSONObjectWritable {
+extension LogItem: JSONWritable {
     static let jsonKeys = JSONKeyTable([
         "msgId", "from", "data", "timestamp", "ackAt", "readAt", "recalled", "priority", "mentionPids", "mentionAll", "bin",
         "patchTimestamp",
@@ -427,7 +427,7 @@ extension LogItem: JSONObjectWritable {
     }
 }
 
-extension UnreadInfo: JSONObjectWritable {
+extension UnreadInfo: JSONWritable {
     static let jsonKeys = JSONKeyTable(["cid", "unread", "mid", "timestamp", "from", "data", "mentioned", "binaryMsg", "patchTimestamp"])
 
     /// Decodes one element of an array of these (an object; anything else is invalid).
@@ -478,7 +478,7 @@ extension UnreadInfo: JSONObjectWritable {
     }
 }
 
-extension PatchItem: JSONObjectWritable {
+extension PatchItem: JSONWritable {
     static let jsonKeys = JSONKeyTable([
         "cid", "mid", "timestamp", "recall", "data", "from", "patchTimestamp", "binaryMsg", "mentionPids", "mentionAll", "patchCode",
         "patchReason",

@@ -219,51 +219,45 @@ struct JSONOutput: ~Copyable {
         }
     }
 
-    // One member of an object, its key written with the `{` or `,` before it: the generated writers
-    // (Command+JSON.generated.swift) write each field with one call.
-
-    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: String) {
+    /// One member of an object, its key written with the `{` or `,` before it: the generated writers
+    /// (Command+JSON.generated.swift) write each field with one call.
+    @inline(__always) mutating func appendJSONMember<Value: JSONWritable>(_ key: StaticString, _ value: Value) {
         appendJSONRaw(key)
-        appendJSONString(value)
-    }
-
-    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: Int) {
-        appendJSONRaw(key)
-        appendJSONInt(value)
-    }
-
-    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: Int64) {
-        appendJSONRaw(key)
-        appendJSONInt(value)
-    }
-
-    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: Bool) {
-        appendJSONRaw(key)
-        appendJSONBool(value)
-    }
-
-    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: [String]) {
-        appendJSONRaw(key)
-        appendJSONStrings(value)
-    }
-
-    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: JSONValue) {
-        appendJSONRaw(key)
-        appendJSONValue(value)
-    }
-
-    @inline(__always) mutating func appendJSONMember(_ key: StaticString, _ value: [String: JSONValue]) {
-        appendJSONRaw(key)
-        appendJSONObject(value)
-    }
-
-    @inline(__always) mutating func appendJSONMember<T: JSONObjectWritable>(_ key: StaticString, _ value: [T]) {
-        appendJSONRaw(key)
-        appendJSONArray(value) { $0.writeJSON(into: &$1) }
+        value.writeJSON(into: &self)
     }
 }
 
-/// A struct written as a JSON object (the elements of `results`, `logs`, `convs`, …).
-protocol JSONObjectWritable {
+/// A value of a field: what the generated writers write after a key.
+protocol JSONWritable {
     func writeJSON(into out: inout JSONOutput)
+}
+
+extension String: JSONWritable {
+    @inline(__always) func writeJSON(into out: inout JSONOutput) { out.appendJSONString(self) }
+}
+
+extension Int: JSONWritable {
+    @inline(__always) func writeJSON(into out: inout JSONOutput) { out.appendJSONInt(self) }
+}
+
+extension Int64: JSONWritable {
+    @inline(__always) func writeJSON(into out: inout JSONOutput) { out.appendJSONInt(self) }
+}
+
+extension Bool: JSONWritable {
+    @inline(__always) func writeJSON(into out: inout JSONOutput) { out.appendJSONBool(self) }
+}
+
+extension JSONValue: JSONWritable {
+    @inline(__always) func writeJSON(into out: inout JSONOutput) { out.appendJSONValue(self) }
+}
+
+extension Dictionary: JSONWritable where Key == String, Value == JSONValue {
+    @inline(__always) func writeJSON(into out: inout JSONOutput) { out.appendJSONObject(self) }
+}
+
+extension Array: JSONWritable where Element: JSONWritable {
+    @inline(__always) func writeJSON(into out: inout JSONOutput) {
+        out.appendJSONArray(self) { $0.writeJSON(into: &$1) }
+    }
 }
