@@ -24,8 +24,7 @@ extension IMConversation {
     /// Returns the ids muted.
     @discardableResult
     public func muteMembers(_ ids: [String], seconds: Int? = nil, reason: String? = nil) async throws(IMError) -> [String] {
-        var command = Command(cmd: .conv, op: .addShutup)
-        command.cid = id
+        var command = memberControl(.addShutup)
         command.m = ids
         command.duration = seconds
         command.detail = reason
@@ -35,16 +34,14 @@ extension IMConversation {
     /// Lifts members' mutes (during a conversation-wide mute: lets them speak). Returns the ids unmuted.
     @discardableResult
     public func unmuteMembers(_ ids: [String]) async throws(IMError) -> [String] {
-        var command = Command(cmd: .conv, op: .removeShutup)
-        command.cid = id
+        var command = memberControl(.removeShutup)
         command.m = ids
         return try await client.request(command).allowedPids ?? []
     }
 
     /// Mutes every member but the owner and managers (for `seconds`, or until `unmuteAll`).
     public func muteAll(seconds: Int? = nil, reason: String? = nil) async throws(IMError) {
-        var command = Command(cmd: .conv, op: .addShutup)
-        command.cid = id
+        var command = memberControl(.addShutup)
         command.all = true
         command.duration = seconds
         command.detail = reason
@@ -53,16 +50,14 @@ extension IMConversation {
 
     /// Lifts a conversation-wide mute (and its exceptions).
     public func unmuteAll() async throws(IMError) {
-        var command = Command(cmd: .conv, op: .removeShutup)
-        command.cid = id
+        var command = memberControl(.removeShutup)
         command.all = true
         _ = try await client.request(command)
     }
 
     /// The members muted by name, a page at a time.
     public func mutedMembers(limit: Int = 10, next: String? = nil) async throws(IMError) -> IMMemberPage {
-        var command = Command(cmd: .conv, op: .queryShutup)
-        command.cid = id
+        var command = memberControl(.queryShutup)
         command.limit = limit
         command.next = next
         let reply = try await client.request(command)
@@ -73,24 +68,21 @@ extension IMConversation {
     /// unblocked. Returns the ids blocked.
     @discardableResult
     public func blockMembers(_ ids: [String]) async throws(IMError) -> [String] {
-        var command = Command(cmd: .blacklist, op: .block)
-        command.srcCid = id
+        var command = blockList(.block)
         command.toPids = ids
         return try await client.request(command).allowedPids ?? []
     }
 
     @discardableResult
     public func unblockMembers(_ ids: [String]) async throws(IMError) -> [String] {
-        var command = Command(cmd: .blacklist, op: .unblock)
-        command.srcCid = id
+        var command = blockList(.unblock)
         command.toPids = ids
         return try await client.request(command).allowedPids ?? []
     }
 
     /// The blocked client ids, a page at a time.
     public func blockedMembers(limit: Int = 10, next: String? = nil) async throws(IMError) -> IMMemberPage {
-        var command = Command(cmd: .blacklist, op: .query)
-        command.srcCid = id
+        var command = blockList(.query)
         command.limit = limit
         command.next = next
         let reply = try await client.request(command)
@@ -99,11 +91,24 @@ extension IMConversation {
 
     /// Makes a member a manager or a plain member again (the owner only).
     public func updateMemberRole(_ member: String, to role: IMMemberRole) async throws(IMError) {
-        var command = Command(cmd: .conv, op: .memberInfoUpdate)
-        command.cid = id
+        var command = memberControl(.memberInfoUpdate)
         command.targetClientId = member
         command.role = role.rawValue
         _ = try await client.request(command)
+    }
+
+    /// A `conv` command about this conversation's mutes or roles.
+    private func memberControl(_ op: OpType) -> Command {
+        var command = Command(cmd: .conv, op: op)
+        command.cid = id
+        return command
+    }
+
+    /// A `blacklist` command about this conversation's block list.
+    private func blockList(_ op: OpType) -> Command {
+        var command = Command(cmd: .blacklist, op: op)
+        command.srcCid = id
+        return command
     }
 }
 
