@@ -326,6 +326,56 @@ final class InterceptionTests: XCTestCase {
         await again.close()
     }
 
+    func testRequestsSayWhatWasAskedOverWebSocket() async throws { try await checkRequestsSayWhatWasAsked(.webSocket) }
+    func testRequestsSayWhatWasAskedInProcess() async throws { try await checkRequestsSayWhatWasAsked(.inProcess) }
+
+    /// What the interceptor is asked, read as `HookRequest`s: a message with its mentions and priority
+    /// (Chinese and emoji intact), a binary message, an invitation and a member leaving by herself.
+    private func checkRequestsSayWhatWasAsked(_ attachment: Attachment) async throws {
+        let server = try await server()
+        addTeardownBlock { await server.stop() }
+        let asked = Mutex<[HookRequest?]>([])
+        let (_, loop) = try await interceptor(server, attachment) { request in
+            asked.withLock { $0.append(HookRequest(command: request)) }
+            return Self.verdict("allow")
+        }
+        defer { loop.cancel() }
+        let tom = try await server.login("Tom")
+        let jerry = try await server.login("Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let typed = TypedMessage.text("@Jerry 周末一起吃火锅吗？🍲").encoded()
+        var direct = Command(cmd: .direct)
+        direct.cid = cid
+        direct.msg = typed
+        direct.mentionPids = ["Jerry"]
+        direct.priority = "high"
+        let sent = try await tom.request(direct)
+        XCTAssertNotNil(sent.uid)
+        var binary = Command(cmd: .direct)
+        binary.cid = cid
+        binary.binaryMsg = Data([0, 1, 2, 255]).base64EncodedString()
+        let sentBinary = try await tom.request(binary)
+        XCTAssertNotNil(sentBinary.uid)
+        var add = Command(cmd: .conv, op: .add)
+        add.cid = cid
+        add.m = ["Bob"]
+        let added = try await tom.request(add)
+        XCTAssertEqual(added.op, .added)
+        var quit = Command(cmd: .conv, op: .remove)
+        quit.cid = cid
+        quit.m = ["Jerry"]
+        let left = try await jerry.request(quit)
+        XCTAssertEqual(left.op, .removed)
+        XCTAssertEqual(
+            asked.withLock { $0 },
+            [
+                .message(cid: cid, from: "Tom", content: .text(typed), priority: "high", mentionPids: ["Jerry"]),
+                .message(cid: cid, from: "Tom", content: .binary(base64: "AAEC/w=="), priority: nil, mentionPids: nil),
+                .membership(cid: cid, actor: "Tom", members: ["Bob"], action: .invite),
+                .membership(cid: cid, actor: "Jerry", members: ["Jerry"], action: .quit),
+            ])
+    }
+
     func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedOverWebSocket() async throws {
         try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.webSocket)
     }
