@@ -50,10 +50,8 @@ public struct BotConfiguration: Sendable {
     public var overrides = ConfigOverrides()
     /// The prefix of chat commands (`[bot] command_prefix`) and the roles of `[roles]`.
     public var commands = ChatCommandSettings()
-    /// Plugin name → the secret its webhook (`POST /hooks/<plugin>/…`) requires (`[webhooks]`).
-    public var webhookSecrets: [String: String] = [:]
-    /// Largest webhook body accepted, in bytes (larger: 413).
-    public var webhookMaxBytes = 1 << 20
+    /// `[webhooks]`: plugin name → the secret its webhook (`POST /hooks/<plugin>/…`) requires.
+    public var webhooks = PluginWebhookSettings()
     /// What each plugin may reach with `ctx.http` (`[http.<plugin>]`); unlisted plugins reach nothing.
     public var httpPolicies: [String: HTTPPolicy] = [:]
     /// Offline push (`[push]`, `[push.<provider>]`): the embedded server's providers, templates and queue.
@@ -147,14 +145,7 @@ public struct BotConfiguration: Sendable {
         if let push = try reader.table("push") {
             config.push = try PushSettings.parse(push, file: file, base: base)
         }
-        if let webhooks = try reader.table("webhooks") {
-            for (plugin, secret) in webhooks.sorted(by: { $0.key < $1.key }) {
-                guard let text = secret.stringValue else { throw file.error("webhooks.\(plugin)", "must be a secret (a string)") }
-                let expanded = try SettingValues.expandingEnvironment(text)
-                guard expanded.utf8.count >= 16 else { throw file.error("webhooks.\(plugin)", "must be at least 16 characters") }
-                config.webhookSecrets[plugin] = expanded
-            }
-        }
+        if var r = try section("webhooks") { config.webhooks = try PluginWebhookSettings(reading: &r) }
         if let roles = try reader.table("roles") {
             for (role, members) in roles.sorted(by: { $0.key < $1.key }) {
                 guard let list = members.arrayValue?.compactMap(\.stringValue), list.count == members.arrayValue?.count else {

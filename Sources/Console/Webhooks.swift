@@ -19,8 +19,8 @@ public final class Webhooks: Sendable {
     private let bot = Mutex<BotHost?>(nil)
 
     public init(configuration: BotConfiguration) {
-        secrets = configuration.webhookSecrets
-        maxBytes = configuration.webhookMaxBytes
+        secrets = configuration.webhooks.secrets
+        maxBytes = configuration.webhooks.maxBytes
     }
 
     /// Routes webhooks to this bot from now on.

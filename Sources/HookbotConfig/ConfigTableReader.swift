@@ -35,34 +35,21 @@ public struct ConfigTableReader {
         return root[key]
     }
 
-    public mutating func string(_ key: String) throws -> String? {
-        guard let v = value(key) else { return nil }
-        guard let s = v.stringValue else { throw error(key, "must be a string") }
-        return s
-    }
+    public mutating func string(_ key: String) throws -> String? { try typed(key, "a string", \.stringValue) }
 
-    public mutating func int(_ key: String) throws -> Int? {
-        guard let v = value(key) else { return nil }
-        guard let i = v.intValue else { throw error(key, "must be an integer") }
-        return Int(i)
-    }
+    public mutating func int(_ key: String) throws -> Int? { try typed(key, "an integer", \.intValue) }
 
-    public mutating func double(_ key: String) throws -> Double? {
-        guard let v = value(key) else { return nil }
-        guard let d = v.doubleValue else { throw error(key, "must be a number") }
-        return d
-    }
+    public mutating func double(_ key: String) throws -> Double? { try typed(key, "a number", \.doubleValue) }
 
-    public mutating func bool(_ key: String) throws -> Bool? {
-        guard let v = value(key) else { return nil }
-        guard let b = v.boolValue else { throw error(key, "must be true or false") }
-        return b
-    }
+    public mutating func bool(_ key: String) throws -> Bool? { try typed(key, "true or false", \.boolValue) }
 
-    public mutating func table(_ key: String) throws -> [String: JSONValue]? {
+    public mutating func table(_ key: String) throws -> [String: JSONValue]? { try typed(key, "a table", \.objectValue) }
+
+    /// The value of `key` as `extract` reads it; nil when absent; "must be <expected>" when it is of another type.
+    private mutating func typed<T>(_ key: String, _ expected: String, _ extract: (JSONValue) -> T?) throws -> T? {
         guard let v = value(key) else { return nil }
-        guard let o = v.objectValue else { throw error(key, "must be a table") }
-        return o
+        guard let typed = extract(v) else { throw error(key, "must be \(expected)") }
+        return typed
     }
 
     /// A path: absolute as written, relative to the file's folder otherwise.

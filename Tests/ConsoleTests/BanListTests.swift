@@ -147,7 +147,7 @@ final class BanListTests: XCTestCase {
         // The publisher: its list at GET /hooks/banlist/list.json, behind the webhook secret.
         let publisher = try await ConsoleHarness.start(plugins: Self.shippedPlugins()) {
             $0.plugins.config["banlist"] = ["moderators": ["alice"]]
-            $0.webhookSecrets = ["banlist": Self.secret]
+            $0.webhooks.secrets = ["banlist": Self.secret]
         }
         addTeardownBlock { await publisher.stop() }
         let listURL = "http://127.0.0.1:\(publisher.port)/hooks/banlist/list.json"

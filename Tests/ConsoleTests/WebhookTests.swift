@@ -46,8 +46,8 @@ final class WebhookTests: XCTestCase {
 
     func testWebhooksWithSecretsSignaturesAndLimits() async throws {
         let harness = try await ConsoleHarness.start(plugins: ConsoleHarness.plugins.merging(["ci.lua": Self.ci]) { _, new in new }) {
-            $0.webhookSecrets = ["ci": Self.secret, "greeter": "greeter-secret-0123456"]
-            $0.webhookMaxBytes = 1024
+            $0.webhooks.secrets = ["ci": Self.secret, "greeter": "greeter-secret-0123456"]
+            $0.webhooks.maxBytes = 1024
         }
         let (tom, _, events) = try await harness.lobbyMember("Tom")
         let body = #"{"cid": "\#(harness.hub.lobbyID)", "result": "passed", "commit": "abc123"}"#
@@ -110,7 +110,7 @@ final class WebhookTests: XCTestCase {
     /// client library tidies the path first.
     func testWebhookPathsAreNormalised() async throws {
         let harness = try await ConsoleHarness.start(plugins: ["ci.lua": Self.ci]) {
-            $0.webhookSecrets = ["ci": Self.secret]
+            $0.webhooks.secrets = ["ci": Self.secret]
         }
         let body = #"{"cid": "\#(harness.hub.lobbyID)", "result": "passed", "commit": "abc123"}"#
         let cases: [(target: String, path: String)] = [
