@@ -189,12 +189,22 @@ final class ClusterTests: XCTestCase {
     }
 
     func testMessagesSentOnANodeWithoutTheInterceptorAreReviewed() async throws {
+        try await checkMessagesSentOnANodeWithoutTheInterceptorAreReviewed(inProcess: false)
+    }
+
+    /// The interceptor attached in process to node 0: node 1's requests reach it as values and its answers
+    /// go back to node 1 as verdict commands.
+    func testMessagesSentOnANodeWithoutAnInProcessInterceptorAreReviewed() async throws {
+        try await checkMessagesSentOnANodeWithoutTheInterceptorAreReviewed(inProcess: true)
+    }
+
+    private func checkMessagesSentOnANodeWithoutTheInterceptorAreReviewed(inProcess: Bool) async throws {
         let cluster = try await nodes(2) { configuration in
             configuration.interception.interceptors = [.init(clientID: "modbot", secret: Self.secret)]
             configuration.interception.deadlineMillis = 2000
         }
         // The interceptor is on node 0; Tom and Jerry are on node 1.
-        let bot = try await TestClient.connect(port: cluster[0].port)
+        let bot = try await inProcess ? TestClient.attach(to: cluster[0].server) : TestClient.connect(port: cluster[0].port)
         let opened = try await bot.request(Command.interceptorOpen("modbot", secret: Self.secret))
         XCTAssertEqual(opened.op, .opened)
         try await waitUntilInterceptorAttached(cluster[1].server, "modbot")
