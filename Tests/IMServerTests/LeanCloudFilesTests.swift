@@ -76,7 +76,7 @@ final class LeanCloudFilesTests: XCTestCase {
 
     func testTheStorageSDKsSaveFetchAndDestroy() async throws {
         let server = try await startServer()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
         let (tom, tomToken) = try await sessionToken("Tom", port: server.port)
         let (jerry, jerryToken) = try await sessionToken("Jerry", port: server.port)
@@ -150,7 +150,7 @@ final class LeanCloudFilesTests: XCTestCase {
     /// A web app on another origin: the browser's preflight is answered, and the answers may be read.
     func testBrowsersOnAnotherOriginMayCall() async throws {
         let server = try await startServer()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
         let preflight = try await call(
             "OPTIONS", "\(base)/1.1/fileTokens",
@@ -180,7 +180,7 @@ final class LeanCloudFilesTests: XCTestCase {
     /// Names with path parts lose them; names with spaces and other scripts are escaped in the url, which works.
     func testFileNamesAreCleanedAndTheirURLsEscaped() async throws {
         let server = try await startServer()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
         let tricky = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "../../etc/passwd"])
         XCTAssertEqual(tricky.status, 200, "\(tricky.json)")
@@ -253,7 +253,7 @@ final class LeanCloudFilesTests: XCTestCase {
 
     func testWrongKeysTokensAndOversizeUploadsAreRefused() async throws {
         let server = try await startServer(maxUploadBytes: 1000)
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
         let (tom, tomToken) = try await sessionToken("Tom", port: server.port)
         let name = ["name": "a.bin"]
@@ -333,7 +333,7 @@ final class LeanCloudFilesTests: XCTestCase {
 
     func testWithSignaturesOnTheAppKeyAloneCannotUploadAndTheMasterKeyDeletesAnyFile() async throws {
         let server = try await startServer(signatures: true)
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
         let appOnly = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "a.txt"])
         XCTAssertEqual(appOnly.status, 401, "\(appOnly.json)")

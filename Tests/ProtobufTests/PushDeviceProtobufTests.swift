@@ -40,7 +40,7 @@ final class PushDeviceProtobufTests: XCTestCase {
 
     func testDeviceTokenAndDeviceCommandsOverProtobuf() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await open(server, "Tom", deviceToken: Self.apnsToken)
         var found = try await tokens(tom)
         XCTAssertEqual(found, [Self.apnsToken])

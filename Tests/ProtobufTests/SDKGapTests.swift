@@ -29,7 +29,7 @@ final class SDKGapTests: XCTestCase {
             $0.appID = "app"
             $0.masterKey = "master-secret"
         }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await signedLogin("Tom", port: server.port, mode: .json)
         var start = Command(cmd: .conv, op: .start)
         start.m = ["Tom", "Jerry"]
@@ -80,7 +80,7 @@ final class SDKGapTests: XCTestCase {
     /// `withMembers(ids, true)` and `sizeEqualTo('m', n)`: `$size` on the member list, with the scan limit.
     func testSizeOfTheMemberListInQueries() async throws {
         let server = try await ServerHarness.start { $0.queryScanLimit = 2 }
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let setup = try await WireClient.login("Tom", port: server.port, mode: .json)
         let pair = try await setup.startConversation(members: ["Tom", "Jerry"])
         let trio = try await setup.startConversation(members: ["Tom", "Jerry", "Spike"])
@@ -114,7 +114,7 @@ final class SDKGapTests: XCTestCase {
         }
         // Under the scan limit, sizeEqualTo alone works.
         let small = try await ServerHarness.start()
-        defer { Task { await small.stop() } }
+        addTeardownBlock { await small.stop() }
         let tom = try await WireClient.login("Tom", port: small.port, mode: .binary)
         let a = try await tom.startConversation(members: ["Tom", "Jerry", "Spike"])
         _ = try await tom.startConversation(members: ["Tom", "Jerry"])
@@ -127,7 +127,7 @@ final class SDKGapTests: XCTestCase {
     /// `compact(true)`: flag bit 1 leaves the member lists out; bit 2 alone keeps them.
     func testACompactQueryAnswersWithoutMembers() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         for mode in Self.modes {
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             let cid = try await tom.startConversation(members: ["Tom", "Jerry"], name: "compact")
@@ -152,7 +152,7 @@ final class SDKGapTests: XCTestCase {
     /// `session close` drops it.
     func testAWillMessageIsSentWhenTheConnectionDrops() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         for (index, mode) in Self.modes.enumerated() {
             let name = "Droopy\(index)"
@@ -210,7 +210,7 @@ final class SDKGapTests: XCTestCase {
     /// losing its network): the server notices at once, not at the next ping, and its will message goes out.
     func testAWillMessageIsSentWhenTheSocketIsClosedWithoutACloseFrame() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         let cid = try await jerry.startConversation(members: ["Jerry", "Spike"])
         var socket: RawWebSocket? = try RawWebSocket(port: server.port)
@@ -230,7 +230,7 @@ final class SDKGapTests: XCTestCase {
     /// `lctype`, both directions.
     func testClosedHistoryIntervalsAndTheTypeFilter() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let sender = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await sender.startConversation(members: ["Tom", "Jerry"])
         let poll = #"{"_lctype":7,"_lctext":"poll","question":"Brie or Gouda?"}"#
@@ -325,7 +325,7 @@ final class SDKGapTests: XCTestCase {
     /// are found in both directions.
     func testTheTypeFilterReadsPastPagesWithoutMatches() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let cid = try await tom.startConversation(members: ["Tom", "Jerry"])
         func send(_ body: String) async throws -> String {
@@ -357,7 +357,7 @@ final class SDKGapTests: XCTestCase {
     /// The role table: the owner and managers recall others' messages; members do not, managers not the owner's.
     func testTheOwnerAndManagersRecallOthersMessages() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await tom.startConversation(members: ["Tom", "Jerry", "Spike", "Tyke"])
         var promote = Command(cmd: .conv, op: .memberInfoUpdate)
@@ -419,7 +419,7 @@ final class SDKGapTests: XCTestCase {
     /// pushed as `patch modify` after `opened`.
     func testPatchesMissedWhileOfflineArePushedAtLogin() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await tom.startConversation(members: ["Tom", "Jerry"])
         let elsewhere = try await tom.startConversation(members: ["Tom", "Spike"])
@@ -483,7 +483,7 @@ final class SDKGapTests: XCTestCase {
     /// `conv max_read` with `queryAllMembers` (the JS SDK's group receipts): each other member's marks.
     func testEveryMembersReceiptTimestamps() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let setup = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await setup.startConversation(members: ["Tom", "Jerry", "Spike"])
         let sent = try await setup.sendText("read me", to: cid)
@@ -531,7 +531,7 @@ final class SDKGapTests: XCTestCase {
     /// The SDKs send `read` without `i` and expect nothing back; a `read` with `i` is answered.
     func testAReadWithoutSerialIsNotAnswered() async throws {
         let server = try await ServerHarness.start()
-        defer { Task { await server.stop() } }
+        addTeardownBlock { await server.stop() }
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await tom.startConversation(members: ["Tom", "Jerry"])
         for mode in Self.modes {
