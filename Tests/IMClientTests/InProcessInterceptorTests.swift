@@ -1,0 +1,74 @@
+import Foundation
+import HookbotTestSupport
+import IMClient
+import IMCore
+import IMServer
+import IMSignatures
+import XCTest
+
+/// SDK clients attached in process as the server's interceptors, one answering with values
+/// (`interceptionReviewer`), the other with commands (`interceptionHandler`), chained: the first rewrites,
+/// the second sees the rewritten text and refuses.
+final class InProcessInterceptorTests: XCTestCase {
+    func testAReviewerAndAHandlerInOneChain() async throws {
+        let server = try await ServerHarness.start { configuration in
+            configuration.appID = "app"
+            configuration.interception.interceptors = [
+                .init(clientID: "rewriter", secret: "rewriter-secret"), .init(clientID: "guard", secret: "guard-secret"),
+            ]
+            configuration.interception.deadlineMillis = 2000
+        }
+        addTeardownBlock { await server.stop() }
+
+        var rewriting = IMClientOptions(local: server.server)
+        rewriting.signatureProvider = MasterKeySigner(signer: Signer(appID: "app", masterKey: "rewriter-secret"))
+        rewriting.interceptionReviewer = { request in
+            guard case .message(_, _, .text(let body), _, _) = request, let text = TypedMessage.decode(body)?.text else { return .allow }
+            guard text.contains("笨蛋") else { return .allow }
+            return .modify(body: TypedMessage.text(text.replacingOccurrences(of: "笨蛋", with: "**")).encoded(), recipients: nil)
+        }
+        var guarding = IMClientOptions(local: server.server)
+        guarding.signatureProvider = MasterKeySigner(signer: Signer(appID: "app", masterKey: "guard-secret"))
+        guarding.interceptionHandler = { request in
+            var verdict = Command(cmd: .hook, op: .verdict)
+            let text = request.msg.flatMap(TypedMessage.decode)?.text ?? ""
+            if request.kind == "message", text.contains("** 🙄") {
+                verdict.verdict = "drop"
+                verdict.reason = "还是不礼貌"
+                verdict.appCode = 7
+            } else {
+                verdict.verdict = "allow"
+            }
+            return verdict
+        }
+        let rewriter = IMClient(clientId: "rewriter", options: rewriting)
+        let guardian = IMClient(clientId: "guard", options: guarding)
+        try await rewriter.open()
+        try await guardian.open()
+        try await waitUntilInterceptorAttached(server.server, "rewriter")
+        try await waitUntilInterceptorAttached(server.server, "guard")
+
+        let tom = server.client("Tom")
+        let jerry = server.client("Jerry")
+        let logs = try await openClients([tom, jerry])
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        _ = try await conversation.send(.text("你好 Jerry 👋"))
+        _ = try await conversation.send(.text("你这个笨蛋"))
+        do {
+            _ = try await conversation.send(.text("笨蛋 🙄"))
+            XCTFail("the guard's drop did not refuse the message")
+        } catch {
+            XCTAssertEqual(error.code, 4402)
+            XCTAssertEqual(error.detail, "还是不礼貌")
+            XCTAssertEqual(error.appCode, 7)
+        }
+        _ = try await conversation.send(.text("end"))
+        let received = try await logs[1].messages(before: "end", in: conversation.id).map(\.content.text)
+        XCTAssertEqual(received, ["你好 Jerry 👋", "你这个**"])
+        let stats = server.server.interceptionStats
+        XCTAssertEqual(stats.policyApplied, 0)
+        XCTAssertEqual(stats.dropped, 1)
+        await rewriter.close()
+        await guardian.close()
+    }
+}
