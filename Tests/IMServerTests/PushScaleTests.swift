@@ -41,7 +41,8 @@ final class PushScaleTests: XCTestCase {
                         let now = PushDevices.stamp()
                         _ = try await store.registerPushDevice(
                             PushDeviceRecord(
-                                clientID: clients[index], provider: provider, token: token(clients[index]), deviceID: "", keys: nil,
+                                clientID: clients[index], device: PushDevice(provider: provider, token: token(clients[index])),
+                                deviceID: "",
                                 createdAt: now, updatedAt: now),
                             cap: PushDevices.maxPerClient)
                     }

@@ -28,7 +28,7 @@ extension IMService {
         }
         let now = PushDevices.stamp()
         let record = PushDeviceRecord(
-            clientID: clientID, provider: device.provider, token: token, deviceID: command.deviceId ?? "", keys: nil,
+            clientID: clientID, device: device, deviceID: command.deviceId ?? "",
             createdAt: now, updatedAt: now)
         try await register(record)
         return token
@@ -54,7 +54,7 @@ extension IMService {
             }
             let now = PushDevices.stamp()
             let record = PushDeviceRecord(
-                clientID: clientID, provider: device.provider, token: device.token, deviceID: deviceID, keys: device.keys,
+                clientID: clientID, device: device, deviceID: deviceID,
                 createdAt: now, updatedAt: now)
             try await register(record)
             var reply = Command(cmd: .device, op: .added, i: command.i)

@@ -75,7 +75,8 @@ extension PostgresStore: PushDeviceStore {
         ).map { row in
             let (provider, token, device, keys, createdAt, updatedAt) = try row.decode((String, String, String, String?, Int64, Int64).self)
             return PushDeviceRecord(
-                clientID: clientID, provider: provider, token: token, deviceID: device, keys: PushSubscriptionKeys(stored: keys),
+                clientID: clientID, device: PushDevice(provider: provider, token: token, keys: PushSubscriptionKeys(stored: keys)),
+                deviceID: device,
                 createdAt: createdAt, updatedAt: updatedAt)
         }
     }
@@ -91,7 +92,8 @@ extension PostgresStore: PushDeviceStore {
             let (clientID, provider, token, device, keys, createdAt, updatedAt) = try row.decode(
                 (String, String, String, String, String?, Int64, Int64).self)
             return PushDeviceRecord(
-                clientID: clientID, provider: provider, token: token, deviceID: device, keys: PushSubscriptionKeys(stored: keys),
+                clientID: clientID, device: PushDevice(provider: provider, token: token, keys: PushSubscriptionKeys(stored: keys)),
+                deviceID: device,
                 createdAt: createdAt, updatedAt: updatedAt)
         }
     }

@@ -72,8 +72,9 @@ extension SQLiteStore: PushDeviceStore {
                     """, arguments: [clientID]
             ).map {
                 PushDeviceRecord(
-                    clientID: clientID, provider: $0["provider"], token: $0["token"], deviceID: $0["device_id"],
-                    keys: PushSubscriptionKeys(stored: $0["keys"]), createdAt: $0["created_at"], updatedAt: $0["updated_at"])
+                    clientID: clientID,
+                    device: PushDevice(provider: $0["provider"], token: $0["token"], keys: PushSubscriptionKeys(stored: $0["keys"])),
+                    deviceID: $0["device_id"], createdAt: $0["created_at"], updatedAt: $0["updated_at"])
             }
         }
     }
@@ -93,8 +94,9 @@ extension SQLiteStore: PushDeviceStore {
                         """, arguments: StatementArguments(chunk)
                 ).map {
                     PushDeviceRecord(
-                        clientID: $0["client_id"], provider: $0["provider"], token: $0["token"], deviceID: $0["device_id"],
-                        keys: PushSubscriptionKeys(stored: $0["keys"]), createdAt: $0["created_at"], updatedAt: $0["updated_at"])
+                        clientID: $0["client_id"],
+                        device: PushDevice(provider: $0["provider"], token: $0["token"], keys: PushSubscriptionKeys(stored: $0["keys"])),
+                        deviceID: $0["device_id"], createdAt: $0["created_at"], updatedAt: $0["updated_at"])
                 }
             }
         }

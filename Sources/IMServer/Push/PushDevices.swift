@@ -7,15 +7,16 @@ import Synchronization
 /// `(provider, token)`, so a token belongs to one client id at a time.
 struct PushDeviceRecord: Sendable, Equatable {
     var clientID: String
-    var provider: String
-    var token: String
+    /// Where its notifications go: the provider, the token and a push subscription's keys.
+    var device: PushDevice
     /// LeanCloud's `deviceId` (the app install), `""` when the client gave none.
     var deviceID: String
-    var keys: PushSubscriptionKeys?
     var createdAt: Int64
     var updatedAt: Int64
 
-    var device: PushDevice { PushDevice(provider: provider, token: token, keys: keys) }
+    var provider: String { device.provider }
+    var token: String { device.token }
+    var keys: PushSubscriptionKeys? { device.keys }
 
     /// The keys as stored (`{"p256dh", "auth"}` JSON), nil without keys.
     var keysJSON: String? { keys?.stored }

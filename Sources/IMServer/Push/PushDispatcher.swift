@@ -149,11 +149,11 @@ final class PushDispatcher: Sendable {
         let due = hold == nil ? now : now + Int64(deadline)
         var items: [PushQueueItem] = []
         // One query for all of them, not one per receiver: a big group's message may have hundreds offline.
-        for device in try await devices.pushDevices(ofEach: receivers.filter { !muted.contains($0) }) {
-            guard providers[device.provider] != nil else { continue }
+        for registered in try await devices.pushDevices(ofEach: receivers.filter { !muted.contains($0) }) {
+            guard providers[registered.provider] != nil else { continue }
             items.append(
                 PushQueueItem(
-                    id: 0, clientID: device.clientID, provider: device.provider, token: device.token, keys: device.keys,
+                    id: 0, clientID: registered.clientID, device: registered.device,
                     messageID: record.id, content: stored, attempts: 0, createdAt: now, dueAt: due))
         }
         guard !items.isEmpty else { return }

@@ -70,7 +70,7 @@ extension PostgresStore: PushQueueStore {
         let (id, client, provider, token, keys, message, content, attempts, createdAt, dueAt) = try row.decode(
             (Int64, String, String, String, String?, String, String, Int32, Int64, Int64).self)
         return PushQueueItem(
-            id: id, clientID: client, provider: provider, token: token, keys: PushSubscriptionKeys(stored: keys),
+            id: id, clientID: client, device: PushDevice(provider: provider, token: token, keys: PushSubscriptionKeys(stored: keys)),
             messageID: message, content: content, attempts: Int(attempts), createdAt: createdAt, dueAt: dueAt)
     }
 

@@ -89,8 +89,9 @@ extension SQLiteStore: PushQueueStore {
 
     private static func pushQueueItem(_ row: Row) -> PushQueueItem {
         PushQueueItem(
-            id: row["id"], clientID: row["client_id"], provider: row["provider"], token: row["token"],
-            keys: PushSubscriptionKeys(stored: row["keys"]), messageID: row["message_id"], content: row["content"],
+            id: row["id"], clientID: row["client_id"],
+            device: PushDevice(provider: row["provider"], token: row["token"], keys: PushSubscriptionKeys(stored: row["keys"])),
+            messageID: row["message_id"], content: row["content"],
             attempts: row["attempts"], createdAt: row["created_at"], dueAt: row["due_at"])
     }
 

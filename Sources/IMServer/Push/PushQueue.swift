@@ -7,9 +7,8 @@ import PushProviders
 struct PushQueueItem: Sendable, Equatable {
     var id: Int64
     var clientID: String
-    var provider: String
-    var token: String
-    var keys: PushSubscriptionKeys?
+    /// The receiver's device it goes to.
+    var device: PushDevice
     var messageID: String
     /// `PushContent.stored` JSON.
     var content: String
@@ -20,7 +19,9 @@ struct PushQueueItem: Sendable, Equatable {
     /// row still carries it, so a stopping server's late answer cannot undo a later claim of the same push.
     var heldUntil: Int64 = 0
 
-    var device: PushDevice { PushDevice(provider: provider, token: token, keys: keys) }
+    var provider: String { device.provider }
+    var token: String { device.token }
+    var keys: PushSubscriptionKeys? { device.keys }
 }
 
 /// The persisted push queue of a store.
