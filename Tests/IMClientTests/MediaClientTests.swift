@@ -265,16 +265,7 @@ final class MediaClientTests: XCTestCase {
     }
 
     /// The `hookbot` executable built beside the test bundle (`.build/<config>/hookbot`).
-    static func hookbotBinary() -> URL? {
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments.first(where: { $0.contains(".xctest") }) ?? CommandLine.arguments[0])
-        var directory = testBinary.deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("hookbot")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return nil
-    }
+    static func hookbotBinary() -> URL? { builtProduct("hookbot") }
 }
 
 /// Real PNG files without an image library: RGB rows in stored (uncompressed) deflate blocks, which any

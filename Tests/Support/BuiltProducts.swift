@@ -1,14 +1,17 @@
 import Foundation
 
-/// An executable SwiftPM built beside the test bundle (`.build/debug/hookbot`, an example), or nil.
+/// An executable SwiftPM built beside the test bundle (`.build/<triple>/<config>/hookbot`, an example), or nil:
+/// looked for next to the `.xctest` the tests run from (macOS runs it with `xctest`, Linux runs it itself) and
+/// up to three folders above.
 public func builtProduct(_ name: String) -> URL? {
-    let candidates = [
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-        Bundle.main.bundleURL,
-        Bundle.main.bundleURL.deletingLastPathComponent(),
-    ]
-    return candidates.map { $0.appendingPathComponent(name) }
-        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    let testBinary = URL(fileURLWithPath: CommandLine.arguments.first(where: { $0.contains(".xctest") }) ?? CommandLine.arguments[0])
+    var directory = testBinary.deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    return nil
 }
 
 /// `builtProduct("hookbot")`, or an error naming where it was looked for.

@@ -12,16 +12,7 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// The `hookbot` executable built next to the test binary (`.build/<triple>/<config>/hookbot`).
-    static func binaryURL() -> URL? {
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments.first(where: { $0.contains(".xctest") }) ?? CommandLine.arguments[0])
-        var directory = testBinary.deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("hookbot")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return nil
-    }
+    static func binaryURL() -> URL? { builtProduct("hookbot") }
 
     static func freePort() -> Int { Int.random(in: 20000..<60000) }
 
