@@ -114,16 +114,7 @@ final class SimulatedHost {
 
     /// Reviews the message when the first bot intercepts, then routes it to every bot but its sender.
     private func deliver(_ message: HookMessage, except sender: String?) async {
-        var delivered = message
-        if main.router.settings.intercepting, message.from != main.id {
-            let review = await main.router.review(message)
-            await main.router.finish(review.followUp)
-            switch review.decision {
-            case .allow: break
-            case .modify(let approved): delivered = approved
-            case .drop, .undecided: return
-            }
-        }
+        guard let delivered = await intercepted(message) else { return }
         for bot in bots where bot.id != sender {
             await bot.router.message(delivered)
         }
@@ -132,19 +123,24 @@ final class SimulatedHost {
     /// An edit of a message: reviewed like a send when the first bot intercepts (a block refuses it),
     /// then `on_edit` of every bot but the editor with the new version.
     func edit(_ message: HookMessage) async {
-        var edited = message
-        if main.router.settings.intercepting, message.from != main.id {
-            let review = await main.router.review(message)
-            await main.router.finish(review.followUp)
-            switch review.decision {
-            case .allow: break
-            case .modify(let approved): edited = approved
-            case .drop, .undecided: return
-            }
-        }
+        guard let edited = await intercepted(message) else { return }
         let editedAt = Int64(clock.now * 1000)
         for bot in bots where bot.id != message.from {
             await bot.router.event(.edited(edited, editedAt: editedAt))
+        }
+    }
+
+    /// The message as the server would pass it on when the first bot intercepts (it reviews everything but
+    /// its own messages): as sent, as the review changed it, or nil when the review refused it or could not
+    /// decide (a scenario has no failure policy to fall back on).
+    private func intercepted(_ message: HookMessage) async -> HookMessage? {
+        guard main.router.settings.intercepting, message.from != main.id else { return message }
+        let review = await main.router.review(message)
+        await main.router.finish(review.followUp)
+        switch review.decision {
+        case .allow: return message
+        case .modify(let approved): return approved
+        case .drop, .undecided: return nil
         }
     }
 
