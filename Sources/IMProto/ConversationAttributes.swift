@@ -41,50 +41,37 @@ enum ConversationAttributes {
 
     /// A query condition from an SDK: custom fields at any level (`{"topic": …}`, also inside `$and` /
     /// `$or`) become `attr.<field>`.
-    static func conditionFromSDK(_ condition: JSONValue) -> JSONValue {
-        guard let object = condition.objectValue else { return condition }
-        var mapped: [String: JSONValue] = [:]
-        for (key, value) in object {
-            if key == "$and" || key == "$or", let items = value.arrayValue {
-                mapped[key] = .array(items.map(conditionFromSDK))
-            } else {
-                mapped[fieldFromSDK(key)] = value
-            }
-        }
-        return .object(mapped)
-    }
+    static func conditionFromSDK(_ condition: JSONValue) -> JSONValue { mapCondition(condition, fieldFromSDK) }
 
     /// A sort string from an SDK (`-topic,lm`) with custom fields as `attr.<field>`.
-    static func sortFromSDK(_ sort: String) -> String {
-        sort.split(separator: ",", omittingEmptySubsequences: false).map { term in
-            let text = String(term).trimmingCharacters(in: .whitespaces)
-            let descending = text.hasPrefix("-")
-            let field = descending ? String(text.dropFirst()) : text
-            return (descending ? "-" : "") + fieldFromSDK(field)
-        }.joined(separator: ",")
-    }
+    static func sortFromSDK(_ sort: String) -> String { mapSort(sort, fieldFromSDK) }
 
     /// A Hookbot query condition as an SDK writes it (the inverse of `conditionFromSDK`).
-    static func conditionForSDK(_ condition: JSONValue) -> JSONValue {
+    static func conditionForSDK(_ condition: JSONValue) -> JSONValue { mapCondition(condition, fieldForSDK) }
+
+    /// A Hookbot sort string as an SDK writes it (the inverse of `sortFromSDK`).
+    static func sortForSDK(_ sort: String) -> String { mapSort(sort, fieldForSDK) }
+
+    /// The condition with each field name mapped, at any level (also inside `$and` / `$or`).
+    private static func mapCondition(_ condition: JSONValue, _ field: (String) -> String) -> JSONValue {
         guard let object = condition.objectValue else { return condition }
         var mapped: [String: JSONValue] = [:]
         for (key, value) in object {
             if key == "$and" || key == "$or", let items = value.arrayValue {
-                mapped[key] = .array(items.map(conditionForSDK))
+                mapped[key] = .array(items.map { mapCondition($0, field) })
             } else {
-                mapped[fieldForSDK(key)] = value
+                mapped[field(key)] = value
             }
         }
         return .object(mapped)
     }
 
-    /// A Hookbot sort string as an SDK writes it (the inverse of `sortFromSDK`).
-    static func sortForSDK(_ sort: String) -> String {
+    /// The sort string with each field name mapped (a `-` in front stays).
+    private static func mapSort(_ sort: String, _ field: (String) -> String) -> String {
         sort.split(separator: ",", omittingEmptySubsequences: false).map { term in
             let text = String(term).trimmingCharacters(in: .whitespaces)
             let descending = text.hasPrefix("-")
-            let field = descending ? String(text.dropFirst()) : text
-            return (descending ? "-" : "") + fieldForSDK(field)
+            return (descending ? "-" : "") + field(descending ? String(text.dropFirst()) : text)
         }.joined(separator: ",")
     }
 

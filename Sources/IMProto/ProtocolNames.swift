@@ -15,30 +15,25 @@ enum ProtocolNames {
     /// LeanCloud op is used (what LeanCloud's server sends in that situation) and the exact op travels
     /// in `hookbotFields`: `invited` is LeanCloud's `joined`, `kicked` its `left`, and the replies
     /// `muted` / `unmuted` are `updated`.
-    static let lcOp: [OpType: LCProtoOpType] = [
-        .open: .open, .opened: .opened, .close: .close, .closed: .closed,
-        .start: .start, .started: .started, .add: .add, .added: .added, .remove: .remove, .removed: .removed,
-        .join: .join, .joined: .joined, .quit: .leave, .left: .left,
-        .invited: .joined, .kicked: .left,
-        .membersJoined: .membersJoined, .membersLeft: .membersLeft,
-        .query: .query, .results: .results, .count: .count, .result: .result,
-        .update: .update, .updated: .updated, .mute: .mute, .unmute: .unmute,
-        .muted: .updated, .unmuted: .updated,
-        .modify: .modify, .modified: .modified, .queryResult: .queryResult, .maxRead: .maxRead,
-    ].merging(memberControlOps) { first, _ in first }
+    static let lcOp: [OpType: LCProtoOpType] = sameOps.merging([
+        .invited: .joined, .kicked: .left, .muted: .updated, .unmuted: .updated,
+    ]) { first, _ in first }
 
     /// LeanCloud op → Hookbot op (the inverse of `lcOp` where it is one-to-one, plus LeanCloud's own
     /// `invited` / `kicked` event numbers).
-    static let modelOp: [LCProtoOpType: OpType] = [
+    static let modelOp: [LCProtoOpType: OpType] = Dictionary(uniqueKeysWithValues: sameOps.map { ($0.value, $0.key) })
+        .merging([.invited: .invited, .kicked: .kicked]) { first, _ in first }
+
+    /// The operations that are one op on each side.
+    static let sameOps: [OpType: LCProtoOpType] = [
         .open: .open, .opened: .opened, .close: .close, .closed: .closed,
         .start: .start, .started: .started, .add: .add, .added: .added, .remove: .remove, .removed: .removed,
-        .join: .join, .joined: .joined, .leave: .quit, .left: .left,
-        .invited: .invited, .kicked: .kicked,
+        .join: .join, .joined: .joined, .quit: .leave, .left: .left,
         .membersJoined: .membersJoined, .membersLeft: .membersLeft,
         .query: .query, .results: .results, .count: .count, .result: .result,
         .update: .update, .updated: .updated, .mute: .mute, .unmute: .unmute,
         .modify: .modify, .modified: .modified, .queryResult: .queryResult, .maxRead: .maxRead,
-    ].merging(memberControlOps.map { ($0.value, $0.key) }) { first, _ in first }
+    ].merging(memberControlOps) { first, _ in first }
 
     /// Member mutes, block lists and roles: the same operation on both sides.
     static let memberControlOps: [OpType: LCProtoOpType] = [

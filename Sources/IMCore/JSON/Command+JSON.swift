@@ -83,32 +83,28 @@ extension JSONReader {
         b == .minus || b &- 0x30 < 10
     }
 
-    /// A string, or null (nil).
-    mutating func decodeString() throws(JSONSyntaxError) -> JSONDecoded<String?> {
-        switch peek() {
-        case .quote?: return .value(try readString())
-        case .lowerN?:
+    /// A value that is not of the field's type: null is nil (not set), anything else is skipped, invalid.
+    @inline(__always) private mutating func nullOrInvalid<Value>() throws(JSONSyntaxError) -> JSONDecoded<Value?> {
+        if peek() == .lowerN {
             try readNull()
             return .value(nil)
-        default:
-            try skipValue()
-            return .invalid(.here)
         }
+        try skipValue()
+        return .invalid(.here)
+    }
+
+    /// A string, or null (nil).
+    mutating func decodeString() throws(JSONSyntaxError) -> JSONDecoded<String?> {
+        guard peek() == .quote else { return try nullOrInvalid() }
+        return .value(try readString())
     }
 
     /// A whole number within Int64 (however written: `3`, `3.0`, `3e0`), or null (nil).
     mutating func decodeInt64() throws(JSONSyntaxError) -> JSONDecoded<Int64?> {
         guard let b = peek() else { throw error("unexpected end of input") }
-        if Self.startsNumber(b) {
-            let token = try scanNumber()
-            if let value = exactInteger(token) { return .value(value) }
-            return .invalid(.here)
-        }
-        if b == .lowerN {
-            try readNull()
-            return .value(nil)
-        }
-        try skipValue()
+        guard Self.startsNumber(b) else { return try nullOrInvalid() }
+        let token = try scanNumber()
+        if let value = exactInteger(token) { return .value(value) }
         return .invalid(.here)
     }
 
@@ -123,15 +119,9 @@ extension JSONReader {
     }
 
     mutating func decodeBool() throws(JSONSyntaxError) -> JSONDecoded<Bool?> {
-        switch peek() {
-        case .lowerT?, .lowerF?: return .value(try readBool())
-        case .lowerN?:
-            try readNull()
-            return .value(nil)
-        default:
-            try skipValue()
-            return .invalid(.here)
-        }
+        let first = peek()
+        guard first == .lowerT || first == .lowerF else { return try nullOrInvalid() }
+        return .value(try readBool())
     }
 
     /// An array of elements decoded by `element`, or null (nil). The first bad element is reported
@@ -139,29 +129,21 @@ extension JSONReader {
     mutating func decodeArray<Element>(
         _ element: (inout JSONReader) throws(JSONSyntaxError) -> JSONDecoded<Element>
     ) throws(JSONSyntaxError) -> JSONDecoded<[Element]?> {
-        switch peek() {
-        case .openBracket?:
-            var elements: [Element] = []
-            var failure: JSONFieldFailure?
-            if try beginArray() {
-                repeat {
-                    switch try element(&self) {
-                    case .value(let value):
-                        if failure == nil { elements.append(value) }
-                    case .invalid(let bad):
-                        if failure == nil { failure = bad.below(String(elements.count)) }
-                    }
-                } while try nextElement()
-            }
-            if let failure { return .invalid(failure) }
-            return .value(elements)
-        case .lowerN?:
-            try readNull()
-            return .value(nil)
-        default:
-            try skipValue()
-            return .invalid(.here)
+        guard peek() == .openBracket else { return try nullOrInvalid() }
+        var elements: [Element] = []
+        var failure: JSONFieldFailure?
+        if try beginArray() {
+            repeat {
+                switch try element(&self) {
+                case .value(let value):
+                    if failure == nil { elements.append(value) }
+                case .invalid(let bad):
+                    if failure == nil { failure = bad.below(String(elements.count)) }
+                }
+            } while try nextElement()
         }
+        if let failure { return .invalid(failure) }
+        return .value(elements)
     }
 
     mutating func decodeStrings() throws(JSONSyntaxError) -> JSONDecoded<[String]?> {
@@ -187,18 +169,10 @@ extension JSONReader {
 
     /// An object of JSON values, or null (nil).
     mutating func decodeObject() throws(JSONSyntaxError) -> JSONDecoded<[String: JSONValue]?> {
-        switch peek() {
-        case .openBrace?:
-            sawUnrepresentableNumber = false
-            guard case .object(let object) = try readValue(), !sawUnrepresentableNumber else { return .invalid(.here) }
-            return .value(object)
-        case .lowerN?:
-            try readNull()
-            return .value(nil)
-        default:
-            try skipValue()
-            return .invalid(.here)
-        }
+        guard peek() == .openBrace else { return try nullOrInvalid() }
+        sawUnrepresentableNumber = false
+        guard case .object(let object) = try readValue(), !sawUnrepresentableNumber else { return .invalid(.here) }
+        return .value(object)
     }
 
     /// Text, or an object taken as its JSON text; null is nil, anything else invalid. Hand-kept because it is
