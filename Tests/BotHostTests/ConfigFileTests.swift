@@ -143,6 +143,37 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertNil(try BotConfiguration.parse("[bot]\nclient_id = \"a\"", fileName: "hookbot.toml").appKey)
     }
 
+    /// Each section is read by its own type (ServerSettings, PluginsSettings, ConsoleSettings,
+    /// PluginWebhookSettings, HTTPPolicy, BotConfiguration for `[bot]`) with one shared reader: a wrong type or an
+    /// unknown key reads the same in every section, with the section's path, the file and the line.
+    func testEverySectionReportsItsKeysTheSameWay() {
+        func failure(_ text: String) -> String? {
+            do {
+                _ = try BotConfiguration.parse(text, fileName: "hookbot.toml")
+                return nil
+            } catch { return "\(error)" }
+        }
+        XCTAssertEqual(failure("[bot]\naccept_invitations = \"yes\""), "hookbot.toml:2: bot.accept_invitations: must be true or false")
+        XCTAssertEqual(failure("[console]\nenabled = \"yes\""), "hookbot.toml:2: console.enabled: must be true or false")
+        XCTAssertEqual(failure("[server]\nsigned_urls = 1"), "hookbot.toml:2: server.signed_urls: must be true or false")
+        XCTAssertEqual(
+            failure("[plugins]\nwatch_interval_seconds = \"1s\""), "hookbot.toml:2: plugins.watch_interval_seconds: must be a number")
+        XCTAssertEqual(failure("[http.fetch]\nmax_kb = 1.5"), "hookbot.toml:2: http.fetch.max_kb: must be an integer")
+        XCTAssertEqual(failure("[webhooks]\nci = 5"), "hookbot.toml:2: webhooks.ci: must be a secret (a string)")
+        XCTAssertEqual(
+            failure("[console]\n# 控制台 🛠\ntokn = \"0123456789abcdef\""),
+            "hookbot.toml:3: console.tokn: unknown key (known: enabled, host, overrides, port, token)")
+        XCTAssertEqual(
+            failure("[server]\nmedia_grace = \"一天\""),
+            #"hookbot.toml:2: server.media_grace: must be seconds (0 or more) or a string such as "30m", "24h" or "7d""#)
+        let read = try? BotConfiguration.parse(
+            "[server]\nlobby = \"茶水间 ☕\"\nport = 0\n[plugins]\nwatch_interval_seconds = 0\n[plugins.welcome]\ngreeting = \"欢迎 👋\"")
+        XCTAssertEqual(read?.server.lobbyName, "茶水间 ☕")
+        XCTAssertEqual(read?.server.port, 0)
+        XCTAssertEqual(read?.plugins.watchInterval, 0)
+        XCTAssertEqual(read?.plugins.config["welcome"]?["greeting"]?.stringValue, "欢迎 👋")
+    }
+
     func testUnknownKeysAndWrongTypesNameFileLineAndKey() {
         func failure(_ text: String) -> String? {
             do {
