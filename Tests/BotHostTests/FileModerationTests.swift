@@ -38,43 +38,9 @@ final class FileModerationTests: XCTestCase {
     /// A valid RGBA PNG of `width` x `height` (IHDR, one stored zlib block, IEND) whose pixels depend on
     /// `seed`.
     static func png(width: Int, height: Int, seed: UInt8) -> [UInt8] {
-        func be32(_ v: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> $0) } }
-        func crc32(_ bytes: [UInt8]) -> UInt32 {
-            var crc: UInt32 = 0xFFFF_FFFF
-            for byte in bytes {
-                crc ^= UInt32(byte)
-                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
-            }
-            return ~crc
+        PNGFile.make(width: width, height: height, colorType: 6) { x, y in
+            [UInt8(truncatingIfNeeded: x &* 7 &+ Int(seed)), UInt8(truncatingIfNeeded: y &* 5), seed, 255]
         }
-        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
-            let body = Array(type.utf8) + data
-            return be32(UInt32(data.count)) + body + be32(crc32(body))
-        }
-        var raw: [UInt8] = []
-        for y in 0..<height {
-            raw.append(0)
-            for x in 0..<width { raw += [UInt8(truncatingIfNeeded: x &* 7 &+ Int(seed)), UInt8(truncatingIfNeeded: y &* 5), seed, 255] }
-        }
-        // zlib: stored blocks of at most 65535 bytes, then Adler-32.
-        var zlib: [UInt8] = [0x78, 0x01]
-        var offset = 0
-        repeat {
-            let n = min(65535, raw.count - offset)
-            let last: UInt8 = offset + n == raw.count ? 1 : 0
-            zlib += [last, UInt8(n & 0xFF), UInt8(n >> 8), UInt8(~n & 0xFF), UInt8((~n >> 8) & 0xFF)]
-            zlib += raw[offset..<offset + n]
-            offset += n
-        } while offset < raw.count
-        var a: UInt32 = 1
-        var b: UInt32 = 0
-        for byte in raw {
-            a = (a + UInt32(byte)) % 65521
-            b = (b + a) % 65521
-        }
-        zlib += be32(b << 16 | a)
-        let ihdr = be32(UInt32(width)) + be32(UInt32(height)) + [8, 6, 0, 0, 0]
-        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr) + chunk("IDAT", zlib) + chunk("IEND", [])
     }
 
     /// The `st` the server answered a session open with on `socket`.

@@ -268,31 +268,10 @@ final class MediaClientTests: XCTestCase {
     static func hookbotBinary() -> URL? { builtProduct("hookbot") }
 }
 
-/// Real PNG files without an image library: RGB rows in stored (uncompressed) deflate blocks, which any
-/// decoder (libvips' libpng on the server) reads.
+/// Real PNG files (PNGFile) with this suite's pixels, and a PNG's size read back.
 enum PNGWriter {
     static func rgb(width: Int, height: Int) -> Data {
-        var raw = [UInt8]()
-        raw.reserveCapacity((width * 3 + 1) * height)
-        for y in 0..<height {
-            raw.append(0)
-            for x in 0..<width { raw += [UInt8(x & 0xFF), UInt8(y & 0xFF), UInt8((x ^ y) & 0xFF)] }
-        }
-        var zlib: [UInt8] = [0x78, 0x01]
-        var offset = 0
-        repeat {
-            let count = min(65_535, raw.count - offset)
-            let last: UInt8 = offset + count == raw.count ? 1 : 0
-            zlib += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
-            zlib += raw[offset..<offset + count]
-            offset += count
-        } while offset < raw.count
-        zlib += be32(adler32(raw))
-        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        png += chunk("IHDR", be32(UInt32(width)) + be32(UInt32(height)) + [8, 2, 0, 0, 0])
-        png += chunk("IDAT", zlib)
-        png += chunk("IEND", [])
-        return Data(png)
+        Data(PNGFile.make(width: width, height: height) { x, y in [UInt8(x & 0xFF), UInt8(y & 0xFF), UInt8((x ^ y) & 0xFF)] })
     }
 
     /// The width and height in a PNG's header.
@@ -301,34 +280,5 @@ enum PNGWriter {
         guard bytes.count == 24, bytes[12..<16].elementsEqual("IHDR".utf8) else { return nil }
         func int(_ at: Int) -> Int { bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
         return (int(16), int(20))
-    }
-
-    private static func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
-        let typed = Array(type.utf8) + body
-        return be32(UInt32(body.count)) + typed + be32(crc32(typed))
-    }
-
-    private static func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-
-    private static func adler32(_ bytes: [UInt8]) -> UInt32 {
-        var a: UInt32 = 1
-        var b: UInt32 = 0
-        for byte in bytes {
-            a = (a + UInt32(byte)) % 65_521
-            b = (b + a) % 65_521
-        }
-        return b << 16 | a
-    }
-
-    private static let table: [UInt32] = (0..<256).map { n in
-        var c = UInt32(n)
-        for _ in 0..<8 { c = c & 1 == 1 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
-
-    private static func crc32(_ bytes: [UInt8]) -> UInt32 {
-        var c: UInt32 = 0xFFFF_FFFF
-        for byte in bytes { c = table[Int((c ^ UInt32(byte)) & 0xFF)] ^ (c >> 8) }
-        return c ^ 0xFFFF_FFFF
     }
 }

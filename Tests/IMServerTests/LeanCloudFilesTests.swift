@@ -368,49 +368,10 @@ final class LeanCloudFilesTests: XCTestCase {
     }
 }
 
-/// Real PNG files made here: stored (uncompressed) deflate blocks, CRC-32 and Adler-32 by hand.
+/// Real PNG files (PNGFile) with this suite's pixels, and SHA-256.
 enum TestPNG {
     static func make(width: Int, height: Int) -> Data {
-        var raw = [UInt8]()
-        for y in 0..<height {
-            raw.append(0) // filter: none
-            for x in 0..<width { raw += [UInt8(x * 30 & 0xFF), UInt8(y * 40 & 0xFF), 200] }
-        }
-        var zlib: [UInt8] = [0x78, 0x01]
-        var offset = 0
-        repeat {
-            let count = min(65535, raw.count - offset)
-            zlib.append(offset + count == raw.count ? 1 : 0)
-            zlib += [UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
-            zlib += raw[offset..<offset + count]
-            offset += count
-        } while offset < raw.count
-        var a: UInt32 = 1
-        var b: UInt32 = 0
-        for byte in raw {
-            a = (a + UInt32(byte)) % 65521
-            b = (b + a) % 65521
-        }
-        zlib += bigEndian(b << 16 | a)
-        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        png += chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
-        png += chunk("IDAT", zlib)
-        png += chunk("IEND", [])
-        return Data(png)
-    }
-
-    static func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
-    }
-
-    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
-        let body = Array(type.utf8) + data
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in body {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
-        }
-        return bigEndian(UInt32(data.count)) + body + bigEndian(~crc)
+        Data(PNGFile.make(width: width, height: height) { x, y in [UInt8(x * 30 & 0xFF), UInt8(y * 40 & 0xFF), 200] })
     }
 
     /// SHA-256 written out from FIPS 180-4 (ReferenceDigest).
