@@ -78,6 +78,13 @@ def wrapped_list(prefix, items, suffix, indent):
     return lines
 
 
+def placeholder(struct):
+    """A value of the struct to fill in field by field: its init with the required fields set to zero values."""
+    required = [f for f in struct["fields"] if f.get("required")]
+    zeros = ", ".join(f"{f['name']}: {PLACEHOLDERS[f['type']]}" for f in required)
+    return struct.get("placeholder") or f"{struct['name']}({zeros})"
+
+
 # MARK: JSON
 
 
@@ -136,8 +143,6 @@ def json_struct(struct, structs):
         out.append("    }")
     else:
         required = [f for f in fields if f.get("required")]
-        placeholder = struct.get("placeholder") or "{}({})".format(
-            name, ", ".join(f"{f['name']}: {PLACEHOLDERS[f['type']]}" for f in required))
         out.append("    /// Decodes one element of an array of these (an object; anything else is invalid).")
         out.append(f"    static func decodeJSON(_ reader: inout JSONReader) throws(JSONSyntaxError) -> JSONDecoded<{name}> {{")
         out.append("        guard reader.peek() == .openBrace else {")
@@ -146,7 +151,7 @@ def json_struct(struct, structs):
         out.append("        }")
         for field in required:
             out.append(f"        var {ident(field['name'])}: {field['type']}?")
-        out.append(f"        var value = {placeholder}")
+        out.append(f"        var value = {placeholder(struct)}")
         out.append("        var errors = JSONFieldErrors()")
         out.append("        if try reader.beginObject() {")
         out.append("            repeat {")
@@ -291,9 +296,6 @@ def proto_file(table):
             message_name = struct["proto"]
             pairs = [(f, f["proto"]) for f in struct["fields"] if "proto" in f]
             to_proto, to_model = copy_lines(pairs, messages[message_name], name, "m", "value", structs, nested=True)
-            required = [f for f in struct["fields"] if f.get("required")]
-            placeholder = struct.get("placeholder") or "{}({})".format(
-                name, ", ".join(f"{f['name']}: {PLACEHOLDERS[f['type']]}" for f in required))
             out.append("")
             out.append(f"    static func message(from value: {name}) -> {message_name} {{")
             out.append(f"        var m = {message_name}()")
@@ -302,7 +304,7 @@ def proto_file(table):
             out.append("    }")
             out.append("")
             out.append(f"    static func model(from m: {message_name}) -> {name} {{")
-            out.append(f"        var value = {placeholder}")
+            out.append(f"        var value = {placeholder(struct)}")
             out += ["        " + line for line in to_model]
             out.append("        return value")
             out.append("    }")
