@@ -125,26 +125,17 @@ public final class APNsProvider: PushProvider {
         let url = "\(baseURL)/3/device/\(token)"
         let baseHeaders = headers
         return await limit.run {
-            for attempt in 0..<2 {
-                let jwt: String
-                do { jwt = try await tokens.token() } catch { return .rejected(status: 0, reason: "APNs token signing failed: \(error)") }
-                var request = baseHeaders
-                request.add(name: "authorization", value: "bearer \(jwt)")
-                let response: PushHTTPClient.Response
-                do {
-                    response = try await http.send(method: .POST, url: url, headers: request, body: body)
-                } catch {
-                    return transportOutcome(error)
-                }
-                let reason = response.json?["reason"]?.stringValue ?? response.text.prefix(200).description
-                if response.status == 403, reason == "ExpiredProviderToken", attempt == 0 {
-                    await tokens.invalidate(jwt)
-                    continue
-                }
-                return Self.outcome(response, reason: reason)
-            }
-            return .rejected(status: 403, reason: "ExpiredProviderToken") // not reached: the loop returns
+            await http.postAuthorized(
+                url: url, headers: baseHeaders, body: body, scheme: "bearer", tokens: tokens,
+                tokenFailure: { .rejected(status: 0, reason: "APNs token signing failed: \($0)") },
+                refused: { $0.status == 403 && Self.reason($0) == "ExpiredProviderToken" },
+                outcome: { Self.outcome($0, reason: Self.reason($0)) })
         }
+    }
+
+    /// APNs' `reason` of an answer, or the start of its text.
+    static func reason(_ response: PushHTTPClient.Response) -> String {
+        response.json?["reason"]?.stringValue ?? response.text.prefix(200).description
     }
 
     /// APNs' answer as an outcome (Apple's "Handling notification responses from APNs").

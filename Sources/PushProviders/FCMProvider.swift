@@ -158,30 +158,12 @@ public final class FCMProvider: PushProvider {
         headers.add(name: "content-type", value: "application/json; charset=UTF-8")
         let baseHeaders = headers
         return await limit.run {
-            for attempt in 0..<2 {
-                let accessToken: String
-                do {
-                    accessToken = try await tokens.token()
-                } catch let failure as TokenFailure {
-                    return failure.outcome
-                } catch {
-                    return .rejected(status: 0, reason: "FCM token signing failed: \(error)")
-                }
-                var request = baseHeaders
-                request.add(name: "authorization", value: "Bearer \(accessToken)")
-                let response: PushHTTPClient.Response
-                do {
-                    response = try await http.send(method: .POST, url: sendURL, headers: request, body: body)
-                } catch {
-                    return transportOutcome(error)
-                }
-                if response.status == 401, attempt == 0 {
-                    await tokens.invalidate(accessToken)
-                    continue
-                }
-                return Self.outcome(response)
-            }
-            return .rejected(status: 401, reason: "UNAUTHENTICATED") // not reached: the loop returns
+            await http.postAuthorized(
+                url: sendURL, headers: baseHeaders, body: body, scheme: "Bearer", tokens: tokens,
+                tokenFailure: { error in
+                    (error as? TokenFailure)?.outcome ?? .rejected(status: 0, reason: "FCM token signing failed: \(error)")
+                },
+                refused: { $0.status == 401 }, outcome: Self.outcome)
         }
     }
 

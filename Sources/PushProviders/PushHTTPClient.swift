@@ -95,6 +95,37 @@ public final class PushHTTPClient: Sendable {
     }
 }
 
+extension PushHTTPClient {
+    /// POSTs `body` with `authorization: <scheme> <token>`, the token from `tokens` (APNs' provider JWT, FCM's
+    /// access token). When the provider answers that the token was refused (`refused`), the token is dropped and
+    /// the request is sent once more with a new one. A token that cannot be had answers `tokenFailure`, a
+    /// request without an answer `transportOutcome`, and any answer `outcome`.
+    func postAuthorized(
+        url: String, headers: HTTPHeaders, body: [UInt8], scheme: String, tokens: TokenCache,
+        tokenFailure: (any Error) -> PushOutcome, refused: (Response) -> Bool, outcome: (Response) -> PushOutcome
+    ) async -> PushOutcome {
+        var retried = false
+        while true {
+            let token: String
+            do { token = try await tokens.token() } catch { return tokenFailure(error) }
+            var request = headers
+            request.add(name: "authorization", value: "\(scheme) \(token)")
+            let response: Response
+            do {
+                response = try await send(method: .POST, url: url, headers: request, body: body)
+            } catch {
+                return transportOutcome(error)
+            }
+            if !retried, refused(response) {
+                retried = true
+                await tokens.invalidate(token)
+                continue
+            }
+            return outcome(response)
+        }
+    }
+}
+
 extension TimeAmount {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
