@@ -11,9 +11,10 @@ import XCTest
 /// written, against a real server whose webhook gateway is not listening, so each push is tried once and kept
 /// in the server's record of recent pushes with the text it was sent with.
 final class PushDataClientTests: XCTestCase {
-    func testTheDocumentedExampleSendsPushDataAndTheServerPushesItsText() async throws {
+    /// A server (stopped after the test) with a webhook push provider on loopback port 9, where nothing listens:
+    /// each push is tried, recorded among the recent pushes, and retried only much later.
+    private func startServerPushingNowhere() async throws -> ServerHarness {
         let server = try await ServerHarness.start { configuration in
-            // Nothing listens on port 9 of loopback: the push is tried (and retried much later).
             configuration.push.providers = [
                 PushProviderConfiguration(.webhook(WebhookSettings(url: "http://127.0.0.1:9/push", secret: "sixteen-bytes-or-more")))
             ]
@@ -21,6 +22,11 @@ final class PushDataClientTests: XCTestCase {
             configuration.push.queue.pollInterval = .milliseconds(50)
         }
         addTeardownBlock { await server.stop() }
+        return server
+    }
+
+    func testTheDocumentedExampleSendsPushDataAndTheServerPushesItsText() async throws {
+        let server = try await startServerPushingNowhere()
         let jerry = server.client("Jerry")
         try await jerry.open()
         _ = try await jerry.registerDevice(IMPushDevice(provider: .webhook, token: "jerry-phone", deviceId: "phone"))
@@ -64,14 +70,7 @@ final class PushDataClientTests: XCTestCase {
     /// line without a JSON object or without text is answered with how to write it.
     func testHookbotChatPushSendsTheTextWithPushData() async throws {
         guard let binary = MediaClientTests.hookbotBinary() else { throw XCTSkip("hookbot is not built") }
-        let server = try await ServerHarness.start { configuration in
-            configuration.push.providers = [
-                PushProviderConfiguration(.webhook(WebhookSettings(url: "http://127.0.0.1:9/push", secret: "sixteen-bytes-or-more")))
-            ]
-            configuration.push.queue.retryDelay = .seconds(60)
-            configuration.push.queue.pollInterval = .milliseconds(50)
-        }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServerPushingNowhere()
         let jerry = server.client("Jerry")
         try await jerry.open()
         _ = try await jerry.registerDevice(IMPushDevice(provider: .webhook, token: "jerry-phone", deviceId: "phone"))

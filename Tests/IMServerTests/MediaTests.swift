@@ -540,6 +540,7 @@ final class MediaRouteTests: XCTestCase {
 
         // Declares 900 bytes, sends 100 and stops writing: nothing is kept.
         _ = try? rawExchange(server.port, head + "Content-Length: 900\r\n\r\n" + String(repeating: "y", count: 100), closeWriting: true)
+        // A pause, not a signal: nothing tells a client that the server dropped a cut-off upload.
         try await Task.sleep(for: .milliseconds(300))
         let kept7 = try await inventory(server)
         XCTAssertEqual(kept7.contents, [])

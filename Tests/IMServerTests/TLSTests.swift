@@ -205,6 +205,7 @@ final class TLSTests: XCTestCase {
         }
         // Refused handshakes (and plain HTTP on the TLS port) are logged at debug level, not as errors.
         XCTAssertThrowsError(try RawWebSocket(port: server.port))
+        // A pause, not a signal: the server logs a refusal after the client has seen it.
         try await Task.sleep(for: .milliseconds(200))
         XCTAssertEqual(log.records(atLeast: .warning).map(\.message), [])
         XCTAssertGreaterThanOrEqual(log.records("TLS failed").count, 4)
