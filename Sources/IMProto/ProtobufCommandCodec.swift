@@ -185,6 +185,7 @@ public struct ProtobufCommandCodec: Sendable {
     private static func logsMessage(_ c: Command) -> LCProtoLogsCommand {
         var l = LCProtoLogsCommand()
         copyFields(of: c, into: &l)
+        // Not a plain copy: LeanCloud has a direction enum where the model has a flag.
         if let v = c.reversed { l.direction = v ? .new : .old }
         return l
     }
@@ -192,6 +193,8 @@ public struct ProtobufCommandCodec: Sendable {
     private static func convMessage(_ c: Command) -> LCProtoConvCommand {
         var v = LCProtoConvCommand()
         copyFields(of: c, into: &v)
+        // Not plain copies: dates are ISO 8601 text for LeanCloud, sort and where name custom attributes as SDKs
+        // do (ConversationAttributes), results and attributes travel as JSON text.
         if let x = c.cdate { v.cdate = LeanCloudDate.iso(x) }
         if let x = c.udate { v.udate = LeanCloudDate.iso(x) }
         if let x = c.sort { v.sort = ConversationAttributes.sortForSDK(x) }
@@ -219,6 +222,7 @@ public struct ProtobufCommandCodec: Sendable {
         return v
     }
 
+    /// Not a plain copy: a read mark is a bare `cid` in LeanCloud's ReadCommand, or a tuple when it has `mid` / `t`.
     private static func readMessage(_ c: Command) -> LCProtoReadCommand {
         var r = LCProtoReadCommand()
         guard let cid = c.cid else { return r }
@@ -359,6 +363,7 @@ public struct ProtobufCommandCodec: Sendable {
         fail: (IMErrorCode, String) -> CommandDecodingError
     ) throws(CommandDecodingError) {
         copyFields(of: v, into: &c)
+        // Not plain copies (see convMessage): dates, SDK attribute names, JSON text, `info`.
         if v.hasCdate {
             guard let ms = LeanCloudDate.millis(v.cdate) else { throw fail(.invalidField, "cdate is not a date") }
             c.cdate = ms
