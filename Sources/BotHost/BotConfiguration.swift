@@ -126,14 +126,7 @@ public struct BotConfiguration: Sendable {
         }
         if var r = try section("bot") { try config.read(bot: &r) }
         if var r = try section("plugins") { config.plugins = try PluginsSettings(reading: &r) }
-        if let translate = try reader.table("translate") {
-            for (conversation, language) in translate {
-                guard let language = language.stringValue else {
-                    throw file.error("translate.\(conversation)", "must be a language code")
-                }
-                config.translateTo[conversation] = language
-            }
-        }
+        if var r = try section("translate") { try config.read(translate: &r) }
         if var r = try section("server") { config.server = try ServerSettings(reading: &r) }
         if let http = try reader.table("http") {
             for (plugin, table) in http.sorted(by: { $0.key < $1.key }) {
@@ -146,17 +139,28 @@ public struct BotConfiguration: Sendable {
             config.push = try PushSettings.parse(push, file: file, base: base)
         }
         if var r = try section("webhooks") { config.webhooks = try PluginWebhookSettings(reading: &r) }
-        if let roles = try reader.table("roles") {
-            for (role, members) in roles.sorted(by: { $0.key < $1.key }) {
-                guard let list = members.arrayValue?.compactMap(\.stringValue), list.count == members.arrayValue?.count else {
-                    throw file.error("roles.\(role)", "must be a list of client ids")
-                }
-                config.commands.roles[role] = list
-            }
-        }
+        if var r = try section("roles") { try config.read(roles: &r) }
         if var r = try section("console") { config.console = try ConsoleSettings(reading: &r) }
         try reader.finish()
         return config
+    }
+
+    /// Reads `[translate]`: conversation id (or name) → the language its messages are translated to.
+    private mutating func read(translate r: inout ConfigTableReader) throws {
+        for (conversation, language) in r.remaining() {
+            guard let language = language.stringValue else { throw r.error(conversation, "must be a language code") }
+            translateTo[conversation] = language
+        }
+    }
+
+    /// Reads `[roles]`: role → the client ids that have it (for chat commands that need a role).
+    private mutating func read(roles r: inout ConfigTableReader) throws {
+        for (role, members) in r.remaining() {
+            guard let list = members.arrayValue?.compactMap(\.stringValue), list.count == members.arrayValue?.count else {
+                throw r.error(role, "must be a list of client ids")
+            }
+            commands.roles[role] = list
+        }
     }
 
     /// Reads `[bot]`: the bot's own settings.

@@ -160,6 +160,8 @@ final class ConfigFileTests: XCTestCase {
             failure("[plugins]\nwatch_interval_seconds = \"1s\""), "hookbot.toml:2: plugins.watch_interval_seconds: must be a number")
         XCTAssertEqual(failure("[http.fetch]\nmax_kb = 1.5"), "hookbot.toml:2: http.fetch.max_kb: must be an integer")
         XCTAssertEqual(failure("[webhooks]\nci = 5"), "hookbot.toml:2: webhooks.ci: must be a secret (a string)")
+        XCTAssertEqual(failure("[roles]\nmoderator = \"alice\""), "hookbot.toml:2: roles.moderator: must be a list of client ids")
+        XCTAssertEqual(failure("[translate]\nlobby = 7"), "hookbot.toml:2: translate.lobby: must be a language code")
         XCTAssertEqual(
             failure("[console]\n# 控制台 🛠\ntokn = \"0123456789abcdef\""),
             "hookbot.toml:3: console.tokn: unknown key (known: enabled, host, overrides, port, token)")
@@ -171,6 +173,9 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(read?.server.lobbyName, "茶水间 ☕")
         XCTAssertEqual(read?.server.port, 0)
         XCTAssertEqual(read?.plugins.watchInterval, 0)
+        let roles = try? BotConfiguration.parse("[roles]\nmoderator = [\"alice\", \"小明\"]\n[translate]\nlobby = \"zh-CN\"")
+        XCTAssertEqual(roles?.commands.roles["moderator"], ["alice", "小明"])
+        XCTAssertEqual(roles?.translateTo, ["lobby": "zh-CN"])
         XCTAssertEqual(read?.plugins.config["welcome"]?["greeting"]?.stringValue, "欢迎 👋")
     }
 
