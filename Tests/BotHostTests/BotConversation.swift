@@ -19,6 +19,12 @@ struct BotConversation {
         XCTAssertEqual(said.content.text ?? "", text, file: file, line: line)
     }
 
+    /// Sends `text` as Tom and checks that the bot's next message is `answer`.
+    func expectReply(to text: String, _ answer: String, file: StaticString = #filePath, line: UInt = #line) async throws {
+        try await say(text)
+        try await expectBot(answer, file: file, line: line)
+    }
+
     /// Sends `text` as member `member` (an index into `clients`).
     func say(_ text: String, as member: Int = 0) async throws {
         _ = try await clients[member].conversation(conversation.id).send(.text(text))

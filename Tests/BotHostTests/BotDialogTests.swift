@@ -32,18 +32,14 @@ final class BotDialogTests: XCTestCase {
         let bot = try await harness.bot()
         addTeardownBlock { await bot.stop() }
         let chat = try await harness.conversationWithBot(["Jerry"])
-        try await chat.say("!trip")
-        try await chat.expectBot("去哪儿？ Where to?")
+        try await chat.expectReply(to: "!trip", "去哪儿？ Where to?")
         // Jerry talks meanwhile: an ordinary message, echoed.
         try await chat.say("我也想去", as: 1)
         try await chat.expectBot("echo 我也想去")
         // Tom's answers go to the waiting command, not to on_receive.
-        try await chat.say("成都")
-        try await chat.expectBot("成都 🧳 — how many days?")
-        try await chat.say("5")
-        try await chat.expectBot("Tom: 5 days in 成都")
-        try await chat.say("thanks")
-        try await chat.expectBot("echo thanks")
+        try await chat.expectReply(to: "成都", "成都 🧳 — how many days?")
+        try await chat.expectReply(to: "5", "Tom: 5 days in 成都")
+        try await chat.expectReply(to: "thanks", "echo thanks")
     }
 
     /// The bot's timer driver ends a question nobody answers.
@@ -61,8 +57,7 @@ final class BotDialogTests: XCTestCase {
         let bot = try await harness.bot()
         addTeardownBlock { await bot.stop() }
         let chat = try await harness.conversationWithBot()
-        try await chat.say("hi")
-        try await chat.expectBot("快问：yes or no?")
+        try await chat.expectReply(to: "hi", "快问：yes or no?")
         let asked = ContinuousClock.now
         try await chat.expectBot("no answer: timeout")
         XCTAssertGreaterThanOrEqual(ContinuousClock.now - asked, .milliseconds(500))
@@ -74,8 +69,7 @@ final class BotDialogTests: XCTestCase {
         try harness.write("trip.lua", Self.trip)
         let first = try await harness.bot()
         let chat = try await harness.conversationWithBot()
-        try await chat.say("!trip")
-        try await chat.expectBot("去哪儿？ Where to?")
+        try await chat.expectReply(to: "!trip", "去哪儿？ Where to?")
         await first.stop()
 
         // A new bot host on the same state file: the question cannot be resumed; Tom is told.
@@ -83,7 +77,6 @@ final class BotDialogTests: XCTestCase {
         addTeardownBlock { await second.stop() }
         try await chat.expectBot("Tom: trip stopped waiting for your answer “去哪儿？ Where to?” (the bot restarted); please start again.")
         // Tom's next message is an ordinary one again.
-        try await chat.say("成都")
-        try await chat.expectBot("echo 成都")
+        try await chat.expectReply(to: "成都", "echo 成都")
     }
 }

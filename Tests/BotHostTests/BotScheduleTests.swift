@@ -42,38 +42,33 @@ final class BotScheduleTests: XCTestCase {
         }
         """
 
-    func testAJobMadeBeforeARestartFiresAfterIt() async throws {
+    /// A server and a bot host with the alarm plugin, and Tom's conversation with the bot.
+    private func startAlarmBot() async throws -> (BotHarness, BotHost, BotConversation) {
         let harness = try await BotHarness.start(attachment: .inProcess)
         addTeardownBlock { await harness.server.stop() }
         try harness.write("alarm.lua", Self.plugin)
-        let first = try await harness.bot()
-        let chat = try await harness.conversationWithBot()
-        try await chat.say("!alarm 3 once drink water 🥤")
-        try await chat.expectBot("alarm 1 set")
-        try await chat.say("!standup")
-        try await chat.expectBot("cron standup set")
+        let bot = try await harness.bot()
+        return (harness, bot, try await harness.conversationWithBot())
+    }
+
+    func testAJobMadeBeforeARestartFiresAfterIt() async throws {
+        let (harness, first, chat) = try await startAlarmBot()
+        try await chat.expectReply(to: "!alarm 3 once drink water 🥤", "alarm 1 set")
+        try await chat.expectReply(to: "!standup", "cron standup set")
         await first.stop()
 
         // The next bot host on the same state file, well before the alarm is due: it rings on time.
         let second = try await harness.bot()
         addTeardownBlock { await second.stop() }
-        try await chat.say("!jobs")
-        try await chat.expectBot("1 at ring; standup cron 0 9 * * MON-FRI")
+        try await chat.expectReply(to: "!jobs", "1 at ring; standup cron 0 9 * * MON-FRI")
         try await chat.expectBot("⏰ drink water 🥤")
-        try await chat.say("!jobs")
-        try await chat.expectBot("standup cron 0 9 * * MON-FRI")
+        try await chat.expectReply(to: "!jobs", "standup cron 0 9 * * MON-FRI")
     }
 
     func testJobsDueWhileNoBotRanFollowTheirPolicy() async throws {
-        let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
-        try harness.write("alarm.lua", Self.plugin)
-        let first = try await harness.bot()
-        let chat = try await harness.conversationWithBot()
-        try await chat.say("!alarm 1 skip 早会 skipped")
-        try await chat.expectBot("alarm 1 set")
-        try await chat.say("!alarm 1 once tea")
-        try await chat.expectBot("alarm 2 set")
+        let (harness, first, chat) = try await startAlarmBot()
+        try await chat.expectReply(to: "!alarm 1 skip 早会 skipped", "alarm 1 set")
+        try await chat.expectReply(to: "!alarm 1 once tea", "alarm 2 set")
         await first.stop()
         // Both fall due while no bot runs; the next one starts two seconds late.
         try await Task.sleep(for: .milliseconds(2500))
@@ -81,9 +76,7 @@ final class BotScheduleTests: XCTestCase {
         addTeardownBlock { await second.stop() }
         // "once": run late, marked as a catch-up; "skip": dropped. The ping's pong comes after the one ring.
         try await chat.expectBot("⏰ tea (late)")
-        try await chat.say("ping")
-        try await chat.expectBot("pong")
-        try await chat.say("!jobs")
-        try await chat.expectBot("no jobs")
+        try await chat.expectReply(to: "ping", "pong")
+        try await chat.expectReply(to: "!jobs", "no jobs")
     }
 }
