@@ -143,16 +143,19 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertNil(try BotConfiguration.parse("[bot]\nclient_id = \"a\"", fileName: "hookbot.toml").appKey)
     }
 
+    /// Why `text` cannot be read (the error as `hookbot check` prints it), or nil when it can.
+    private static func failure(_ text: String, fileName: String) -> String? {
+        do {
+            _ = try BotConfiguration.parse(text, fileName: fileName)
+            return nil
+        } catch { return "\(error)" }
+    }
+
     /// Each section is read by its own type (ServerSettings, PluginsSettings, ConsoleSettings,
     /// PluginWebhookSettings, HTTPPolicy, BotConfiguration for `[bot]`) with one shared reader: a wrong type or an
     /// unknown key reads the same in every section, with the section's path, the file and the line.
     func testEverySectionReportsItsKeysTheSameWay() {
-        func failure(_ text: String) -> String? {
-            do {
-                _ = try BotConfiguration.parse(text, fileName: "hookbot.toml")
-                return nil
-            } catch { return "\(error)" }
-        }
+        func failure(_ text: String) -> String? { Self.failure(text, fileName: "hookbot.toml") }
         XCTAssertEqual(failure("[bot]\naccept_invitations = \"yes\""), "hookbot.toml:2: bot.accept_invitations: must be true or false")
         XCTAssertEqual(failure("[console]\nenabled = \"yes\""), "hookbot.toml:2: console.enabled: must be true or false")
         XCTAssertEqual(failure("[server]\nsigned_urls = 1"), "hookbot.toml:2: server.signed_urls: must be true or false")
@@ -180,12 +183,7 @@ final class ConfigFileTests: XCTestCase {
     }
 
     func testUnknownKeysAndWrongTypesNameFileLineAndKey() {
-        func failure(_ text: String) -> String? {
-            do {
-                _ = try BotConfiguration.parse(text, fileName: "conf/hookbot.toml")
-                return nil
-            } catch { return "\(error)" }
-        }
+        func failure(_ text: String) -> String? { Self.failure(text, fileName: "conf/hookbot.toml") }
         XCTAssertEqual(
             failure("[bot]\nclient_id = \"a\"\nreply_limt = 3"),
             "conf/hookbot.toml:3: bot.reply_limt: unknown key (known: accept_invitations, admin_socket, app_id, app_key, client_id, command_prefix, global_reply_limit, interceptor_secret, locale, master_key, max_hops, reply_limit, reply_window_seconds, sends_per_event, state, tag)"
