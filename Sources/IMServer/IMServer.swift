@@ -21,7 +21,7 @@ public final class IMServer: Sendable {
     private let running = Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
     private let nextConnectionID = Atomic<UInt64>(1)
     /// How to drop each open WebSocket connection at once (by connection id), for shutdown.
-    private let sockets = Mutex<[UInt64: @Sendable () -> Void]>([:])
+    private let sockets = Mutex(OpenSockets())
     let locals = LocalAttachments()
     let connectionGuard: ConnectionGuard
     /// The TLS certificate in use, when the port speaks TLS (`configuration.tls`).
@@ -246,35 +246,83 @@ public final class IMServer: Sendable {
                         logger.warning("closing a connection that does not read", metadata: ["remote": "\(remote)"])
                         abort()
                     },
-                    allocateID: { [self] in allocateConnectionID() })
+                    writer: writer, allocateID: { [self] in allocateConnectionID() })
             },
             onEnd: { [self] transport in
                 let id = transport.firstConnectionID
-                sockets.withLock { _ = $0.removeValue(forKey: id) }
+                for waiter in sockets.withLock({ $0.remove(id) }) { waiter.resume() }
                 service.metrics.connectionClosed(format)
                 logger.info("connection closed", metadata: ["conn": "\(id)"])
             })
         let connection = transport.openFirst()
         service.metrics.connectionOpened(format)
-        sockets.withLock { $0[connection.id] = abort }
+        sockets.withLock { $0.open[connection.id] = abort }
         logger.info("connection accepted", metadata: ["conn": "\(connection.id)", "remote": "\(remote)", "format": "\(format)"])
     }
 }
 
 extension IMServer {
     /// Waits up to `shutdownGrace` for the WebSocket connections to close after `goaway`, then drops the rest.
+    /// The last connection to close wakes it (`OpenSockets.remove`); a timer ends the wait at the deadline.
+    /// (`stop()` and the shutdown service may both wait.)
     fileprivate func closeStragglers() async {
-        let deadline = ContinuousClock.now + configuration.shutdownGrace
-        while ContinuousClock.now < deadline, !sockets.withLock({ $0.isEmpty }) {
-            do { try await Task.sleep(for: .milliseconds(20)) } catch { return }
+        let grace = configuration.shutdownGrace
+        let id = sockets.withLock { $0.newWaiterID() }
+        let timer = Task { [self] in
+            try? await Task.sleep(for: grace)
+            sockets.withLock { $0.stopWaiting(id) }?.resume()
         }
-        let left = sockets.withLock { Array($0.values) }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                if !sockets.withLock({ $0.wait(id, continuation) }) { continuation.resume() }
+            }
+        } onCancel: {
+            timer.cancel()
+        }
+        timer.cancel()
+        if Task.isCancelled { return }
+        let left = sockets.withLock { Array($0.open.values) }
         guard !left.isEmpty else { return }
         logger.notice("closing connections that did not close after goaway", metadata: ["count": "\(left.count)"])
         for abort in left { abort() }
     }
 
     fileprivate func goAway() { service.goAway() }
+}
+
+/// The open WebSocket connections (how to drop each), and the shutdowns waiting for them to close.
+private struct OpenSockets: ~Copyable {
+    var open: [UInt64: @Sendable () -> Void] = [:]
+    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var stopped: Set<UInt64> = []
+    private var nextWaiterID: UInt64 = 0
+
+    mutating func newWaiterID() -> UInt64 {
+        nextWaiterID += 1
+        return nextWaiterID
+    }
+
+    /// Removes a closed connection; the waiters to resume when it was the last.
+    mutating func remove(_ id: UInt64) -> [CheckedContinuation<Void, Never>] {
+        open.removeValue(forKey: id)
+        guard open.isEmpty else { return [] }
+        defer { waiters = [:] }
+        return Array(waiters.values)
+    }
+
+    /// Keeps `continuation` until the last connection closes or `stopWaiting(id)`; false (not kept) when
+    /// there is nothing to wait for.
+    mutating func wait(_ id: UInt64, _ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        guard !open.isEmpty, !stopped.contains(id) else { return false }
+        waiters[id] = continuation
+        return true
+    }
+
+    /// Waiter `id`'s grace period is over (or its wait was cancelled): its continuation, if it waits.
+    mutating func stopWaiting(_ id: UInt64) -> CheckedContinuation<Void, Never>? {
+        stopped.insert(id)
+        return waiters.removeValue(forKey: id)
+    }
 }
 
 /// Tells every client `goaway` when the server starts shutting down, so SDKs reconnect (elsewhere or later)

@@ -209,7 +209,10 @@ final class MessagePipeline: Sendable {
                 if state.lastTimestamps.count + result.timestamps.count > timestampCacheLimit { state.lastTimestamps.removeAll() }
                 state.lastTimestamps.merge(result.timestamps) { _, new in new }
             }
-            for (message, outcome) in zip(batch.messages, result.outcomes) { publish(message, outcome) }
+            // The batch's deliveries and acks leave together: one event-loop task per loop, one flush per socket.
+            let outbox = Outbox()
+            for (message, outcome) in zip(batch.messages, result.outcomes) { publish(message, outcome, via: outbox) }
+            outbox.send()
         case .failure(let error):
             logger.error(
                 "message batch failed",
@@ -226,13 +229,13 @@ final class MessagePipeline: Sendable {
         for waiter in ready { waiter.resume() }
     }
 
-    private func publish(_ message: OutgoingMessage, _ outcome: BatchOutcome) {
+    private func publish(_ message: OutgoingMessage, _ outcome: BatchOutcome, via outbox: Outbox? = nil) {
         var ack = Command(cmd: .ack, i: message.serial)
         switch outcome {
         case .stored(let record, let members, let room):
             metrics.messagesStored.increment()
             if fansOutLocally {
-                deliver(record, members: members, room: room)
+                deliver(record, members: members, room: room, via: outbox)
                 ServerMetrics.record(metrics.deliveryLatency, since: message.received)
             }
             pushes?.messageStored(record, members: members, room: room, pushData: message.pushData)
@@ -245,15 +248,16 @@ final class MessagePipeline: Sendable {
             metrics.command(.direct, nil, code: error.code)
             ack = IMService.errorReply(error, to: Command(cmd: .direct, i: message.serial))
         }
-        message.sender.send(ack)
+        message.sender.send(ack, via: outbox)
     }
 
     /// Delivers a stored message to this node's connections of its members (or, for a chat room, of the
     /// room), the sender's own excepted.
-    func deliver(_ record: MessageRecord, members: [String], room: Bool) {
+    func deliver(_ record: MessageRecord, members: [String], room: Bool, via outbox: Outbox? = nil) {
         if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
         let recipients = room ? rooms.connections(in: record.cid) : members.flatMap { registry.connections(of: $0) }
-        let delivered = SharedFrame(Self.directCommand(record)).deliver(messageID: record.id, to: recipients, sender: record.from)
+        let delivered = SharedFrame(Self.directCommand(record)).deliver(
+            messageID: record.id, to: recipients, sender: record.from, via: outbox)
         metrics.messagesDelivered.increment(by: delivered)
     }
 

@@ -65,10 +65,10 @@ final class Connection: Sendable {
         state.withLock { $0.identity = identity }
     }
 
-    /// Queues a command for sending.
-    func send(_ command: Command) {
+    /// Queues a command for sending (through `outbox`, when given, until it is sent).
+    func send(_ command: Command, via outbox: Outbox? = nil) {
         let (closed, clientID) = state.withLock { ($0.closed, $0.identity?.clientID) }
-        if !closed { transport.write(transport.encoder(named(command, clientID))) }
+        if !closed { transport.write(transport.encoder(named(command, clientID)), via: outbox) }
     }
 
     /// The command with this session's client id in `peerId`, when the transport names sessions.
@@ -86,7 +86,7 @@ final class Connection: Sendable {
 
     /// Sends a message that goes to many connections, encoded once per wire format (where the transport
     /// names sessions, the protobuf encoding gets `peerId` appended; JSON is encoded again).
-    func deliver(messageID: String, _ shared: SharedFrame) {
+    func deliver(messageID: String, _ shared: SharedFrame, via outbox: Outbox? = nil) {
         let encoded = shared.encoded(for: format, using: transport.encoder)
         var frame = encoded
         if transport.namesSessions, shared.command.peerId == nil, let clientID {
@@ -99,7 +99,7 @@ final class Connection: Sendable {
             state.held.append((messageID, frame))
             return false
         }
-        if sendNow { transport.write(frame) }
+        if sendNow { transport.write(frame, via: outbox) }
     }
 
     /// Releases held messages, skipping those already sent as backlog.
@@ -133,13 +133,18 @@ final class SharedFrame: Sendable {
     init(_ command: Command) { self.command = command }
 
     /// Delivers a message (`Connection.deliver`) to `connections`, except `skipped` and the sender's own
-    /// connections; returns to how many.
-    func deliver(messageID: String, to connections: [Connection], sender: String?, except skipped: Connection? = nil) -> Int {
+    /// connections; returns to how many. The frames go through `outbox` (the caller sends it), or through
+    /// one of their own sent before this returns.
+    func deliver(
+        messageID: String, to connections: [Connection], sender: String?, except skipped: Connection? = nil, via outbox: Outbox? = nil
+    ) -> Int {
+        let out = outbox ?? Outbox()
         var delivered = 0
         for connection in connections where connection !== skipped && connection.clientID != sender {
-            connection.deliver(messageID: messageID, self)
+            connection.deliver(messageID: messageID, self, via: out)
             delivered += 1
         }
+        if outbox == nil { out.send() }
         return delivered
     }
 

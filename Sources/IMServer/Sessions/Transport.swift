@@ -27,6 +27,8 @@ final class Transport: Sendable {
     /// messages; clients pull what they missed with `logs`.
     let notifiesUnreadOnly: Bool
     let encoder: @Sendable (Command) -> Connection.Outbound
+    /// The WebSocket session's writer, for fan-out through an `Outbox` (nil in process).
+    let writer: WebSocketSession.Writer?
     private let emit: @Sendable (Connection.Outbound) -> Void
     private let finish: @Sendable () -> Void
     /// Called once when more than `overflowBytes` are queued and not written.
@@ -34,6 +36,10 @@ final class Transport: Sendable {
     private let overflowBytes: Int
     private let queuedBytes = Atomic<Int>(0)
     private let overflowed = Atomic<Bool>(false)
+    /// A task waiting in `drained(below:)` for the client to read, and the level it waits for.
+    private let drainWaiter = Mutex<(limit: Int, continuation: CheckedContinuation<Void, Never>)?>(nil)
+    /// Whether `drainWaiter` is set: `written` takes the lock only then.
+    private let draining = Atomic<Bool>(false)
     private let allocateID: @Sendable () -> UInt64
     /// The id of the connection `openFirst` opens.
     let firstConnectionID: UInt64
@@ -45,8 +51,9 @@ final class Transport: Sendable {
         emit: @escaping @Sendable (Connection.Outbound) -> Void, finish: @escaping @Sendable () -> Void,
         review: HookReviewer? = nil, notifiesUnreadOnly: Bool = false,
         overflowBytes: Int = .max, overflow: @escaping @Sendable () -> Void = {},
-        allocateID: @escaping @Sendable () -> UInt64
+        writer: WebSocketSession.Writer? = nil, allocateID: @escaping @Sendable () -> UInt64
     ) {
+        self.writer = writer
         self.overflowBytes = overflowBytes
         self.overflow = overflow
         self.remoteAddress = remoteAddress
@@ -60,17 +67,52 @@ final class Transport: Sendable {
         firstConnectionID = allocateID()
     }
 
-    /// Queues a frame for the writer.
-    func write(_ frame: Connection.Outbound) {
+    /// Queues a frame for the writer; with an outbox, a WebSocket's frame waits in it until `Outbox.send`.
+    func write(_ frame: Connection.Outbound, via outbox: Outbox? = nil) {
         let size = Self.size(of: frame)
         let queued = queuedBytes.wrappingAdd(size, ordering: .relaxed).newValue
         if queued > overflowBytes, !overflowed.exchange(true, ordering: .relaxed) { overflow() }
-        emit(frame)
+        if let outbox, let writer {
+            outbox.add(frame, for: writer)
+        } else {
+            emit(frame)
+        }
     }
 
-    /// Called by the writer once a frame is written (or dropped).
+    /// Called by the writer once a frame is written (or dropped); wakes a task waiting in `drained(below:)`
+    /// once the queue is down to its level.
     func written(_ frame: Connection.Outbound) {
-        queuedBytes.wrappingSubtract(Self.size(of: frame), ordering: .relaxed)
+        queuedBytes.wrappingSubtract(Self.size(of: frame), ordering: .sequentiallyConsistent)
+        guard draining.load(ordering: .sequentiallyConsistent) else { return }
+        let waiter = drainWaiter.withLock { waiter -> CheckedContinuation<Void, Never>? in
+            guard let limit = waiter?.limit, queuedBytes.load(ordering: .sequentiallyConsistent) <= limit else { return nil }
+            defer { waiter = nil }
+            draining.store(false, ordering: .sequentiallyConsistent)
+            return waiter?.continuation
+        }
+        waiter?.resume()
+    }
+
+    /// Returns once at most `limit` bytes are queued and not written (at once when that is so already):
+    /// `written` resumes it, so a session waits for its client to read without polling. One waiter at a
+    /// time (the session's drain task). A closed channel fails its pending writes, which counts them as
+    /// written, so this returns for a client that went away too.
+    func drained(below limit: Int) async {
+        guard queuedBytes.load(ordering: .sequentiallyConsistent) > limit else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = drainWaiter.withLock { waiter -> Bool in
+                // The flag goes up before the count is read again, and `written` lowers the count before it
+                // reads the flag: one of the two sees the other, so no wake-up is lost.
+                draining.store(true, ordering: .sequentiallyConsistent)
+                guard queuedBytes.load(ordering: .sequentiallyConsistent) > limit else {
+                    draining.store(false, ordering: .sequentiallyConsistent)
+                    return true
+                }
+                waiter = (limit, continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 
     /// Bytes queued and not yet written.

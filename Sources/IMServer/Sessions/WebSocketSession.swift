@@ -218,11 +218,22 @@ final class WebSocketSession: ChannelDuplexHandler {
 
         func write(_ frame: Connection.Outbound) {
             if channel.eventLoop.inEventLoop {
-                session.value.write(frame)
+                session.value.write(frame, flush: true)
             } else {
                 let session = session
-                channel.eventLoop.execute { session.value.write(frame) }
+                channel.eventLoop.execute { session.value.write(frame, flush: true) }
             }
+        }
+
+        /// Writes frames of sessions of the current event loop (an `Outbox`'s), then flushes each session once.
+        static func write(_ items: [(Writer, Connection.Outbound)]) {
+            var written: [ObjectIdentifier: WebSocketSession] = [:]
+            for (writer, frame) in items {
+                let session = writer.session.value
+                session.write(frame, flush: false)
+                written[ObjectIdentifier(session)] = session
+            }
+            for session in written.values { session.flush() }
         }
     }
 
@@ -377,9 +388,7 @@ final class WebSocketSession: ChannelDuplexHandler {
                 case .message(let message):
                     // Backpressure: while this client's replies are not written, handle nothing more from it.
                     // (A closed channel fails its pending writes, which counts them as written.)
-                    while transport.pendingBytes > settings.pauseReadingAboveQueuedBytes {
-                        try? await Task.sleep(for: .milliseconds(5))
-                    }
+                    await transport.drained(below: settings.pauseReadingAboveQueuedBytes)
                     switch codec.decode(message) {
                     case .success(let commands):
                         for command in commands { await service.handle(command, arrivingOn: transport) }
@@ -432,8 +441,8 @@ final class WebSocketSession: ChannelDuplexHandler {
 
     // MARK: Writing
 
-    /// Writes a frame the transport sends (on the event loop).
-    fileprivate func write(_ frame: Connection.Outbound) {
+    /// Writes a frame the transport sends (on the event loop); without `flush`, `flush()` sends it later.
+    fileprivate func write(_ frame: Connection.Outbound, flush: Bool) {
         guard let context, !closeSent, !FrameCodec.isEmpty(frame) else {
             transport.written(frame)
             return
@@ -450,7 +459,16 @@ final class WebSocketSession: ChannelDuplexHandler {
         let transport = transport!
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.whenComplete { _ in transport.written(frame) }
-        context.writeAndFlush(wrapOutboundOut(data), promise: promise)
+        if flush {
+            context.writeAndFlush(wrapOutboundOut(data), promise: promise)
+        } else {
+            context.write(wrapOutboundOut(data), promise: promise)
+        }
+    }
+
+    /// Sends what `write(_:flush: false)` queued.
+    fileprivate func flush() {
+        context?.flush()
     }
 
     /// Echoes the peer's close (RFC 6455 5.5.1), then ends the connection once it is written.
