@@ -91,7 +91,7 @@ public actor PluginRuntime {
 
     private var asyncResults: (@Sendable (HookResult) async -> Void)?
     /// HTTP calls started and not yet finished (their callbacks and results included).
-    private nonisolated let httpInFlight = InFlightCount()
+    private nonisolated let httpInFlight = InFlightCounter()
 
     /// Waits until every HTTP call started so far has finished, its callback has run and its result has
     /// been handed to `onAsyncResults` (what `hookbot test` does after each step).
@@ -313,40 +313,6 @@ public actor PluginRuntime {
                 if !result.actions.isEmpty || !result.errors.isEmpty { await handler(result) }
                 try? await Task.sleep(for: .seconds(wait))
             }
-        }
-    }
-}
-
-/// A count shared by the call starter and the tasks that finish calls; waiters are resumed when it
-/// reaches zero (a signal, not a polling loop).
-private final class InFlightCount: Sendable {
-    private struct State {
-        var count = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-    private let state = Mutex(State())
-
-    func started() { state.withLock { $0.count += 1 } }
-
-    func finished() {
-        let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            s.count -= 1
-            guard s.count == 0 else { return [] }
-            defer { s.waiters = [] }
-            return s.waiters
-        }
-        for waiter in ready { waiter.resume() }
-    }
-
-    /// Returns at once when nothing is in flight, else when the last call in flight finishes.
-    func waitUntilNone() async {
-        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            let idle = state.withLock { s -> Bool in
-                if s.count == 0 { return true }
-                s.waiters.append(waiter)
-                return false
-            }
-            if idle { waiter.resume() }
         }
     }
 }

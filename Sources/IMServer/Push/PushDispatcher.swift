@@ -28,7 +28,7 @@ final class PushDispatcher: Sendable {
     /// Set when pushes were queued: the workers look at once instead of at their next poll.
     let woken = Atomic<Bool>(false)
     /// Queueing tasks still running (a stop waits for them, so what was stored is queued).
-    let queueing = Mutex<(running: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+    let queueing = InFlightCounter()
 
     /// The dispatcher for `configuration.push`, or nil when no provider is configured. Pushes need a store
     /// with the queue (SQLite) and one node: in a cluster (PostgreSQL) none are sent yet, which is logged.
@@ -91,9 +91,9 @@ final class PushDispatcher: Sendable {
     /// messages, which are not stored; chat rooms are skipped here). Does not hold the pipeline up.
     func messageStored(_ record: MessageRecord, members: [String], room: Bool, pushData: String?) {
         guard !room, members.count > 1 else { return }
-        queueing.withLock { $0.running += 1 }
+        queueing.started()
         Task {
-            defer { finishedQueueing() }
+            defer { queueing.finished() }
             // Presence is read here, off the pipeline's thread: a 10,000-member group costs it nothing.
             var offline = members.filter { $0 != record.from && registry.connections(of: $0).isEmpty }
             guard !offline.isEmpty else { return }
@@ -109,27 +109,8 @@ final class PushDispatcher: Sendable {
         }
     }
 
-    private func finishedQueueing() {
-        let waiters = queueing.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.running -= 1
-            guard state.running == 0 else { return [] }
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
     /// Returns when every push of the messages stored so far is in the queue.
-    func queued() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = queueing.withLock { state -> Bool in
-                guard state.running > 0 else { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if ready { continuation.resume() }
-        }
-    }
+    func queued() async { await queueing.waitUntilNone() }
 
     private func queuePushes(for record: MessageRecord, receivers: [String], pushData: String?) async throws {
         guard let conversation = try await store.conversation(record.cid), !conversation.transient else { return }
