@@ -71,7 +71,7 @@ final class PluginEnvironment {
     let httpPolicies: [String: HTTPPolicy]
     var startHTTP: (@Sendable (HookHTTPCall) -> Void)?
     /// Whom hooks that may wait in `ctx.ask` can ask during the current event (set by the engine).
-    var askTarget: DialogTarget?
+    @exclusivity(unchecked) var askTarget: DialogTarget?
     var nextHTTPID = 0
     /// Stored files (`msg.file`, `ctx.media`): the source the host set, and the records seen.
     let media = MediaAccess()
@@ -129,7 +129,10 @@ final class LuaPlugin {
     private(set) var settingsDefaults: JSONValue = .object([:])
     private(set) var L: OpaquePointer?
     let limits: UnsafeMutablePointer<hb_limits>
-    var refs = [Int32](repeating: LUA_NOREF, count: HookName.allCases.count)
+    // The properties every hook call reads or writes are `@exclusivity(unchecked)`: a plugin is used on one
+    // thread (the runtime's) and none of them is accessed overlapping, so the dynamic checks (swift_beginAccess
+    // on each access of a class's stored property) were pure per-call cost.
+    @exclusivity(unchecked) var refs = [Int32](repeating: LUA_NOREF, count: HookName.allCases.count)
     var hookLines = [Int](repeating: 0, count: HookName.allCases.count)
     var ctxRef: Int32 = LUA_NOREF
     /// The table the plugin's chunk returned (schedules call its functions by name).
@@ -139,20 +142,20 @@ final class LuaPlugin {
     private var httpDoneRef: Int32 = LUA_NOREF
 
     // per call
-    var pending: [HookAction] = []
-    var currentCid: String?
-    var currentMessageID: String?
+    @exclusivity(unchecked) var pending: [HookAction] = []
+    @exclusivity(unchecked) var currentCid: String?
+    @exclusivity(unchecked) var currentMessageID: String?
     /// The plugin's translations (`ctx.t`), read from its locale files at load (Locale.swift).
     var catalog = LocaleCatalog()
     /// Dialogs (`ctx.ask`): the coroutine running now, the question it asked, the open dialogs and spare
     /// threads (PluginEngine+Dialogs.swift).
-    var dialogs = DialogState()
+    @exclusivity(unchecked) var dialogs = DialogState()
 
     var timers: [Int: PluginTimer] = [:]
     var nextTimerID = 1
 
     // health
-    var consecutiveFailures = 0
+    @exclusivity(unchecked) var consecutiveFailures = 0
     /// Timer time used in the current one-second window (monotonic seconds), for `HookLimits.timerShare`.
     var timerWindow: (start: Double, spent: Double, overrun: Bool) = (0, 0, false)
     var totalFailures = 0
@@ -442,9 +445,8 @@ final class LuaPlugin {
         hb_getregistryref(L, refs[hook.rawValue])
         let n = pushArgs(L)
         hb_getregistryref(L, ctxRef)
-        let started = PluginUsage.now()
         let status = hb_limited_pcall(L, n + 1, 1, t, Int64(env.limits.instructionBudget))
-        usage?.record(slot: hook.rawValue, started: started, failed: status != LUA_OK)
+        usage?.record(slot: hook.rawValue, nanos: limits.pointee.last_nanos, failed: status != LUA_OK)
         if status == LUA_OK { return nil }
         let e = makeError(status: status, hook: hook.luaName, fallbackLine: hookLines[hook.rawValue])
         lua_settop(L, 0)
@@ -483,9 +485,8 @@ final class LuaPlugin {
         }
         hb_getregistryref(L, ref)
         let count = push(L)
-        let started = PluginUsage.now()
         let status = hb_limited_pcall(L, count, 0, env.limits.deadline, Int64(env.limits.instructionBudget))
-        usage?.record(slot: slot, started: started, failed: status != LUA_OK)
+        usage?.record(slot: slot, nanos: limits.pointee.last_nanos, failed: status != LUA_OK)
         if status == LUA_OK { return nil }
         let e = makeError(status: status, hook: hook, fallbackLine: nil)
         lua_settop(L, 0)

@@ -211,13 +211,12 @@ extension LuaPlugin {
         dialogs.target = target
         dialogs.request = nil
         var results: Int32 = 0
-        let started = PluginUsage.now()
         let status = hb_limited_resume(co, L, nargs, &results, timeout, Int64(env.limits.instructionBudget))
         dialogs.running = nil
         dialogs.target = nil
         let request = dialogs.request
         dialogs.request = nil
-        usage?.record(slot: slot, started: started, failed: status != LUA_OK && status != LUA_YIELD)
+        usage?.record(slot: slot, nanos: limits.pointee.last_nanos, failed: status != LUA_OK && status != LUA_YIELD)
         switch status {
         case LUA_OK:
             if results > 0 {

@@ -425,9 +425,8 @@ extension LuaPlugin {
         if !luaPush(L, json: job.data) { lua_pushnil(L) }
         hb_getregistryref(L, ctxRef)
         if !luaPush(L, json: info) { lua_createtable(L, 0, 0) }
-        let started = PluginUsage.now()
         let status = hb_limited_pcall(L, 3, 0, env.limits.deadline, Int64(env.limits.instructionBudget))
-        usage?.record(slot: PluginUsage.timerSlot, started: started, failed: status != LUA_OK)
+        usage?.record(slot: PluginUsage.timerSlot, nanos: limits.pointee.last_nanos, failed: status != LUA_OK)
         if status == LUA_OK { return nil }
         let e = makeError(status: status, hook: hook, fallbackLine: nil)
         lua_settop(L, 0)

@@ -57,7 +57,7 @@ public final class PluginEngine {
     let logger: Logger
 
     /// Live plugins in dispatch order (priority desc, name asc).
-    var ordered: [LuaPlugin] = []
+    @exclusivity(unchecked) var ordered: [LuaPlugin] = []
     var byKey: [String: LuaPlugin] = [:]
     var config: [String: JSONValue]
     var failedSources: [String: (path: String, error: HookError)] = [:]

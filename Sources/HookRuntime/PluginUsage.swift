@@ -56,9 +56,9 @@ final class PluginUsage {
     /// Nanoseconds on a monotonic clock.
     @inline(__always) static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    /// Records one call of the hook in `slot` (`HookName.rawValue` or `timerSlot`) that started at `started`.
-    func record(slot index: Int, started: UInt64, failed: Bool) {
-        let nanos = Self.now() &- started
+    /// Records one call of the hook in `slot` (`HookName.rawValue` or `timerSlot`) that took `nanos`
+    /// (`hb_limits.last_nanos`: the sandbox's limited calls measure themselves).
+    func record(slot index: Int, nanos: UInt64, failed: Bool) {
         slots[index].calls += 1
         slots[index].nanos &+= nanos
         if nanos > slots[index].maxNanos { slots[index].maxNanos = nanos }

@@ -18,6 +18,27 @@ static double hb_monotonic(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static unsigned long long hb_monotonic_nanos(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+/* Arms the deadline `seconds` from now (none when <= 0); returns now, in nanoseconds. */
+static unsigned long long hb_arm_deadline(hb_limits *lim, double seconds) {
+    unsigned long long now = hb_monotonic_nanos();
+    lim->deadline = seconds > 0 ? (double)now * 1e-9 + seconds : 0;
+    return now;
+}
+
+/* After a limited call that started at `started`: records its duration and tells whether it ended past
+   its deadline (time spent inside one C library call is not seen by the count hook). */
+static int hb_finish_call(hb_limits *lim, unsigned long long started) {
+    unsigned long long now = hb_monotonic_nanos();
+    lim->last_nanos = now - started;
+    return lim->deadline > 0 && (double)now * 1e-9 > lim->deadline;
+}
+
 static void *hb_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     hb_limits *lim = (hb_limits *)ud;
     size_t old = ptr ? osize : 0;
@@ -87,7 +108,7 @@ int hb_limited_pcall(lua_State *L, int nargs, int nresults, double seconds, long
     hb_limits *lim = hb_limits_of(L);
     lim->instr_used = 0;
     lim->instr_budget = budget;
-    lim->deadline = seconds > 0 ? hb_monotonic() + seconds : 0;
+    unsigned long long started = hb_arm_deadline(lim, seconds);
     int wasTripped = lim->tripped;
     lim->tripped = HB_TRIP_NONE;
     if (wasTripped || lua_gethook(L) == NULL || lua_gethookcount(L) != lim->count_step)
@@ -98,7 +119,7 @@ int hb_limited_pcall(lua_State *L, int nargs, int nresults, double seconds, long
     /* Time spent inside one C library call (e.g. pattern matching) is not seen
        by the count hook: a call that returns late still counts as a deadline
        failure, its results are discarded. */
-    if (status == LUA_OK && lim->deadline > 0 && hb_monotonic() > lim->deadline) {
+    if (hb_finish_call(lim, started) && status == LUA_OK) {
         lim->tripped = HB_TRIP_DEADLINE;
         lua_pushstring(L, "deadline exceeded (inside a library call)");
         status = LUA_ERRRUN;
@@ -115,7 +136,7 @@ int hb_limited_resume(lua_State *co, lua_State *from, int nargs, int *nresults, 
     hb_limits *lim = hb_limits_of(co);
     lim->instr_used = 0;
     lim->instr_budget = budget;
-    lim->deadline = seconds > 0 ? hb_monotonic() + seconds : 0;
+    unsigned long long started = hb_arm_deadline(lim, seconds);
     int wasTripped = lim->tripped;
     lim->tripped = HB_TRIP_NONE;
     if (wasTripped || lua_gethook(co) == NULL || lua_gethookcount(co) != lim->count_step)
@@ -123,7 +144,7 @@ int hb_limited_resume(lua_State *co, lua_State *from, int nargs, int *nresults, 
     lim->unlimited = 0;
     int status = lua_resume(co, from, nargs, nresults);
     lim->unlimited = 1;
-    if ((status == LUA_OK || status == LUA_YIELD) && lim->deadline > 0 && hb_monotonic() > lim->deadline) {
+    if (hb_finish_call(lim, started) && (status == LUA_OK || status == LUA_YIELD)) {
         lim->tripped = HB_TRIP_DEADLINE;
         lua_settop(co, 0);
         lua_pushstring(co, "deadline exceeded (inside a library call)");

@@ -35,6 +35,7 @@ typedef struct hb_limits {
     int count_step;
     double deadline;            /* monotonic seconds; <= 0: none */
     void *owner;                /* Swift object (unretained) */
+    unsigned long long last_nanos; /* how long the last hb_limited_pcall / hb_limited_resume took */
 } hb_limits;
 
 /* A Swift function callable from Lua: returns its result count, or a negative
@@ -47,7 +48,8 @@ lua_State *hb_newstate(hb_limits *lim);
 /* The limits record of a state made by hb_newstate. */
 hb_limits *hb_limits_of(lua_State *L);
 
-/* Arms the limits for one protected call and performs it. */
+/* Arms the limits for one protected call and performs it. Its duration is left in `last_nanos` (the two
+   clock reads that arm and check the deadline measure it, so that callers need not read the clock again). */
 int hb_limited_pcall(lua_State *L, int nargs, int nresults, double seconds, long long budget);
 
 /* Arms the limits for one step of the coroutine `co` and resumes it (lua_resume). A coroutine that
