@@ -14,11 +14,7 @@ final class ConsoleBrowserTests: XCTestCase {
     }
 
     func testChatBlockedMessageAndPluginReloadInTheBrowser() async throws {
-        guard WebDriver.isInstalled else {
-            // CI installs them (`make browser`, part of `make test`): there a missing browser is a failure.
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let harness = try await ConsoleHarness.startDemo()
         let browser = try await WebDriver.start(width: 1280, height: 800)
         do {

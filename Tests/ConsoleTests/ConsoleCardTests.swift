@@ -32,10 +32,7 @@ final class ConsoleCardTests: XCTestCase {
         """
 
     func testACardClickedInTheBrowserReachesOnActionAndTheCardUpdates() async throws {
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let harness = try await ConsoleHarness.start(plugins: ["lunch.lua": Self.lunch])
         addTeardownBlock { await harness.stop() }
         let (jerry, lobby, jerryEvents) = try await harness.lobbyMember("Jerry")

@@ -30,24 +30,10 @@ final class ConsoleCustomTypeTests: XCTestCase {
         """
 
     func testACustomTypeGoesFromTheConsoleToThePluginAndBack() async throws {
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let harness = try await ConsoleHarness.start(plugins: ["linkcard.lua": Self.linkcard])
-        let browser = try await WebDriver.start(width: 1280, height: 800)
-        do {
-            try await exercise(browser, harness)
-        } catch {
-            let shot = ConsoleHarness.repository.appendingPathComponent(".build/console-screenshots/custom-type-failure.png")
-            try? FileManager.default.createDirectory(at: shot.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try? (try? await browser.screenshot())?.write(to: shot)
-            await browser.quit()
-            await harness.stop()
-            throw error
-        }
-        await browser.quit()
-        await harness.stop()
+        addTeardownBlock { await harness.stop() }
+        try await withBrowser(screenshot: "custom-type") { try await exercise($0, harness) }
     }
 
     private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {

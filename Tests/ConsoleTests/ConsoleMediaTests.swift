@@ -19,25 +19,13 @@ import XCTest
 /// link. Also a remote bot's console, and signed URLs that expire.
 final class ConsoleMediaTests: XCTestCase {
     func testUploadsByPickerAndDropAndReceivedAudioAndFileInTheBrowser() async throws {
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let harness = try await ConsoleHarness.start {
             $0.server.maxUploadMB = 1
             $0.server.media.quotaBytes = 1 << 20
         }
-        let browser = try await WebDriver.start(width: 1280, height: 900)
-        do {
-            try await exercise(browser, harness)
-        } catch {
-            try? await saveScreenshot(browser, "console-media-failure.png")
-            await browser.quit()
-            await harness.stop()
-            throw error
-        }
-        await browser.quit()
-        await harness.stop()
+        addTeardownBlock { await harness.stop() }
+        try await withBrowser(height: 900, screenshot: "console-media") { try await exercise($0, harness) }
     }
 
     private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
@@ -191,10 +179,7 @@ final class ConsoleMediaTests: XCTestCase {
     /// origin (a cross-origin request the server allows) and shows the server's thumbnail, which its policy
     /// allows from that origin; an SDK client of the server gets the image with the server's metadata.
     func testARemoteBotsConsoleUploadsToItsServer() async throws {
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let server = try await ServerHarness.start()
         var configuration = BotConfiguration()
         configuration.plugins.directory = server.directory.appendingPathComponent("plugins")
@@ -264,10 +249,7 @@ final class ConsoleMediaTests: XCTestCase {
     /// With signed URLs (`signed_urls`, here a 1 s `url_ttl`) a file message in the history names a URL that has
     /// expired: the page asks `GET /1.1/files/<objId>` for a fresh one and shows the thumbnail from it.
     func testAnExpiredSignedURLInTheHistoryIsAskedForAgain() async throws {
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let harness = try await ConsoleHarness.start {
             $0.server.media.signedURLs = true
             $0.server.media.urlTTL = 1

@@ -10,24 +10,11 @@ import XCTest
 /// refuses his next message.
 final class ConsoleModerationTests: XCTestCase {
     func testUndoInThePageAndARuleEditedInTheForm() async throws {
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let (harness, scratch) = try await ModerationAPITests.demo()
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let browser = try await WebDriver.start(width: 1280, height: 900)
-        do {
-            try await exercise(browser, harness)
-        } catch {
-            try? FileManager.default.createDirectory(at: ConsoleBrowserTests.screenshots, withIntermediateDirectories: true)
-            try? await browser.screenshot().write(to: ConsoleBrowserTests.screenshots.appendingPathComponent("moderation-failure.png"))
-            await browser.quit()
-            await harness.stop()
-            throw error
-        }
-        await browser.quit()
-        await harness.stop()
+        addTeardownBlock { await harness.stop() }
+        try await withBrowser(height: 900, screenshot: "moderation") { try await exercise($0, harness) }
     }
 
     private func save(_ browser: WebDriver, _ name: String) async throws {

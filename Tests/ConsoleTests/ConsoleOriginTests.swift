@@ -15,10 +15,7 @@ import XCTest
 /// own `/api/info`) and records every request it gets.
 final class ConsoleOriginTests: XCTestCase {
     func testALinkToAForeignAPIReachesNothingThere() async throws {
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let evil = try await RecordingWebServer.start()
         let harness = try await ConsoleHarness.start()
         let browser = try await WebDriver.start()

@@ -86,10 +86,7 @@ final class ConsolePushTests: XCTestCase {
     }
 
     func testAnOfflineMembersPushAppearsInTheChatsLastPushesPanel() async throws {
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let (gateway, url, received) = try await Self.startGateway()
         addTeardownBlock { await gateway.triggerGracefulShutdown() }
         let harness = try await Self.start(gateway: url)

@@ -53,10 +53,7 @@ final class ConsoleScheduleTests: XCTestCase {
         let anonymous = try await harness.http("GET", "/api/schedules")
         XCTAssertEqual(anonymous.status, 401)
 
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let browser = try await WebDriver.start(width: 1280, height: 900)
         do {
             try await browser.open("\(harness.base)/#token=\(harness.console.token)")

@@ -8,32 +8,23 @@ import XCTest
 /// the chat, shows the plugin and the reason; the Interception tab lists it among the recent verdicts.
 final class ConsoleTraceTests: XCTestCase {
     func testTheTraceOfABlockedMessageSaysWhichPluginAndWhy() async throws {
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let harness = try await ConsoleHarness.start()
-        let browser = try await WebDriver.start(width: 1280, height: 800)
-        do {
-            try await exercise(browser, harness)
-        } catch {
-            let shot = ConsoleHarness.repository.appendingPathComponent(".build/console-screenshots/trace-failure.png")
-            try? FileManager.default.createDirectory(at: shot.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try? (try? await browser.screenshot())?.write(to: shot)
-            await browser.quit()
-            await harness.stop()
-            throw error
-        }
-        await browser.quit()
-        await harness.stop()
+        addTeardownBlock { await harness.stop() }
+        try await withBrowser(screenshot: "trace") { try await exercise($0, harness) }
     }
 
     private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
         try await browser.open("\(harness.base)/#token=\(harness.console.token)")
         try await browser.type("Tom", into: "#login-client-id")
         try await browser.click("#login-button")
+        // The title reads "No conversation open" until the lobby is open: wait for its name and the composer.
         try await browser.waitUntil(
-            "the lobby to open", "return (document.querySelector('#conversation-title')?.textContent || '').length > 0")
+            "the lobby to open, ready to send",
+            """
+            return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
+              && !document.querySelector('#composer-text').disabled && !document.querySelector('#send-button').disabled
+            """, [harness.hub.bot.configuration.server.lobbyName])
 
         // Jerry, on the SDK, says hello first; then Tom's message is refused.
         let (jerry, lobby, _) = try await harness.lobbyMember("Jerry")

@@ -118,10 +118,7 @@ final class RemoteBotTests: XCTestCase {
             "connect-src 'self' ws://127.0.0.1:\(listener.port) wss://127.0.0.1:\(listener.port) "
                 + "ws://127.0.0.1:\(server.port) http://127.0.0.1:\(server.port)")
 
-        guard WebDriver.isInstalled else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("chromium and chromedriver are not installed") }
-            throw XCTSkip("chromium and chromedriver are not installed; run `make browser`")
-        }
+        try requireBrowser()
         let browser = try await WebDriver.start()
         do {
             try await browser.open(base + "/")
