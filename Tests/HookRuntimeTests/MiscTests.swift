@@ -5,6 +5,29 @@ import XCTest
 @testable import HookRuntime
 
 final class MiscTests: XCTestCase {
+    /// ctx.every and ctx.after share one Lua function in the prelude: their errors still name the function
+    /// the plugin called and the plugin's line, and a good call still fires.
+    func testTimerArgumentErrorsNameTheFunctionAndThePluginsLine() {
+        let f = Fixture()
+        f.write(
+            "timers.lua",
+            """
+            return { on_receive = function(msg, ctx)
+              local ok1, e1 = pcall(ctx.every, 60, "not a function")
+              local ok2, e2 = pcall(function() ctx.after(-1, function() end) end)
+              ctx.after(5, function() ctx.send("c1", "五秒到了 ⏰") end)
+              ctx.reply(tostring(ok1) .. "|" .. e1 .. "|" .. tostring(ok2) .. "|" .. e2)
+            end }
+            """)
+        let rt = f.runtime(limits: testLimits)
+        XCTAssertEqual(rt.loadAll().errors, [])
+        let reply = sentTexts(rt.receive(msg("提醒我")).actions)
+        XCTAssertEqual(
+            reply, ["false|timers.lua:2: ctx.every: function expected|false|timers.lua:3: ctx.after: seconds must be a number >= 0"])
+        f.clock.advance(by: 5)
+        XCTAssertEqual(sentTexts(rt.fireDueTimers().actions), ["五秒到了 ⏰"])
+    }
+
     func testJSONRoundTrip() throws {
         let v: JSONValue = [
             "s": "quote \" back \\ nl \n tab \t ctl \u{01} é 😀", "i": 42, "neg": -7, "d": 1.5,

@@ -305,18 +305,14 @@ end
 
 -- timers: functions live here, schedules in the runtime
 local timer_fns = {}
-ctx.every = function(seconds, fn)
-  if type(fn) ~= "function" then fail("ctx.every: function expected") end
-  local id = hb.timer_add(seconds, true)
+local function add_timer(name, seconds, fn, repeating)
+  if type(fn) ~= "function" then fail(name .. ": function expected") end
+  local id = hb.timer_add(seconds, repeating)
   timer_fns[id] = fn
   return id
 end
-ctx.after = function(seconds, fn)
-  if type(fn) ~= "function" then fail("ctx.after: function expected") end
-  local id = hb.timer_add(seconds, false)
-  timer_fns[id] = fn
-  return id
-end
+ctx.every = function(seconds, fn) return add_timer("ctx.every", seconds, fn, true) end
+ctx.after = function(seconds, fn) return add_timer("ctx.after", seconds, fn, false) end
 ctx.cancel = function(id)
   timer_fns[id] = nil
   return hb.timer_cancel(id)
