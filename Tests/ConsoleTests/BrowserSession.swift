@@ -29,3 +29,20 @@ extension XCTestCase {
         await browser.quit()
     }
 }
+
+extension WebDriver {
+    /// Opens the console of `harness` (with its admin token in the address unless `adminToken` is false), logs
+    /// in as `clientID` and waits until the lobby is open and its composer enabled. (The title reads "No
+    /// conversation open" before, so a title alone does not say the lobby opened.)
+    func logIntoLobby(_ harness: ConsoleHarness, as clientID: String = "Tom", adminToken: Bool = true) async throws {
+        try await open(adminToken ? "\(harness.base)/#token=\(harness.console.token)" : "\(harness.base)/")
+        try await type(clientID, into: "#login-client-id")
+        try await click("#login-button")
+        try await waitUntil(
+            "the lobby to open, ready to send",
+            """
+            return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
+              && !document.querySelector('#composer-text').disabled && !document.querySelector('#send-button').disabled
+            """, [harness.hub.bot.configuration.server.lobbyName])
+    }
+}

@@ -39,15 +39,7 @@ final class ConsoleCardTests: XCTestCase {
         addTeardownBlock { await jerry.close() }
         let browser = try await WebDriver.start(width: 1280, height: 800)
         do {
-            try await browser.open("\(harness.base)/#token=\(harness.console.token)")
-            try await browser.type("Tom", into: "#login-client-id")
-            try await browser.click("#login-button")
-            try await browser.waitUntil(
-                "the lobby to open, ready to send",
-                """
-                return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
-                  && !document.querySelector('#composer-text').disabled && !document.querySelector('#send-button').disabled
-                """, [harness.hub.bot.configuration.server.lobbyName])
+            try await browser.logIntoLobby(harness)
             try await browser.type("!lunch", into: "#composer-text")
             try await browser.click("#send-button")
             try await browser.waitUntil(

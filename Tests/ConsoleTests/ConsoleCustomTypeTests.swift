@@ -39,11 +39,7 @@ final class ConsoleCustomTypeTests: XCTestCase {
     private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
         let (jerry, lobby, _) = try await harness.lobbyMember("Jerry")
         addTeardownBlock { await jerry.close() }
-        try await browser.open("\(harness.base)/")
-        try await browser.type("Tom", into: "#login-client-id")
-        try await browser.click("#login-button")
-        try await browser.waitUntil(
-            "the lobby to open", "return (document.querySelector('#conversation-title')?.textContent || '').length > 0")
+        try await browser.logIntoLobby(harness, adminToken: false)
 
         // The composer's form for the registered type, filled in as a member would.
         try await browser.script(

@@ -15,16 +15,7 @@ final class ConsoleTraceTests: XCTestCase {
     }
 
     private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
-        try await browser.open("\(harness.base)/#token=\(harness.console.token)")
-        try await browser.type("Tom", into: "#login-client-id")
-        try await browser.click("#login-button")
-        // The title reads "No conversation open" until the lobby is open: wait for its name and the composer.
-        try await browser.waitUntil(
-            "the lobby to open, ready to send",
-            """
-            return (document.querySelector('#conversation-title')?.textContent || '').includes(arguments[0])
-              && !document.querySelector('#composer-text').disabled && !document.querySelector('#send-button').disabled
-            """, [harness.hub.bot.configuration.server.lobbyName])
+        try await browser.logIntoLobby(harness)
 
         // Jerry, on the SDK, says hello first; then Tom's message is refused.
         let (jerry, lobby, _) = try await harness.lobbyMember("Jerry")
