@@ -5,16 +5,6 @@ import XCTest
 
 /// Typed file messages (`_lcfile.objId`) get the stored file's url and metaData from the server.
 final class FileMessageTests: XCTestCase {
-    @discardableResult
-    func send(_ text: String, from client: TestClient, to cid: String) async throws -> Command {
-        var direct = Command(cmd: .direct)
-        direct.cid = cid
-        direct.msg = text
-        let ack = try await client.request(direct)
-        XCTAssertNil(ack.code, ack.reason ?? "")
-        return ack
-    }
-
     func fileObject(_ text: String?) throws -> [String: Any] {
         let object = try JSONSerialization.jsonObject(with: Data(try XCTUnwrap(text).utf8)) as? [String: Any]
         return try XCTUnwrap(object?["_lcfile"] as? [String: Any])
@@ -40,7 +30,7 @@ final class FileMessageTests: XCTestCase {
         let sent =
             #"{"_lctype":-2,"_lctext":"look","_lcfile":{"objId":"\#(id)","url":"http://127.0.0.1:\#(server.port)/x.png","#
             + #""metaData":{"width":9999,"name":"evil.exe","owner":"Jerry"}}}"#
-        let ack = try await send(sent, from: tom, to: cid)
+        let ack = try await tom.sendAccepted(sent, to: cid)
         let received = try await jerry.nextMessage()
         let history = try required(try await jerry.history(cid).logs?.first)
         // Spike was offline: he gets the stored message when he logs in.
@@ -70,7 +60,7 @@ final class FileMessageTests: XCTestCase {
         XCTAssertEqual(download.body, png)
 
         // Only an objId: the url is the server's listening address and the download path.
-        try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(id)"}}"#, from: tom, to: cid)
+        try await tom.sendAccepted(#"{"_lctype":-2,"_lcfile":{"objId":"\#(id)"}}"#, to: cid)
         let bare = try fileObject(try await jerry.nextMessage().msg)
         XCTAssertEqual(bare["url"] as? String, "http://127.0.0.1:\(server.port)/media/\(id)/cat.png")
         XCTAssertEqual((bare["metaData"] as? [String: Any])?["width"] as? Int, 320)
@@ -104,7 +94,7 @@ final class FileMessageTests: XCTestCase {
             #"not JSON "_lcfile""#,
         ]
         for text in texts {
-            try await send(text, from: tom, to: cid)
+            try await tom.sendAccepted(text, to: cid)
             let got = try await jerry.nextMessage().msg
             XCTAssertEqual(got, text)
         }
@@ -120,7 +110,7 @@ final class FileMessageTests: XCTestCase {
         let cid = try await tom.startConversation(members: ["Jerry"])
         let sent =
             #"{"_lctype":-2,"_lctext":"look","_lcfile":{"url":"https://cdn.example.com/p/cat%20big.png","metaData":{"width":7,"height":5}}}"#
-        try await send(sent, from: tom, to: cid)
+        try await tom.sendAccepted(sent, to: cid)
         let received = try await jerry.nextMessage()
         let file = try fileObject(received.msg)
         let objID = try XCTUnwrap(file["objId"] as? String)
@@ -141,10 +131,10 @@ final class FileMessageTests: XCTestCase {
         let download = try await MediaRouteTests.call(server.port, "GET", "/media/\(objID)")
         XCTAssertEqual(download.status, 404)
         // The same URL from the same sender: the same record; from another sender: its own.
-        try await send(sent, from: tom, to: cid)
+        try await tom.sendAccepted(sent, to: cid)
         let again = try await jerry.nextMessage()
         XCTAssertEqual(try fileObject(again.msg)["objId"] as? String, objID)
-        try await send(sent, from: jerry, to: cid)
+        try await jerry.sendAccepted(sent, to: cid)
         let fromJerry = try await tom.nextMessage()
         let jerrysID = try XCTUnwrap(try fileObject(fromJerry.msg)["objId"] as? String)
         XCTAssertNotEqual(jerrysID, objID)
@@ -169,7 +159,7 @@ final class FileMessageTests: XCTestCase {
         let head = #"{"_lctype":-2,"_lcfile":{"objId":"\#(id)"},"_lctext":""#
         let text = head + String(repeating: "x", count: 200 - head.utf8.count - 2) + #""}"#
         XCTAssertEqual(text.utf8.count, 200)
-        try await send(text, from: tom, to: cid)
+        try await tom.sendAccepted(text, to: cid)
         let message = try await jerry.nextMessage()
         let received = try XCTUnwrap(message.msg)
         XCTAssertGreaterThan(received.utf8.count, 400)

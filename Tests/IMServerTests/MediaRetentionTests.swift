@@ -36,16 +36,6 @@ final class MediaRetentionTests: XCTestCase {
         try await MediaRouteTests.call(server.port, "HEAD", "/media/\(id)").status == 200
     }
 
-    @discardableResult
-    func send(_ text: String, from client: TestClient, to cid: String) async throws -> Command {
-        var direct = Command(cmd: .direct)
-        direct.cid = cid
-        direct.msg = text
-        let ack = try await client.request(direct)
-        XCTAssertNil(ack.code, ack.reason ?? "")
-        return ack
-    }
-
     func patch(_ client: TestClient, cid: String, ack: Command, recall: Bool = false, data: String? = nil) async throws {
         var command = Command(cmd: .patch, op: .modify)
         var item = PatchItem(cid: cid, mid: try XCTUnwrap(ack.uid), timestamp: try XCTUnwrap(ack.t))
@@ -69,9 +59,9 @@ final class MediaRetentionTests: XCTestCase {
         XCTAssertEqual(over.status, 413)
         XCTAssertEqual(over.json["code"] as? Int, 4602)
 
-        try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(byObjID)"}}"#, from: tom, to: cid)
+        try await tom.sendAccepted(#"{"_lctype":-2,"_lcfile":{"objId":"\#(byObjID)"}}"#, to: cid)
         // JSON's escaped slashes, as NSJSONSerialization writes them, in an ordinary text message.
-        try await send(#"{"_lctype":-1,"_lctext":"see https:\/\/chat.example.com\/media\/\#(byURL)\/f.png"}"#, from: tom, to: cid)
+        try await tom.sendAccepted(#"{"_lctype":-1,"_lctext":"see https:\/\/chat.example.com\/media\/\#(byURL)\/f.png"}"#, to: cid)
         try await tom.sendText("an ordinary message", to: cid)
 
         // Younger than the grace: nothing goes, referenced or not.
@@ -113,9 +103,9 @@ final class MediaRetentionTests: XCTestCase {
         let cid = try await tom.startConversation(members: ["Jerry"])
         let shared = try await upload(server, token: token, padding: 500)
         let edited = try await upload(server, token: token, padding: 501)
-        let first = try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(shared)"}}"#, from: tom, to: cid)
-        let second = try await send(#"{"_lctype":-6,"_lcfile":{"objId" : "\#(shared)"}}"#, from: tom, to: cid)
-        let third = try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(edited)"}}"#, from: tom, to: cid)
+        let first = try await tom.sendAccepted(#"{"_lctype":-2,"_lcfile":{"objId":"\#(shared)"}}"#, to: cid)
+        let second = try await tom.sendAccepted(#"{"_lctype":-6,"_lcfile":{"objId" : "\#(shared)"}}"#, to: cid)
+        let third = try await tom.sendAccepted(#"{"_lctype":-2,"_lcfile":{"objId":"\#(edited)"}}"#, to: cid)
         let later = nowMillis + 2 * Self.hour
 
         // One of two messages recalled: the file stays (the other still names it), and is not deleted at once.
@@ -177,7 +167,7 @@ final class MediaRetentionTests: XCTestCase {
         let (tom, token) = try await login(first, "Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let kept = try await upload(first, token: token, padding: 700)
-        try await send("look: /media/\(kept)", from: tom, to: cid)
+        try await tom.sendAccepted("look: /media/\(kept)", to: cid)
         let loose = try await upload(first, token: token, padding: 701)
         await first.stop()
         let server = try await ServerHarness.start(directory: first.directory) {
@@ -204,7 +194,7 @@ final class MediaRetentionTests: XCTestCase {
         let (tom, token) = try await login(server, "Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let kept = try await upload(server, token: token, padding: 800)
-        try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(kept)"}}"#, from: tom, to: cid)
+        try await tom.sendAccepted(#"{"_lctype":-2,"_lcfile":{"objId":"\#(kept)"}}"#, to: cid)
         let loose = try await upload(server, token: token, padding: 801)
         await server.stop()
         // The SQLite file, or the PostgreSQL schema, the server used.
@@ -254,9 +244,9 @@ final class MediaRetentionTests: XCTestCase {
         let escaped = try await upload(server, token: token, padding: 902)
         let loose = try await upload(server, token: token, padding: 903)
         let cid = try await tom.startConversation(members: ["Jerry"], attr: ["avatar": .string("/media/\(avatar)")])
-        try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(kept)"}}"#, from: tom, to: cid)
-        try await send(#"{"_lctype":-1,"_lctext":"https:\/\/h\/media\/\#(escaped)"}"#, from: tom, to: cid)
-        let recalled = try await send(#"{"_lctype":-1,"_lctext":"/media/\#(loose)"}"#, from: tom, to: cid)
+        try await tom.sendAccepted(#"{"_lctype":-2,"_lcfile":{"objId":"\#(kept)"}}"#, to: cid)
+        try await tom.sendAccepted(#"{"_lctype":-1,"_lctext":"https:\/\/h\/media\/\#(escaped)"}"#, to: cid)
+        let recalled = try await tom.sendAccepted(#"{"_lctype":-1,"_lctext":"/media/\#(loose)"}"#, to: cid)
         try await patch(tom, cid: cid, ack: recalled, recall: true)
         await server.stop()
         // The database as a server from before retention left it: no media_refs, its migration not applied.
@@ -295,7 +285,7 @@ final class MediaRetentionTests: XCTestCase {
         for padding in 1000..<1007 {
             let id = try await upload(server, token: token, padding: padding)
             if padding == 1003 {
-                try await send("/media/\(id)", from: tom, to: cid)
+                try await tom.sendAccepted("/media/\(id)", to: cid)
             } else {
                 loose.append(id)
             }
@@ -337,7 +327,7 @@ final class MediaRetentionTests: XCTestCase {
         XCTAssertEqual(promoted.op, .memberInfoUpdated, "\(promoted)")
         let picture = try await upload(server, token: tomToken, padding: 500)
         let image = #"{"_lctype":-2,"_lcfile":{"objId":"\#(picture)"}}"#
-        try await send(image, from: tom, to: group)
+        try await tom.sendAccepted(image, to: group)
 
         // Jerry is a member of the group: no.
         var reply = try await MediaRouteTests.call(server.port, "DELETE", "/media/\(picture)", token: jerryToken)
@@ -345,7 +335,7 @@ final class MediaRetentionTests: XCTestCase {
         XCTAssertEqual(reply.json["code"] as? Int, 4607)
         // Jerry forwards it into a conversation he owns: still no (the group shows it too).
         let own = try await jerry.startConversation(members: ["Tyke"])
-        let forward = try await send(image, from: jerry, to: own)
+        let forward = try await jerry.sendAccepted(image, to: own)
         reply = try await MediaRouteTests.call(server.port, "DELETE", "/media/\(picture)", token: jerryToken)
         XCTAssertEqual(reply.status, 403)
         // Spike manages the group but not Jerry's conversation: no, through either API.
@@ -364,7 +354,7 @@ final class MediaRetentionTests: XCTestCase {
         XCTAssertFalse(gone)
         // The owner of the group may delete a file shown only there, through /media as well.
         let second = try await upload(server, token: tomToken, padding: 501)
-        try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(second)"}}"#, from: jerry, to: group)
+        try await jerry.sendAccepted(#"{"_lctype":-2,"_lcfile":{"objId":"\#(second)"}}"#, to: group)
         reply = try await MediaRouteTests.call(server.port, "DELETE", "/media/\(second)", token: tomToken)
         XCTAssertEqual(reply.status, 200)
         // A file no conversation shows stays its uploader's alone.

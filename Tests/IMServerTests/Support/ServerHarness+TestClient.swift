@@ -34,6 +34,18 @@ extension ServerHarness {
 }
 
 extension TestClient: CommandRequesting {
+    /// Sends `msg` (the message's text as the wire carries it) into `cid` and returns the ack, checking that the
+    /// server accepted it.
+    @discardableResult
+    func sendAccepted(_ msg: String, to cid: String) async throws -> Command {
+        var direct = Command(cmd: .direct)
+        direct.cid = cid
+        direct.msg = msg
+        let ack = try await request(direct)
+        XCTAssertNil(ack.code, ack.reason ?? "")
+        return ack
+    }
+
     /// Waits until the server no longer counts `members` as logged in (asked with `session query`); throws
     /// `Timeout` when one still is after `timeout`.
     func waitUntilOffline(_ members: [String], timeout: Duration = .seconds(10)) async throws {
