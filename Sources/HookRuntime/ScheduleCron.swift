@@ -1,4 +1,5 @@
 import Foundation
+import IMCore
 
 /// A five-field cron expression (`minute hour day-of-month month day-of-week`) and the times it names in
 /// one time zone.
@@ -245,28 +246,10 @@ struct CivilTime: Sendable, Hashable {
 
     static func floorDiv(_ a: Int, _ b: Int) -> Int { a >= 0 ? a / b : -((-a + b - 1) / b) }
 
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-    static func days(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = floorDiv(y, 400)
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
+    /// Days since 1970-01-01 of a proleptic Gregorian date (IMCore's CivilDays).
+    static func days(year: Int, month: Int, day: Int) -> Int { CivilDays.days(year: year, month: month, day: day) }
 
-    static func civil(fromDays z0: Int) -> (Int, Int, Int) {
-        let z = z0 + 719_468
-        let era = floorDiv(z, 146_097)
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
-    }
+    static func civil(fromDays days: Int) -> (Int, Int, Int) { CivilDays.civil(fromDays: days) }
 
     /// 0 = Sunday … 6 = Saturday.
     static func weekday(year: Int, month: Int, day: Int) -> Int {

@@ -82,26 +82,14 @@ enum LeanCloudDate {
         return r < 0 ? (q - 1, r + b) : (q, r)
     }
 
-    // Howard Hinnant's days-from-civil algorithms (proleptic Gregorian calendar).
+    // Days since 1970 and dates both ways: IMCore's CivilDays (shared with the schedules' cron rules).
     private static func days(fromCivil y: Int64, _ m: Int64, _ d: Int64) -> Int64 {
-        let year = m <= 2 ? y - 1 : y
-        let era = (year >= 0 ? year : year - 399) / 400
-        let yoe = year - era * 400
-        let doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+        Int64(CivilDays.days(year: Int(y), month: Int(m), day: Int(d)))
     }
 
-    private static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
-        let z = z0 + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let (y, m, d) = CivilDays.civil(fromDays: Int(days))
+        return (Int64(y), Int64(m), Int64(d))
     }
 }
 
