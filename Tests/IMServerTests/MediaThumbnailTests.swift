@@ -13,20 +13,10 @@ import XCTest
 
 /// `GET /media/<id>?imageView/…` on a real server: images libvips writes, uploaded with `POST /media`.
 final class MediaThumbnailTests: XCTestCase {
-    private func call(_ port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws
-        -> (status: Int, headers: [String: String], body: Data)
-    {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        request.httpMethod = method
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) =
-            if let body { try await URLSession.shared.upload(for: request, from: body) } else {
-                try await URLSession.shared.data(for: request)
-            }
-        let http = try XCTUnwrap(response as? HTTPURLResponse)
-        var fields: [String: String] = [:]
-        for (name, value) in http.allHeaderFields { fields[String(describing: name).lowercased()] = String(describing: value) }
-        return (http.statusCode, fields, data)
+    private func call(
+        _ port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil
+    ) async throws -> MediaRouteTests.Reply {
+        try await MediaRouteTests.call(port, method, path, headers: headers, body: body)
     }
 
     private func upload(_ port: Int, token: String, name: String, _ bytes: Data) async throws -> String {
