@@ -221,6 +221,14 @@ func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?, file lookup
     if let v = m.binary { luaSetField(L, "binary", v) }
 }
 
+/// The field `key` of the table at `t` as JSON (raw access, popped again), nil when absent; errors name
+/// `message.<name>`.
+private func fieldJSON(_ L: LuaRef, _ t: Int32, _ key: StaticString, _ name: String) throws -> JSONValue? {
+    defer { lua_settop(L, -2) }
+    if luaRawField(L, t, key) == LUA_TNIL { return nil }
+    return try luaToJSON(L, -1, path: "message.\(name)")
+}
+
 /// nil when the field is absent (keep the base value).
 private func fieldString(_ L: LuaRef, _ t: Int32, _ key: StaticString, _ name: String) throws -> String? {
     defer { lua_settop(L, -2) }
@@ -262,54 +270,27 @@ func luaToMessage(_ L: LuaRef, _ idx: Int32, base: HookMessage) throws -> HookMe
     }
     lua_settop(L, -2)
 
-    let at = luaRawField(L, t, "attrs")
-    if at != LUA_TNIL {
-        let v: JSONValue
-        do { v = try luaToJSON(L, -1, path: "message.attrs") } catch {
-            lua_settop(L, -2)
-            throw error
-        }
+    if let v = try fieldJSON(L, t, "attrs", "attrs") {
         switch v {
         case .object(let o): m.attrs = o
         case .array(let a) where a.isEmpty: m.attrs = [:]
-        default:
-            lua_settop(L, -2)
-            throw LuaConversionError("message.attrs must be a table with string keys")
+        default: throw LuaConversionError("message.attrs must be a table with string keys")
         }
     }
-    lua_settop(L, -2)
-
-    if luaRawField(L, t, "file") != LUA_TNIL {
-        let v: JSONValue
-        do { v = try luaToJSON(L, -1, path: "message.file") } catch {
-            lua_settop(L, -2)
-            throw error
-        }
-        guard case .object(let o) = v else {
-            lua_settop(L, -2)
-            throw LuaConversionError("message.file must be a table")
-        }
+    if let v = try fieldJSON(L, t, "file", "file") {
+        guard case .object(let o) = v else { throw LuaConversionError("message.file must be a table") }
         // `mime`, `sha256`, `stored` and `error` are the host's, not the message's: they are not read back.
         m.file = FileInfo(
             url: o["url"]?.stringValue ?? "", objId: o["id"]?.stringValue, name: o["name"]?.stringValue,
             format: o["format"]?.stringValue, size: o["size"]?.intValue.map(Int64.init), width: o["width"]?.intValue,
             height: o["height"]?.intValue, duration: o["duration"]?.doubleValue)
     }
-    lua_settop(L, -2)
-
-    if luaRawField(L, t, "location") != LUA_TNIL {
-        let v: JSONValue
-        do { v = try luaToJSON(L, -1, path: "message.location") } catch {
-            lua_settop(L, -2)
-            throw error
-        }
+    if let v = try fieldJSON(L, t, "location", "location") {
         guard let lat = v["latitude"]?.doubleValue, let lon = v["longitude"]?.doubleValue else {
-            lua_settop(L, -2)
             throw LuaConversionError("message.location needs numeric latitude and longitude")
         }
         m.location = Location(latitude: lat, longitude: lon)
     }
-    lua_settop(L, -2)
 
     if luaRawField(L, t, "timestamp") != LUA_TNIL {
         if lua_isinteger(L, -1) != 0 {
