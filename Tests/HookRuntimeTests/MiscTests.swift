@@ -5,6 +5,36 @@ import XCTest
 @testable import HookRuntime
 
 final class MiscTests: XCTestCase {
+    /// A message a hook hands back is read field by field; bad attrs, file or location are refused with an
+    /// error naming the field (and a good one still goes through, Chinese text, emoji and location intact).
+    func testABadMessageFromAHookIsRefusedNamingTheField() {
+        let f = Fixture()
+        f.write(
+            "shape.lua",
+            """
+            return { before_send = function(msg, ctx)
+              if msg.text == "attrs" then msg.attrs = { 1, 2 } end
+              if msg.text == "file" then msg.file = "cat.png" end
+              if msg.text == "location" then msg.location = { latitude = "north" } end
+              if msg.text == "好" then msg.location = { latitude = 31.23, longitude = 121.47 } end
+              return msg
+            end }
+            """)
+        let rt = f.runtime(limits: testLimits)
+        XCTAssertEqual(rt.loadAll().errors, [])
+        for (text, expected) in [
+            ("attrs", "message.attrs must be a table with string keys"), ("file", "message.file must be a table"),
+            ("location", "message.location needs numeric latitude and longitude"),
+        ] {
+            let out = rt.beforeSend(msg(text))
+            XCTAssertTrue(out.errors.contains { "\($0)".contains(expected) }, "\(text): \(out.errors)")
+        }
+        let good = rt.beforeSend(msg("好"))
+        XCTAssertEqual(good.errors, [])
+        XCTAssertEqual(good.message?.text, "好")
+        XCTAssertEqual(good.message?.location, Location(latitude: 31.23, longitude: 121.47))
+    }
+
     /// ctx.every and ctx.after share one Lua function in the prelude: their errors still name the function
     /// the plugin called and the plugin's line, and a good call still fires.
     func testTimerArgumentErrorsNameTheFunctionAndThePluginsLine() {
