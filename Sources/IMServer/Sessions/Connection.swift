@@ -12,6 +12,8 @@ final class Connection: Sendable {
     /// What the writer task does next.
     enum Outbound: Sendable {
         case text(String)
+        /// A text frame's UTF-8 bytes, already in a buffer: a fan-out shares one among its receivers.
+        case textBytes(ByteBuffer)
         case binary(ByteBuffer)
         /// A command handed as a value to an in-process client.
         case command(Command)
@@ -150,7 +152,9 @@ final class SharedFrame: Sendable {
 
     func encoded(for format: WireFormat, using encode: (Command) -> Connection.Outbound) -> Connection.Outbound {
         if let frame = encoded.withLock({ $0[format] }) { return frame }
-        let frame = encode(command)
+        var frame = encode(command)
+        // JSON's text, once into a buffer every receiver's frame shares (instead of a copy per receiver).
+        if format == .json, case .text(let text) = frame { frame = .textBytes(ByteBuffer(string: text)) }
         encoded.withLock { $0[format] = frame }
         return frame
     }

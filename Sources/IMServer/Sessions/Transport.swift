@@ -121,7 +121,7 @@ final class Transport: Sendable {
     private static func size(of frame: Connection.Outbound) -> Int {
         switch frame {
         case .text(let text): text.utf8.count
-        case .binary(let buffer): buffer.readableBytes
+        case .binary(let buffer), .textBytes(let buffer): buffer.readableBytes
         case .command, .close: 0
         }
     }

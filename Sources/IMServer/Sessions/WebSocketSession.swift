@@ -451,6 +451,7 @@ final class WebSocketSession: ChannelDuplexHandler {
         switch frame {
         case .text(let text): data = WebSocketFrame(fin: true, opcode: .text, data: context.channel.allocator.buffer(string: text))
         case .binary(let buffer): data = WebSocketFrame(fin: true, opcode: .binary, data: buffer)
+        case .textBytes(let buffer): data = WebSocketFrame(fin: true, opcode: .text, data: buffer)
         case .command: return transport.written(frame)
         case .close(let code, let reason):
             transport.written(frame)
