@@ -122,7 +122,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            // The Lua prelude every plugin state runs first (Prelude.swift loads it with Bundle.module).
+            // The Lua prelude every plugin state runs first (Prelude.swift finds it beside the binary).
             resources: [.copy("Resources/prelude.lua")]
         ),
         .target(
