@@ -1,6 +1,7 @@
 import BotHost
 import BotHub
 import Foundation
+import IMCore
 import IMServer
 import Logging
 
@@ -53,6 +54,7 @@ struct BenchHub {
 
         [server]
         interception_deadline_ms = \(configuration.server.interceptionDeadlineMillis)
+        \(try pluginTables(configuration.plugins.config))
         """.write(to: toml, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
@@ -79,6 +81,24 @@ struct BenchHub {
                 await server.stop()
             })
     }
+}
+
+/// The `[plugins.<name>]` tables of an in-process configuration, for the remote bot's hookbot.toml (so w2's
+/// `--remote-bot` pass runs the shipped moderation with the same settings, flood off, as the in-process one).
+/// Scalars and arrays of scalars only: their JSON text is also TOML.
+private func pluginTables(_ config: [String: JSONValue]) throws -> String {
+    try config.keys.sorted().map { name in
+        let entries = config[name]?.objectValue ?? [:]
+        let lines = try entries.keys.sorted().map { key in
+            let value = entries[key] ?? .null
+            let scalar = { (item: JSONValue) in item.objectValue == nil && item.arrayValue == nil && item != .null }
+            guard scalar(value) || (value.arrayValue?.allSatisfy(scalar) ?? false) else {
+                throw BenchError(message: "plugins.\(name).\(key): only scalars and arrays of scalars reach a remote bot")
+            }
+            return "\(key) = \(value.jsonString())"
+        }
+        return (["[plugins.\(name)]"] + lines).joined(separator: "\n")
+    }.joined(separator: "\n\n")
 }
 
 struct BenchError: Error, CustomStringConvertible {
