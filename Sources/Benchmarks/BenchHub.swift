@@ -17,6 +17,19 @@ struct BenchHub {
 
     func stop() async { await stopAll() }
 
+    /// Runs `body`, then stops what this hub started, also when `body` throws: a `--remote-bot` child process
+    /// must not outlive a failed run.
+    func whileRunning<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            await stop()
+            return result
+        } catch {
+            await stop()
+            throw error
+        }
+    }
+
     /// CPU seconds used so far by the bot's process (nil for an in-process bot).
     var botCPUSeconds: Double? { botProcess.map { ProcessCPU.seconds(pid: $0.processIdentifier) } }
 

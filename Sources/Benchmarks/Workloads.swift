@@ -229,18 +229,18 @@ struct Bench {
         let without = try await deliveryRun(port: plain.port, messages: messages, prefix: "plain")
         await plain.server.stop()
         let hub = try await hub("w2-bot")
-        let meter = Meter(servers: [hub.server], bot: hub)
-        let with = try await deliveryRun(port: hub.port, messages: messages, prefix: "mod")
-        let efficiency = meter.finish()
-        let burst = try await burstRun(hub: hub, messages: messages)
-        await hub.stop()
+        let (with, efficiency, burst) = try await hub.whileRunning {
+            let meter = Meter(servers: [hub.server], bot: hub)
+            let with = try await deliveryRun(port: hub.port, messages: messages, prefix: "mod")
+            return (with, meter.finish(), try await burstRun(hub: hub, messages: messages))
+        }
         // The same with the shipped moderation's default rule set reviewing every message too.
         let shippedHub = try await self.hub("w2-shipped", shippedModeration: true)
-        let shippedMeter = Meter(servers: [shippedHub.server], bot: shippedHub)
-        let shipped = try await deliveryRun(port: shippedHub.port, messages: messages, prefix: "shipped")
-        let shippedEfficiency = shippedMeter.finish()
-        let shippedBurst = try await burstRun(hub: shippedHub, messages: messages)
-        await shippedHub.stop()
+        let (shipped, shippedEfficiency, shippedBurst) = try await shippedHub.whileRunning {
+            let meter = Meter(servers: [shippedHub.server], bot: shippedHub)
+            let shipped = try await deliveryRun(port: shippedHub.port, messages: messages, prefix: "shipped")
+            return (shipped, meter.finish(), try await burstRun(hub: shippedHub, messages: messages))
+        }
         let blocked = (0..<messages).filter { $0 % 10 == 0 }.count
         let withStats = LatencyStats(with.latencies)
         let withoutStats = LatencyStats(without.latencies)
