@@ -1,15 +1,17 @@
 # Hookbot — build, test and run.
 SWIFT ?= swift
-APT_PACKAGES := liblua5.4-dev libsqlite3-dev libvips-dev libpcre2-dev pkg-config
+APT_PACKAGES := liblua5.4-dev lua5.4 libsqlite3-dev libvips-dev libpcre2-dev pkg-config
 ## Headless Chromium and its WebDriver, for the console's browser test.
 BROWSER_PACKAGES := chromium chromium-driver
 ## PostgreSQL's server, for the cluster tests and the server suites on PostgreSQL (a throwaway cluster per run).
 POSTGRES_PACKAGES := postgresql-15
 ## nginx, for the test of docs/DEPLOY.md's TLS reverse-proxy recipe (the test runs its own nginx; no service is started).
 NGINX_PACKAGES := nginx
+## Node.js 20 or later, for the console's JavaScript tests (node --test, its WebSocket).
+NODE_PACKAGES := nodejs
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps browser postgres nginx apt-install build test test-suites lint format fuzz run bench bench-cluster clean
+.PHONY: deps browser postgres nginx node apt-install build test test-suites test-console-js lint format fuzz run bench bench-cluster clean
 
 ## Install the system packages the build needs (Debian/Ubuntu), only when missing.
 deps:
@@ -27,6 +29,10 @@ postgres:
 nginx:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(NGINX_PACKAGES)"
 
+## Install Node.js (the console's JavaScript tests), only when missing.
+node:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(NODE_PACKAGES)"
+
 apt-install:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -40,8 +46,9 @@ build: deps
 ## Build everything and run the whole test suite (the console's browser test included); the format check first.
 ## The XCTest suites run beside a throwaway PostgreSQL cluster (scripts/with-postgres.sh): everything once on
 ## SQLite (the cluster tests included), then the server, protobuf and SDK suites again on PostgreSQL.
-test: deps browser postgres nginx lint
+test: deps browser postgres nginx node lint
 	$(SWIFT) build --build-tests
+	$(MAKE) --no-print-directory test-console-js
 	scripts/with-postgres.sh $(MAKE) --no-print-directory test-suites
 	$(SWIFT) run --skip-build custom-types-example
 	$(SWIFT) run --skip-build hookbot test plugins/ examples/CustomTypes/plugins/ examples/Dialogs/plugins/
@@ -54,10 +61,18 @@ test-suites:
 	$(SWIFT) test --skip-build --disable-swift-testing
 	HOOKBOT_TEST_BACKEND=postgres $(SWIFT) test --skip-build --disable-swift-testing --filter '$(POSTGRES_SUITES)' --skip '$(SQLITE_ONLY)'
 
+## The console's JavaScript (Tests/ConsoleJS): its IM protocol client against a real `hookbot server` (the debug
+## build, started on a free port by the test) and its pure helpers. A failing test fails the target.
+test-console-js: node
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || \
+		{ echo "test-console-js needs Node.js 20 or later (node --test, --experimental-websocket); found $$(node --version)"; exit 1; }
+	node --test --experimental-websocket Tests/ConsoleJS/
+
 ## Check the formatting (.swift-format) without changing anything; `make format` fixes it.
 FORMATTED := Sources Tests Fuzz examples Package.swift
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
+	luac5.4 -p Sources/HookRuntime/Resources/prelude.lua
 
 format:
 	$(SWIFT) format format --in-place --recursive --parallel $(FORMATTED)
