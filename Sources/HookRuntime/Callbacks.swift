@@ -36,12 +36,13 @@ func luaWhere(_ L: LuaRef) -> String {
     return ""
 }
 
-@inline(__always) private func fail(_ L: LuaRef, _ msg: String) -> Int32 {
+/// Fails a callback: pushes the message with the plugin's file and line, for the trampoline to raise.
+@inline(__always) func fail(_ L: LuaRef, _ msg: String) -> Int32 {
     luaPush(L, luaWhere(L) + msg)
     return -1
 }
 
-private func argString(_ L: LuaRef, _ i: Int32) -> String? {
+func argString(_ L: LuaRef, _ i: Int32) -> String? {
     switch lua_type(L, i) {
     case LUA_TSTRING: return luaString(L, i)
     case LUA_TNUMBER:
@@ -50,7 +51,7 @@ private func argString(_ L: LuaRef, _ i: Int32) -> String? {
     }
 }
 
-private func argNumber(_ L: LuaRef, _ i: Int32) -> Double? {
+func argNumber(_ L: LuaRef, _ i: Int32) -> Double? {
     lua_type(L, i) == LUA_TNUMBER ? lua_tonumberx(L, i, nil) : nil
 }
 
@@ -111,104 +112,6 @@ let cbRequireSource: hb_swift_fn = { L in
     }
     luaPush(L, "@" + rel)
     return 2
-}
-
-// MARK: state
-
-/// The key argument of a `ctx.state` call, or nil when it is not a string of at most 1024 bytes without
-/// NUL (a NUL byte would make distinct keys compare equal in SQLite).
-private func stateKey(_ L: LuaRef) -> String? {
-    guard let k = luaString(L, 1), k.utf8.count <= maxStateKeyBytes, !k.utf8.contains(0) else { return nil }
-    return k
-}
-
-private func invalidStateKey(_ L: LuaRef, _ what: String) -> Int32 {
-    fail(L, "state.\(what): invalid key (a string of at most \(maxStateKeyBytes) bytes without NUL)")
-}
-
-let cbStateGet: hb_swift_fn = { L in
-    guard let L, let plugin = pluginOf(L) else { return 0 }
-    guard let key = stateKey(L) else { return invalidStateKey(L, "get") }
-    let v: JSONValue?
-    do { v = try plugin.env.store.get(plugin: plugin.name, key: key, now: plugin.env.clock.now()) } catch {
-        return fail(L, "state.get: \(error)")
-    }
-    guard let v else {
-        lua_pushnil(L)
-        return 1
-    }
-    if !luaPush(L, json: v) { return fail(L, "state.get: value too deep") }
-    return 1
-}
-
-let cbStateSet: hb_swift_fn = { L in
-    guard let L, let plugin = pluginOf(L) else { return 0 }
-    guard let key = stateKey(L) else { return invalidStateKey(L, "set") }
-    let value: JSONValue
-    do { value = try luaToJSON(L, 2) } catch { return fail(L, "state.set(\(key)): \(error)") }
-    var ttl: Double? = nil
-    if lua_type(L, 3) != LUA_TNIL && lua_type(L, 3) != LUA_TNONE {
-        guard let t = argNumber(L, 3), t > 0, t.isFinite else { return fail(L, "state.set: ttl must be a positive number of seconds") }
-        ttl = t
-    }
-    do { try plugin.env.store.set(plugin: plugin.name, key: key, value: value, ttl: ttl, now: plugin.env.clock.now()) } catch {
-        return fail(L, "state.set: \(error)")
-    }
-    return 0
-}
-
-let cbStateIncr: hb_swift_fn = { L in
-    guard let L, let plugin = pluginOf(L) else { return 0 }
-    guard let key = stateKey(L) else { return invalidStateKey(L, "incr") }
-    var by: JSONValue = .int(1)
-    if lua_type(L, 2) != LUA_TNIL && lua_type(L, 2) != LUA_TNONE {
-        guard lua_type(L, 2) == LUA_TNUMBER, let v = try? luaToJSON(L, 2) else {
-            return fail(L, "state.incr: increment must be a number")
-        }
-        by = v
-    }
-    var ttl: Double? = nil
-    if lua_type(L, 3) != LUA_TNIL && lua_type(L, 3) != LUA_TNONE {
-        guard let t = argNumber(L, 3), t > 0, t.isFinite else { return fail(L, "state.incr: ttl must be a positive number of seconds") }
-        ttl = t
-    }
-    var expiry = HookStateStore.Expiry.fixed
-    if lua_type(L, 4) != LUA_TNIL && lua_type(L, 4) != LUA_TNONE {
-        guard lua_type(L, 4) == LUA_TSTRING, let mode = HookStateStore.Expiry(rawValue: luaString(L, 4) ?? "") else {
-            return fail(L, "state.incr: the expiry mode must be \"fixed\" or \"sliding\"")
-        }
-        expiry = mode
-    }
-    let r: JSONValue
-    do {
-        r = try plugin.env.store.incr(plugin: plugin.name, key: key, by: by, ttl: ttl, expiry: expiry, now: plugin.env.clock.now())
-    } catch {
-        return fail(L, "state.incr(\(key)): \(error)")
-    }
-    _ = luaPush(L, json: r)
-    return 1
-}
-
-let cbStateDelete: hb_swift_fn = { L in
-    guard let L, let plugin = pluginOf(L) else { return 0 }
-    guard let key = stateKey(L) else { return invalidStateKey(L, "delete") }
-    do { try plugin.env.store.delete(plugin: plugin.name, key: key) } catch { return fail(L, "state.delete: \(error)") }
-    return 0
-}
-
-let cbStateKeys: hb_swift_fn = { L in
-    guard let L, let plugin = pluginOf(L) else { return 0 }
-    let prefix = luaString(L, 1) ?? ""
-    let keys: [String]
-    do { keys = try plugin.env.store.keys(plugin: plugin.name, prefix: prefix, now: plugin.env.clock.now()) } catch {
-        return fail(L, "state.keys: \(error)")
-    }
-    lua_createtable(L, Int32(clamping: keys.count), 0)
-    for (i, k) in keys.enumerated() {
-        luaPush(L, k)
-        lua_rawseti(L, -2, Int64(i + 1))
-    }
-    return 1
 }
 
 // MARK: timers
@@ -413,102 +316,6 @@ let cbConvLocked: hb_swift_fn = { L in
         return fail(L, "ctx.conv(cid).locked: conversation id expected")
     }
     lua_pushboolean(L, plugin.env.members.isLocked(cid) ? 1 : 0)
-    return 1
-}
-
-// MARK: types
-
-let cbTypesRegister: hb_swift_fn = { L in
-    guard let L, let plugin = pluginOf(L) else { return 0 }
-    guard lua_type(L, 1) == LUA_TTABLE else {
-        return fail(L, "ctx.types.register: expects a table {type = n, name = s, fields = {...}}")
-    }
-    let spec: JSONValue
-    do { spec = try luaToJSON(L, 1, path: "type") } catch { return fail(L, "ctx.types.register: \(error)") }
-    guard let num = spec["type"]?.intValue, num > 0 else {
-        return fail(L, "ctx.types.register: type must be a positive integer")
-    }
-    guard let name = spec["name"]?.stringValue, isValidPluginName(name) else {
-        return fail(L, "ctx.types.register: name must be a string of letters, digits, _ . -")
-    }
-    var fields: [String: CustomMessageType.Field] = [:]
-    switch spec["fields"] ?? .object([:]) {
-    case .object(let o):
-        for (k, v) in o {
-            guard var s = v.stringValue else { return fail(L, "ctx.types.register: field '\(k)' needs a type name") }
-            var optional = false
-            if s.hasSuffix("?") {
-                optional = true
-                s.removeLast()
-            }
-            guard let ft = CustomMessageType.FieldType(rawValue: s) else {
-                return fail(L, "ctx.types.register: field '\(k)': unknown type '\(s)' (string, number, integer, boolean, table, any)")
-            }
-            fields[k] = .init(type: ft, optional: optional)
-        }
-    case .array(let a) where a.isEmpty: break
-    default: return fail(L, "ctx.types.register: fields must be a table of name = type")
-    }
-    let t = CustomMessageType(number: num, name: name, fields: fields, plugin: plugin.name)
-    if let err = plugin.env.registry.register(t, owner: plugin.instanceID) {
-        return fail(L, "ctx.types.register: \(err)")
-    }
-    lua_pushinteger(L, Int64(num))
-    return 1
-}
-
-let cbTypesValidate: hb_swift_fn = { L in
-    guard let L, let plugin = pluginOf(L) else { return 0 }
-    let m: HookMessage
-    do { m = try luaToMessage(L, 1, base: HookMessage()) } catch {
-        lua_pushboolean(L, 0)
-        luaPush(L, "\(error)")
-        return 2
-    }
-    if m.type > 0, plugin.env.registry.type(number: m.type) == nil {
-        lua_pushboolean(L, 0)
-        luaPush(L, "unknown message type \(m.type)")
-        return 2
-    }
-    if let err = plugin.env.registry.validate(m) {
-        lua_pushboolean(L, 0)
-        luaPush(L, err)
-        return 2
-    }
-    lua_pushboolean(L, 1)
-    return 1
-}
-
-let cbTypesName: hb_swift_fn = { L in
-    guard let L, let plugin = pluginOf(L) else { return 0 }
-    guard lua_type(L, 1) == LUA_TNUMBER, let n = plugin.env.registry.name(of: Int(lua_tointegerx(L, 1, nil))) else {
-        lua_pushnil(L)
-        return 1
-    }
-    luaPush(L, n)
-    return 1
-}
-
-let cbTypesNumber: hb_swift_fn = { L in
-    guard let L, let plugin = pluginOf(L) else { return 0 }
-    if lua_type(L, 1) == LUA_TNUMBER {
-        let n = Int(lua_tointegerx(L, 1, nil))
-        if plugin.env.registry.name(of: n) != nil { lua_pushinteger(L, Int64(n)) } else { lua_pushnil(L) }
-        return 1
-    }
-    guard let s = luaString(L, 1) else {
-        lua_pushnil(L)
-        return 1
-    }
-    if let b = HookMessageTypes.builtinNames.first(where: { $0.value == s }) {
-        lua_pushinteger(L, Int64(b.key))
-        return 1
-    }
-    if let t = plugin.env.registry.type(named: s) {
-        lua_pushinteger(L, Int64(t.number))
-        return 1
-    }
-    lua_pushnil(L)
     return 1
 }
 

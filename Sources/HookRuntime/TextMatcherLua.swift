@@ -10,11 +10,6 @@ import LuaSandbox
 
 private let matcherMetatable = "hookbot.matcher"
 
-@inline(__always) private func fail(_ L: LuaRef, _ msg: String) -> Int32 {
-    luaPush(L, luaWhere(L) + msg)
-    return -1
-}
-
 /// The strings of the list at `idx` (a Lua sequence, or nil for none).
 private func stringList(_ value: JSONValue?, _ what: String) throws(TextMatcherError) -> [String] {
     switch value {
