@@ -1,0 +1,151 @@
+import Foundation
+import IMClient
+import IMServer
+import Synchronization
+
+// What the workloads measure with: the latency listener, the reply waiter, the CPU and transaction meter.
+
+extension Bench {
+    /// Reads `events` for messages whose text is a message number `k`: records each one's latency since
+    /// `sentAt[k]`, counts `remaining` down and says so on `finished` when it reaches 0.
+    static func latencyListener(
+        _ events: AsyncStream<IMEvent>, clock: ContinuousClock, sentAt: Locked<[Int: ContinuousClock.Instant]>,
+        latencies: Locked<[Double]>, remaining: Locked<Int>, finished: AsyncStream<Void>.Continuation
+    ) -> Task<Void, Never> {
+        Task {
+            for await event in events {
+                guard case .message(let message) = event, let k = Int(message.content.text ?? "") else { continue }
+                let now = clock.now
+                if let start = sentAt.withLock({ $0[k] }) { latencies.withLock { $0.append((now - start).milliseconds) } }
+                if remaining.withLock({
+                    $0 -= 1
+                    return $0
+                }) == 0 {
+                    finished.yield()
+                }
+            }
+        }
+    }
+}
+
+/// Lets a sender wait until the reply or delivery numbered `k` has arrived.
+final class ReplyWaiter: Sendable {
+    private struct State {
+        var arrived: Set<Int> = []
+        var waiting: [Int: CheckedContinuation<Bool, Never>] = [:]
+        var abandoned = false
+    }
+
+    private let state = Mutex(State())
+
+    func arrived(_ k: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            if let waiter = state.waiting.removeValue(forKey: k) { return waiter }
+            state.arrived.insert(k)
+            return nil
+        }
+        waiter?.resume(returning: true)
+    }
+
+    /// Waits for `k`; throws once the waiter has been abandoned (`abandon`), so a benchmark never hangs.
+    func wait(for k: Int) async throws {
+        let arrived = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let ready = state.withLock { state -> Bool? in
+                if state.abandoned { return false }
+                if state.arrived.remove(k) != nil { return true }
+                state.waiting[k] = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+        if !arrived { throw BenchError(message: "reply \(k) never arrived (the workload timed out)") }
+    }
+
+    /// Fails every wait, now and later.
+    func abandon() {
+        let waiting = state.withLock { state in
+            state.abandoned = true
+            defer { state.waiting.removeAll() }
+            return Array(state.waiting.values)
+        }
+        for waiter in waiting { waiter.resume(returning: false) }
+    }
+
+    /// Abandons the waiter if the workload has not finished within `limit`; cancel the task when done.
+    func watchdog(_ limit: Duration = .seconds(300)) -> Task<Void, Never> {
+        Task {
+            try? await Task.sleep(for: limit)
+            if !Task.isCancelled { self.abandon() }
+        }
+    }
+}
+
+/// CPU and storage cost of a measured phase, per 1,000 stored messages.
+struct Efficiency: Encodable {
+    /// Messages the server stored during the phase (user messages and bot replies).
+    var storedMessages: Int
+    /// CPU seconds of this process (server, in-process bot and the benchmark's clients) per 1,000.
+    var cpuSecondsPer1000Messages: Double
+    /// CPU seconds of the separate bot process per 1,000 (`--remote-bot` only).
+    var botCPUSecondsPer1000Messages: Double?
+    /// Transactions committed by the message pipeline per 1,000 (group commit shows as < 1,000); in a
+    /// cluster, all nodes' together.
+    var transactionsPer1000Messages: Double
+    /// On PostgreSQL: every transaction the nodes ran per 1,000 (the pipeline's, presence, announcements,
+    /// interception relays, logins…).
+    var databaseTransactionsPer1000Messages: Double?
+}
+
+/// Measures `Efficiency` between its creation and `finish()`.
+struct Meter {
+    let servers: [IMServer]
+    let bot: BenchHub?
+    let cpu = ProcessCPU.current()
+    let botCPU: Double?
+    let storage: (transactions: Int, messages: Int)
+    let databaseTransactions: Int?
+
+    init(servers: [IMServer], bot: BenchHub?) {
+        self.servers = servers
+        self.bot = bot
+        botCPU = bot?.botCPUSeconds
+        storage = Self.storageStats(servers)
+        databaseTransactions = Self.databaseTransactions(servers)
+    }
+
+    private static func databaseTransactions(_ servers: [IMServer]) -> Int? {
+        let counts = servers.compactMap(\.databaseTransactionCount)
+        return counts.isEmpty ? nil : counts.reduce(0, +)
+    }
+
+    private static func storageStats(_ servers: [IMServer]) -> (transactions: Int, messages: Int) {
+        servers.map(\.storageStats).reduce((0, 0)) { ($0.0 + $1.transactions, $0.1 + $1.messages) }
+    }
+
+    func finish() -> Efficiency {
+        let now = Self.storageStats(servers)
+        let cpuNow = ProcessCPU.current()
+        let botNow = bot?.botCPUSeconds
+        let stored = max(now.messages - storage.messages, 1)
+        let per1000 = { (value: Double) in (value / Double(stored) * 1000 * 1000).rounded() / 1000 }
+        var databaseTransactions: Double?
+        if let before = self.databaseTransactions, let after = Self.databaseTransactions(servers) {
+            databaseTransactions = per1000(Double(after - before))
+        }
+        return Efficiency(
+            storedMessages: stored,
+            cpuSecondsPer1000Messages: per1000(cpuNow - cpu),
+            botCPUSecondsPer1000Messages: botCPU.flatMap { start in botNow.map { per1000($0 - start) } },
+            transactionsPer1000Messages: per1000(Double(now.transactions - storage.transactions)),
+            databaseTransactionsPer1000Messages: databaseTransactions)
+    }
+}
+
+/// A value shared between tasks.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    init(_ value: Value) { mutex = Mutex(value) }
+
+    func withLock<T>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
+}
