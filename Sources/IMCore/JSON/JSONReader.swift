@@ -2,6 +2,9 @@
 // Command+JSON.swift). Foundation's JSONDecoder/JSONEncoder dominated the server's per-message CPU
 // profile (generic Codable containers, a DOM per frame, String keys), and no library available to this
 // project does Codable-free JSON over bytes, so the frames are scanned and written here directly.
+// Why one file of ~770 lines: the reader is one struct whose cursor and bytes stay private to it; its
+// structure, string and number scanners (the per-frame hot path) all move that cursor, and split across
+// files they would need it made module-wide.
 
 /// A frame that is not JSON, or JSON beyond the reader's limits.
 struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
