@@ -100,6 +100,7 @@ public final class IMServer: Sendable {
 
     /// Starts listening in the background and returns the bound port.
     public func start() async throws -> Int {
+        service.goingAway.store(false, ordering: .sequentiallyConsistent)
         try await service.joinCluster()
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let app = makeApplication { port in
@@ -148,6 +149,7 @@ public final class IMServer: Sendable {
 
     /// Runs in the foreground until SIGINT or SIGTERM.
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        service.goingAway.store(false, ordering: .sequentiallyConsistent)
         try await service.joinCluster()
         let app = makeApplication(onListening)
         let group = ServiceGroup(

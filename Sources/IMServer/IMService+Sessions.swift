@@ -52,6 +52,9 @@ extension IMService {
         connection.send(opened)
         metrics.sessionOpened(connection.transport.format)
         for other in registry.add(connection, clientID: clientID, tag: tag) { kick(other, tag: tag) }
+        // A login that raced the shutdown's goaway (its reply went out before it was registered, so goAway()
+        // did not see it) is told now.
+        if goingAway.load(ordering: .sequentiallyConsistent) { connection.send(Command(cmd: .goaway)) }
         if let cluster {
             await cluster.sessionOpened(connection.id, clientID: clientID, tag: tag, interceptor: interceptors.isInterceptor(clientID))
             if let tag {
@@ -159,6 +162,7 @@ extension IMService {
 
     /// Sends `goaway` once on every transport with a logged-in session (the server is shutting down).
     func goAway() {
+        goingAway.store(true, ordering: .sequentiallyConsistent)
         wills.discardAll()
         var told = Set<ObjectIdentifier>()
         for connection in registry.allConnections where told.insert(ObjectIdentifier(connection.transport)).inserted {

@@ -3,6 +3,7 @@ import IMCore
 import IMSignatures
 import Logging
 import NIOWebSocket
+import Synchronization
 
 /// Handles the commands of logged-in and logging-in connections. It knows nothing about the encoding
 /// of frames: connections decode commands before handing them here and encode what it sends.
@@ -25,6 +26,8 @@ final class IMService: Sendable {
     let memberControlCache = MemberControlCache()
     /// Will messages held per connection (`IMService+SDKGaps.swift`).
     let wills = WillMessages()
+    /// Set by `goAway()`: a session that opens from then on is told `goaway` as soon as it is registered.
+    let goingAway = Atomic<Bool>(false)
     private let interceptorLogins: [String: SignatureVerifier]
     let logger: Logger
     /// Uploaded files (docs/MEDIA.md), when the storage backend keeps them; file messages are filled from it.
