@@ -1,6 +1,37 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
+/// The library products the targets below depend on, each spelled once.
+extension Target.Dependency {
+    static let grdb: Self = .product(name: "GRDB", package: "GRDB.swift")
+    static let tomlKit: Self = .product(name: "TOMLKit", package: "TOMLKit")
+    static let asyncHTTPClient: Self = .product(name: "AsyncHTTPClient", package: "async-http-client")
+    static let hummingbird: Self = .product(name: "Hummingbird", package: "hummingbird")
+    static let hummingbirdCore: Self = .product(name: "HummingbirdCore", package: "hummingbird")
+    static let hummingbirdWSClient: Self = .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
+    static let hummingbirdWebSocket: Self = .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
+    static let postgresNIO: Self = .product(name: "PostgresNIO", package: "postgres-nio")
+    static let argumentParser: Self = .product(name: "ArgumentParser", package: "swift-argument-parser")
+    static let crypto: Self = .product(name: "Crypto", package: "swift-crypto")
+    static let cryptoExtras: Self = .product(name: "_CryptoExtras", package: "swift-crypto")
+    static let httpTypes: Self = .product(name: "HTTPTypes", package: "swift-http-types")
+    static let logging: Self = .product(name: "Logging", package: "swift-log")
+    static let coreMetrics: Self = .product(name: "CoreMetrics", package: "swift-metrics")
+    static let nioCore: Self = .product(name: "NIOCore", package: "swift-nio")
+    static let nioHTTP1: Self = .product(name: "NIOHTTP1", package: "swift-nio")
+    static let nioPosix: Self = .product(name: "NIOPosix", package: "swift-nio")
+    static let nioTLS: Self = .product(name: "NIOTLS", package: "swift-nio")
+    static let nioWebSocket: Self = .product(name: "NIOWebSocket", package: "swift-nio")
+    static let nioFileSystem: Self = .product(name: "_NIOFileSystem", package: "swift-nio")
+    static let nioHTTPTypes: Self = .product(name: "NIOHTTPTypes", package: "swift-nio-extras")
+    static let nioHTTPTypesHTTP1: Self = .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras")
+    static let nioHTTP2: Self = .product(name: "NIOHTTP2", package: "swift-nio-http2")
+    static let nioSSL: Self = .product(name: "NIOSSL", package: "swift-nio-ssl")
+    static let prometheus: Self = .product(name: "Prometheus", package: "swift-prometheus")
+    static let swiftProtobuf: Self = .product(name: "SwiftProtobuf", package: "swift-protobuf")
+    static let serviceLifecycle: Self = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+}
+
 let package = Package(
     name: "hookbot",
     platforms: [.macOS(.v14)],
@@ -36,52 +67,35 @@ let package = Package(
     targets: [
         .target(name: "IMCore"),
         // What clients sign and servers check (LeanCloud's signature texts, HMAC-SHA1): one place for both.
-        .target(name: "IMSignatures", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "IMSignatures", dependencies: [.crypto]),
         // Prometheus metrics: one registry per server process, reached through swift-metrics factories.
         .target(
             name: "Telemetry",
             dependencies: [
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .coreMetrics, .prometheus,
             ]
         ),
         // LeanCloud's protobuf wire format (generated from proto/ by scripts/generate-proto.sh) and its
         // codec; kept out of IMCore so that clients and the Lua runtime do not need SwiftProtobuf.
         .target(
             name: "IMProto",
-            dependencies: ["IMCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+            dependencies: ["IMCore", .swiftProtobuf]
         ),
         .target(
             name: "IMServer",
             dependencies: [
                 "IMCore", "IMProto", "IMSignatures", "Telemetry", "MediaImaging", "PushProviders",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .hummingbird, .hummingbirdCore, .nioHTTPTypes, .nioHTTPTypesHTTP1, .nioHTTP1, .hummingbirdWebSocket,
+                .grdb, .postgresNIO, .logging, .crypto, .nioCore, .nioPosix, .nioWebSocket, .nioSSL, .serviceLifecycle,
             ]
         ),
         .target(
             name: "IMClient",
             dependencies: [
                 "IMCore", "IMSignatures",
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .hummingbirdWSClient, .logging, .nioSSL,
                 // Media uploads and downloads over HTTP (MediaTransfer.swift), files read and written without blocking.
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .asyncHTTPClient, .nioFileSystem,
             ]
         ),
         .systemLibrary(
@@ -113,14 +127,9 @@ let package = Package(
                 // Locale files are TOML. Named directly (as BotHost does) so that a clean build finds TOMLKit's C
                 // module CTOML when it emits this module: through HookbotConfig alone it failed with "missing
                 // required module 'CTOML'".
-                .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .tomlKit, .coreMetrics,
                 // HMAC of card buttons (Card.swift)
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .crypto, .grdb, .logging, .nioCore, .nioPosix,
             ],
             // The Lua prelude every plugin state runs first (Prelude.swift finds it beside the binary).
             resources: [.copy("Resources/prelude.lua")]
@@ -129,12 +138,7 @@ let package = Package(
             name: "BotHost",
             dependencies: [
                 "IMCore", "IMClient", "HookRuntime", "BotRouting", "HookbotConfig", "PushProviders",
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .coreMetrics, .tomlKit, .asyncHTTPClient, .logging, .nioCore, .nioPosix,
             ]
         ),
         // The browser console (static page in Resources/) and the admin HTTP API it uses.
@@ -142,12 +146,7 @@ let package = Package(
             name: "Console",
             dependencies: [
                 "BotHost", "HookRuntime", "IMServer", "IMCore", "IMSignatures", "Telemetry",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .crypto, .httpTypes, .hummingbird, .logging, .nioCore, .serviceLifecycle,
             ],
             resources: [.copy("Resources")]
         ),
@@ -155,15 +154,14 @@ let package = Package(
             name: "hookbot",
             dependencies: [
                 "IMCore", "IMServer", "IMClient", "HookRuntime", "BotHost", "BotHub", "PluginTester", "Console", "Telemetry", "Benchmarks",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .argumentParser, .logging,
             ]
         ),
         // A server and its bot in one process (`hookbot run` without `--server`): the only bot module that
         // links the server.
         .target(
             name: "BotHub",
-            dependencies: ["BotHost", "IMClient", "IMCore", "IMServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BotHost", "IMClient", "IMCore", "IMServer", .logging]
         ),
         // The benchmark workloads of `hookbot bench` (hook dispatch, ping-pong, moderation, fan-out, RSS, media):
         // only the command-line tool links them.
@@ -171,29 +169,23 @@ let package = Package(
             name: "Benchmarks",
             dependencies: [
                 "BotHost", "BotHub", "HookRuntime", "IMClient", "IMCore", "IMServer", "MediaImaging", "CVips", "PushProviders",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .asyncHTTPClient, .crypto, .nioPosix, .hummingbirdWSClient, .logging, .nioCore, .nioHTTP1,
+                .nioWebSocket,
             ]
         ),
         // hookbot.toml: TOML (TOMLKit) into JSON values, with errors that name file, line and key.
         .target(
             name: "HookbotConfig",
-            dependencies: ["IMCore", .product(name: "TOMLKit", package: "TOMLKit")]
+            dependencies: ["IMCore", .tomlKit]
         ),
         // The routing core a running bot and `hookbot test` share: no transport, no server.
         .target(
             name: "BotRouting",
-            dependencies: ["HookRuntime", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["HookRuntime", .logging]
         ),
         .target(
             name: "PluginTester",
-            dependencies: ["HookRuntime", "BotRouting", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["HookRuntime", "BotRouting", .logging]
         ),
         // Fuzz targets (libFuzzer): `make fuzz` builds them with coverage, AddressSanitizer and -DFUZZING and
         // runs each for a bounded time; a normal build makes them replay files (`fuzz-json-command crash-…`).
@@ -210,25 +202,20 @@ let package = Package(
             name: "HookbotTestSupport",
             dependencies: [
                 "IMClient", "IMServer", "IMCore", "IMSignatures",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOTLS", package: "swift-nio"),
+                .nioCore, .nioPosix, .nioSSL, .nioTLS,
             ],
             path: "Tests/Support"),
         .testTarget(
             name: "BotHostTests",
             dependencies: [
                 "BotHost", "BotHub", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport", "PushProviders",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .crypto, .cryptoExtras,
             ]),
         .testTarget(
             name: "ConsoleTests",
             dependencies: [
                 "Console", "BotHost", "BotHub", "IMServer", "IMCore", "IMClient", "HookRuntime", "Telemetry", "HookbotTestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .hummingbird, .serviceLifecycle,
             ]),
         // Offline push (issue 27): the provider clients (APNs, FCM HTTP v1, Web Push, UnifiedPush, webhook) over one
         // shared HTTP client; what to push and to whom comes later.
@@ -236,25 +223,14 @@ let package = Package(
             name: "PushProviders",
             dependencies: [
                 "IMCore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .asyncHTTPClient, .crypto, .cryptoExtras, .nioCore, .nioHTTP1, .nioSSL,
             ]
         ),
         .testTarget(
             name: "PushProvidersTests",
             dependencies: [
                 "PushProviders", "IMCore", "HookbotTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .crypto, .cryptoExtras, .nioCore, .nioPosix, .nioHTTP1, .nioHTTP2, .nioSSL,
             ]
         ),
         .testTarget(name: "IMClientTests", dependencies: ["IMClient", "IMServer", "IMCore", "HookbotTestSupport"]),
@@ -265,7 +241,7 @@ let package = Package(
             name: "custom-types-example",
             dependencies: [
                 "IMClient", "IMCore", "BotHost", "BotHub", "HookRuntime",
-                .product(name: "Logging", package: "swift-log"),
+                .logging,
             ],
             path: "examples/CustomTypes",
             exclude: ["plugins", "README.md"]
@@ -274,19 +250,14 @@ let package = Package(
             name: "ProtobufTests",
             dependencies: [
                 "IMCore", "IMProto", "IMServer", "IMSignatures", "HookbotTestSupport",
-                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .swiftProtobuf, .hummingbird, .hummingbirdWSClient, .nioCore, .nioPosix,
             ]
         ),
         .testTarget(
             name: "IMServerTests",
             dependencies: [
                 "IMCore", "IMServer", "IMSignatures", "HookbotTestSupport", "MediaImaging", "CVips",
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .hummingbirdWSClient, .grdb,
             ]
         ),
     ]
