@@ -39,26 +39,23 @@ struct PingPongResult: Encodable {
 struct ModerationResult: Encodable {
     var messages: Int
     var blocked: Int
-    var delivered: Int
-    var leaked: Int
-    var withPluginMs: LatencyStats
+    /// The messages' latency on a server without interceptor: what each run's overhead is measured against.
     var withoutPluginMs: LatencyStats
-    var overheadP50Ms: Double
-    var overheadP99Ms: Double
-    var efficiency: Efficiency
-    /// The same messages sent all at once (no waiting between sends).
-    var burst: BurstResult
-    /// Both runs again with the shipped moderation (its default rule set) reviewing every message after the filter.
-    var shippedModeration: ShippedModerationRun
+    /// With the bot's word filter as interceptor.
+    var withPlugin: ModerationRun
+    /// The same again with the shipped moderation (its default rule set) reviewing every message after the filter.
+    var shippedModeration: ModerationRun
 }
 
-struct ShippedModerationRun: Encodable {
+/// One moderated run of w2: the messages sent one at a time, then all at once (`burst`).
+struct ModerationRun: Encodable {
     var delivered: Int
     var leaked: Int
     var latencyMs: LatencyStats
     var overheadP50Ms: Double
     var overheadP99Ms: Double
     var efficiency: Efficiency
+    /// The same messages sent all at once (no waiting between sends).
     var burst: BurstResult
 }
 
@@ -135,22 +132,17 @@ extension BenchReport {
         }
         if let w1a { add("w1a ping-pong x1", "\(number(w1a.repliesPerSecond))/s", w1a.latencyMs, w1a.efficiency) }
         if let w1b { add("w1b ping-pong x\(w1b.inFlight)", "\(number(w1b.repliesPerSecond))/s", w1b.latencyMs, w1b.efficiency) }
+        func add(_ name: String, burst burstName: String, _ run: ModerationRun) {
+            add(name, "leaked \(run.leaked), +\(number(run.overheadP50Ms, 3)) ms", run.latencyMs, run.efficiency)
+            rows.append([
+                "\(burstName) x\(run.burst.messages)",
+                "leaked \(run.burst.leaked), policy \(run.burst.policyDecisions), \(number(run.burst.messagesPerSecond))/s",
+                "-", "-", "-", "-", "-", "-",
+            ])
+        }
         if let w2 {
-            add("w2 moderated A->B", "leaked \(w2.leaked), +\(number(w2.overheadP50Ms, 3)) ms", w2.withPluginMs, w2.efficiency)
-            rows.append([
-                "w2 burst x\(w2.burst.messages)",
-                "leaked \(w2.burst.leaked), policy \(w2.burst.policyDecisions), \(number(w2.burst.messagesPerSecond))/s",
-                "-", "-", "-", "-", "-", "-",
-            ])
-            let shipped = w2.shippedModeration
-            add(
-                "w2 + shipped moderation", "leaked \(shipped.leaked), +\(number(shipped.overheadP50Ms, 3)) ms", shipped.latencyMs,
-                shipped.efficiency)
-            rows.append([
-                "w2 + shipped burst x\(shipped.burst.messages)",
-                "leaked \(shipped.burst.leaked), policy \(shipped.burst.policyDecisions), \(number(shipped.burst.messagesPerSecond))/s",
-                "-", "-", "-", "-", "-", "-",
-            ])
+            add("w2 moderated A->B", burst: "w2 burst", w2.withPlugin)
+            add("w2 + shipped moderation", burst: "w2 + shipped burst", w2.shippedModeration)
         }
         if let w3 { add("w3 fan-out x\(w3.members)", "\(number(w3.deliveriesPerSecond))/s", w3.latencyMs, w3.efficiency) }
         var lines = ["", "bot: \(bot), store: \(store), synchronous=\(synchronous)"]

@@ -155,19 +155,34 @@ struct Bench {
 
     func pingPong(messages: Int, warmup: Int, inFlight: Int) async throws -> PingPongResult {
         let hub = try await hub("w1-\(inFlight)")
-        // In a cluster, the user talks to another node: its messages are reviewed and answered across nodes.
-        let others = try await otherNodes(beside: hub)
-        if !others.isEmpty {
-            for node in others {
-                for _ in 0..<200 where !node.server.isInterceptorAttached(hub.botID) { try await Task.sleep(for: .milliseconds(50)) }
+        return try await hub.whileRunning {
+            // In a cluster, the user talks to another node: its messages are reviewed and answered across nodes.
+            let others = try await otherNodes(beside: hub)
+            return try await Self.stopping(others.map(\.server)) {
+                for node in others {
+                    for _ in 0..<200 where !node.server.isInterceptorAttached(hub.botID) { try await Task.sleep(for: .milliseconds(50)) }
+                }
+                return try await pingPong(
+                    hub: hub, others: others, messages: messages, warmup: warmup, inFlight: inFlight)
             }
         }
-        defer {
-            Task {
-                for node in others { await node.server.stop() }
-                await hub.stop()
-            }
+    }
+
+    /// Runs `body`, then stops `servers`, also when `body` throws (a `defer` cannot await their stop).
+    static func stopping<T>(_ servers: [IMServer], _ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            for server in servers { await server.stop() }
+            return result
+        } catch {
+            for server in servers { await server.stop() }
+            throw error
         }
+    }
+
+    private func pingPong(
+        hub: BenchHub, others: [(server: IMServer, port: Int)], messages: Int, warmup: Int, inFlight: Int
+    ) async throws -> PingPongResult {
         let user = client("bench-user", port: others.first?.port ?? hub.port)
         let waiter = ReplyWaiter()
         let watchdog = waiter.watchdog()
@@ -228,33 +243,31 @@ struct Bench {
         let plain = try await plainServers("w2-plain")[0]
         let without = try await deliveryRun(port: plain.port, messages: messages, prefix: "plain")
         await plain.server.stop()
-        let hub = try await hub("w2-bot")
-        let (with, efficiency, burst) = try await hub.whileRunning {
-            let meter = Meter(servers: [hub.server], bot: hub)
-            let with = try await deliveryRun(port: hub.port, messages: messages, prefix: "mod")
-            return (with, meter.finish(), try await burstRun(hub: hub, messages: messages))
-        }
-        // The same with the shipped moderation's default rule set reviewing every message too.
-        let shippedHub = try await self.hub("w2-shipped", shippedModeration: true)
-        let (shipped, shippedEfficiency, shippedBurst) = try await shippedHub.whileRunning {
-            let meter = Meter(servers: [shippedHub.server], bot: shippedHub)
-            let shipped = try await deliveryRun(port: shippedHub.port, messages: messages, prefix: "shipped")
-            return (shipped, meter.finish(), try await burstRun(hub: shippedHub, messages: messages))
-        }
-        let blocked = (0..<messages).filter { $0 % 10 == 0 }.count
-        let withStats = LatencyStats(with.latencies)
         let withoutStats = LatencyStats(without.latencies)
-        let shippedStats = LatencyStats(shipped.latencies)
         return ModerationResult(
-            messages: messages, blocked: blocked, delivered: with.delivered, leaked: with.leaked,
-            withPluginMs: withStats, withoutPluginMs: withoutStats,
-            overheadP50Ms: LatencyStats.round(withStats.p50 - withoutStats.p50),
-            overheadP99Ms: LatencyStats.round(withStats.p99 - withoutStats.p99), efficiency: efficiency, burst: burst,
-            shippedModeration: ShippedModerationRun(
-                delivered: shipped.delivered, leaked: shipped.leaked, latencyMs: shippedStats,
-                overheadP50Ms: LatencyStats.round(shippedStats.p50 - withoutStats.p50),
-                overheadP99Ms: LatencyStats.round(shippedStats.p99 - withoutStats.p99), efficiency: shippedEfficiency,
-                burst: shippedBurst))
+            messages: messages, blocked: (0..<messages).filter { $0 % 10 == 0 }.count, withoutPluginMs: withoutStats,
+            withPlugin: try await moderatedRun(hub: try await hub("w2-bot"), messages: messages, prefix: "mod", without: withoutStats),
+            // The same with the shipped moderation's default rule set reviewing every message too.
+            shippedModeration: try await moderatedRun(
+                hub: try await hub("w2-shipped", shippedModeration: true), messages: messages, prefix: "shipped",
+                without: withoutStats))
+    }
+
+    /// One moderated run on `hub` (stopped afterwards): the messages one at a time, then the burst; the overheads
+    /// against the run `without` interceptor.
+    private func moderatedRun(hub: BenchHub, messages: Int, prefix: String, without: LatencyStats) async throws
+        -> ModerationRun
+    {
+        let (run, efficiency, burst) = try await hub.whileRunning {
+            let meter = Meter(servers: [hub.server], bot: hub)
+            let run = try await deliveryRun(port: hub.port, messages: messages, prefix: prefix)
+            return (run, meter.finish(), try await burstRun(hub: hub, messages: messages))
+        }
+        let stats = LatencyStats(run.latencies)
+        return ModerationRun(
+            delivered: run.delivered, leaked: run.leaked, latencyMs: stats,
+            overheadP50Ms: LatencyStats.round(stats.p50 - without.p50),
+            overheadP99Ms: LatencyStats.round(stats.p99 - without.p99), efficiency: efficiency, burst: burst)
     }
 
     /// A sends every message at once (every tenth forbidden); counts what B received and what the
@@ -350,7 +363,14 @@ struct Bench {
 
     func groupFanOut(messages: Int, members: Int) async throws -> FanOutResult {
         let nodes = try await plainServers("w3")
-        defer { Task { for node in nodes { await node.server.stop() } } }
+        return try await Self.stopping(nodes.map(\.server)) {
+            try await groupFanOut(nodes: nodes, messages: messages, members: members)
+        }
+    }
+
+    private func groupFanOut(nodes: [(server: IMServer, port: Int)], messages: Int, members: Int) async throws
+        -> FanOutResult
+    {
         let sender = client("w3-sender", port: nodes[0].port)
         try await sender.open()
         let clock = ContinuousClock()
