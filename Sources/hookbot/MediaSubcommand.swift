@@ -34,7 +34,7 @@ struct MediaGCSubcommand: AsyncParsableCommand {
         }
         var configuration = ServerConfiguration()
         configuration.databasePath = db
-        configuration.databaseURL = try database.map(ServerSubcommand.databaseURL)
+        configuration.databaseURL = try database.map(DatabaseOption.url)
         configuration.media.directory = mediaDir
         if database == nil, !FileManager.default.fileExists(atPath: db) {
             throw ValidationError("no database at \(db) (give the server's --db file, or --database for PostgreSQL)")

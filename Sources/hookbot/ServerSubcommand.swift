@@ -6,16 +6,14 @@ import IMServer
 import Logging
 
 struct ServerSubcommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "server", abstract: "Run the IM server.")
+    static let configuration = CommandConfiguration(
+        commandName: "server", abstract: "Run the IM server.",
+        discussion: "Every server given the same PostgreSQL database (--database) serves clients together (see docs/DEPLOY.md).")
 
     @Option(help: "Address to bind.") var host = "127.0.0.1"
     @Option(help: "Port to listen on (0 picks a free port).") var port = 8080
     @Option(help: "SQLite database file (the embedded store, one node).") var db = "hookbot.sqlite"
-    @Option(
-        help: ArgumentHelp(
-            "A PostgreSQL URL (postgres://user:password@host:port/database, optionally ?schema=NAME) instead of SQLite: every server given the same database serves clients together (see docs/DEPLOY.md). May be env:VARIABLE.",
-            valueName: "url"))
-    var database: String?
+    @OptionGroup var store: DatabaseOption
     @Option(help: "Seconds the start-up integrity check of the SQLite file may take (PRAGMA quick_check; 0 skips it).")
     var integrityCheckSeconds = 30
     @Option(help: "Largest message body in bytes.") var maxMessageBytes = 64 * 1024
@@ -86,7 +84,7 @@ struct ServerSubcommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.databasePath = db
-        configuration.databaseURL = try database.map(Self.databaseURL)
+        configuration.databaseURL = try store.url()
         guard integrityCheckSeconds >= 0 else { throw ValidationError("--integrity-check-seconds must be 0 or more") }
         configuration.integrityCheckSeconds = integrityCheckSeconds
         configuration.maxMessageBytes = maxMessageBytes
@@ -110,28 +108,12 @@ struct ServerSubcommand: AsyncParsableCommand {
         let server = try IMServer(configuration: configuration, logger: logger)
         try await server.run { [scheme = server.webSocketScheme] port in
             logger.info(
-                "listening", metadata: ["url": "\(scheme)://\(host):\(port)/ws", "store": "\(database == nil ? db : "postgres")"])
+                "listening", metadata: ["url": "\(scheme)://\(host):\(port)/ws", "store": "\(store.database == nil ? db : "postgres")"])
         }
     }
 }
 
 extension ServerSubcommand {
-    /// A `--database` value: a PostgreSQL URL, or `env:VARIABLE` naming one (it carries a password).
-    static func databaseURL(_ value: String) throws -> String {
-        var url = value
-        if value.hasPrefix("env:") {
-            let name = String(value.dropFirst(4))
-            guard let set = ProcessInfo.processInfo.environment[name], !set.isEmpty else {
-                throw ValidationError("--database: environment variable \(name) is not set")
-            }
-            url = set
-        }
-        guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
-            throw ValidationError("--database takes a postgres:// URL (use --db for a SQLite file)")
-        }
-        return url
-    }
-
     /// The media settings given on the command line, checked as `[server]` in hookbot.toml checks them.
     func media(_ media: inout MediaConfiguration) throws {
         guard let upload = SettingValues.byteSize(maxUploadBytes), upload > 0 else {

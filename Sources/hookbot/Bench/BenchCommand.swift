@@ -5,18 +5,15 @@ import Foundation
 struct BenchSubcommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Run the benchmark workloads (w1a, w1b, w2, w3, w4, idle, hooks, media; push when named) and print one JSON object.")
+        abstract: "Run the benchmark workloads (w1a, w1b, w2, w3, w4, idle, hooks, media; push when named) and print one JSON object.",
+        discussion: "With --database, w1a, w1b, w2 and w3 run on PostgreSQL (a new schema per workload) instead of SQLite.")
 
     @Flag(help: "Smaller message counts, for a quick look.") var quick = false
     @Flag(help: "Use SQLite synchronous=NORMAL (WAL survives a process crash, not a power loss).") var relaxedSync = false
     @Option(help: "Only these workloads (comma-separated: w1a,w1b,w2,w3,w4,idle,hooks,media,push).") var only: String?
     @Flag(help: "Run the bot as a separate process over WebSocket instead of attached in process.") var remoteBot = false
     @Flag(help: "After the JSON, print a short summary table.") var summary = false
-    @Option(
-        help: ArgumentHelp(
-            "A PostgreSQL URL: w1b, w2 and w3 run on it (a new schema per workload) instead of SQLite. May be env:VARIABLE.",
-            valueName: "url"))
-    var database: String?
+    @OptionGroup var store: DatabaseOption
     @Option(help: "With --database: server nodes sharing it (w3's members spread over them, w1b's user on a node without the bot).")
     var nodes = 1
 
@@ -29,11 +26,11 @@ struct BenchSubcommand: AsyncParsableCommand {
                 "unknown workload(s) \(workloads.subtracting(known).sorted().joined(separator: ",")); known: \(known.joined(separator: ","))"
             )
         }
-        guard nodes >= 1, nodes == 1 || database != nil else { throw ValidationError("--nodes needs --database") }
-        guard database == nil || !remoteBot else { throw ValidationError("--database runs the bot in process; drop --remote-bot") }
+        guard nodes >= 1, nodes == 1 || store.database != nil else { throw ValidationError("--nodes needs --database") }
+        guard store.database == nil || !remoteBot else { throw ValidationError("--database runs the bot in process; drop --remote-bot") }
         let report = try await BenchReport.run(
             workloads, quick: quick, relaxedSync: relaxedSync, remoteBot: remoteBot,
-            database: try database.map(ServerSubcommand.databaseURL),
+            database: try store.url(),
             nodes: nodes)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
