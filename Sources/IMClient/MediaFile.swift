@@ -3,6 +3,7 @@ import IMCore
 
 /// A file stored on the server (`POST /media`'s answer): what the server computed from the bytes, never the
 /// uploader's word. `url` is absolute, resolved against the client's media address.
+@dynamicMemberLookup
 public struct IMMediaFile: Sendable, Equatable {
     /// The file's id (`_lcfile.objId` in messages): 22 URL-safe characters, unguessable.
     public var id: String
@@ -10,16 +11,11 @@ public struct IMMediaFile: Sendable, Equatable {
     public var name: String
     /// Where anyone holding it can download the file.
     public var url: String
-    public var size: Int64
-    public var sha256: String
-    /// The sniffed type (`image/png`, `audio/mpeg`, `application/octet-stream`…).
-    public var mime: String
-    /// The container's format (`png`, `jpeg`, `m4a`…), when the server recognised it.
-    public var format: String?
-    public var width: Int?
-    public var height: Int?
-    /// Seconds, for audio and video whose container says so.
-    public var duration: Double?
+    /// What the server computed from the bytes: `size`, `sha256`, the sniffed `mime` (`image/png`, `audio/mpeg`,
+    /// `application/octet-stream`…), the container's `format` (`png`, `jpeg`, `m4a`…) when recognised, `width` and
+    /// `height`, and `duration` in seconds for audio and video whose container says so; each also reads as a
+    /// property of the file (`file.size`).
+    public var metadata: MediaMetadata
     /// When it was stored (ms).
     public var createdAt: Int64
 
@@ -30,24 +26,26 @@ public struct IMMediaFile: Sendable, Equatable {
         self.id = id
         self.name = name
         self.url = url
-        self.size = size
-        self.sha256 = sha256
-        self.mime = mime
-        self.format = format
-        self.width = width
-        self.height = height
-        self.duration = duration
+        self.metadata = MediaMetadata(
+            size: size, sha256: sha256, mime: mime, format: format, width: width, height: height, duration: duration)
         self.createdAt = createdAt
+    }
+
+    /// `file.size`, `file.mime`, …: the fields of `metadata`.
+    public subscript<Value>(dynamicMember field: WritableKeyPath<MediaMetadata, Value>) -> Value {
+        get { metadata[keyPath: field] }
+        set { metadata[keyPath: field] = newValue }
     }
 
     /// The `_lcfile` of a message carrying this file (`objId`, `url`, `metaData`).
     public var fileInfo: FileInfo {
         FileInfo(
-            url: url, objId: id, name: name, format: format, size: size, width: width, height: height, duration: duration)
+            url: url, objId: id, name: name, format: metadata.format, size: metadata.size, width: metadata.width,
+            height: metadata.height, duration: metadata.duration)
     }
 
     /// The message type that shows this file: image, audio or video by its sniffed type, else file.
-    public var messageType: MessageType { MessageType(mime: mime) }
+    public var messageType: MessageType { MessageType(mime: metadata.mime) }
 
     /// A thumbnail's URL in LeanCloud's form (see `FileInfo.thumbnailURL`).
     public func thumbnailURL(

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import GRDB
 import HookbotTestSupport
+import IMCore
 import XCTest
 
 @testable import IMServer

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import IMCore
 import NIOCore
 import Synchronization
 

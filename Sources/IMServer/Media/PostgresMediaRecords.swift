@@ -1,4 +1,5 @@
 import Foundation
+import IMCore
 import Logging
 import PostgresNIO
 

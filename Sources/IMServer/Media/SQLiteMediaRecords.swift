@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IMCore
 import PostgresNIO
 import Synchronization
 
