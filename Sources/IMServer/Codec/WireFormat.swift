@@ -119,7 +119,7 @@ struct FrameCodec: Sendable {
     static func isEmpty(_ frame: Connection.Outbound) -> Bool {
         switch frame {
         case .text(let text): text.isEmpty
-        case .binary(let buffer), .textBytes(let buffer): buffer.readableBytes == 0
+        case .binary(let buffer), .framed(let buffer): buffer.readableBytes == 0
         case .command, .close: false
         }
     }

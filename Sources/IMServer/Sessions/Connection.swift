@@ -12,9 +12,10 @@ final class Connection: Sendable {
     /// What the writer task does next.
     enum Outbound: Sendable {
         case text(String)
-        /// A text frame's UTF-8 bytes, already in a buffer: a fan-out shares one among its receivers.
-        case textBytes(ByteBuffer)
         case binary(ByteBuffer)
+        /// A whole WebSocket frame, header included (`ServerFrame`): a fan-out shares one among the receivers
+        /// of a wire format, and each socket writes it as it is.
+        case framed(ByteBuffer)
         /// A command handed as a value to an in-process client.
         case command(Command)
         case close(WebSocketErrorCode, String?)
@@ -90,10 +91,10 @@ final class Connection: Sendable {
     /// names sessions, the protobuf encoding gets `peerId` appended; JSON is encoded again).
     func deliver(messageID: String, _ shared: SharedFrame, via outbox: Outbox? = nil) {
         let encoded = shared.encoded(for: format, using: transport.encoder)
-        var frame = encoded
+        var frame = encoded.framed
         if transport.namesSessions, shared.command.peerId == nil, let clientID {
             frame =
-                FrameCodec.naming(encoded, format: format, peerID: clientID)
+                FrameCodec.naming(encoded.payload, format: format, peerID: clientID)
                 ?? transport.encoder(named(shared.command, clientID))
         }
         let sendNow = state.withLock { state -> Bool in
@@ -127,10 +128,15 @@ final class Connection: Sendable {
     }
 }
 
-/// A command fanned out to many connections; each wire format encodes it at most once.
+/// A command fanned out to many connections; each wire format encodes and frames it at most once.
 final class SharedFrame: Sendable {
+    /// A wire format's encoding of the command: `payload` as `FrameCodec.encode` gives it, `framed` the whole
+    /// WebSocket frame of it that every receiver's socket writes (the payload again where there is no frame:
+    /// in process, or nothing to send).
+    typealias Encoded = (payload: Connection.Outbound, framed: Connection.Outbound)
+
     let command: Command
-    private let encoded = Mutex<[WireFormat: Connection.Outbound]>([:])
+    private let encoded = Mutex<[WireFormat: Encoded]>([:])
 
     init(_ command: Command) { self.command = command }
 
@@ -150,12 +156,16 @@ final class SharedFrame: Sendable {
         return delivered
     }
 
-    func encoded(for format: WireFormat, using encode: (Command) -> Connection.Outbound) -> Connection.Outbound {
+    func encoded(for format: WireFormat, using encode: (Command) -> Connection.Outbound) -> Encoded {
         if let frame = encoded.withLock({ $0[format] }) { return frame }
-        var frame = encode(command)
-        // JSON's text, once into a buffer every receiver's frame shares (instead of a copy per receiver).
-        if format == .json, case .text(let text) = frame { frame = .textBytes(ByteBuffer(string: text)) }
-        encoded.withLock { $0[format] = frame }
-        return frame
+        let payload = encode(command)
+        var framed = payload
+        switch payload {
+        case .text(let text) where !text.isEmpty: framed = .framed(ServerFrame.frame(text: text))
+        case .binary(let buffer) where buffer.readableBytes > 0: framed = .framed(ServerFrame.frame(.binary, payload: buffer))
+        default: break
+        }
+        encoded.withLock { $0[format] = (payload, framed) }
+        return (payload, framed)
     }
 }

@@ -79,10 +79,10 @@ final class Transport: Sendable {
         }
     }
 
-    /// Called by the writer once a frame is written (or dropped); wakes a task waiting in `drained(below:)`
-    /// once the queue is down to its level.
-    func written(_ frame: Connection.Outbound) {
-        queuedBytes.wrappingSubtract(Self.size(of: frame), ordering: .sequentiallyConsistent)
+    /// Called by the writer once frames of `bytes` (by `size(of:)`) are written (or dropped); wakes a task
+    /// waiting in `drained(below:)` once the queue is down to its level.
+    func written(bytes: Int) {
+        queuedBytes.wrappingSubtract(bytes, ordering: .sequentiallyConsistent)
         guard draining.load(ordering: .sequentiallyConsistent) else { return }
         let waiter = drainWaiter.withLock { waiter -> CheckedContinuation<Void, Never>? in
             guard let limit = waiter?.limit, queuedBytes.load(ordering: .sequentiallyConsistent) <= limit else { return nil }
@@ -118,10 +118,11 @@ final class Transport: Sendable {
     /// Bytes queued and not yet written.
     var pendingBytes: Int { queuedBytes.load(ordering: .relaxed) }
 
-    private static func size(of frame: Connection.Outbound) -> Int {
+    /// What a frame counts for in the queued bytes.
+    static func size(of frame: Connection.Outbound) -> Int {
         switch frame {
         case .text(let text): text.utf8.count
-        case .binary(let buffer), .textBytes(let buffer): buffer.readableBytes
+        case .binary(let buffer), .framed(let buffer): buffer.readableBytes
         case .command, .close: 0
         }
     }

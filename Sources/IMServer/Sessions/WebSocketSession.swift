@@ -227,13 +227,19 @@ final class WebSocketSession: ChannelDuplexHandler {
 
         /// Writes frames of sessions of the current event loop (an `Outbox`'s), then flushes each session once.
         static func write(_ items: [(Writer, Connection.Outbound)]) {
-            var written: [ObjectIdentifier: WebSocketSession] = [:]
+            var written: [WebSocketSession] = []
             for (writer, frame) in items {
                 let session = writer.session.value
                 session.write(frame, flush: false)
-                written[ObjectIdentifier(session)] = session
+                if !session.inBatch {
+                    session.inBatch = true
+                    written.append(session)
+                }
             }
-            for session in written.values { session.flush() }
+            for session in written {
+                session.inBatch = false
+                session.flush()
+            }
         }
     }
 
@@ -245,6 +251,16 @@ final class WebSocketSession: ChannelDuplexHandler {
     /// Set in `start`, before the first frame is read.
     private var transport: Transport!
     private var context: ChannelHandlerContext?
+    /// Where the frames the transport sends are written, whole (`ServerFrame`): the context of a handler
+    /// just under NIO's frame encoder, so they pass it by. Set in `install`.
+    private var frames: ChannelHandlerContext?
+    /// The last frame written since the last flush, held back so that it carries the one promise that counts
+    /// every frame written since the previous one as written (not a promise per frame).
+    private var lastFrame: ByteBuffer?
+    /// Bytes (`Transport.size(of:)`) of the frames written since the last promise, `lastFrame`'s included.
+    private var unsettled = 0
+    /// Whether `Writer.write(_:)` has this session in the batch it is writing.
+    private var inBatch = false
     private var pinger: RepeatedTask?
     private var loginDeadline: Scheduled<Void>?
     private var closeDeadline: Scheduled<Void>?
@@ -276,6 +292,10 @@ final class WebSocketSession: ChannelDuplexHandler {
             service: service, connectionGuard: connectionGuard, settings: settings, format: format, logger: logger, onEnd: onEnd)
         let transport = makeTransport(Writer(channel: channel, session: NIOLoopBound(session, eventLoop: channel.eventLoop)))
         session.transport = transport
+        let bypass = FrameBypass()
+        try channel.pipeline.syncOperations.addHandler(
+            bypass, position: .before(try channel.pipeline.syncOperations.handler(type: WebSocketFrameEncoder.self)))
+        session.frames = try channel.pipeline.syncOperations.context(handler: bypass)
         try channel.pipeline.syncOperations.addHandler(
             NIOWebSocketFrameAggregator(
                 minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: Int.max, maxAccumulatedFrameSize: settings.maxFrameSize))
@@ -443,33 +463,36 @@ final class WebSocketSession: ChannelDuplexHandler {
 
     /// Writes a frame the transport sends (on the event loop); without `flush`, `flush()` sends it later.
     fileprivate func write(_ frame: Connection.Outbound, flush: Bool) {
-        guard let context, !closeSent, !FrameCodec.isEmpty(frame) else {
-            transport.written(frame)
-            return
-        }
-        let data: WebSocketFrame
+        let size = Transport.size(of: frame)
+        guard let context, !closeSent, !FrameCodec.isEmpty(frame) else { return transport.written(bytes: size) }
+        let bytes: ByteBuffer
         switch frame {
-        case .text(let text): data = WebSocketFrame(fin: true, opcode: .text, data: context.channel.allocator.buffer(string: text))
-        case .binary(let buffer): data = WebSocketFrame(fin: true, opcode: .binary, data: buffer)
-        case .textBytes(let buffer): data = WebSocketFrame(fin: true, opcode: .text, data: buffer)
-        case .command: return transport.written(frame)
+        case .framed(let buffer): bytes = buffer
+        case .text(let text): bytes = ServerFrame.frame(text: text, allocator: context.channel.allocator)
+        case .binary(let buffer): bytes = ServerFrame.frame(.binary, payload: buffer, allocator: context.channel.allocator)
+        case .command: return transport.written(bytes: size)
         case .close(let code, let reason):
-            transport.written(frame)
+            transport.written(bytes: size)
             return close(code: code, reason: reason)
         }
-        let transport = transport!
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.whenComplete { _ in transport.written(frame) }
-        if flush {
-            context.writeAndFlush(wrapOutboundOut(data), promise: promise)
-        } else {
-            context.write(wrapOutboundOut(data), promise: promise)
-        }
+        if let previous = lastFrame { frames?.write(NIOAny(previous), promise: nil) }
+        lastFrame = bytes
+        unsettled += size
+        if flush { self.flush() }
     }
 
-    /// Sends what `write(_:flush: false)` queued.
+    /// Sends what `write(_:flush: false)` queued; its last frame carries the promise that counts them all as
+    /// written (NIO completes a channel's writes in order, and a closed channel fails those still pending).
     fileprivate func flush() {
-        context?.flush()
+        guard let last = lastFrame else { return }
+        let bytes = unsettled
+        lastFrame = nil
+        unsettled = 0
+        let transport = transport!
+        guard let frames else { return transport.written(bytes: bytes) }
+        let promise = frames.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.whenComplete { _ in transport.written(bytes: bytes) }
+        frames.writeAndFlush(NIOAny(last), promise: promise)
     }
 
     /// Echoes the peer's close (RFC 6455 5.5.1), then ends the connection once it is written.
@@ -486,6 +509,7 @@ final class WebSocketSession: ChannelDuplexHandler {
     /// Sends a close frame, then drops the connection when the peer answers it or after `closeTimeout`.
     private func close(code: WebSocketErrorCode, reason: String?) {
         guard let context, !closeSent else { return }
+        flush()
         closeSent = true
         var data = context.channel.allocator.buffer(capacity: 2 + (reason?.utf8.count ?? 0))
         data.write(webSocketErrorCode: code)
@@ -494,4 +518,12 @@ final class WebSocketSession: ChannelDuplexHandler {
         let channel = context.channel
         closeDeadline = context.eventLoop.scheduleTask(in: TimeAmount(settings.closeTimeout)) { channel.close(promise: nil) }
     }
+}
+
+/// Passes the session's whole frames (`ServerFrame`) on to the socket: placed just under NIO's
+/// `WebSocketFrameEncoder`, so what the session writes on this handler's context skips the encoder, while
+/// control frames (pings, pongs, close) still go through it.
+private final class FrameBypass: ChannelOutboundHandler {
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 }

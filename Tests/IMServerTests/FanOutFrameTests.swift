@@ -1,0 +1,82 @@
+import Foundation
+import HookbotTestSupport
+import IMCore
+import XCTest
+
+/// A fan-out's frame is built once and written whole to every receiver's socket (`ServerFrame`, below NIO's
+/// frame encoder): each member reads well-formed RFC 6455 frames (final, unmasked, the shortest length
+/// encoding) holding the message, the same bytes for every member, and the bytes queued for them are all
+/// counted as written once they are read.
+final class FanOutFrameTests: XCTestCase {
+    func testEveryMemberReadsTheSameWellFormedFrames() async throws {
+        let server = try await startServer()
+        let tom = try await server.login("Tom")
+        let names = ["Jerry", "小明", "🐱-fan"]
+        var sockets: [RawWebSocket] = []
+        for name in names {
+            let socket = try RawWebSocket(port: server.port)
+            try socket.sendText(#"{"cmd":"session","op":"open","i":1,"peerId":"\#(name)"}"#)
+            XCTAssertTrue(try socket.readUntil(timeout: 5) { String(decoding: $0, as: UTF8.self).contains("opened") })
+            sockets.append(socket)
+        }
+        let cid = try await tom.startConversation(members: names, name: "猫和老鼠")
+        // Frames with a one-byte, a two-byte and an eight-byte length (payloads around 125 and 65,535 bytes).
+        let texts = [
+            "你好 @Jerry 👋", String(repeating: "猫", count: 40), "ok", String(repeating: "鼠", count: 21_800), "再见 🎉",
+        ]
+        var ids: [String] = []
+        for text in texts { ids.append(try required(try await tom.sendText(text, to: cid).uid)) }
+
+        var framesOfMembers: [[[UInt8]]] = []
+        for (socket, name) in zip(sockets, names) {
+            var frames: [[UInt8]] = []
+            XCTAssertTrue(
+                try socket.readUntil(timeout: 10) { received in
+                    frames = Self.frames(in: received).filter { String(decoding: $0, as: UTF8.self).contains(#""cmd":"direct""#) }
+                    return frames.count >= texts.count
+                }, "\(name) got all messages")
+            XCTAssertEqual(frames.count, texts.count, name)
+            for (frame, (text, id)) in zip(frames, zip(texts, ids)) {
+                let direct = try JSONCommandCodec().decode(String(decoding: frame, as: UTF8.self))
+                XCTAssertEqual(direct.id, id, name)
+                XCTAssertEqual(direct.fromPeerId, "Tom", name)
+                XCTAssertEqual(direct.text, text, name)
+            }
+            framesOfMembers.append(frames)
+        }
+        XCTAssertEqual(Set(framesOfMembers).count, 1, "every member got the same bytes")
+        // Every byte queued for the members was counted as written (one promise per socket and flush).
+        let deadline = ContinuousClock.now + .seconds(5)
+        while server.server.queuedOutboundBytes > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        XCTAssertEqual(server.server.queuedOutboundBytes, 0)
+    }
+
+    /// The payloads of the server's frames after the upgrade response in `bytes`; fails the test on a frame that
+    /// is masked, not final, or whose length is not in its shortest form (RFC 6455 section 5.2).
+    private static func frames(in bytes: [UInt8]) -> [[UInt8]] {
+        guard let end = bytes.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound else { return [] }
+        var frames: [[UInt8]] = []
+        var at = end
+        while at + 2 <= bytes.count {
+            XCTAssertEqual(bytes[at] & 0x80, 0x80, "FIN")
+            XCTAssertEqual(bytes[at + 1] & 0x80, 0, "a server's frames are not masked")
+            var length = Int(bytes[at + 1] & 0x7F)
+            var header = 2
+            if length == 126 {
+                guard at + 4 <= bytes.count else { break }
+                length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+                header = 4
+                XCTAssertGreaterThan(length, 125, "shortest length encoding")
+            } else if length == 127 {
+                guard at + 10 <= bytes.count else { break }
+                length = bytes[at + 2..<at + 10].reduce(0) { $0 << 8 | Int($1) }
+                header = 10
+                XCTAssertGreaterThan(length, 0xFFFF, "shortest length encoding")
+            }
+            guard at + header + length <= bytes.count else { break }
+            if bytes[at] & 0x0F == 1 { frames.append(Array(bytes[at + header..<at + header + length])) }
+            at += header + length
+        }
+        return frames
+    }
+}
