@@ -33,23 +33,9 @@ struct BigRoomBenchmark {
     var addresses = 8
 
     func run() async throws -> BigRoomResult {
-        let directory = root.appendingPathComponent("w4")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var limit = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        limit.rlim_cur = limit.rlim_max
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        let port = Int.random(in: 30000..<60000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        if let server = ProcessInfo.processInfo.environment["HOOKBOT_BENCH_IDLE_SERVER"] {
-            process.executableURL = URL(fileURLWithPath: server)
-        }
-        process.arguments = [
-            "server", "--port", "\(port)", "--db", directory.appendingPathComponent("s.sqlite").path, "--log-level", "error",
-            "--max-connections-per-address", "\(members / addresses + 64)",
-        ]
-        try process.run()
+        _ = IdleSessionsBenchmark.raiseDescriptorLimit()
+        let (process, port) = try IdleSessionsBenchmark.startServer(
+            in: root.appendingPathComponent("w4"), perAddress: members / addresses + 64)
         defer {
             process.terminate()
             process.waitUntilExit()

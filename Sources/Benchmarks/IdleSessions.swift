@@ -44,30 +44,13 @@ struct IdleSessionsBenchmark {
     func run() async throws -> IdleSessionsResult {
         // Each session is a descriptor in this process and one in the server's (which inherits the limit):
         // raise the soft limit to the hard one, and leave out steps that would not fit under it.
-        var limit = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        limit.rlim_cur = limit.rlim_max
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        let steps = steps.filter { UInt64($0) + 256 <= UInt64(limit.rlim_cur) }
+        let descriptors = Self.raiseDescriptorLimit()
+        let steps = steps.filter { UInt64($0) + 256 <= descriptors }
         guard !steps.isEmpty else {
-            throw BenchError(message: "the descriptor limit (ulimit -n \(limit.rlim_cur)) is too low for \(self.steps.min() ?? 0) sessions")
+            throw BenchError(message: "the descriptor limit (ulimit -n \(descriptors)) is too low for \(self.steps.min() ?? 0) sessions")
         }
         let total = steps.max() ?? 0
-        let directory = root.appendingPathComponent("idle")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let port = Int.random(in: 30000..<60000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        if let server = ProcessInfo.processInfo.environment["HOOKBOT_BENCH_IDLE_SERVER"] {
-            // Another build's binary as the server (a before/after comparison in one sitting).
-            process.executableURL = URL(fileURLWithPath: server)
-        }
-        process.arguments = [
-            "server", "--port", "\(port)", "--db", directory.appendingPathComponent("s.sqlite").path, "--log-level", "error",
-            "--max-connections-per-address", "\(total / addresses + 64)",
-        ]
-        try process.run()
+        let (process, port) = try Self.startServer(in: root.appendingPathComponent("idle"), perAddress: total / addresses + 64)
         defer {
             process.terminate()
             process.waitUntilExit()
@@ -138,6 +121,35 @@ struct IdleSessionsBenchmark {
     }
 
     /// The resident size of process `pid` in KB (`VmRSS`).
+    /// Raises this process's soft descriptor limit to the hard one (a server child inherits it); gives the new limit.
+    static func raiseDescriptorLimit() -> UInt64 {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        return UInt64(limit.rlim_cur)
+    }
+
+    /// Starts `hookbot server` (this executable) as a child process on a random port, its SQLite file in `directory`,
+    /// allowing `perAddress` connections from one address. `HOOKBOT_BENCH_IDLE_SERVER` names another build's binary
+    /// to run instead (a before/after comparison in one sitting).
+    static func startServer(in directory: URL, perAddress: Int) throws -> (process: Process, port: Int) {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = Int.random(in: 30000..<60000)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        if let server = ProcessInfo.processInfo.environment["HOOKBOT_BENCH_IDLE_SERVER"] {
+            process.executableURL = URL(fileURLWithPath: server)
+        }
+        process.arguments = [
+            "server", "--port", "\(port)", "--db", directory.appendingPathComponent("s.sqlite").path, "--log-level", "error",
+            "--max-connections-per-address", "\(perAddress)",
+        ]
+        try process.run()
+        return (process, port)
+    }
+
     static func rssKB(_ pid: Int32) throws -> Double {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
@@ -192,7 +204,15 @@ final class IdleClients: Sendable {
                     try channel.pipeline.syncOperations.addHandler(UpgradeRequester(port: self.port, failed: loggedIn))
                 }
             }
-        let channel = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
+        } catch {
+            // A server not listening yet: the caller tries again; the promise must not be left (NIO's debug builds
+            // stop the process on a leaked promise).
+            loggedIn.fail(error)
+            throw error
+        }
         let deadline = channel.eventLoop.scheduleTask(in: .seconds(60)) {
             loggedIn.fail(BenchError(message: "session \(id) not logged in after 60 s"))
         }

@@ -28,6 +28,26 @@ extension Bench {
     }
 }
 
+extension Bench {
+    /// Sends the texts "0" to "`messages` - 1" to `conversation` from 8 concurrent lanes, noting each one's send
+    /// time in `sentAt` (what `latencyListener` measures from).
+    static func send(
+        _ messages: Int, to conversation: IMConversation, clock: ContinuousClock, sentAt: Locked<[Int: ContinuousClock.Instant]>
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<8 {
+                group.addTask {
+                    for k in stride(from: lane, to: messages, by: 8) {
+                        sentAt.withLock { $0[k] = clock.now }
+                        _ = try await conversation.send(.text("\(k)"))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+}
+
 /// Lets a sender wait until the reply or delivery numbered `k` has arrived.
 final class ReplyWaiter: Sendable {
     private struct State {

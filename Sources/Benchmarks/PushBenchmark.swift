@@ -142,17 +142,7 @@ struct PushBenchmark {
         }
         endpoint.reset()
         let started = clock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for lane in 0..<8 {
-                group.addTask {
-                    for k in stride(from: lane, to: messages, by: 8) {
-                        sentAt.withLock { $0[k] = clock.now }
-                        _ = try await conversation.send(.text("\(k)"))
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await Bench.send(messages, to: conversation, clock: clock, sentAt: sentAt)
         let sent = clock.now
         for await _ in done { break }
         var result = Phase(latency: LatencyStats(latencies.withLock { $0 }))

@@ -391,17 +391,7 @@ struct Bench {
         let conversation = try await sender.createConversation(members: receivers.map(\.clientId))
         let meter = Meter(servers: nodes.map(\.server), bot: nil)
         let started = clock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for lane in 0..<8 {
-                group.addTask {
-                    for k in stride(from: lane, to: messages, by: 8) {
-                        sentAt.withLock { $0[k] = clock.now }
-                        _ = try await conversation.send(.text("\(k)"))
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await Bench.send(messages, to: conversation, clock: clock, sentAt: sentAt)
         for await _ in done { break }
         let elapsed = (clock.now - started).milliseconds / 1000
         let efficiency = meter.finish()
