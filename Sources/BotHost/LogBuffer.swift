@@ -10,8 +10,8 @@ import Synchronization
 /// `maxMetadataValueBytes` (marked with how many bytes were dropped), so what a plugin logs cannot grow the
 /// host's memory: the ring holds at most about `maxBytes`, whatever is logged.
 public final class LogBuffer: Sendable {
-    /// One log entry.
-    public struct Entry: Sendable, Hashable {
+    /// One log entry (the console's `GET /api/logs` encodes it as it is).
+    public struct Entry: Sendable, Hashable, Encodable {
         public var seq: Int
         /// Seconds since 1970.
         public var time: Double

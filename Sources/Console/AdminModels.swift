@@ -7,36 +7,12 @@ import IMServer
 /// The JSON shapes of the admin API (docs/CONSOLE.md, "Admin API"); those the admin socket gives too
 /// (`PluginView`, `ReloadView`) are in BotHost (AdminViews.swift).
 struct StateView: Encodable {
-    struct EntryView: Encodable {
-        var key: String
-        var value: JSONValue
-        var expiresAt: Double?
-    }
-
     var plugin: String
-    var entries: [EntryView]
+    var entries: [HookStateStore.Entry]
 }
 
 struct LogView: Encodable {
-    struct EntryView: Encodable {
-        var seq: Int
-        var time: Double
-        var level: String
-        var message: String
-        var plugin: String?
-        var metadata: [String: String]
-
-        init(_ entry: LogBuffer.Entry) {
-            seq = entry.seq
-            time = entry.time
-            level = entry.level.rawValue
-            message = entry.message
-            plugin = entry.plugin
-            metadata = entry.metadata
-        }
-    }
-
-    var entries: [EntryView]
+    var entries: [LogBuffer.Entry]
     var next: Int
 }
 

@@ -105,11 +105,7 @@ public final class Console: Sendable {
                     let entries = try await store.entries(plugin: name, now: target.bot.runtime.clock.now())
                     return HTTPJSON.response(
                         .ok,
-                        StateView(
-                            plugin: name,
-                            entries: entries.map {
-                                .init(key: $0.key, value: $0.value, expiresAt: $0.expiresAt)
-                            }))
+                        StateView(plugin: name, entries: entries))
                 } catch {
                     return HTTPJSON.error(.internalServerError, "state could not be read: \(error)")
                 }
@@ -263,7 +259,7 @@ public final class Console: Sendable {
         }
         let plugin = query.get("plugin").flatMap { $0.isEmpty ? nil : $0 }
         let (entries, next) = logs.entries(after: after, minimumLevel: level, plugin: plugin, limit: limit)
-        return HTTPJSON.response(.ok, LogView(entries: entries.map(LogView.EntryView.init), next: next))
+        return HTTPJSON.response(.ok, LogView(entries: entries, next: next))
     }
 
     /// The last pushes the embedded server sent, retried or dropped, and its counts per provider.

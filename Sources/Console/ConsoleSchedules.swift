@@ -6,21 +6,20 @@ import IMCore
 import IMServer
 
 /// `GET /api/schedules`: every plugin's `ctx.schedule` jobs; `DELETE /api/schedules/:plugin/:id` cancels one.
-struct ScheduleListView: Codable, Sendable {
-    struct Job: Codable, Sendable {
-        var id: String
-        var kind: String
-        var spec: String
-        var fn: String
-        var data: JSONValue
-        var tz: String
-        var missed: String
-        var next: Double
-        var runs: Int
-        var lastRun: Double?
-        var created: Double
+struct ScheduleListView: Encodable, Sendable {
+    /// A job as the state file keeps it (`ScheduleJob`'s own JSON), and `next`: when it is due.
+    struct Job: Encodable, Sendable {
+        var job: ScheduleJob
+
+        private enum Keys: String, CodingKey { case next }
+
+        func encode(to encoder: any Encoder) throws {
+            try job.encode(to: encoder)
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(job.due, forKey: .next)
+        }
     }
-    struct Plugin: Codable, Sendable {
+    struct Plugin: Encodable, Sendable {
         var plugin: String
         var loaded: Bool
         var jobs: [Job]
@@ -37,12 +36,7 @@ extension Console {
                 let plugins = all.map { p in
                     ScheduleListView.Plugin(
                         plugin: p.plugin, loaded: p.loaded,
-                        jobs: p.jobs.map {
-                            .init(
-                                id: $0.id, kind: $0.kind.rawValue, spec: $0.spec, fn: $0.fn, data: $0.data, tz: $0.tz,
-                                missed: $0.missed.rawValue, next: $0.due, runs: $0.runs, lastRun: $0.lastRun,
-                                created: $0.created)
-                        })
+                        jobs: p.jobs.map(ScheduleListView.Job.init))
                 }
                 return HTTPJSON.response(.ok, ScheduleListView(plugins: plugins, total: plugins.reduce(0) { $0 + $1.jobs.count }))
             }

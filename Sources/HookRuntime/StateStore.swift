@@ -202,8 +202,8 @@ public final class HookStateStore: Sendable {
         }
     }
 
-    /// One stored entry, as the admin API shows it.
-    public struct Entry: Sendable, Hashable {
+    /// One stored entry, as the admin API shows it (`GET /api/plugins/:name/state` encodes it as it is).
+    public struct Entry: Sendable, Hashable, Encodable {
         public var key: String
         public var value: JSONValue
         /// Seconds since 1970 (the runtime clock), or nil for no expiry.
