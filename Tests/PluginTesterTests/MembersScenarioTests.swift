@@ -6,48 +6,39 @@ import XCTest
 /// joins with a time and founders (`join = {founding, at, ago}`), counts the messages it routes, and
 /// records locks; bad member tables are errors that name the place.
 final class MembersScenarioTests: XCTestCase {
-    private var dir: URL!
+    private var folder: ScenarioFolder!
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("plugin-tester-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("tests"), withIntermediateDirectories: true)
-        try write(
-            "probe.lua",
-            """
-            return {
-              name = "probe",
-              on_member_joined = function(ev, ctx)
-                for _, uid in ipairs(ev.members) do
-                  local m = ctx.conv(ev.cid).member(uid)
-                  ctx.reply(string.format("%s joined %s age %d", uid, ev.founding and "founding" or "later", ctx.now() - m.joined_at))
-                end
-              end,
-              on_receive = function(msg, ctx)
-                local conv = ctx.conv(msg.cid)
-                local who = (msg.text or ""):match("^who (%w+)$")
-                if who then
-                  local m = conv.member(who)
-                  if not m then return ctx.reply(who .. " unknown") end
-                  ctx.reply(string.format("%s %s %d %s age %d", who, m.role, m.messages, tostring(m.founder), ctx.now() - m.joined_at))
-                elseif msg.text == "lock" then conv.lock("wave")
-                elseif msg.text == "locked?" then ctx.reply(tostring(conv.locked()))
-                end
-              end,
-            }
-            """)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
-
-    private func write(_ path: String, _ text: String) throws {
-        try text.write(to: dir.appendingPathComponent(path), atomically: true, encoding: .utf8)
+        folder = try ScenarioFolder(
+            self,
+            files: [
+                "probe.lua": """
+                return {
+                  name = "probe",
+                  on_member_joined = function(ev, ctx)
+                    for _, uid in ipairs(ev.members) do
+                      local m = ctx.conv(ev.cid).member(uid)
+                      ctx.reply(string.format("%s joined %s age %d", uid, ev.founding and "founding" or "later", ctx.now() - m.joined_at))
+                    end
+                  end,
+                  on_receive = function(msg, ctx)
+                    local conv = ctx.conv(msg.cid)
+                    local who = (msg.text or ""):match("^who (%w+)$")
+                    if who then
+                      local m = conv.member(who)
+                      if not m then return ctx.reply(who .. " unknown") end
+                      ctx.reply(string.format("%s %s %d %s age %d", who, m.role, m.messages, tostring(m.founder), ctx.now() - m.joined_at))
+                    elseif msg.text == "lock" then conv.lock("wave")
+                    elseif msg.text == "locked?" then ctx.reply(tostring(conv.locked()))
+                    end
+                  end,
+                }
+                """
+            ])
     }
 
     private func run(_ scenario: String) async throws -> (PluginTestRunner.Summary, String) {
-        try write("tests/probe.test.lua", scenario)
-        var lines: [String] = []
-        let summary = await PluginTestRunner { lines.append($0) }.run(paths: [dir.path])
-        return (summary, lines.joined(separator: "\n"))
+        try await folder.report(scenario, as: "probe.test.lua")
     }
 
     func testMembersJoinTimesCountsFoundersAndLocks() async throws {

@@ -6,55 +6,44 @@ import XCTest
 /// offline receivers to the chain and `pushes` checks what each one gets; the chain rule, drops, failures,
 /// overruns and invalid results as real Lua plugins produce them; the shipped example's scenarios.
 final class OfflineHookScenarioTests: XCTestCase {
-    private var dir: URL!
+    private var folder: ScenarioFolder!
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("offline-hook-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("tests"), withIntermediateDirectories: true)
-        try write(
-            "quiet.lua",
-            """
-            return {
-              name = "quiet",
-              priority = 10,
-              on_offline = function(msg, receivers, ctx)
-                if msg.text == "boom" then error("exploded") end
-                if msg.text == "spin" then while true do end end
-                if msg.text == "hush" then return false end
-                if msg.text == "stranger" then return { Nobody = false } end
-                if msg.text == "badge" then return { Jerry = { badge = "many" } } end
-                if msg.text == "index" then return { [2] = { title = "second" } } end
-                if msg.text == "far" then return { [9] = false } end
-                return { Spike = false, Jerry = { body = "psst", data = { n = #receivers } } }
-              end,
-            }
-            """)
-        try write(
-            "tally.lua",
-            """
-            return {
-              name = "tally",
-              on_offline = function(msg, receivers, ctx)
-                local ids = {}
-                for _, r in ipairs(receivers) do ids[#ids + 1] = r.id .. (r.mentioned and "@" or "") end
-                ctx.log("info", "tally saw " .. table.concat(ids, ","))
-                return { [1] = { sound = "bell" } }
-              end,
-            }
-            """)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
-
-    private func write(_ path: String, _ text: String) throws {
-        try text.write(to: dir.appendingPathComponent(path), atomically: true, encoding: .utf8)
+        folder = try ScenarioFolder(
+            self,
+            files: [
+                "quiet.lua": """
+                return {
+                  name = "quiet",
+                  priority = 10,
+                  on_offline = function(msg, receivers, ctx)
+                    if msg.text == "boom" then error("exploded") end
+                    if msg.text == "spin" then while true do end end
+                    if msg.text == "hush" then return false end
+                    if msg.text == "stranger" then return { Nobody = false } end
+                    if msg.text == "badge" then return { Jerry = { badge = "many" } } end
+                    if msg.text == "index" then return { [2] = { title = "second" } } end
+                    if msg.text == "far" then return { [9] = false } end
+                    return { Spike = false, Jerry = { body = "psst", data = { n = #receivers } } }
+                  end,
+                }
+                """,
+                "tally.lua": """
+                return {
+                  name = "tally",
+                  on_offline = function(msg, receivers, ctx)
+                    local ids = {}
+                    for _, r in ipairs(receivers) do ids[#ids + 1] = r.id .. (r.mentioned and "@" or "") end
+                    ctx.log("info", "tally saw " .. table.concat(ids, ","))
+                    return { [1] = { sound = "bell" } }
+                  end,
+                }
+                """,
+            ])
     }
 
     private func run(_ scenario: String) async throws -> (PluginTestRunner.Summary, String) {
-        try write("tests/quiet.test.lua", scenario)
-        var lines: [String] = []
-        let summary = await PluginTestRunner { lines.append($0) }.run(paths: [dir.path])
-        return (summary, lines.joined(separator: "\n"))
+        try await folder.report(scenario, as: "quiet.test.lua")
     }
 
     func testTheChainRewritesDropsAndEachPluginSeesThePreviousResult() async throws {

@@ -7,42 +7,42 @@ import XCTest
 /// host is refused with its 3xx and the reason, and nothing is asked of the refused host.
 final class RecordedRedirectTests: XCTestCase {
     func testRecordedRedirectsFollowTheAllowList() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("recorded-redirects-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("tests"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        try """
-        return {
-          on_receive = function(msg, ctx)
-            ctx.http.get(msg.text, function(res, ctx)
-              ctx.reply(res.ok and ("got " .. res.body) or ("failed " .. tostring(res.status) .. ": " .. res.error))
-            end)
-          end,
-        }
-        """.write(to: dir.appendingPathComponent("fetch.lua"), atomically: true, encoding: .utf8)
-        try """
-        return {
-          http = {
-            ["GET https://api.example.org/moved"] = { status = 301, headers = { Location = "/a" } },
-            ["GET https://api.example.org/a"] = { body = "the answer" },
-            ["GET https://api.example.org/away"] = { status = 302, headers = { location = "http://127.0.0.1:9/secret" } },
-            ["GET https://api.example.org/down"] = { status = 302, headers = { location = "http://api.example.org/a" } },
-          },
-          cases = { { name = "redirects", steps = {
-            { message = "https://api.example.org/moved",
-              expect = { replies = { "got the answer" }, http = {
-                { url = "https://api.example.org/moved", status = 301 }, { url = "https://api.example.org/a", status = 200 } } } },
-            { message = "https://api.example.org/away",
-              expect = { replies = {
-                "failed 302: redirect refused: 127.0.0.1:9 is not in this plugin's allowed hosts ([http.fetch] hosts)" },
-                http = { { url = "https://api.example.org/away", status = 302 } } } },
-            { message = "https://api.example.org/down",
-              expect = { replies = { { match = "^failed 302: redirect refused: from https down to http" } },
-                http = { { url = "https://api.example.org/down", status = 302 } } } },
-          } } },
-        }
-        """.write(to: dir.appendingPathComponent("tests/fetch.test.lua"), atomically: true, encoding: .utf8)
-        var lines: [String] = []
-        let summary = await PluginTestRunner { lines.append($0) }.run(paths: [dir.appendingPathComponent("tests/fetch.test.lua").path])
+        let folder = try ScenarioFolder(
+            self,
+            files: [
+                "fetch.lua": """
+                return {
+                  on_receive = function(msg, ctx)
+                    ctx.http.get(msg.text, function(res, ctx)
+                      ctx.reply(res.ok and ("got " .. res.body) or ("failed " .. tostring(res.status) .. ": " .. res.error))
+                    end)
+                  end,
+                }
+                """,
+                "tests/fetch.test.lua": """
+                return {
+                  http = {
+                    ["GET https://api.example.org/moved"] = { status = 301, headers = { Location = "/a" } },
+                    ["GET https://api.example.org/a"] = { body = "the answer" },
+                    ["GET https://api.example.org/away"] = { status = 302, headers = { location = "http://127.0.0.1:9/secret" } },
+                    ["GET https://api.example.org/down"] = { status = 302, headers = { location = "http://api.example.org/a" } },
+                  },
+                  cases = { { name = "redirects", steps = {
+                    { message = "https://api.example.org/moved",
+                      expect = { replies = { "got the answer" }, http = {
+                        { url = "https://api.example.org/moved", status = 301 }, { url = "https://api.example.org/a", status = 200 } } } },
+                    { message = "https://api.example.org/away",
+                      expect = { replies = {
+                        "failed 302: redirect refused: 127.0.0.1:9 is not in this plugin's allowed hosts ([http.fetch] hosts)" },
+                        http = { { url = "https://api.example.org/away", status = 302 } } } },
+                    { message = "https://api.example.org/down",
+                      expect = { replies = { { match = "^failed 302: redirect refused: from https down to http" } },
+                        http = { { url = "https://api.example.org/down", status = 302 } } } },
+                  } } },
+                }
+                """,
+            ])
+        let (summary, lines) = await folder.run("tests/fetch.test.lua")
         XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
         XCTAssertEqual(summary.passed, 1)
     }

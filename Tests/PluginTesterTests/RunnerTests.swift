@@ -6,37 +6,29 @@ import XCTest
 /// The runner itself: failures are reported with a diff and counted, hook errors fail a step, bad
 /// scenario files are reported, and `hookbot test` exits non-zero.
 final class RunnerTests: XCTestCase {
-    private var dir: URL!
+    private var folder: ScenarioFolder!
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("plugin-tester-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("tests"), withIntermediateDirectories: true)
-        try write(
-            "echo.lua",
-            """
-            return {
-              name = "echo",
-              config = { prefix = "echo: " },
-              on_receive = function(msg, ctx)
-                if msg.text == "boom" then error("exploded") end
-                ctx.reply(ctx.config.prefix .. msg.text)
-                ctx.state.incr("seen")
-              end,
-            }
-            """)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
-
-    private func write(_ path: String, _ text: String) throws {
-        try text.write(to: dir.appendingPathComponent(path), atomically: true, encoding: .utf8)
+        folder = try ScenarioFolder(
+            self,
+            files: [
+                "echo.lua": """
+                return {
+                  name = "echo",
+                  config = { prefix = "echo: " },
+                  on_receive = function(msg, ctx)
+                    if msg.text == "boom" then error("exploded") end
+                    ctx.reply(ctx.config.prefix .. msg.text)
+                    ctx.state.incr("seen")
+                  end,
+                }
+                """
+            ])
     }
 
     private func run(_ scenario: String) async throws -> (PluginTestRunner.Summary, [String]) {
-        try write("tests/echo.test.lua", scenario)
-        var lines: [String] = []
-        let summary = await PluginTestRunner { lines.append($0) }.run(paths: [dir.path])
-        return (summary, lines)
+        try folder.write("tests/echo.test.lua", scenario)
+        return await folder.run()
     }
 
     func testPassingAndFailingCasesAreCountedWithADiff() async throws {
@@ -93,7 +85,7 @@ final class RunnerTests: XCTestCase {
     }
 
     func testTimersEventsAndReload() async throws {
-        try write(
+        try folder.write(
             "ticker.lua",
             """
             return {
@@ -103,7 +95,7 @@ final class RunnerTests: XCTestCase {
               on_cmd = function(cmd, ctx) ctx.send_cmd(cmd.cid, "pong", { n = cmd.ext.n + 1 }) end,
             }
             """)
-        try write(
+        try folder.write(
             "tests/ticker.test.lua",
             """
             return { cases = { { name = "all of it", steps = {
@@ -117,8 +109,7 @@ final class RunnerTests: XCTestCase {
               { advance = 60, expect = { replies = { "tick 3" } } },
             } } } }
             """)
-        var lines: [String] = []
-        let summary = await PluginTestRunner { lines.append($0) }.run(paths: [dir.appendingPathComponent("tests/ticker.test.lua").path])
+        let (summary, lines) = await folder.run("tests/ticker.test.lua")
         XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
         XCTAssertEqual(summary.passed, 1)
     }
@@ -138,7 +129,7 @@ final class RunnerTests: XCTestCase {
     /// Two bots echoing each other run through the same routing core as a running bot: the hop marker
     /// stops them, and lowering `max_hops` stops them sooner.
     func testBotsAnswerEachOtherUntilTheHopLimit() async throws {
-        try write(
+        try folder.write(
             "parrot.lua",
             """
             return { on_receive = function(msg, ctx) if msg.from == "modbot" then ctx.reply("parrot: " .. msg.text) end end }
@@ -164,7 +155,7 @@ final class RunnerTests: XCTestCase {
     /// Recorded HTTP responses answer `ctx.http`; an unrecorded URL fails as a value the plugin sees, and a
     /// body over the plugin's cap fails as too large.
     func testRecordedHTTPResponses() async throws {
-        try write(
+        try folder.write(
             "fetch.lua",
             """
             return {
@@ -176,7 +167,7 @@ final class RunnerTests: XCTestCase {
               end,
             }
             """)
-        try write(
+        try folder.write(
             "tests/fetch.test.lua",
             """
             return {
@@ -193,28 +184,26 @@ final class RunnerTests: XCTestCase {
               } } },
             }
             """)
-        var lines: [String] = []
-        let summary = await PluginTestRunner { lines.append($0) }.run(paths: [dir.appendingPathComponent("tests/fetch.test.lua").path])
+        let (summary, lines) = await folder.run("tests/fetch.test.lua")
         XCTAssertEqual(summary.failed, 0, lines.joined(separator: "\n"))
         XCTAssertEqual(summary.passed, 1)
     }
 
     func testFilterSelectsCases() async throws {
-        try write("tests/echo.test.lua", "return { cases = { { name = 'one', steps = {} }, { name = 'two', steps = {} } } }")
-        var lines: [String] = []
-        let summary = await PluginTestRunner(filter: "two") { lines.append($0) }.run(paths: [dir.path])
+        try folder.write("tests/echo.test.lua", "return { cases = { { name = 'one', steps = {} }, { name = 'two', steps = {} } } }")
+        let (summary, _) = await folder.run(filter: "two")
         XCTAssertEqual(summary.results.map(\.name), ["echo: two"])
     }
 
     /// `hookbot test` prints the report and exits non-zero when a case fails.
     func testCommandExitStatus() throws {
         guard let binary = builtProduct("hookbot") else { throw XCTSkip("hookbot is not built") }
-        try write(
+        try folder.write(
             "tests/echo.test.lua",
             """
             return { cases = { { name = "wrong", steps = { { message = "hi", expect = { replies = { "nope" } } } } } } }
             """)
-        let (status, output) = try runProcess(binary, ["test", dir.path])
+        let (status, output) = try runProcess(binary, ["test", folder.url.path])
         XCTAssertNotEqual(status, 0)
         XCTAssertTrue(output.contains("FAIL echo: wrong"), output)
         XCTAssertTrue(output.contains("- \"nope\""), output)

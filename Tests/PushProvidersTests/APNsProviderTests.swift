@@ -181,22 +181,19 @@ final class APNsProviderTests: XCTestCase {
         }
         let http = try client()
         let apns = try provider(server, http: http)
-        func send(_ last: String) async throws -> PushOutcome {
+        try await assertOutcomes(
+            [
+                ("01", .deviceGone(reason: "410 Unregistered")),
+                ("02", .deviceGone(reason: "400 BadDeviceToken")),
+                ("03", .retryLater(after: .seconds(7), reason: "429 TooManyRequests")),
+                ("04", .retryLater(after: nil, reason: "503 ServiceUnavailable")),
+                ("05", .rejected(status: 400, reason: "BadTopic")),
+                ("06", .rejected(status: 403, reason: "InvalidProviderToken")),
+            ]
+        ) { last in
             try await apns.send(
                 PushNotification(title: "t", body: "b"), to: PushDevice(provider: "apns", token: String(repeating: "0", count: 62) + last))
         }
-        let gone1 = try await send("01")
-        XCTAssertEqual(gone1, .deviceGone(reason: "410 Unregistered"))
-        let gone2 = try await send("02")
-        XCTAssertEqual(gone2, .deviceGone(reason: "400 BadDeviceToken"))
-        let throttled = try await send("03")
-        XCTAssertEqual(throttled, .retryLater(after: .seconds(7), reason: "429 TooManyRequests"))
-        let unavailable = try await send("04")
-        XCTAssertEqual(unavailable, .retryLater(after: nil, reason: "503 ServiceUnavailable"))
-        let badTopic = try await send("05")
-        XCTAssertEqual(badTopic, .rejected(status: 400, reason: "BadTopic"))
-        let badKey = try await send("06")
-        XCTAssertEqual(badKey, .rejected(status: 403, reason: "InvalidProviderToken"))
         let requestCount = await server.requests().count
         XCTAssertEqual(requestCount, 6)
         try await http.shutdown()

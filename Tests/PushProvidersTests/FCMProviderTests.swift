@@ -205,17 +205,16 @@ final class FCMProviderTests: XCTestCase {
             }
         }
         let (server, fcm, http) = try await start(google)
-        func send(_ token: String) async throws -> PushOutcome {
+        try await assertOutcomes(
+            [
+                ("unregistered", .deviceGone(reason: "404 UNREGISTERED: Requested entity was not found.")),
+                ("quota", .retryLater(after: .seconds(30), reason: "429 QUOTA_EXCEEDED: Quota exceeded.")),
+                ("unavailable", .retryLater(after: nil, reason: "503 UNAVAILABLE: The service is currently unavailable.")),
+                ("invalid", .rejected(status: 400, reason: "INVALID_ARGUMENT: Invalid value")),
+            ]
+        ) { token in
             try await fcm.send(PushNotification(title: "t"), to: PushDevice(provider: "fcm", token: token))
         }
-        let gone = try await send("unregistered")
-        XCTAssertEqual(gone, .deviceGone(reason: "404 UNREGISTERED: Requested entity was not found."))
-        let quota = try await send("quota")
-        XCTAssertEqual(quota, .retryLater(after: .seconds(30), reason: "429 QUOTA_EXCEEDED: Quota exceeded."))
-        let unavailable = try await send("unavailable")
-        XCTAssertEqual(unavailable, .retryLater(after: nil, reason: "503 UNAVAILABLE: The service is currently unavailable."))
-        let invalid = try await send("invalid")
-        XCTAssertEqual(invalid, .rejected(status: 400, reason: "INVALID_ARGUMENT: Invalid value"))
         try await http.shutdown()
         await server.shutdown()
     }

@@ -124,24 +124,21 @@ final class WebPushProviderTests: XCTestCase {
         let webPush = try WebPushProvider(
             settings: WebPushSettings(vapid: VAPIDSettings(subject: "https://example.com/contact", privateKey: vapidKey.pemRepresentation))
                 .onLoopback, http: http)
-        func send(_ id: String) async throws -> PushOutcome {
+        try await assertOutcomes(
+            [
+                ("gone404", .deviceGone(reason: "404 Not Found: Request did not validate invalid token")),
+                ("gone410", .deviceGone(reason: "410 Gone: Subscription has expired")),
+                ("toolarge", .rejected(status: 413, reason: "Payload Too Large: too large")),
+                ("busy", .retryLater(after: .seconds(12), reason: "429 slow down")),
+                ("down", .retryLater(after: nil, reason: "502 Bad Gateway")),
+                // Redirects are not followed.
+                ("moved", .rejected(status: 301, reason: "Moved Permanently")),
+            ]
+        ) { id in
             try await webPush.send(
                 PushNotification(title: "t"), to: PushDevice(provider: "webpush", token: "\(server.baseURL)/push/\(id)", keys: browser.keys)
             )
         }
-        let gone404 = try await send("gone404")
-        XCTAssertEqual(gone404, .deviceGone(reason: "404 Not Found: Request did not validate invalid token"))
-        let gone410 = try await send("gone410")
-        XCTAssertEqual(gone410, .deviceGone(reason: "410 Gone: Subscription has expired"))
-        let tooLarge = try await send("toolarge")
-        XCTAssertEqual(tooLarge, .rejected(status: 413, reason: "Payload Too Large: too large"))
-        let busy = try await send("busy")
-        XCTAssertEqual(busy, .retryLater(after: .seconds(12), reason: "429 slow down"))
-        let down = try await send("down")
-        XCTAssertEqual(down, .retryLater(after: nil, reason: "502 Bad Gateway"))
-        // Redirects are not followed.
-        let moved = try await send("moved")
-        XCTAssertEqual(moved, .rejected(status: 301, reason: "Moved Permanently"))
         let requests = await server.requests()
         XCTAssertFalse(requests.map(\.path).contains("/push/elsewhere"))
         // One VAPID JWT per push service origin, reused.
