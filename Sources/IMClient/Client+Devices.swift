@@ -15,16 +15,8 @@ public enum IMPushProvider: String, Sendable, Hashable, CaseIterable {
     case webhook
 }
 
-/// The keys of a Web Push subscription (`subscription.toJSON().keys`), base64url.
-public struct IMPushSubscriptionKeys: Sendable, Hashable {
-    public var p256dh: String
-    public var auth: String
-
-    public init(p256dh: String, auth: String) {
-        self.p256dh = p256dh
-        self.auth = auth
-    }
-}
+/// The keys of a Web Push subscription (`subscription.toJSON().keys`), base64url: the type the server's providers use.
+public typealias IMPushSubscriptionKeys = PushSubscriptionKeys
 
 /// Where the server reaches this client with a push notification while it is offline.
 public struct IMPushDevice: Sendable, Hashable {

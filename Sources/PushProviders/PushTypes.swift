@@ -77,19 +77,6 @@ public struct PushDevice: Sendable, Hashable, Codable {
     }
 }
 
-/// The keys of a browser's `PushSubscription` (`subscription.toJSON().keys`), base64url as the browser gives them.
-public struct PushSubscriptionKeys: Sendable, Hashable, Codable {
-    /// The user agent's P-256 public key, uncompressed (65 bytes).
-    public var p256dh: String
-    /// The 16-byte authentication secret.
-    public var auth: String
-
-    public init(p256dh: String, auth: String) {
-        self.p256dh = p256dh
-        self.auth = auth
-    }
-}
-
 /// What a provider answered for one device.
 public enum PushOutcome: Sendable, Hashable {
     /// Accepted by the provider; `id` is its id for the notification when it gives one (APNs `apns-id`, the
