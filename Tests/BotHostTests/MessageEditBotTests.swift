@@ -4,11 +4,11 @@ import HookbotTestSupport
 import IMClient
 import IMCore
 import IMServer
-import XCTest
+import Testing
 
 /// Edits and binary messages through a real bot: the bot, as the server's interceptor, reviews an edit
 /// like a send (its moderation blocks or rewrites it), and plugins get `on_edit` and `msg.binary`.
-final class MessageEditBotTests: XCTestCase {
+@Suite(.serialized) struct MessageEditBotTests {
     static let watcher = """
         return {
           name = "watcher",
@@ -22,68 +22,66 @@ final class MessageEditBotTests: XCTestCase {
         }
         """
 
-    func testModerationReviewsEditsAndPluginsSeeThemInProcess() async throws { try await check(.inProcess) }
-    func testModerationReviewsEditsAndPluginsSeeThemOverWebSocket() async throws { try await check(.webSocket) }
+    @Test(arguments: BotAttachment.allCases)
+    func moderationReviewsEditsAndPluginsSeeThem(_ attachment: BotAttachment) async throws {
+        try await BotHarness.start(attachment: attachment).whileRunning { harness in
+            try harness.write("mod.lua", BotHostTests.moderation)
+            try harness.write("watcher.lua", Self.watcher)
+            let bot = try await harness.bot()
+            let tom = harness.server.client("Tom")
+            let jerry = harness.server.client("Jerry")
+            let logs = try await openClients([tom, jerry])
+            let conversation = try await tom.createConversation(members: ["Jerry", "modbot"])
+            let hello = try await conversation.send(.text("hello"))
+            _ = try await logs[1].message(in: conversation.id)
 
-    private func check(_ attachment: BotAttachment) async throws {
-        let harness = try await BotHarness.start(attachment: attachment)
-        addTeardownBlock { await harness.server.stop() }
-        try harness.write("mod.lua", BotHostTests.moderation)
-        try harness.write("watcher.lua", Self.watcher)
-        let bot = try await harness.bot()
-        let tom = harness.server.client("Tom")
-        let jerry = harness.server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
-        let conversation = try await tom.createConversation(members: ["Jerry", "modbot"])
-        let hello = try await conversation.send(.text("hello"))
-        _ = try await logs[1].message(in: conversation.id)
+            // A blocked edit fails with 4405 and the moderation's reason; the old text stays.
+            do {
+                _ = try await conversation.update(hello, to: .text("a forbidden-word here"))
+                Issue.record("a blocked edit must fail for its sender")
+            } catch let error as IMError {
+                #expect(error.code == 4405, "\(error)")
+                #expect(error.reason == "MESSAGE_UPDATE_REJECTED_BY_APP")
+                #expect(error.detail == "forbidden word")
+                #expect(error.appCode == 7)
+            }
+            var history = try await conversation.messages(limit: 10)
+            #expect(history.map(\.content.text) == ["hello"])
+            #expect(history.first?.editedAt == nil)
 
-        // A blocked edit fails with 4405 and the moderation's reason; the old text stays.
-        do {
-            _ = try await conversation.update(hello, to: .text("a forbidden-word here"))
-            XCTFail("a blocked edit must fail for its sender")
-        } catch {
-            XCTAssertEqual(error.code, 4405, "\(error)")
-            XCTAssertEqual(error.reason, "MESSAGE_UPDATE_REJECTED_BY_APP")
-            XCTAssertEqual(error.detail, "forbidden word")
-            XCTAssertEqual(error.appCode, 7)
+            // A rewritten edit is stored as moderation rewrote it; Jerry gets it as an edit.
+            let edited = try await conversation.update(hello, to: .text("oh darn"))
+            #expect(edited.editedAt != nil)
+            let event = try await logs[1].next("edit") { event -> IMMessage? in
+                if case .edited(let message) = event { return message }
+                return nil
+            }
+            #expect(event.id == hello.id)
+            #expect(event.content.text == "oh ****")
+            #expect(event.from == "Tom")
+            #expect(event.timestamp == hello.timestamp)
+            #expect(event.editedAt != nil)
+            history = try await conversation.messages(limit: 10)
+            #expect(history.first?.content.text == "oh ****")
+            #expect(history.first?.editedAt == event.editedAt)
+
+            // The blocked edit never reached on_edit; the allowed one did, with its new text.
+            let seen = try await logs[1].message(in: conversation.id)
+            #expect(seen.from == "modbot")
+            #expect(seen.content.text == "seen edit of \(hello.id) by Tom: oh **** (later)")
+
+            // Binary messages: bytes for the SDK, base64 in msg.binary for plugins.
+            let bytes = Data([1, 2, 3, 0xFF])
+            let sent = try await conversation.send(binary: bytes)
+            #expect(sent.binary != nil)
+            let received = try await logs[1].message(in: conversation.id)
+            #expect(received.binary == bytes)
+            #expect(received.id == sent.id)
+            let answer = try await logs[1].message(in: conversation.id)
+            #expect(answer.content.text == "binary " + bytes.base64EncodedString())
+            let stray = await logs[1].settle().compactMap(\.receivedMessage)
+            #expect(stray.isEmpty, "\(stray.map(\.content.text))")
+            await bot.stop()
         }
-        var history = try await conversation.messages(limit: 10)
-        XCTAssertEqual(history.map(\.content.text), ["hello"])
-        XCTAssertNil(history.first?.editedAt)
-
-        // A rewritten edit is stored as moderation rewrote it; Jerry gets it as an edit.
-        let edited = try await conversation.update(hello, to: .text("oh darn"))
-        XCTAssertNotNil(edited.editedAt)
-        let event = try await logs[1].next("edit") { event -> IMMessage? in
-            if case .edited(let message) = event { return message }
-            return nil
-        }
-        XCTAssertEqual(event.id, hello.id)
-        XCTAssertEqual(event.content.text, "oh ****")
-        XCTAssertEqual(event.from, "Tom")
-        XCTAssertEqual(event.timestamp, hello.timestamp)
-        XCTAssertNotNil(event.editedAt)
-        history = try await conversation.messages(limit: 10)
-        XCTAssertEqual(history.first?.content.text, "oh ****")
-        XCTAssertEqual(history.first?.editedAt, event.editedAt)
-
-        // The blocked edit never reached on_edit; the allowed one did, with its new text.
-        let seen = try await logs[1].message(in: conversation.id)
-        XCTAssertEqual(seen.from, "modbot")
-        XCTAssertEqual(seen.content.text, "seen edit of \(hello.id) by Tom: oh **** (later)")
-
-        // Binary messages: bytes for the SDK, base64 in msg.binary for plugins.
-        let bytes = Data([1, 2, 3, 0xFF])
-        let sent = try await conversation.send(binary: bytes)
-        XCTAssertNotNil(sent.binary)
-        let received = try await logs[1].message(in: conversation.id)
-        XCTAssertEqual(received.binary, bytes)
-        XCTAssertEqual(received.id, sent.id)
-        let answer = try await logs[1].message(in: conversation.id)
-        XCTAssertEqual(answer.content.text, "binary " + bytes.base64EncodedString())
-        let stray = await logs[1].settle().compactMap(\.receivedMessage)
-        XCTAssertTrue(stray.isEmpty, "\(stray.map(\.content.text))")
-        await bot.stop()
     }
 }

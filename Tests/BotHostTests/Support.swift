@@ -75,3 +75,18 @@ struct BotHarness {
         return bot
     }
 }
+
+extension BotHarness {
+    /// Runs `body` with this harness and stops its server afterwards, also when `body` throws (Swift Testing's
+    /// awaited teardown): `try await BotHarness.start(attachment: attachment).whileRunning { harness in … }`.
+    func whileRunning<T>(_ body: (BotHarness) async throws -> T) async throws -> T {
+        try await server.whileRunning { _ in try await body(self) }
+    }
+}
+
+extension BotHost {
+    /// Runs `body` with this bot and stops it afterwards, also when `body` throws.
+    nonisolated func whileRunning<T>(_ body: (BotHost) async throws -> T) async throws -> T {
+        try await finally({ try await body(self) }, then: { await stop() })
+    }
+}
