@@ -82,10 +82,7 @@ final class CardTests: XCTestCase {
     }
 
     func testACardIsNormalisedSignedAndSentAsType100() throws {
-        let f = Fixture()
-        f.write("vote.lua", Self.plugin)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
+        let (_, rt) = loaded("vote.lua", Self.plugin)
         let (m, c) = sent(rt)
         XCTAssertEqual(m.type, 100)
         XCTAssertEqual(rt.typeName(of: 100), "card")
@@ -116,10 +113,7 @@ final class CardTests: XCTestCase {
     }
 
     func testBadCardsGetErrorsNamingTheField() throws {
-        let f = Fixture()
-        f.write("vote.lua", Self.plugin)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
+        let (_, rt) = loaded("vote.lua", Self.plugin)
         let many = JSONValue.array((1...26).map { .object(["label": .string("b\($0)")]) })
         let cases: [(JSONValue, String)] = [
             (.object(["buttons": .array([.object(["label": "a"])])]), "ctx.card: a card needs a title or a text"),
@@ -166,10 +160,7 @@ final class CardTests: XCTestCase {
     }
 
     func testAClickReachesOnActionAndTheCardIsEditedInPlace() throws {
-        let f = Fixture()
-        f.write("vote.lua", Self.plugin)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
+        let (f, rt) = loaded("vote.lua", Self.plugin)
         let (_, c) = sent(rt)
         let r = rt.command(click(c, button: 0, from: "Jerry"))
         XCTAssertEqual(r.errors, [])
@@ -201,10 +192,7 @@ final class CardTests: XCTestCase {
     }
 
     func testForgedAndStrayClicksAreRefusedBeforeAnyPlugin() throws {
-        let f = Fixture()
-        f.write("vote.lua", Self.plugin)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
+        let (_, rt) = loaded("vote.lua", Self.plugin)
         let (_, lunch) = sent(rt)
         let (_, other) = sent(rt, id: "other", cid: "c2")
         let otherToken = other["buttons"]?.arrayValue?[0]["token"] ?? .null
@@ -237,8 +225,7 @@ final class CardTests: XCTestCase {
     }
 
     func testFormInputsArriveWithTheClickWithinTheirLimit() throws {
-        let f = Fixture()
-        f.write(
+        let (_, rt) = loaded(
             "ask.lua",
             #"""
             return {
@@ -250,8 +237,6 @@ final class CardTests: XCTestCase {
               on_action = function(action, ctx) ctx.log("why=" .. action.form.why) end,
             }
             """#)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
         let r = rt.command(HookCommand(action: "go", cid: "c1", from: "Tom"))
         let (_, c) = try XCTUnwrap(card(r.actions))
         XCTAssertEqual(c["inputs"]?.arrayValue?.first?["max"], .int(10))

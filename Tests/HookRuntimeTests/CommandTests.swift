@@ -146,12 +146,7 @@ final class CommandTests: XCTestCase {
                 "args: a text argument takes the rest of the line"
             ),
         ]
-        for (body, expected) in cases {
-            let fixture = Fixture()
-            fixture.write("p.lua", "return { name = \"p\", on_load = function(ctx) \(body) end }")
-            let error = fixture.runtime().loadAll().errors.first
-            XCTAssertTrue(error?.message.contains(expected) == true, "\(body): \(error?.message ?? "no error")")
-        }
+        assertLoadFails(onLoad: cases)
         let fixture = Fixture()
         fixture.write(
             "a.lua", "return { name = \"a\", on_load = function(ctx) ctx.commands.add{ name = \"go\", run = function() end } end }")
@@ -280,12 +275,7 @@ final class CommandHelpTests: XCTestCase {
                 "a plugin declares at most 50 commands"
             ),
         ]
-        for (body, expected) in cases {
-            let fixture = Fixture()
-            fixture.write("p.lua", "return { name = \"p\", on_load = function(ctx) \(body) end }")
-            let error = fixture.runtime().loadAll().errors.first
-            XCTAssertTrue(error?.message.contains(expected) == true, "\(body): \(error?.message ?? "no error")")
-        }
+        assertLoadFails(onLoad: cases)
         // Fifty is fine, and declaring one again (a reload) does not count twice.
         let fixture = Fixture()
         fixture.write(
@@ -300,5 +290,18 @@ final class CommandHelpTests: XCTestCase {
         XCTAssertEqual(engine.loadAll().errors, [])
         XCTAssertEqual(engine.reload(name: "p").errors, [])
         XCTAssertEqual(sentTexts(engine.receive(msg("!help c1")).actions), ["!c1 — again"])
+    }
+}
+
+extension XCTestCase {
+    /// For each case (an `on_load` body, the text expected): a plugin running that body fails to load, saying so.
+    fileprivate func assertLoadFails(onLoad cases: [(String, String)], file: StaticString = #filePath, line: UInt = #line) {
+        for (body, expected) in cases {
+            let fixture = Fixture()
+            fixture.write("p.lua", "return { name = \"p\", on_load = function(ctx) \(body) end }")
+            let error = fixture.runtime().loadAll().errors.first
+            XCTAssertTrue(
+                error?.message.contains(expected) == true, "\(body): \(error?.message ?? "no error")", file: file, line: line)
+        }
     }
 }

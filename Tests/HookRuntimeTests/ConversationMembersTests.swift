@@ -28,20 +28,12 @@ final class ConversationMembersTests: XCTestCase {
         }
         """
 
-    private func engine() -> (Fixture, PluginEngine) {
-        let f = Fixture()
-        f.write("probe.lua", plugin)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
-        return (f, rt)
-    }
-
     private func who(_ rt: PluginEngine, _ uid: String) -> [String] {
         sentTexts(rt.receive(msg("who", attrs: ["uid": .string(uid)])).actions)
     }
 
     func testMemberFieldsAsTheHostKnowsThem() {
-        let (_, rt) = engine()
+        let (_, rt) = loaded("probe.lua", plugin)
         let members = rt.env.members
         XCTAssertEqual(who(rt, "Tom"), ["nobody"])
         members.replace(
@@ -68,7 +60,7 @@ final class ConversationMembersTests: XCTestCase {
     }
 
     func testLockedIsTheHostsView() {
-        let (_, rt) = engine()
+        let (_, rt) = loaded("probe.lua", plugin)
         XCTAssertEqual(sentTexts(rt.receive(msg("locked")).actions), ["false false"])
         rt.env.members.setLocked(true, "c2")
         XCTAssertEqual(sentTexts(rt.receive(msg("locked")).actions), ["false true"])
@@ -78,7 +70,7 @@ final class ConversationMembersTests: XCTestCase {
     }
 
     func testLockAndUnlockAreActions() {
-        let (_, rt) = engine()
+        let (_, rt) = loaded("probe.lua", plugin)
         let actions = rt.receive(msg("lock")).actions.map(\.kind)
         XCTAssertEqual(
             actions, [.lock(cid: "c1", locked: true, reason: "join wave: 12 joins in 10 s"), .lock(cid: "c1", locked: false, reason: nil)])

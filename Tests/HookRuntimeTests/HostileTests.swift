@@ -5,11 +5,11 @@ import XCTest
 /// Plugins trying to hang, crash or flood the host.
 final class HostileTests: XCTestCase {
     private func one(_ body: String, limits: HookLimits = testLimits) -> (HookResult, PluginEngine, Fixture) {
-        let f = Fixture()
-        f.write("h.lua", "return { name = \"h\", on_receive = function(msg, ctx)\n\(body)\nend }")
-        f.write("z.lua", #"return { on_receive = function(msg, ctx) ctx.reply("alive") end }"#)
-        let rt = f.runtime(limits: limits)
-        XCTAssertEqual(rt.loadAll().errors, [])
+        let (f, rt) = loaded(
+            [
+                "h.lua": "return { name = \"h\", on_receive = function(msg, ctx)\n\(body)\nend }",
+                "z.lua": #"return { on_receive = function(msg, ctx) ctx.reply("alive") end }"#,
+            ], limits: limits)
         return (rt.receive(msg("x")), rt, f)
     }
 

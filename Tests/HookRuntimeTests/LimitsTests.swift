@@ -4,17 +4,15 @@ import XCTest
 
 final class LimitsTests: XCTestCase {
     private func run(_ hookBody: String, limits: HookLimits = testLimits) -> (HookResult, PluginEngine, Fixture) {
-        let f = Fixture()
-        f.write(
-            "bad.lua",
-            """
-            return { name = "bad", priority = 10, on_receive = function(msg, ctx)
-            \(hookBody)
-            end }
-            """)
-        f.write("good.lua", #"return { name = "good", on_receive = function(msg, ctx) ctx.reply("still here") end }"#)
-        let rt = f.runtime(limits: limits)
-        XCTAssertEqual(rt.loadAll().errors, [])
+        let (f, rt) = loaded(
+            [
+                "bad.lua": """
+                return { name = "bad", priority = 10, on_receive = function(msg, ctx)
+                \(hookBody)
+                end }
+                """,
+                "good.lua": #"return { name = "good", on_receive = function(msg, ctx) ctx.reply("still here") end }"#,
+            ], limits: limits)
         return (rt.receive(msg("x")), rt, f)
     }
 
@@ -105,11 +103,11 @@ final class LimitsTests: XCTestCase {
     }
 
     func testModerationFailOpenAndFailClosed() {
-        let f = Fixture()
-        f.write("m.lua", #"return { moderation = function(msg, ctx) error("db down") end }"#)
-        f.write("r.lua", #"return { on_receive = function(msg, ctx) ctx.reply("delivered") end }"#)
-        let open = f.runtime(limits: testLimits)
-        open.loadAll()
+        let (f, open) = loaded(
+            [
+                "m.lua": #"return { moderation = function(msg, ctx) error("db down") end }"#,
+                "r.lua": #"return { on_receive = function(msg, ctx) ctx.reply("delivered") end }"#,
+            ], limits: testLimits)
         let o = open.incoming(msg("x"))
         XCTAssertEqual(o.moderation.verdict, .allow)
         XCTAssertEqual(o.errors.count, 1)
@@ -126,11 +124,9 @@ final class LimitsTests: XCTestCase {
     }
 
     func testCircuitBreakerDisablesUntilReload() {
-        let f = Fixture()
-        f.write(
-            "flaky.lua", #"return { on_receive = function(msg, ctx) if msg.text == "fail" then error("nope") end ctx.reply("ok") end }"#)
-        let rt = f.runtime(limits: testLimits)
-        rt.loadAll()
+        let (_, rt) = loaded(
+            "flaky.lua", #"return { on_receive = function(msg, ctx) if msg.text == "fail" then error("nope") end ctx.reply("ok") end }"#,
+            limits: testLimits)
         for _ in 0..<4 { _ = rt.receive(msg("fail")) }
         XCTAssertEqual(rt.status("flaky")?.consecutiveFailures, 4)
         XCTAssertEqual(sentTexts(rt.receive(msg("good")).actions), ["ok"])
@@ -172,19 +168,16 @@ final class ReviewBudgetTests: XCTestCase {
     /// A hook stopped by the caller's budget (an interception review running out of time) is reported,
     /// but does not count towards the circuit breaker: a busy host must not disable moderation.
     func testBudgetCutsAreReportedButDoNotTripTheBreaker() {
-        let f = Fixture()
-        f.write(
+        var limits = HookLimits.default
+        limits.breakerThreshold = 2
+        let (_, rt) = loaded(
             "slow.lua",
             """
             return { moderation = function(msg, ctx)
               local started = ctx.now()
               while ctx.now() - started < 0.2 do local _ = string.rep("x", 1000) end
             end }
-            """)
-        var limits = HookLimits.default
-        limits.breakerThreshold = 2
-        let rt = f.runtime(limits: limits)
-        rt.loadAll()
+            """, limits: limits)
         for _ in 0..<4 {
             let outcome = rt.moderate(msg("x"), until: .now.advanced(by: .milliseconds(20)))
             XCTAssertEqual(outcome.errors.map(\.reason), [.deadline])

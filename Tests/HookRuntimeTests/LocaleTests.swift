@@ -239,8 +239,7 @@ final class LocaleTests: XCTestCase {
     }
 
     func testBadArgumentsAreClearErrors() {
-        let f = Fixture()
-        f.write(
+        let (_, engine) = loaded(
             "bad.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -259,8 +258,6 @@ final class LocaleTests: XCTestCase {
               ctx.reply("ok")
             end }
             """#)
-        let engine = f.runtime()
-        engine.loadAll()
         XCTAssertEqual(reply(engine, "x"), "ok")
     }
 }

@@ -9,10 +9,8 @@ import XCTest
 /// plugins.
 final class MatcherSharedScanTests: XCTestCase {
     func testMatchersInARowFindTheirOwnHits() {
-        let f = Fixture()
-        f.write(
-            "probe.lua",
-            """
+        let (_, rt) = loaded([
+            "probe.lua": """
             local a, b, r
             return {
               name = "probe",
@@ -29,10 +27,8 @@ final class MatcherSharedScanTests: XCTestCase {
                 ctx.reply(hit(a) .. " " .. hit(b) .. " " .. hit(r) .. " " .. hit(a))
               end,
             }
-            """)
-        f.write(
-            "other.lua",
-            """
+            """,
+            "other.lua": """
             local m
             return {
               name = "other",
@@ -42,9 +38,8 @@ final class MatcherSharedScanTests: XCTestCase {
                 ctx.reply("other " .. (h and h.term or "-"))
               end,
             }
-            """)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
+            """,
+        ])
         defer { rt.shutdown() }
         let cases: [(String, [String])] = [
             ("a s.c.a.m here", ["scam - - scam", "other s c a m"]),

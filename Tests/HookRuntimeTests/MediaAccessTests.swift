@@ -45,6 +45,29 @@ final class MediaAccessTests: XCTestCase {
         return (f, DirectoryMedia(directory: media, records: ["cat": record], delay: delay))
     }
 
+    /// An engine that loaded `plugins` (a load error fails the test) and reads the files of a new `fixture`,
+    /// or, with `media: false`, has no media source at all.
+    func mediaEngine(
+        _ plugins: KeyValuePairs<String, String>, limits: HookLimits = .default, delay: Duration = .zero, media: Bool = true,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> PluginEngine {
+        let (f, source) = try fixture(delay: delay)
+        addTeardownBlock { withExtendedLifetime(f) {} }
+        for (name, text) in plugins { f.write(name, text) }
+        let engine = f.runtime(limits: limits)
+        if media { engine.setMedia(source) }
+        XCTAssertEqual(engine.loadAll().errors, [], file: file, line: line)
+        return engine
+    }
+
+    /// `mediaEngine` with one plugin file.
+    func mediaEngine(
+        _ name: String, _ source: String, limits: HookLimits = .default, delay: Duration = .zero, media: Bool = true,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> PluginEngine {
+        try mediaEngine([name: source], limits: limits, delay: delay, media: media, file: file, line: line)
+    }
+
     func image(_ file: FileInfo) -> HookMessage {
         var m = msg("a photo", type: MessageType.image.rawValue)
         m.file = file
@@ -52,8 +75,7 @@ final class MediaAccessTests: XCTestCase {
     }
 
     func testAStoredFileShowsTheRecordsMimeAndSha256BesideTheMessagesValues() throws {
-        let (f, media) = try fixture()
-        f.write(
+        let engine = try mediaEngine(
             "show.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -62,9 +84,6 @@ final class MediaAccessTests: XCTestCase {
                 tostring(file.name), tostring(file.size), tostring(file.width), tostring(file.url), tostring(file.error) }, "|"))
             end }
             """#)
-        let engine = f.runtime()
-        engine.setMedia(media)
-        engine.loadAll()
         let stored = engine.receive(
             image(FileInfo(url: "/media/cat/cat.png", objId: "cat", name: "cat.png", format: "png", size: 1_572_864, width: 64, height: 48))
         )
@@ -79,17 +98,14 @@ final class MediaAccessTests: XCTestCase {
     }
 
     func testWithoutAMediaSourceFilesAreNotStoredAndSayWhy() throws {
-        let (f, _) = try fixture()
-        f.write(
+        let engine = try mediaEngine(
             "show.lua",
             #"""
             return { on_receive = function(msg, ctx)
               local data, why = ctx.media.read(msg, 4)
               ctx.reply(tostring(msg.file.stored) .. "|" .. tostring(msg.file.error) .. "|" .. tostring(data) .. "|" .. why)
             end }
-            """#)
-        let engine = f.runtime()
-        engine.loadAll()
+            """#, media: false)
         let r = engine.receive(image(FileInfo(url: "/media/cat/cat.png", objId: "cat")))
         XCTAssertEqual(
             sentTexts(r.actions),
@@ -97,8 +113,7 @@ final class MediaAccessTests: XCTestCase {
     }
 
     func testCtxMediaReadGivesTheFirstBytesCappedAtOneMiBAndErrorsAsNilAndAReason() throws {
-        let (f, media) = try fixture()
-        f.write(
+        let engine = try mediaEngine(
             "read.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -117,9 +132,6 @@ final class MediaAccessTests: XCTestCase {
                 ctx.media.info(msg).mime, tostring(ctx.media.info(msg).stored) }, "|"))
             end }
             """#)
-        let engine = f.runtime()
-        engine.setMedia(media)
-        engine.loadAll()
         let r = engine.receive(image(FileInfo(url: "/media/cat/cat.png", objId: "cat")))
         XCTAssertEqual(r.errors, [])
         let sha = String(repeating: "3c", count: 32)
@@ -133,8 +145,9 @@ final class MediaAccessTests: XCTestCase {
     }
 
     func testAReadThatWouldPassThePluginsMemoryCapIsRefused() throws {
-        let (f, media) = try fixture()
-        f.write(
+        var limits = testLimits
+        limits.memoryBytes = 1 << 20
+        let engine = try mediaEngine(
             "greedy.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -142,12 +155,7 @@ final class MediaAccessTests: XCTestCase {
               local small = ctx.media.read(msg, 1000)
               ctx.reply(tostring(data) .. "|" .. why .. "|" .. #small)
             end }
-            """#)
-        var limits = testLimits
-        limits.memoryBytes = 1 << 20
-        let engine = f.runtime(limits: limits)
-        engine.setMedia(media)
-        engine.loadAll()
+            """#, limits: limits)
         let r = engine.receive(image(FileInfo(url: "/media/cat/cat.png", objId: "cat")))
         XCTAssertEqual(r.errors, [])
         let text = try XCTUnwrap(sentTexts(r.actions).first)
@@ -156,8 +164,9 @@ final class MediaAccessTests: XCTestCase {
     }
 
     func testASlowStoreNeverHoldsAHookPastItsTime() throws {
-        let (f, media) = try fixture(delay: .seconds(5))
-        f.write(
+        var limits = testLimits
+        limits.deadline = 0.5
+        let engine = try mediaEngine(
             "slow.lua",
             #"""
             return {
@@ -169,12 +178,7 @@ final class MediaAccessTests: XCTestCase {
                 ctx.reply(tostring(data) .. "|" .. why)
               end,
             }
-            """#)
-        var limits = testLimits
-        limits.deadline = 0.5
-        let engine = f.runtime(limits: limits)
-        engine.setMedia(media)
-        engine.loadAll()
+            """#, limits: limits, delay: .seconds(5))
         let m = image(FileInfo(url: "/media/cat/cat.png", objId: "cat"))
         // A review with 120 ms left waits at most half of it for the record, then runs without it.
         var started = ContinuousClock.now
@@ -192,18 +196,14 @@ final class MediaAccessTests: XCTestCase {
     }
 
     func testBeforeSendGivesBackTheMessageUnchangedWhenAPluginReturnsIt() throws {
-        let (f, media) = try fixture()
-        f.write("echo.lua", "return { before_send = function(msg, ctx) return msg end }")
-        f.write(
-            "rename.lua",
-            #"""
+        let engine = try mediaEngine([
+            "echo.lua": "return { before_send = function(msg, ctx) return msg end }",
+            "rename.lua": #"""
             return { priority = -1, before_send = function(msg, ctx)
               if msg.file.name == "rename-me" then msg.file.name = "renamed.png" return msg end
             end }
-            """#)
-        let engine = f.runtime()
-        engine.setMedia(media)
-        engine.loadAll()
+            """#,
+        ])
         let m = image(FileInfo(url: "/media/cat/cat.png", objId: "cat", name: "cat.png", size: 1_572_864))
         // What the host adds (mime, sha256, stored) is not read back: the message is the one sent.
         XCTAssertEqual(engine.beforeSend(m).message, m)
@@ -304,8 +304,7 @@ final class MediaAccessTests: XCTestCase {
 
     /// on_edit carries the new version's file (its own fields); ctx.media gives the record.
     func testAnEditedFileMessageShowsItsFileInOnEdit() throws {
-        let (f, media) = try fixture()
-        f.write(
+        let engine = try mediaEngine(
             "edits.lua",
             #"""
             return { on_edit = function(ev, ctx)
@@ -313,9 +312,6 @@ final class MediaAccessTests: XCTestCase {
                 .. "|" .. ctx.media.sha256(ev))
             end }
             """#)
-        let engine = f.runtime()
-        engine.setMedia(media)
-        XCTAssertEqual(engine.loadAll().errors, [])
         let edited = image(FileInfo(url: "/media/cat/cat.png", objId: "cat", name: "cat.png", width: 64, height: 48))
         XCTAssertEqual(
             sentTexts(engine.edited(edited, editedAt: 1_700_000_001_000).actions),

@@ -8,8 +8,7 @@ final class MiscTests: XCTestCase {
     /// A message a hook hands back is read field by field; bad attrs, file or location are refused with an
     /// error naming the field (and a good one still goes through, Chinese text, emoji and location intact).
     func testABadMessageFromAHookIsRefusedNamingTheField() {
-        let f = Fixture()
-        f.write(
+        let (_, rt) = loaded(
             "shape.lua",
             """
             return { before_send = function(msg, ctx)
@@ -19,9 +18,7 @@ final class MiscTests: XCTestCase {
               if msg.text == "好" then msg.location = { latitude = 31.23, longitude = 121.47 } end
               return msg
             end }
-            """)
-        let rt = f.runtime(limits: testLimits)
-        XCTAssertEqual(rt.loadAll().errors, [])
+            """, limits: testLimits)
         for (text, expected) in [
             ("attrs", "message.attrs must be a table with string keys"), ("file", "message.file must be a table"),
             ("location", "message.location needs numeric latitude and longitude"),
@@ -38,8 +35,7 @@ final class MiscTests: XCTestCase {
     /// ctx.every and ctx.after share one Lua function in the prelude: their errors still name the function
     /// the plugin called and the plugin's line, and a good call still fires.
     func testTimerArgumentErrorsNameTheFunctionAndThePluginsLine() {
-        let f = Fixture()
-        f.write(
+        let (f, rt) = loaded(
             "timers.lua",
             """
             return { on_receive = function(msg, ctx)
@@ -48,9 +44,7 @@ final class MiscTests: XCTestCase {
               ctx.after(5, function() ctx.send("c1", "五秒到了 ⏰") end)
               ctx.reply(tostring(ok1) .. "|" .. e1 .. "|" .. tostring(ok2) .. "|" .. e2)
             end }
-            """)
-        let rt = f.runtime(limits: testLimits)
-        XCTAssertEqual(rt.loadAll().errors, [])
+            """, limits: testLimits)
         let reply = sentTexts(rt.receive(msg("提醒我")).actions)
         XCTAssertEqual(
             reply, ["false|timers.lua:2: ctx.every: function expected|false|timers.lua:3: ctx.after: seconds must be a number >= 0"])
@@ -74,8 +68,7 @@ final class MiscTests: XCTestCase {
     }
 
     func testFloatsStayFloatsInState() {
-        let f = Fixture()
-        f.write(
+        let (_, rt) = loaded(
             "n.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -83,19 +76,16 @@ final class MiscTests: XCTestCase {
               ctx.reply(math.type(ctx.state.get("f")) .. " " .. math.type(ctx.state.get("i")))
             end }
             """#)
-        let rt = f.runtime()
-        rt.loadAll()
         XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["float integer"])
     }
 
     func testUnloadAndReloadAll() {
-        let f = Fixture()
-        f.write(
-            "a.lua",
-            #"return { on_receive = function(msg, ctx) ctx.reply("a") end, on_load = function(ctx) ctx.every(1, function() end) end }"#)
-        f.write("b.lua", #"return { on_receive = function(msg, ctx) error("x") end }"#)
-        let rt = f.runtime(limits: testLimits)
-        rt.loadAll()
+        let (_, rt) = loaded(
+            [
+                "a.lua":
+                    #"return { on_receive = function(msg, ctx) ctx.reply("a") end, on_load = function(ctx) ctx.every(1, function() end) end }"#,
+                "b.lua": #"return { on_receive = function(msg, ctx) error("x") end }"#,
+            ], limits: testLimits)
         for _ in 0..<5 { _ = rt.receive(msg("x")) }
         XCTAssertEqual(rt.status("b")?.state, .disabled)
         XCTAssertEqual(rt.unload(name: "a").unloaded, ["a"])
@@ -115,10 +105,10 @@ final class MiscTests: XCTestCase {
         let rt = f.threadedRuntime()
         await rt.loadAll()
         let got = expectation(description: "timer fired")
-        let box = ManagedFlag()
+        let box = Shared(false)
         let task = rt.startTimerDriver(maxInterval: 0.01) { result in
-            if sentTexts(result.actions) == ["fired"], !box.isSet {
-                box.set()
+            if sentTexts(result.actions) == ["fired"], !box.value {
+                box.value = true
                 got.fulfill()
             }
         }
@@ -133,7 +123,7 @@ final class MiscTests: XCTestCase {
         f.write("s.lua", #"return { priority = 4, moderation = function() end, on_receive = function() error("bad") end }"#)
         f.write("broken.lua", "return {")
         let rt = f.runtime(limits: testLimits)
-        rt.loadAll()
+        XCTAssertEqual(rt.loadAll().errors.map(\.plugin), ["broken"])
         _ = rt.receive(msg("x"))
         let st = rt.status("s")!
         XCTAssertEqual(st.hooks, ["moderation", "on_receive"])

@@ -38,11 +38,8 @@ final class PipelineTests: XCTestCase {
     }
 
     func testReplyCarriesConversationAndReplyTo() {
-        let f = Fixture()
-        f.write(
+        let (_, rt) = loaded(
             "r.lua", #"return { on_receive = function(msg, ctx) ctx.reply({ text = "re: " .. msg.text, attrs = { q = msg.id } }) end }"#)
-        let rt = f.runtime()
-        rt.loadAll()
         let r = rt.receive(msg("hello", id: "m9", cid: "conv7"))
         guard case .send(let cid, let m, let replyTo)? = r.actions.first?.kind else { return XCTFail("\(r)") }
         XCTAssertEqual(cid, "conv7")
@@ -53,8 +50,7 @@ final class PipelineTests: XCTestCase {
     }
 
     func testMessageFieldsVisibleInLua() {
-        let f = Fixture()
-        f.write(
+        let (_, rt) = loaded(
             "m.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -63,8 +59,6 @@ final class PipelineTests: XCTestCase {
                 tostring(msg.location.latitude) }, "|"))
             end }
             """#)
-        let rt = f.runtime()
-        rt.loadAll()
         var m = msg(nil, id: "i1", cid: "c2", from: "bob", type: MessageType.image.rawValue, attrs: ["k": "v"])
         m.file = FileInfo(url: "http://x/y.png", size: 42)
         m.location = Location(latitude: 1.5, longitude: 2)
@@ -73,25 +67,20 @@ final class PipelineTests: XCTestCase {
     }
 
     func testModerationFirstNonAllowWinsAndStopsChain() {
-        let f = Fixture()
-        f.write("a_allow.lua", #"return { priority = 10, moderation = function(msg, ctx) ctx.log("a saw") return ctx.allow() end }"#)
-        f.write(
-            "b_block.lua",
-            #"""
+        let (_, rt) = loaded([
+            "a_allow.lua": #"return { priority = 10, moderation = function(msg, ctx) ctx.log("a saw") return ctx.allow() end }"#,
+            "b_block.lua": #"""
             return { priority = 5, moderation = function(msg, ctx)
               if msg.text:find("spam") then return ctx.block("no spam", { code = 4001, silent = true, actions = { warn = "stop", mute = 60 } }) end
             end }
-            """#)
-        f.write(
-            "c_replace.lua",
-            #"""
+            """#,
+            "c_replace.lua": #"""
             return { priority = 1, moderation = function(msg, ctx)
               ctx.log("c saw")
               if msg.text:find("darn") then return ctx.replace((msg.text:gsub("darn", "****"))) end
             end }
-            """#)
-        let rt = f.runtime()
-        rt.loadAll()
+            """#,
+        ])
         let blocked = rt.moderate(msg("buy spam darn", from: "eve"))
         XCTAssertEqual(blocked.verdict, .block(reason: "no spam", code: 4001, silent: true))
         XCTAssertEqual(blocked.decidedBy, "b_block")
@@ -109,18 +98,15 @@ final class PipelineTests: XCTestCase {
     }
 
     func testBlockedMessageNeverReachesOnReceive() {
-        let f = Fixture()
-        f.write(
-            "mod.lua",
-            #"""
+        let (_, rt) = loaded([
+            "mod.lua": #"""
             return { moderation = function(msg, ctx)
               if msg.text == "bad" then return ctx.block("bad", { actions = { kick = true } }) end
               if msg.text == "rude" then return ctx.replace("polite") end
             end }
-            """#)
-        f.write("recv.lua", #"return { on_receive = function(msg, ctx) ctx.reply("got " .. msg.text) end }"#)
-        let rt = f.runtime()
-        rt.loadAll()
+            """#,
+            "recv.lua": #"return { on_receive = function(msg, ctx) ctx.reply("got " .. msg.text) end }"#,
+        ])
         let b = rt.incoming(msg("bad", from: "eve"))
         XCTAssertNil(b.delivered)
         XCTAssertEqual(sentTexts(b.actions), [])
@@ -133,21 +119,17 @@ final class PipelineTests: XCTestCase {
     }
 
     func testBeforeSendModifiesInOrderAndDrop() {
-        let f = Fixture()
-        f.write(
-            "a.lua",
-            #"return { priority = 2, before_send = function(msg, ctx) msg.text = msg.text .. "!" ; msg.attrs.a = 1 return msg end }"#)
-        f.write(
-            "b.lua",
-            #"""
+        let (_, rt) = loaded([
+            "a.lua":
+                #"return { priority = 2, before_send = function(msg, ctx) msg.text = msg.text .. "!" ; msg.attrs.a = 1 return msg end }"#,
+            "b.lua": #"""
             return { priority = 1, before_send = function(msg, ctx)
               if msg.text:find("secret") then return ctx.drop("leak") end
               return { text = "[" .. msg.text .. "]" }
             end }
-            """#)
-        f.write("c.lua", #"return { before_send = function(msg, ctx) ctx.log(msg.text) end }"#)
-        let rt = f.runtime()
-        rt.loadAll()
+            """#,
+            "c.lua": #"return { before_send = function(msg, ctx) ctx.log(msg.text) end }"#,
+        ])
         let out = rt.beforeSend(msg("hi", id: "m1"))
         XCTAssertEqual(out.message?.text, "[hi!]")
         XCTAssertEqual(out.message?.id, "m1")
@@ -162,28 +144,22 @@ final class PipelineTests: XCTestCase {
     }
 
     func testTranslateChainAndCache() throws {
-        let f = Fixture()
-        f.write(
-            "t1.lua",
-            #"""
+        let (f, rt) = loaded([
+            "t1.lua": #"""
             return { priority = 3, translate = function(text, from, to, ctx)
               ctx.state.incr("calls")
               if to == "xx" then return nil end
               return nil
             end }
-            """#)
-        f.write(
-            "t2.lua",
-            #"""
+            """#,
+            "t2.lua": #"""
             return { priority = 2, translate = function(text, from, to, ctx)
               ctx.state.incr("calls")
               if to == "fr" then return "[fr:" .. tostring(from) .. "] " .. text end
             end }
-            """#)
-        f.write(
-            "t3.lua", #"return { priority = 1, translate = function(text, from, to, ctx) ctx.state.incr("calls") return "t3:" .. to end }"#)
-        let rt = f.runtime()
-        rt.loadAll()
+            """#,
+            "t3.lua": #"return { priority = 1, translate = function(text, from, to, ctx) ctx.state.incr("calls") return "t3:" .. to end }"#,
+        ])
         let a = rt.translate(text: "hello", from: "en", to: "fr", messageID: "m1")
         XCTAssertEqual(a.text, "[fr:en] hello")
         XCTAssertEqual(a.plugin, "t2")
@@ -206,8 +182,7 @@ final class PipelineTests: XCTestCase {
     }
 
     func testCommandsTransientAndConversationEvents() {
-        let f = Fixture()
-        f.write(
+        let (f, rt) = loaded(
             "ev.lua",
             #"""
             local function j(t) local ks = {} for k, v in pairs(t) do ks[#ks + 1] = k .. "=" .. tostring(v) end table.sort(ks) return table.concat(ks, ",") end
@@ -222,8 +197,6 @@ final class PipelineTests: XCTestCase {
               on_recall = function(ev, ctx) ctx.log("recalled " .. ev.id) ctx.recall(ev.cid, "echo-" .. ev.id) end,
             }
             """#)
-        let rt = f.runtime()
-        rt.loadAll()
         let c = rt.command(HookCommand(action: "ping", ext: ["n": 3, "s": "x"], cid: "c5", from: "bob"))
         XCTAssertEqual(
             c.actions.first?.kind,
@@ -247,8 +220,7 @@ final class PipelineTests: XCTestCase {
     }
 
     func testAllActionKinds() {
-        let f = Fixture()
-        f.write(
+        let (_, rt) = loaded(
             "acts.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -263,8 +235,6 @@ final class PipelineTests: XCTestCase {
               ctx.log("warning", "careful")
             end }
             """#)
-        let rt = f.runtime()
-        rt.loadAll()
         let r = rt.receive(msg("x", id: "m1", from: "u1"))
         XCTAssertEqual(r.errors, [])
         XCTAssertEqual(
@@ -284,17 +254,14 @@ final class PipelineTests: XCTestCase {
     }
 
     func testConfigDefaultsMergedWithHostConfig() {
-        let f = Fixture()
-        f.write(
+        let (_, rt) = loaded(
             "cfg.lua",
             #"""
             return { name = "cfg", config = { greeting = "hi", limits = { max = 3, min = 1 } },
               on_receive = function(msg, ctx)
                 ctx.reply(ctx.config.greeting .. " " .. ctx.config.limits.max .. " " .. ctx.config.limits.min .. " " .. ctx.plugin)
               end }
-            """#)
-        let rt = f.runtime(config: ["cfg": ["greeting": "hello", "limits": ["max": 9]]])
-        rt.loadAll()
+            """#, config: ["cfg": ["greeting": "hello", "limits": ["max": 9]]])
         XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["hello 9 1 cfg"])
         rt.setConfig([:])
         rt.reload(name: "cfg")
@@ -302,8 +269,7 @@ final class PipelineTests: XCTestCase {
     }
 
     func testBadReturnValuesAreErrorsNotCrashes() {
-        let f = Fixture()
-        f.write(
+        let (_, rt) = loaded(
             "bad.lua",
             #"""
             return {
@@ -313,8 +279,6 @@ final class PipelineTests: XCTestCase {
               on_receive = function(msg, ctx) ctx.reply(function() end) end,
             }
             """#)
-        let rt = f.runtime()
-        rt.loadAll()
         XCTAssertEqual(rt.moderate(msg("x")).verdict, .allow)
         XCTAssertEqual(rt.moderate(msg("x")).errors.first?.hook, "moderation")
         XCTAssertEqual(rt.beforeSend(msg("x")).message?.text, "x")

@@ -5,10 +5,7 @@ import XCTest
 
 final class ReloadTests: XCTestCase {
     func testCompileErrorKeepsOldVersion() {
-        let f = Fixture()
-        f.write("v.lua", #"return { on_receive = function(msg, ctx) ctx.reply("v1") end }"#)
-        let rt = f.runtime(limits: testLimits)
-        rt.loadAll()
+        let (f, rt) = loaded("v.lua", #"return { on_receive = function(msg, ctx) ctx.reply("v1") end }"#, limits: testLimits)
         f.write("v.lua", #"return { on_receive = function(msg, ctx) ctx.reply("v2" end }"#)
         let r = rt.sync()
         XCTAssertEqual(r.reloaded, [])
@@ -62,8 +59,7 @@ final class ReloadTests: XCTestCase {
     }
 
     func testTimersNotDuplicatedAfterManyReloadsAndCancelledOnUnload() {
-        let f = Fixture()
-        f.write(
+        let (f, rt) = loaded(
             "tick.lua",
             #"""
             return { on_load = function(ctx)
@@ -71,8 +67,6 @@ final class ReloadTests: XCTestCase {
               ctx.after(5, function(ctx) ctx.log("once") end)
             end }
             """#)
-        let rt = f.runtime()
-        rt.loadAll()
         for _ in 0..<25 { rt.reload(name: "tick") }
         XCTAssertEqual(rt.timerCount, 2)
         XCTAssertEqual(rt.status("tick")?.timers, 2)
@@ -96,23 +90,21 @@ final class ReloadTests: XCTestCase {
     }
 
     func testTimerCancelAndErrorsAndOrder() {
-        let f = Fixture()
-        f.write(
-            "a.lua",
-            #"""
-            return { priority = 1, on_load = function(ctx)
-              local id
-              id = ctx.every(1, function(ctx)
-                local n = ctx.state.incr("n")
-                ctx.log("a" .. n)
-                if n == 2 then ctx.cancel(id) end
-              end)
-              ctx.after(1, function() error("timer boom") end)
-            end }
-            """#)
-        f.write("b.lua", #"return { priority = 2, on_load = function(ctx) ctx.every(1, function(ctx) ctx.send("c1", "b") end) end }"#)
-        let rt = f.runtime(limits: testLimits)
-        rt.loadAll()
+        let (f, rt) = loaded(
+            [
+                "a.lua": #"""
+                return { priority = 1, on_load = function(ctx)
+                  local id
+                  id = ctx.every(1, function(ctx)
+                    local n = ctx.state.incr("n")
+                    ctx.log("a" .. n)
+                    if n == 2 then ctx.cancel(id) end
+                  end)
+                  ctx.after(1, function() error("timer boom") end)
+                end }
+                """#,
+                "b.lua": #"return { priority = 2, on_load = function(ctx) ctx.every(1, function(ctx) ctx.send("c1", "b") end) end }"#,
+            ], limits: testLimits)
         f.clock.advance(by: 1)
         let r = rt.fireDueTimers()
         XCTAssertEqual(r.actions.map(\.plugin), ["b", "a"])
@@ -140,14 +132,14 @@ final class ReloadTests: XCTestCase {
         let rt = f.threadedRuntime()
         await rt.loadAll()
         let total = 10_000
-        let stop = ManagedFlag()
-        let reloads = ManagedCounter()
+        let stop = Shared(false)
+        let reloads = Shared(0)
         let reloader = Task.detached {
             var v = 1
-            while !stop.isSet {
+            while !stop.value {
                 f.write("stream.lua", src(v))
                 if v % 2 == 0 { await rt.reload(name: "stream") } else { await rt.sync() }
-                reloads.increment()
+                reloads.update { $0 += 1 }
                 v += 1
             }
         }
@@ -174,7 +166,7 @@ final class ReloadTests: XCTestCase {
                 }
             }
         }
-        stop.set()
+        stop.value = true
         await reloader.value
         XCTAssertEqual(seen.count, total, "every event handled")
         XCTAssertTrue(seen.values.allSatisfy { $0 == 1 }, "no event handled twice")
@@ -194,10 +186,10 @@ final class ReloadTests: XCTestCase {
         let rt = f.threadedRuntime()
         await rt.loadAll()
         let changed = expectation(description: "reloaded")
-        let once = ManagedFlag()
+        let once = Shared(false)
         await rt.startWatching(interval: 0.05) { report in
-            if !report.reloaded.isEmpty, !once.isSet {
-                once.set()
+            if !report.reloaded.isEmpty, !once.value {
+                once.value = true
                 changed.fulfill()
             }
         }
@@ -209,11 +201,10 @@ final class ReloadTests: XCTestCase {
     }
 
     func testLibChangeReloadsPlugins() {
-        let f = Fixture()
-        f.write("lib/greet.lua", #"return { word = "hello" }"#)
-        f.write("g.lua", #"local g = require("greet") return { on_receive = function(msg, ctx) ctx.reply(g.word) end }"#)
-        let rt = f.runtime()
-        rt.loadAll()
+        let (f, rt) = loaded([
+            "lib/greet.lua": #"return { word = "hello" }"#,
+            "g.lua": #"local g = require("greet") return { on_receive = function(msg, ctx) ctx.reply(g.word) end }"#,
+        ])
         XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["hello"])
         f.write("lib/greet.lua", #"return { word = "howdy" }"#)
         XCTAssertEqual(rt.sync().reloaded, ["g"])
@@ -228,35 +219,5 @@ final class ReloadTests: XCTestCase {
         let r = rt.loadAll()
         XCTAssertEqual(r.loaded, ["same"])
         XCTAssertEqual(r.errors.count, 1)
-    }
-}
-
-final class ManagedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var flag = false
-    var isSet: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return flag
-    }
-    func set() {
-        lock.lock()
-        flag = true
-        lock.unlock()
-    }
-}
-
-final class ManagedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var n = 0
-    var value: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return n
-    }
-    func increment() {
-        lock.lock()
-        n += 1
-        lock.unlock()
     }
 }

@@ -4,43 +4,18 @@ import XCTest
 
 /// Each probe runs inside a hook; it must be refused (error or nil), never succeed.
 final class SandboxTests: XCTestCase {
-    private func probe(_ body: String, file: StaticString = #filePath, line: UInt = #line) -> String {
-        let f = Fixture()
-        f.write(
-            "probe.lua",
-            """
-            return { on_receive = function(msg, ctx)
-              local ok, res = pcall(function()
-                \(body)
-              end)
-              ctx.reply(tostring(ok) .. "|" .. tostring(res))
-            end }
-            """)
-        let rt = f.runtime(limits: testLimits)
-        let rep = rt.loadAll()
-        XCTAssertEqual(rep.errors, [], file: file, line: line)
-        let r = rt.receive(msg("x"))
-        XCTAssertEqual(r.errors, [], file: file, line: line)
-        return sentTexts(r.actions).first ?? "<no reply>"
-    }
-
     private func assertRefused(_ body: String, file: StaticString = #filePath, line: UInt = #line) {
         let out = probe(body, file: file, line: line)
         XCTAssertTrue(out.hasPrefix("false|"), "escape not refused: \(body) -> \(out)", file: file, line: line)
     }
 
     func testDangerousGlobalsAreAbsent() {
-        XCTAssertEqual(probe("return os.execute"), "true|nil")
-        XCTAssertEqual(probe("return os.getenv"), "true|nil")
-        XCTAssertEqual(probe("return os.remove"), "true|nil")
-        XCTAssertEqual(probe("return io"), "true|nil")
-        XCTAssertEqual(probe("return loadfile"), "true|nil")
-        XCTAssertEqual(probe("return dofile"), "true|nil")
-        XCTAssertEqual(probe("return debug"), "true|nil")
-        XCTAssertEqual(probe("return package"), "true|nil")
-        XCTAssertEqual(probe("return string.dump"), "true|nil")
-        XCTAssertEqual(probe("return ('').dump"), "true|nil")
-        XCTAssertEqual(probe("return _G.io"), "true|nil")
+        for global in [
+            "os.execute", "os.getenv", "os.remove", "io", "loadfile", "dofile", "debug", "package", "string.dump",
+            "('').dump", "_G.io",
+        ] {
+            XCTAssertEqual(probe("return \(global)"), "true|nil", global)
+        }
         XCTAssertEqual(probe("return type(os.time())"), "true|number")
     }
 
@@ -81,12 +56,10 @@ final class SandboxTests: XCTestCase {
     }
 
     func testRequireFromLibFolder() {
-        let f = Fixture()
-        f.write("lib/util/strings.lua", "local M = {} function M.shout(s) return s:upper() .. '!' end return M")
-        f.write("lib/counter.lua", "local n = 0 return { next = function() n = n + 1 return n end }")
-        f.write(
-            "user.lua",
-            #"""
+        let (_, rt) = loaded([
+            "lib/util/strings.lua": "local M = {} function M.shout(s) return s:upper() .. '!' end return M",
+            "lib/counter.lua": "local n = 0 return { next = function() n = n + 1 return n end }",
+            "user.lua": #"""
             local strings = require("util.strings")
             local c1 = require("counter")
             local c2 = require("counter")
@@ -95,24 +68,20 @@ final class SandboxTests: XCTestCase {
               local ok, err = pcall(require, "missing")
               ctx.log(tostring(ok) .. " " .. err)
             end }
-            """#)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
+            """#,
+        ])
         let r = rt.receive(msg("hey"))
         XCTAssertEqual(sentTexts(r.actions), ["HEY! 1 2 true"])
         XCTAssertTrue(logMessages(r.actions).first?.contains("not found") ?? false)
     }
 
     func testPluginsDoNotShareGlobals() {
-        let f = Fixture()
-        f.write(
-            "a.lua",
-            #"shared = "from a" return { priority = 2, on_receive = function(msg, ctx) leaked = true ctx.reply(tostring(shared)) end }"#)
-        f.write(
-            "b.lua", #"return { priority = 1, on_receive = function(msg, ctx) ctx.reply(tostring(shared) .. " " .. tostring(leaked)) end }"#
-        )
-        let rt = f.runtime()
-        rt.loadAll()
+        let (_, rt) = loaded([
+            "a.lua":
+                #"shared = "from a" return { priority = 2, on_receive = function(msg, ctx) leaked = true ctx.reply(tostring(shared)) end }"#,
+            "b.lua":
+                #"return { priority = 1, on_receive = function(msg, ctx) ctx.reply(tostring(shared) .. " " .. tostring(leaked)) end }"#,
+        ])
         XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["from a", "nil nil"])
     }
 }

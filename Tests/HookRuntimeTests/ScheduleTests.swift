@@ -17,22 +17,33 @@ final class ScheduleTests: XCTestCase {
         return f.string(from: Date(timeIntervalSince1970: t))
     }
 
+    /// Checks `next` for each row: (expression, after, time zone, the run expected).
+    private func assertNextRuns(
+        _ rows: [(String, String, String, String)], file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        for (expr, after, tz, expected) in rows {
+            XCTAssertEqual(try next(expr, after, tz), expected, "'\(expr)' after \(after) in \(tz)", file: file, line: line)
+        }
+    }
+
     func testCronFieldsNamesStepsAndShortcuts() throws {
         XCTAssertNotNil(TimeZone(identifier: "Asia/Shanghai"), "the system's tz database (/usr/share/zoneinfo)")
-        // Friday 18:00 in Shanghai: the next weekday 09:00 is Monday.
-        XCTAssertEqual(try next("0 9 * * MON-FRI", "2026-11-27T18:00:00+08:00", "Asia/Shanghai"), "2026-11-30T09:00:00+08:00")
-        XCTAssertEqual(try next("0 9 * * 1-5", "2026-11-30T08:59:00+08:00", "Asia/Shanghai"), "2026-11-30T09:00:00+08:00")
-        XCTAssertEqual(try next("*/15 * * * *", "2026-11-30T09:00:00Z", "UTC"), "2026-11-30T09:15:00Z")
-        XCTAssertEqual(try next("5,35 10-12/2 * * *", "2026-11-30T10:40:00Z", "UTC"), "2026-11-30T12:05:00Z")
-        XCTAssertEqual(try next("0 0 1 JAN *", "2026-11-30T09:00:00Z", "UTC"), "2027-01-01T00:00:00Z")
-        XCTAssertEqual(try next("@daily", "2026-11-30T09:00:00Z", "UTC"), "2026-12-01T00:00:00Z")
-        XCTAssertEqual(try next("@weekly", "2026-11-30T09:00:00Z", "UTC"), "2026-12-06T00:00:00Z")
-        XCTAssertEqual(try next("@hourly", "2026-11-30T09:00:00Z", "UTC"), "2026-11-30T10:00:00Z")
-        // Both day fields restricted: either matches (the 13th, or a Friday).
-        XCTAssertEqual(try next("0 0 13 * FRI", "2026-11-30T00:00:00Z", "UTC"), "2026-12-04T00:00:00Z")
-        XCTAssertEqual(try next("0 0 * * 7", "2026-11-30T00:00:00Z", "UTC"), "2026-12-06T00:00:00Z")
-        // 29 February: the next leap year.
-        XCTAssertEqual(try next("0 12 29 2 *", "2026-11-30T00:00:00Z", "UTC"), "2028-02-29T12:00:00Z")
+        try assertNextRuns([
+            // Friday 18:00 in Shanghai: the next weekday 09:00 is Monday.
+            ("0 9 * * MON-FRI", "2026-11-27T18:00:00+08:00", "Asia/Shanghai", "2026-11-30T09:00:00+08:00"),
+            ("0 9 * * 1-5", "2026-11-30T08:59:00+08:00", "Asia/Shanghai", "2026-11-30T09:00:00+08:00"),
+            ("*/15 * * * *", "2026-11-30T09:00:00Z", "UTC", "2026-11-30T09:15:00Z"),
+            ("5,35 10-12/2 * * *", "2026-11-30T10:40:00Z", "UTC", "2026-11-30T12:05:00Z"),
+            ("0 0 1 JAN *", "2026-11-30T09:00:00Z", "UTC", "2027-01-01T00:00:00Z"),
+            ("@daily", "2026-11-30T09:00:00Z", "UTC", "2026-12-01T00:00:00Z"),
+            ("@weekly", "2026-11-30T09:00:00Z", "UTC", "2026-12-06T00:00:00Z"),
+            ("@hourly", "2026-11-30T09:00:00Z", "UTC", "2026-11-30T10:00:00Z"),
+            // Both day fields restricted: either matches (the 13th, or a Friday).
+            ("0 0 13 * FRI", "2026-11-30T00:00:00Z", "UTC", "2026-12-04T00:00:00Z"),
+            ("0 0 * * 7", "2026-11-30T00:00:00Z", "UTC", "2026-12-06T00:00:00Z"),
+            // 29 February: the next leap year.
+            ("0 12 29 2 *", "2026-11-30T00:00:00Z", "UTC", "2028-02-29T12:00:00Z"),
+        ])
         XCTAssertNil(try CronExpression("0 0 30 2 *").next(after: 0, in: TimeZone(identifier: "UTC")!))
 
         for (bad, says) in [
@@ -49,16 +60,18 @@ final class ScheduleTests: XCTestCase {
     }
 
     func testDaylightSavingTimeInNewYork() throws {
-        // 2026-03-08: 02:00 EST becomes 03:00 EDT; 02:30 does not exist and runs at the change.
-        XCTAssertEqual(try next("30 2 * * *", "2026-03-08T00:00:00-05:00", "America/New_York"), "2026-03-08T03:00:00-04:00")
-        XCTAssertEqual(try next("0 9 * * *", "2026-03-08T00:00:00-05:00", "America/New_York"), "2026-03-08T09:00:00-04:00")
-        // 2026-11-01: 02:00 EDT becomes 01:00 EST; 01:30 happens twice and runs at the first.
-        XCTAssertEqual(try next("30 1 * * *", "2026-11-01T00:00:00-04:00", "America/New_York"), "2026-11-01T01:30:00-04:00")
-        XCTAssertEqual(try next("30 1 * * *", "2026-11-01T01:30:00-04:00", "America/New_York"), "2026-11-02T01:30:00-05:00")
-        // Every half hour also runs in the repeated hour.
-        XCTAssertEqual(try next("*/30 * * * *", "2026-11-01T01:30:00-04:00", "America/New_York"), "2026-11-01T01:00:00-05:00")
-        // Shanghai has no DST: 09:00 is 01:00Z every day.
-        XCTAssertEqual(try next("0 9 * * *", "2026-07-01T02:00:00Z", "Asia/Shanghai"), "2026-07-02T09:00:00+08:00")
+        try assertNextRuns([
+            // 2026-03-08: 02:00 EST becomes 03:00 EDT; 02:30 does not exist and runs at the change.
+            ("30 2 * * *", "2026-03-08T00:00:00-05:00", "America/New_York", "2026-03-08T03:00:00-04:00"),
+            ("0 9 * * *", "2026-03-08T00:00:00-05:00", "America/New_York", "2026-03-08T09:00:00-04:00"),
+            // 2026-11-01: 02:00 EDT becomes 01:00 EST; 01:30 happens twice and runs at the first.
+            ("30 1 * * *", "2026-11-01T00:00:00-04:00", "America/New_York", "2026-11-01T01:30:00-04:00"),
+            ("30 1 * * *", "2026-11-01T01:30:00-04:00", "America/New_York", "2026-11-02T01:30:00-05:00"),
+            // Every half hour also runs in the repeated hour.
+            ("*/30 * * * *", "2026-11-01T01:30:00-04:00", "America/New_York", "2026-11-01T01:00:00-05:00"),
+            // Shanghai has no DST: 09:00 is 01:00Z every day.
+            ("0 9 * * *", "2026-07-01T02:00:00Z", "Asia/Shanghai", "2026-07-02T09:00:00+08:00"),
+        ])
     }
 
     /// A plugin that schedules on command and records its runs in state.

@@ -5,8 +5,7 @@ import XCTest
 
 final class StateTests: XCTestCase {
     func testGetSetIncrDeleteKeysAndValues() {
-        let f = Fixture()
-        f.write(
+        let (f, rt) = loaded(
             "s.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -43,8 +42,6 @@ final class StateTests: XCTestCase {
               ctx.reply("ok")
             end }
             """#)
-        let rt = f.runtime()
-        rt.loadAll()
         let r = rt.receive(msg("x"))
         XCTAssertEqual(r.errors, [])
         XCTAssertEqual(sentTexts(r.actions), ["ok"])
@@ -52,8 +49,7 @@ final class StateTests: XCTestCase {
     }
 
     func testKeysWithNULBytesAreRefused() throws {
-        let f = Fixture()
-        f.write(
+        let (_, rt) = loaded(
             "nul.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -67,8 +63,6 @@ final class StateTests: XCTestCase {
               ctx.reply(tostring(#ctx.state.keys("")))
             end }
             """#)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
         let r = rt.receive(msg("x"))
         XCTAssertEqual(r.errors, [])
         XCTAssertEqual(sentTexts(r.actions), ["1"])
@@ -125,8 +119,7 @@ final class StateTests: XCTestCase {
     }
 
     func testScopedHelpers() throws {
-        let f = Fixture()
-        f.write(
+        let (f, rt) = loaded(
             "sc.lua",
             #"""
             return { on_receive = function(msg, ctx)
@@ -138,8 +131,6 @@ final class StateTests: XCTestCase {
               ctx.reply(conv.get("count") .. " " .. user.get("last") .. " " .. table.concat(user.keys("seen:"), ","))
             end }
             """#)
-        let rt = f.runtime()
-        rt.loadAll()
         _ = rt.receive(msg("a", cid: "c1", from: "u1"))
         XCTAssertEqual(sentTexts(rt.receive(msg("b", cid: "c1", from: "u2")).actions), ["2 b seen:c1"])
         XCTAssertEqual(sentTexts(rt.receive(msg("c", cid: "c2", from: "u1")).actions), ["1 c seen:c1,seen:c2"])
@@ -148,8 +139,7 @@ final class StateTests: XCTestCase {
     }
 
     func testTTLExpiresWithFakeClock() {
-        let f = Fixture()
-        f.write(
+        let (f, rt) = loaded(
             "ttl.lua",
             #"""
             return { on_cmd = function(cmd, ctx)
@@ -159,8 +149,6 @@ final class StateTests: XCTestCase {
               ctx.log(tostring(ctx.state.get("k")) .. " " .. tostring(ctx.state.get("hits")) .. " " .. #ks)
             end }
             """#)
-        let rt = f.runtime()
-        rt.loadAll()
         XCTAssertEqual(logMessages(rt.command(HookCommand(action: "set")).actions), ["v 1 3"])
         f.clock.advance(by: 20)
         XCTAssertEqual(logMessages(rt.command(HookCommand(action: "incr")).actions), ["v 2 3"])
@@ -260,20 +248,15 @@ final class StateTests: XCTestCase {
     }
 
     func testOnePluginCannotReadAnothersState() {
-        let f = Fixture()
-        f.write(
-            "a.lua",
-            #"return { priority = 2, on_receive = function(msg, ctx) ctx.state.set("secret", "a-only") ctx.state.conv("c1").set("x", 1) end }"#
-        )
-        f.write(
-            "b.lua",
-            #"""
+        let (_, rt) = loaded([
+            "a.lua":
+                #"return { priority = 2, on_receive = function(msg, ctx) ctx.state.set("secret", "a-only") ctx.state.conv("c1").set("x", 1) end }"#,
+            "b.lua": #"""
             return { priority = 1, on_receive = function(msg, ctx)
               ctx.reply(tostring(ctx.state.get("secret")) .. " " .. #ctx.state.keys() .. " " .. tostring(ctx.state.conv("c1").get("x")))
             end }
-            """#)
-        let rt = f.runtime()
-        rt.loadAll()
+            """#,
+        ])
         XCTAssertEqual(sentTexts(rt.receive(msg("x")).actions), ["nil 0 nil"])
     }
 
@@ -298,10 +281,7 @@ final class StateTests: XCTestCase {
     }
 
     func testWritesAreCommittedBeforeTheCallReturns() throws {
-        let f = Fixture()
-        f.write("w.lua", #"return { on_receive = function(msg, ctx) ctx.state.set("last", msg.text) end }"#)
-        let rt = f.runtime()
-        rt.loadAll()
+        let (f, rt) = loaded("w.lua", #"return { on_receive = function(msg, ctx) ctx.state.set("last", msg.text) end }"#)
         _ = rt.receive(msg("first"))
         // an independent connection sees the write immediately
         let other = try HookStateStore(path: f.dbPath)

@@ -49,6 +49,73 @@ final class Fixture: @unchecked Sendable {
     }
 }
 
+extension XCTestCase {
+    /// Most tests' setup in one call: a new `Fixture` holding one plugin file, and an engine on it that loaded it.
+    /// A load error fails the test at the caller's line. The fixture (its files, state and clock) lives until the
+    /// test ends, so a caller that needs only the engine can write `let (_, rt) = loaded(…)`.
+    func loaded(
+        _ name: String, _ source: String, limits: HookLimits = .default, config: [String: JSONValue] = [:],
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> (Fixture, PluginEngine) {
+        loaded([name: source], limits: limits, config: config, file: file, line: line)
+    }
+
+    /// `loaded(_:_:)` for several plugin files (path → source, written in this order).
+    func loaded(
+        _ plugins: KeyValuePairs<String, String>, limits: HookLimits = .default, config: [String: JSONValue] = [:],
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> (Fixture, PluginEngine) {
+        let fixture = Fixture()
+        addTeardownBlock { withExtendedLifetime(fixture) {} }
+        for (name, source) in plugins { fixture.write(name, source) }
+        let engine = fixture.runtime(limits: limits, config: config)
+        XCTAssertEqual(engine.loadAll().errors, [], "loading \(plugins.map(\.0))", file: file, line: line)
+        return (fixture, engine)
+    }
+
+    /// Runs `body` (Lua, with `ctx` in scope) under `pcall` in a hook of a new plugin and gives its reply,
+    /// `ok|result` with the result rendered by the Lua function `render` (`prelude` may define it); `files` are
+    /// written into the plugins directory first (presets, libraries). A load or hook error fails the test.
+    func probe(
+        _ body: String, prelude: String = "", render: String = "tostring", files: [String: String] = [:],
+        limits: HookLimits = testLimits, file: StaticString = #filePath, line: UInt = #line
+    ) -> String {
+        let f = Fixture()
+        for (path, text) in files { f.write(path, text) }
+        f.write(
+            "probe.lua",
+            """
+            \(prelude)
+            return { on_receive = function(msg, ctx)
+              local ok, res = pcall(function()
+                \(body)
+              end)
+              ctx.reply(tostring(ok) .. "|" .. \(render)(res))
+            end }
+            """)
+        let rt = f.runtime(limits: limits)
+        XCTAssertEqual(rt.loadAll().errors, [], file: file, line: line)
+        let r = rt.receive(msg("x"))
+        XCTAssertEqual(r.errors, [], file: file, line: line)
+        return sentTexts(r.actions).first ?? "<no reply>"
+    }
+}
+
+/// A value a test shares with its callbacks and tasks, behind a lock.
+final class Shared<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+
+    init(_ value: Value) { stored = value }
+
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+
+    func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
+}
+
 /// Small limits so failure tests stay fast.
 let testLimits = HookLimits(
     instructionBudget: 2_000_000, deadline: 2.0, loadDeadline: 5.0,

@@ -21,36 +21,18 @@ final class TextMatcherTests: XCTestCase {
         end
         """#
 
-    /// Runs `body` (Lua, with `ctx` in scope) in a hook and returns `ok|result` as text; `files` are written
-    /// into the plugins directory first (presets).
-    private func probe(
+    /// The shared `probe`, its result rendered by `show`.
+    private func matcherProbe(
         _ body: String, files: [String: String] = [:], limits: HookLimits = testLimits, file: StaticString = #filePath,
         line: UInt = #line
     ) -> String {
-        let f = Fixture()
-        for (path, text) in files { f.write(path, text) }
-        f.write(
-            "probe.lua",
-            """
-            \(Self.prelude)
-            return { on_receive = function(msg, ctx)
-              local ok, res = pcall(function()
-                \(body)
-              end)
-              ctx.reply(tostring(ok) .. "|" .. show(res))
-            end }
-            """)
-        let rt = f.runtime(limits: limits)
-        XCTAssertEqual(rt.loadAll().errors, [], file: file, line: line)
-        let r = rt.receive(msg("x"))
-        XCTAssertEqual(r.errors, [], file: file, line: line)
-        return sentTexts(r.actions).first ?? "<no reply>"
+        probe(body, prelude: Self.prelude, render: "show", files: files, limits: limits, file: file, line: line)
     }
 
     /// `ctx.text.normalise(s)` for each input, in one plugin call.
     private func normalised(_ inputs: [String]) -> [String] {
         let list = inputs.map { "\"" + luaEscaped($0) + "\"" }.joined(separator: ", ")
-        let out = probe(
+        let out = matcherProbe(
             """
             local r = {}
             for i, s in ipairs({ \(list) }) do r[i] = "[" .. ctx.text.normalise(s) .. "]" end
@@ -74,7 +56,7 @@ final class TextMatcherTests: XCTestCase {
     }
 
     func testKeywordsMatchWholeWordsAndWildcards() {
-        let out = probe(
+        let out = matcherProbe(
             """
             local m = ctx.matcher{ keywords = { "scam", "casino*", "*coin", "free money" } }
             local r = {}
@@ -93,7 +75,7 @@ final class TextMatcherTests: XCTestCase {
     }
 
     func testAllowListChineseAndFindAllOrder() {
-        let out = probe(
+        let out = matcherProbe(
             """
             local m = ctx.matcher{ keywords = { "*cunt*", "scam*", "傻逼", "代开发票" }, allow = { "scunthorpe", "scampi" } }
             local r = {}
@@ -113,7 +95,7 @@ final class TextMatcherTests: XCTestCase {
     }
 
     func testRegexesSeeTheLightForm() {
-        let out = probe(
+        let out = matcherProbe(
             #"""
             local m = ctx.matcher{ regex = { [[\b(?:bit\.ly|tinyurl\.com)/\w+]] }, keywords = { "spam" } }
             local r = {}
@@ -156,14 +138,14 @@ final class TextMatcherTests: XCTestCase {
             ("ctx.text.normalise(nil)", "ctx.text.normalise: text (a string) expected, got nil"),
         ]
         for (code, expected) in cases {
-            let out = probe(code)
+            let out = matcherProbe(code)
             XCTAssertTrue(out.hasPrefix("false|"), "\(code) -> \(out)")
             XCTAssertTrue(out.contains(expected), "\(code) -> \(out)")
             XCTAssertTrue(out.contains("probe.lua:"), "the error names the plugin's line: \(out)")
         }
         // 1,000 keywords and 10 regexes are fine
         XCTAssertEqual(
-            probe(
+            matcherProbe(
                 """
                 local k, r = {}, {}
                 for i = 1, 1000 do k[i] = "word" .. i end
@@ -172,11 +154,11 @@ final class TextMatcherTests: XCTestCase {
                 return m:find("here is word999 and x7y").term
                 """), "true|word999")
         // the matcher's metatable is hidden
-        XCTAssertEqual(probe("return getmetatable(ctx.matcher{ keywords = { \"x\" } })"), "true|false")
+        XCTAssertEqual(matcherProbe("return getmetatable(ctx.matcher{ keywords = { \"x\" } })"), "true|false")
     }
 
     func testCatastrophicRegexGivesUpAtItsLimit() {
-        let out = probe(
+        let out = matcherProbe(
             """
             local m = ctx.matcher{ regex = { "(a+)+$" }, keywords = { "hello" } }
             local hit, problem = m:find(string.rep("a", 30) .. "b hello")
@@ -187,17 +169,17 @@ final class TextMatcherTests: XCTestCase {
             "true|hello / regex \"(a+)+$\" gave up: it backtracked past its limit on this text (counted as no match)")
         // text that is not UTF-8 is matched too (each bad byte counts as U+FFFD), offsets stay byte offsets
         XCTAssertEqual(
-            probe(
+            matcherProbe(
                 """
                 local h = ctx.matcher{ keywords = { "scam" }, regex = { "sc.m" } }:find_all("\\255\\254 scam")
                 return #h .. " " .. h[1].kind .. "@" .. h[1].from .. " " .. h[2].kind .. "@" .. h[2].from
                 """), "true|2 keyword@4 regex@4")
         // the same pattern still matches where it can
-        XCTAssertEqual(probe("return ctx.matcher{ regex = { \"(a+)+$\" } }:find(\"baaa\").match"), "true|aaa")
+        XCTAssertEqual(matcherProbe("return ctx.matcher{ regex = { \"(a+)+$\" } }:find(\"baaa\").match"), "true|aaa")
     }
 
     func testURLsAndStats() {
-        let out = probe(
+        let out = matcherProbe(
             """
             local r = {}
             for _, u in ipairs(ctx.text.urls("see https://bit.ly/AbC, github.com/apple/swift and www.example.test/x. "
@@ -211,7 +193,7 @@ final class TextMatcherTests: XCTestCase {
             "true|bit.ly=https://bit.ly/AbC github.com=github.com/apple/swift www.example.test=www.example.test/x "
                 + "en.wikipedia.org=https://en.wikipedia.org/wiki/Lua_(language) bit.ly=ｂｉｔ．ｌｙ/x")
         func stats(_ text: String) -> String {
-            probe(
+            matcherProbe(
                 """
                 local s = ctx.text.stats("\(luaEscaped(text))")
                 s.caps = string.format("%.2f", s.caps)
@@ -226,7 +208,7 @@ final class TextMatcherTests: XCTestCase {
 
     func testPresetFilesAndTheirAllowList() {
         let files = ["presets/test/words.txt": "# a comment\nfoo*\n  bar baz  \n!foosball\n傻逼\n"]
-        let out = probe(
+        let out = matcherProbe(
             """
             local m = ctx.matcher{ presets = { "test/words" } }
             local r = {}
@@ -242,7 +224,7 @@ final class TextMatcherTests: XCTestCase {
     func testCompiledSizeCountsAgainstTheMemoryCap() {
         var small = testLimits
         small.memoryBytes = 2 * 1024 * 1024
-        let out = probe(
+        let out = matcherProbe(
             """
             local kept, k = {}, {}
             for i = 1, 1000 do k[i] = "w" .. i .. string.rep("y", 40) end

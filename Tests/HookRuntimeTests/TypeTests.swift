@@ -5,8 +5,7 @@ import XCTest
 
 final class TypeTests: XCTestCase {
     func testRegisterBuildValidate() {
-        let f = Fixture()
-        f.write(
+        let (f, rt) = loaded(
             "poll.lua",
             #"""
             return { name = "poll",
@@ -31,8 +30,6 @@ final class TypeTests: XCTestCase {
               on_receive = function(msg, ctx) ctx.reply(msg.type_name .. ":" .. msg.attrs.question) end,
             }
             """#)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
         XCTAssertEqual(rt.messageTypes.map(\.name), ["poll"])
         XCTAssertEqual(rt.typeName(of: 7), "poll")
         let r = rt.command(HookCommand(action: "go", cid: "c1"))
@@ -62,15 +59,12 @@ final class TypeTests: XCTestCase {
     }
 
     func testAFailedReloadKeepsTheRunningVersionsTypes() {
-        let f = Fixture()
-        f.write(
+        let (f, rt) = loaded(
             "poll.lua",
             """
             return { name = "poll",
               on_load = function(ctx) ctx.types.register({ type = 7, name = "poll", fields = { question = "string" } }) end }
             """)
-        let rt = f.runtime()
-        XCTAssertEqual(rt.loadAll().errors, [])
         f.write(
             "poll.lua",
             """
