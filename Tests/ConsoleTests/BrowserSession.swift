@@ -31,13 +31,29 @@ extension XCTestCase {
 }
 
 extension WebDriver {
+    /// Opens the console of `harness` with its admin token in the address, as `hookbot run` prints it.
+    func openAsAdmin(_ harness: ConsoleHarness) async throws {
+        try await open("\(harness.base)/#token=\(harness.console.token)")
+    }
+
+    /// Fills in the chat's login form with `clientID` and submits it.
+    func logIn(as clientID: String) async throws {
+        try await type(clientID, into: "#login-client-id")
+        try await click("#login-button")
+    }
+
+    /// Types `text` into the open conversation's message box and clicks Send, as a member does.
+    func sendFromComposer(_ text: String) async throws {
+        try await type(text, into: "#composer-text")
+        try await click("#send-button")
+    }
+
     /// Opens the console of `harness` (with its admin token in the address unless `adminToken` is false), logs
     /// in as `clientID` and waits until the lobby is open and its composer enabled. (The title reads "No
     /// conversation open" before, so a title alone does not say the lobby opened.)
     func logIntoLobby(_ harness: ConsoleHarness, as clientID: String = "Tom", adminToken: Bool = true) async throws {
-        try await open(adminToken ? "\(harness.base)/#token=\(harness.console.token)" : "\(harness.base)/")
-        try await type(clientID, into: "#login-client-id")
-        try await click("#login-button")
+        if adminToken { try await openAsAdmin(harness) } else { try await open("\(harness.base)/") }
+        try await logIn(as: clientID)
         try await waitUntil(
             "the lobby to open, ready to send",
             """

@@ -33,15 +33,12 @@ final class ConsoleCardTests: XCTestCase {
 
     func testACardClickedInTheBrowserReachesOnActionAndTheCardUpdates() async throws {
         try requireBrowser()
-        let harness = try await ConsoleHarness.start(plugins: ["lunch.lua": Self.lunch])
-        addTeardownBlock { await harness.stop() }
+        let harness = try await startConsole(plugins: ["lunch.lua": Self.lunch])
         let (jerry, lobby, jerryEvents) = try await harness.lobbyMember("Jerry")
         addTeardownBlock { await jerry.close() }
-        let browser = try await WebDriver.start(width: 1280, height: 800)
-        do {
+        try await withBrowser(width: 1280, height: 800, screenshot: "card") { browser in
             try await browser.logIntoLobby(harness)
-            try await browser.type("!lunch", into: "#composer-text")
-            try await browser.click("#send-button")
+            try await browser.sendFromComposer("!lunch")
             try await browser.waitUntil(
                 "the card with its buttons",
                 """
@@ -96,10 +93,6 @@ final class ConsoleCardTests: XCTestCase {
                 return card?.querySelector('.card-text')?.textContent === 'closed by Tom'
                   && [...card.querySelectorAll('button')].every((b) => b.disabled)
                 """)
-        } catch {
-            await browser.quit()
-            throw error
         }
-        await browser.quit()
     }
 }

@@ -31,8 +31,7 @@ final class ConsoleCustomTypeTests: XCTestCase {
 
     func testACustomTypeGoesFromTheConsoleToThePluginAndBack() async throws {
         try requireBrowser()
-        let harness = try await ConsoleHarness.start(plugins: ["linkcard.lua": Self.linkcard])
-        addTeardownBlock { await harness.stop() }
+        let harness = try await startConsole(plugins: ["linkcard.lua": Self.linkcard])
         try await withBrowser(screenshot: "custom-type") { try await exercise($0, harness) }
     }
 

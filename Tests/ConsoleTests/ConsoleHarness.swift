@@ -7,6 +7,7 @@ import HookbotTestSupport
 import IMClient
 import IMServer
 import Logging
+import Telemetry
 import XCTest
 
 #if canImport(FoundationNetworking)
@@ -111,6 +112,32 @@ struct ConsoleHarness {
         return (client, lobby, events)
     }
 
+    /// The text of the next message the bot sends that `events` records.
+    func botReply(_ events: EventLog, _ what: String) async throws -> String {
+        let bot = hub.bot.configuration.clientID
+        return try await events.next(what) { event in
+            guard let message = event.receivedMessage, message.from == bot else { return nil }
+            return message.content.text
+        }
+    }
+
+    /// Sends `text` in `conversation` and gives the text of the bot's next message that `events` records.
+    func botAnswer(to text: String, in conversation: IMConversation, _ events: EventLog) async throws -> String {
+        _ = try await conversation.send(.text(text))
+        return try await botReply(events, "the answer to \(text)")
+    }
+
+    /// For each row (a text to send, the answer expected), in order: sends the text, checks the bot's answer.
+    func assertBotAnswers(
+        _ rows: [(String, String)], in conversation: IMConversation, _ events: EventLog, file: StaticString = #filePath,
+        line: UInt = #line
+    ) async throws {
+        for (text, expected) in rows {
+            let answer = try await botAnswer(to: text, in: conversation, events)
+            XCTAssertEqual(answer, expected, "the answer to \(text)", file: file, line: line)
+        }
+    }
+
     /// One HTTP request; `token` nil sends no Authorization header.
     func http(_ method: String, _ path: String, token: String? = nil, body: Data? = nil) async throws -> HTTPAnswer {
         try await HTTPAnswer.fetch(base + path, method: method, token: token, body: body)
@@ -121,11 +148,72 @@ struct ConsoleHarness {
         try await http(method, path, token: console.token, body: body)
     }
 
+    /// Waits until `GET path` with the admin token answers with a body that contains `text`.
+    func eventuallyAdmin(_ path: String, contains text: String) async throws {
+        try await eventually("GET \(path) to contain \(text)") { try await admin("GET", path).text.contains(text) }
+    }
+
     /// The named plugin's entry in `GET /api/plugins`.
     func plugin(_ name: String) async throws -> [String: Any] {
         let plugins = try await admin("GET", "/api/plugins").array()
         guard let plugin = plugins.first(where: { $0["name"] as? String == name }) else { throw TestFailure("no plugin \(name)") }
         return plugin
+    }
+}
+
+extension XCTestCase {
+    /// `ConsoleHarness.start`, stopped when the test ends.
+    func startConsole(
+        plugins: [String: String] = ConsoleHarness.plugins, base: BotConfiguration? = nil,
+        configure: (inout BotConfiguration) -> Void = { _ in }
+    ) async throws -> ConsoleHarness {
+        let harness = try await ConsoleHarness.start(plugins: plugins, base: base, configure: configure)
+        addTeardownBlock { await harness.stop() }
+        return harness
+    }
+}
+
+/// `hookbot run --server` as the tests need it: a bot logged into `server` (its plugins in a folder in the
+/// server's directory, its state beside them) serving the console, the admin API and its metrics on a loopback
+/// port of its own.
+struct RemoteBotConsole {
+    let bot: BotHost
+    let console: Console
+    let listener: ConsoleServer
+    /// The server's WebSocket URL the bot was given.
+    let serverURL: String
+    var base: String { "http://127.0.0.1:\(listener.port)" }
+
+    static func start(
+        server: ServerHarness, plugins: [String: String] = [:], interceptorSecret: String? = nil
+    ) async throws -> RemoteBotConsole {
+        let directory = server.directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for (name, source) in plugins {
+            try source.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+        var configuration = BotConfiguration()
+        configuration.plugins.directory = directory
+        configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
+        configuration.interceptorSecret = interceptorSecret
+        configuration.adminSocketPath = nil
+        configuration.plugins.watchInterval = 0
+        let telemetry = Telemetry()
+        let serverURL = "ws://127.0.0.1:\(server.port)/ws"
+        let bot = try BotHost.make(configuration: configuration, serverURL: serverURL, metrics: telemetry.factory)
+        try await bot.start()
+        let console = Console(configuration: configuration, logs: LogBuffer())
+        console.attach(.init(bot: bot, server: nil, lobbyID: nil))
+        let listener = try await ConsoleServer.start(
+            console: console, readiness: { await console.botNotReadyReason() }, telemetry: telemetry,
+            host: "127.0.0.1", port: 0, logger: Logger(label: "remote-console-test"))
+        return RemoteBotConsole(bot: bot, console: console, listener: listener, serverURL: serverURL)
+    }
+
+    /// Stops the console's listener, then the bot.
+    func stop() async {
+        await listener.stop()
+        await bot.stop()
     }
 }
 
@@ -170,4 +258,17 @@ struct TestFailure: Error, CustomStringConvertible {
 /// Polls `condition` until it holds or `seconds` pass.
 func eventually(_ what: String, seconds: Double = 10, _ condition: () async throws -> Bool) async throws {
     try await waitUntil(what, timeout: .seconds(seconds), every: .milliseconds(25), condition)
+}
+
+/// Waits until `conversation` takes a message (`accepted`) or refuses one (`accepted: false`): a mute or ban
+/// applied or lifted on the server. Each try sends `text`.
+func eventuallySending(_ text: String, in conversation: IMConversation, accepted: Bool, _ what: String) async throws {
+    try await eventually(what) {
+        do {
+            _ = try await conversation.send(.text(text))
+            return accepted
+        } catch {
+            return !accepted
+        }
+    }
 }

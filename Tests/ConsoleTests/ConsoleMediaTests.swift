@@ -32,8 +32,7 @@ final class ConsoleMediaTests: XCTestCase {
         let (jerry, lobby, events) = try await harness.lobbyMember("Jerry")
         addTeardownBlock { await jerry.close() }
         try await browser.open("\(harness.base)/")
-        try await browser.type("Tom", into: "#login-client-id")
-        try await browser.click("#login-button")
+        try await browser.logIn(as: "Tom")
         try await browser.waitUntil(
             "the lobby to open with the composer enabled",
             """
@@ -181,35 +180,23 @@ final class ConsoleMediaTests: XCTestCase {
     func testARemoteBotsConsoleUploadsToItsServer() async throws {
         try requireBrowser()
         let server = try await ServerHarness.start()
-        var configuration = BotConfiguration()
-        configuration.plugins.directory = server.directory.appendingPathComponent("plugins")
-        try FileManager.default.createDirectory(at: configuration.plugins.directory, withIntermediateDirectories: true)
-        configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
-        configuration.adminSocketPath = nil
-        configuration.plugins.watchInterval = 0
-        let telemetry = Telemetry()
-        let bot = try BotHost.make(configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws", metrics: telemetry.factory)
-        try await bot.start()
-        let console = Console(configuration: configuration, logs: LogBuffer())
-        console.attach(.init(bot: bot, server: nil, lobbyID: nil))
-        let listener = try await ConsoleServer.start(
-            console: console, readiness: { nil }, telemetry: telemetry, host: "127.0.0.1", port: 0,
-            logger: Logger(label: "remote-console-media-test"))
+        addTeardownBlock { await server.stop() }
+        let remote = try await RemoteBotConsole.start(server: server)
+        addTeardownBlock { await remote.stop() }
         let jerry = server.client("Jerry")
         let events = EventLog(jerry)
-        let browser = try await WebDriver.start()
-        do {
+        addTeardownBlock { await jerry.close() }
+        try await withBrowser(screenshot: "remote-media") { browser in
             try await jerry.open()
             let photos = try await jerry.createConversation(name: "photos", members: ["Tom"])
             let serverOrigin = "http://127.0.0.1:\(server.port)"
-            let page = try await HTTPAnswer.fetch("http://127.0.0.1:\(listener.port)/")
+            let page = try await HTTPAnswer.fetch(remote.base + "/")
             let policy = page.contentSecurityPolicy ?? ""
             XCTAssertTrue(policy.contains("img-src 'self' \(serverOrigin);"), policy)
             XCTAssertTrue(policy.contains("media-src 'self' \(serverOrigin);"), policy)
 
-            try await browser.open("http://127.0.0.1:\(listener.port)/")
-            try await browser.type("Tom", into: "#login-client-id")
-            try await browser.click("#login-button")
+            try await browser.open(remote.base + "/")
+            try await browser.logIn(as: "Tom")
             try await browser.click(#"#conversation-list li[data-cid="\#(photos.id)"] button"#)
             try await browser.waitUntil(
                 "the conversation to open with the composer enabled",
@@ -231,19 +218,7 @@ final class ConsoleMediaTests: XCTestCase {
                 """, ["\(serverOrigin)/media/\(id)/remote.png?imageView/2/w/320/h/320"])
             let log = try await browser.consoleLog().compactMap { $0["message"] as? String }
             XCTAssertEqual(log.filter { $0.contains("Content Security Policy") || $0.contains("CORS") }, [])
-        } catch {
-            await browser.quit()
-            await jerry.close()
-            await listener.stop()
-            await bot.stop()
-            await server.stop()
-            throw error
         }
-        await browser.quit()
-        await jerry.close()
-        await listener.stop()
-        await bot.stop()
-        await server.stop()
     }
 
     /// With signed URLs (`signed_urls`, here a 1 s `url_ttl`) a file message in the history names a URL that has
@@ -254,10 +229,10 @@ final class ConsoleMediaTests: XCTestCase {
             $0.server.media.signedURLs = true
             $0.server.media.urlTTL = 1
         }
+        addTeardownBlock { await harness.stop() }
         let (jerry, _, events) = try await harness.lobbyMember("Jerry")
-        let first = try await WebDriver.start()
-        var second: WebDriver?
-        do {
+        addTeardownBlock { await jerry.close() }
+        try await withBrowser(screenshot: "signed-url") { first in
             try await logIn(first, harness, as: "Tom")
             let png = TestMedia.png(width: 200, height: 120)
             try await drop(first, name: "signed.png", type: "image/png", base64: png.base64EncodedString(), on: "#messages")
@@ -274,36 +249,23 @@ final class ConsoleMediaTests: XCTestCase {
             XCTAssertEqual(try expired.object()["code"] as? Int, 4611)
 
             // A browser that has not seen the file (nothing cached) reads the same history.
-            let browser = try await WebDriver.start()
-            second = browser
-            try await logIn(browser, harness, as: "Tom")
-            try await browser.waitUntil(
-                "the thumbnail from a fresh URL",
-                """
-                const img = document.querySelector('#messages .message.own img.thumbnail');
-                return !!img && img.complete && img.naturalWidth === 200 && img.src.endsWith('/signed.png?imageView/2/w/320/h/320')
-                  && !img.src.startsWith(arguments[0]) && img.closest('a').href !== arguments[0]
-                  && img.closest('.attachment').querySelector('a.file-link').href === img.closest('a').href
-                """, [info.url])
-        } catch {
-            async let quitFirst: Void = first.quit()
-            await second?.quit()
-            await quitFirst
-            await jerry.close()
-            await harness.stop()
-            throw error
+            try await withBrowser(screenshot: "signed-url-fresh") { browser in
+                try await logIn(browser, harness, as: "Tom")
+                try await browser.waitUntil(
+                    "the thumbnail from a fresh URL",
+                    """
+                    const img = document.querySelector('#messages .message.own img.thumbnail');
+                    return !!img && img.complete && img.naturalWidth === 200 && img.src.endsWith('/signed.png?imageView/2/w/320/h/320')
+                      && !img.src.startsWith(arguments[0]) && img.closest('a').href !== arguments[0]
+                      && img.closest('.attachment').querySelector('a.file-link').href === img.closest('a').href
+                    """, [info.url])
+            }
         }
-        async let quitFirst: Void = first.quit()
-        await second?.quit()
-        await quitFirst
-        await jerry.close()
-        await harness.stop()
     }
 
     private func logIn(_ browser: WebDriver, _ harness: ConsoleHarness, as clientID: String) async throws {
         try await browser.open("\(harness.base)/")
-        try await browser.type(clientID, into: "#login-client-id")
-        try await browser.click("#login-button")
+        try await browser.logIn(as: clientID)
         try await browser.waitUntil("the lobby to open", "return document.querySelector('#attach-button')?.disabled === false")
     }
 

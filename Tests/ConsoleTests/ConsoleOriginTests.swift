@@ -17,11 +17,11 @@ final class ConsoleOriginTests: XCTestCase {
     func testALinkToAForeignAPIReachesNothingThere() async throws {
         try requireBrowser()
         let evil = try await RecordingWebServer.start()
-        let harness = try await ConsoleHarness.start()
-        let browser = try await WebDriver.start()
-        do {
+        addTeardownBlock { await evil.stop() }
+        let harness = try await startConsole()
+        try await withBrowser(screenshot: "origin") { browser in
             // The tab holds the token, as after opening the URL `hookbot run` prints.
-            try await browser.open("\(harness.base)/#token=\(harness.console.token)")
+            try await browser.openAsAdmin(harness)
             try await browser.waitUntil(
                 "the token to be kept for the tab",
                 "return sessionStorage.getItem('hookbot.adminToken') === arguments[0]", [harness.console.token])
@@ -37,8 +37,7 @@ final class ConsoleOriginTests: XCTestCase {
                     "the plugins panel from the console's own API",
                     "return !!document.querySelector('[data-plugin=\"greeter\"]')")
                 try await browser.click("#tab-chat")
-                try await browser.type("Tom", into: "#login-client-id")
-                try await browser.click("#login-button")
+                try await browser.logIn(as: "Tom")
                 try await browser.waitUntil(
                     "Tom to be logged in over the console's own WebSocket",
                     "return document.querySelector('#current-user')?.textContent.includes('Tom') === true")
@@ -50,15 +49,7 @@ final class ConsoleOriginTests: XCTestCase {
             XCTAssertEqual(requests.map(\.line), [], "requests reached the foreign origin")
             XCTAssertFalse(requests.contains { $0.authorization?.contains(harness.console.token) == true }, "the admin token leaked")
             if let waited { throw waited }
-        } catch {
-            await browser.quit()
-            await harness.stop()
-            await evil.stop()
-            throw error
         }
-        await browser.quit()
-        await harness.stop()
-        await evil.stop()
     }
 }
 
@@ -103,22 +94,9 @@ final class RecordingWebServer: Sendable {
             let body = request.uri.path == "/api/info" ? #"{"bot": "evil", "lobbyName": "evil", "ws": "ws://127.0.0.1:\#(port)/ws"}"# : "[]"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
         }
-        let (bound, announce) = AsyncStream<Int>.makeStream()
-        var logger = Logger(label: "recording-web-server")
-        logger.logLevel = .critical
-        let app = Application(
-            responder: responder, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                announce.yield(channel.localAddress?.port ?? 0)
-                announce.finish()
-            }, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
-        Task { try await group.run() }
-        for await port in bound {
-            recorded.port.withLock { $0 = port }
-            return RecordingWebServer(port: port, group: group, recorded: recorded)
-        }
-        throw Timeout(waitingFor: "the recording web server")
+        let (group, port) = try await startLoopbackWebServer(responder, label: "the recording web server")
+        recorded.port.withLock { $0 = port }
+        return RecordingWebServer(port: port, group: group, recorded: recorded)
     }
 
     func stop() async { await group.triggerGracefulShutdown() }

@@ -92,11 +92,9 @@ final class ConsolePushTests: XCTestCase {
         let harness = try await Self.start(gateway: url)
         addTeardownBlock { await harness.stop() }
         try await offlineJerry(harness)
-        let browser = try await WebDriver.start(width: 1280, height: 800)
-        do {
+        try await withBrowser(width: 1280, height: 800, screenshot: "push") { browser in
             try await browser.logIntoLobby(harness)
-            try await browser.type("where is the cheese? 🧀", into: "#composer-text")
-            try await browser.click("#send-button")
+            try await browser.sendFromComposer("where is the cheese? 🧀")
             try await browser.waitUntil(
                 "Jerry's push in the panel",
                 """
@@ -107,8 +105,7 @@ final class ConsolePushTests: XCTestCase {
                 """)
             XCTAssertEqual(received.count, 1)
             // A second message shows up live, newest first.
-            try await browser.type("still waiting", into: "#composer-text")
-            try await browser.click("#send-button")
+            try await browser.sendFromComposer("still waiting")
             try await browser.waitUntil(
                 "the second push on top",
                 """
@@ -125,11 +122,7 @@ final class ConsolePushTests: XCTestCase {
                 """)
             let severe = try await browser.consoleLog().filter { ($0["level"] as? String) == "SEVERE" }
             XCTAssertEqual(severe.map { $0["message"] as? String ?? "" }, [], "errors in the browser console")
-        } catch {
-            await browser.quit()
-            throw error
         }
-        await browser.quit()
     }
 }
 

@@ -54,9 +54,8 @@ final class ConsoleScheduleTests: XCTestCase {
         XCTAssertEqual(anonymous.status, 401)
 
         try requireBrowser()
-        let browser = try await WebDriver.start(width: 1280, height: 900)
-        do {
-            try await browser.open("\(harness.base)/#token=\(harness.console.token)")
+        try await withBrowser(width: 1280, height: 900, screenshot: "schedules") { browser in
+            try await browser.openAsAdmin(harness)
             try await browser.click("#tab-plugins")
             let row = "#schedule-rows tr[data-plugin=\"reminders\"][data-id=\"2\"]"
             try await browser.waitUntil(
@@ -74,12 +73,7 @@ final class ConsoleScheduleTests: XCTestCase {
                 "the list empty after the cancel",
                 "return !document.querySelector(arguments[0]) && !document.querySelector('#schedules-empty').hidden",
                 [row])
-        } catch {
-            try? await browser.screenshot().write(to: ConsoleBrowserTests.screenshots.appendingPathComponent("schedules-failure.png"))
-            await browser.quit()
-            throw error
         }
-        await browser.quit()
         let left = try await jobs(harness)
         XCTAssertEqual(left.count, 0, "\(left)")
         _ = try await lobby.send(.text("!remind list"))

@@ -9,8 +9,7 @@ import XCTest
 final class ConsoleTraceTests: XCTestCase {
     func testTheTraceOfABlockedMessageSaysWhichPluginAndWhy() async throws {
         try requireBrowser()
-        let harness = try await ConsoleHarness.start()
-        addTeardownBlock { await harness.stop() }
+        let harness = try await startConsole()
         try await withBrowser(screenshot: "trace") { try await exercise($0, harness) }
     }
 
@@ -22,8 +21,7 @@ final class ConsoleTraceTests: XCTestCase {
         addTeardownBlock { await jerry.close() }
         _ = try await lobby.send(.text("大家好 👋"))
         let blockedText = "看这个 scam 🎁"
-        try await browser.type(blockedText, into: "#composer-text")
-        try await browser.click("#send-button")
+        try await browser.sendFromComposer(blockedText)
         try await browser.waitUntil(
             "the blocked message",
             "return document.querySelector('#messages .message.blocked .error-code')?.textContent.includes('4402') === true")

@@ -36,35 +36,24 @@ final class HTTPCallTests: XCTestCase {
                 maxBytes: 64 << 10, concurrency: 2)
         }
         let (tom, lobby, events) = try await harness.lobbyMember("Tom")
-        func reply(_ what: String) async throws -> String {
-            try await events.next(what) { event in
-                guard let message = event.receivedMessage, message.from == harness.hub.bot.configuration.clientID else { return nil }
-                return message.content.text
-            }
-        }
 
-        _ = try await lobby.send(.text("fetch /ok"))
-        let ok = try await reply("the /ok answer")
+        let ok = try await harness.botAnswer(to: "fetch /ok", in: lobby, events)
         XCTAssertEqual(ok, "got 200 world")
 
         // While a slow request is out, the bot answers other messages.
         _ = try await lobby.send(.text("fetch /slow"))
-        _ = try await lobby.send(.text("ping"))
-        let first = try await reply("pong")
+        let first = try await harness.botAnswer(to: "ping", in: lobby, events)
         XCTAssertEqual(first, "pong, Tom!")
-        let slow = try await reply("the timeout")
+        let slow = try await harness.botReply(events, "the timeout")
         XCTAssertTrue(slow.hasPrefix("failed nil: timeout"), slow)
 
-        _ = try await lobby.send(.text("fetch https://example.org/"))
-        let refused = try await reply("the refusal")
+        let refused = try await harness.botAnswer(to: "fetch https://example.org/", in: lobby, events)
         XCTAssertEqual(refused, "refused: ctx.http: example.org is not in this plugin's allowed hosts ([http.fetch] hosts)")
 
-        _ = try await lobby.send(.text("fetch /big"))
-        let big = try await reply("the size cap")
+        let big = try await harness.botAnswer(to: "fetch /big", in: lobby, events)
         XCTAssertEqual(big, "failed 200: too large: the response is over 65536 bytes")
 
-        _ = try await lobby.send(.text("fetch http://127.0.0.1:1/nothing"))
-        let unreachable = try await reply("the connection failure")
+        let unreachable = try await harness.botAnswer(to: "fetch http://127.0.0.1:1/nothing", in: lobby, events)
         XCTAssertTrue(unreachable.hasPrefix("failed nil: failed:"), unreachable)
 
         let plugin = try await harness.plugin("fetch")
@@ -88,21 +77,12 @@ final class HTTPCallTests: XCTestCase {
             $0.httpPolicies["translate"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)"])
         }
         let (tom, lobby, events) = try await harness.lobbyMember("Tom")
-        func reply(_ what: String) async throws -> String {
-            try await events.next(what) { event in
-                guard let message = event.receivedMessage, message.from == harness.hub.bot.configuration.clientID else { return nil }
-                return message.content.text
-            }
-        }
-        _ = try await lobby.send(.text("/translate zh"))
-        let on = try await reply("auto-translation on")
-        XCTAssertEqual(on, "auto-translation to zh is on")
-        _ = try await lobby.send(.text("good morning"))
-        let remote = try await reply("the service's translation")
-        XCTAssertEqual(remote, "Tom (zh): [zh k-123] good morning")
-        _ = try await lobby.send(.text("hello"))
-        let fallback = try await reply("the phrase table's translation")
-        XCTAssertEqual(fallback, "Tom (zh): 你好")
+        try await harness.assertBotAnswers(
+            [
+                ("/translate zh", "auto-translation to zh is on"),
+                ("good morning", "Tom (zh): [zh k-123] good morning"),
+                ("hello", "Tom (zh): 你好"),
+            ], in: lobby, events)
         await tom.close()
         await harness.stop()
         await web.triggerGracefulShutdown()
@@ -167,32 +147,26 @@ final class HTTPCallTests: XCTestCase {
             $0.httpPolicies["poster"] = HTTPPolicy(hosts: ["127.0.0.1:\(webPort)", "127.0.0.1:\(partnerPort)"], timeoutCap: 5)
         }
         let (tom, lobby, events) = try await harness.lobbyMember("Tom")
-        func reply(to text: String) async throws -> String {
-            _ = try await lobby.send(.text(text))
-            return try await events.next("the answer to \(text)") { event in
-                guard let message = event.receivedMessage, message.from == harness.hub.bot.configuration.clientID else { return nil }
-                return message.content.text
-            }
-        }
 
-        let followed = try await reply(to: "fetch /to-ok")
-        XCTAssertEqual(followed, "got 200 world")
-        let refused = try await reply(to: "fetch /to-other")
-        XCTAssertEqual(
-            refused, "failed 302: redirect refused: 127.0.0.1:\(otherPort) is not in this plugin's allowed hosts ([http.fetch] hosts)")
-        let file = try await reply(to: "fetch /to-file")
-        XCTAssertEqual(file, "failed 302: redirect refused: file:///etc/passwd is not an http or https URL")
-        let loop = try await reply(to: "fetch /loop")
-        XCTAssertEqual(loop, "failed 302: redirect refused: more than \(HTTPRedirects.maxHops) redirects")
+        try await harness.assertBotAnswers(
+            [
+                ("fetch /to-ok", "got 200 world"),
+                (
+                    "fetch /to-other",
+                    "failed 302: redirect refused: 127.0.0.1:\(otherPort) is not in this plugin's allowed hosts ([http.fetch] hosts)"
+                ),
+                ("fetch /to-file", "failed 302: redirect refused: file:///etc/passwd is not an http or https URL"),
+                ("fetch /loop", "failed 302: redirect refused: more than \(HTTPRedirects.maxHops) redirects"),
+            ], in: lobby, events)
         XCTAssertEqual(loops.count, HTTPRedirects.maxHops + 1, "the first request and \(HTTPRedirects.maxHops) redirects")
         XCTAssertEqual(otherHits.count, 0, "the host that is not allowed got a request")
 
-        let seeOther = try await reply(to: "post /see-other")
-        XCTAssertEqual(seeOther, "posted GET auth=Bearer k-1 body=")
-        let temporary = try await reply(to: "post /temporary")
-        XCTAssertEqual(temporary, "posted POST auth=Bearer k-1 body=x")
-        let toPartner = try await reply(to: "post /to-partner")
-        XCTAssertEqual(toPartner, "posted GET auth=none body=")
+        try await harness.assertBotAnswers(
+            [
+                ("post /see-other", "posted GET auth=Bearer k-1 body="),
+                ("post /temporary", "posted POST auth=Bearer k-1 body=x"),
+                ("post /to-partner", "posted GET auth=none body="),
+            ], in: lobby, events)
 
         await tom.close()
         await harness.stop()
@@ -226,20 +200,7 @@ final class HTTPCallTests: XCTestCase {
             ])
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: answer)))
         }
-        let (ports, bound) = AsyncStream<Int>.makeStream()
-        var logger = Logger(label: "http-call-test")
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                bound.yield(channel.localAddress?.port ?? 0)
-                bound.finish()
-            },
-            logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
-        Task { try await group.run() }
-        for await port in ports { return (group, port) }
-        throw Timeout(waitingFor: "the web server")
+        return try await startLoopbackWebServer(router.buildResponder(), label: "the web server")
     }
 }
 

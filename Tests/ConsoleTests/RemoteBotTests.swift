@@ -15,39 +15,15 @@ final class RemoteBotTests: XCTestCase {
         let server = try await ServerHarness.start { configuration in
             configuration.interception.interceptors = [.init(clientID: "modbot", secret: "remote-secret")]
         }
-        let plugins = server.directory.appendingPathComponent("plugins")
-        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
-        for (name, source) in ConsoleHarness.plugins {
-            try source.write(to: plugins.appendingPathComponent(name), atomically: true, encoding: .utf8)
-        }
-        var configuration = BotConfiguration()
-        configuration.plugins.directory = plugins
-        configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
-        configuration.interceptorSecret = "remote-secret"
-        configuration.adminSocketPath = nil
-        configuration.plugins.watchInterval = 0
-        let telemetry = Telemetry()
-        let bot = try BotHost.make(
-            configuration: configuration, serverURL: "ws://127.0.0.1:\(server.port)/ws",
-            metrics: telemetry.factory)
-        try await bot.start()
-        let console = Console(configuration: configuration, logs: LogBuffer())
-        console.attach(.init(bot: bot, server: nil, lobbyID: nil))
-        let listener = try await ConsoleServer.start(
-            console: console, readiness: { await console.botNotReadyReason() }, telemetry: telemetry,
-            host: "127.0.0.1", port: 0, logger: Logger(label: "remote-console-test"))
-        let base = "http://127.0.0.1:\(listener.port)"
+        let remote = try await RemoteBotConsole.start(
+            server: server, plugins: ConsoleHarness.plugins, interceptorSecret: "remote-secret")
+        let base = remote.base
 
         // A blocked message from Tom, reviewed by the remote bot.
         let tom = server.client("Tom")
         try await tom.open()
         let conversation = try await tom.createConversation(name: "remote", members: ["modbot"])
-        do {
-            _ = try await conversation.send(.text("a scam"))
-            XCTFail("the scam was accepted")
-        } catch {
-            XCTAssertEqual(error.code, 4402)
-        }
+        try await conversation.sendRefused("a scam")
 
         let botMetrics = try PrometheusText.parse(try await HTTPAnswer.fetch(base + "/metrics").text)
         XCTAssertEqual(botMetrics[#"hookbot_hook_calls_total{hook="moderation",plugin="moderation"}"#], 1)
@@ -63,17 +39,16 @@ final class RemoteBotTests: XCTestCase {
         XCTAssertEqual(ready.status, 200)
         let unauthorized = try await HTTPAnswer.fetch(base + "/api/plugins")
         XCTAssertEqual(unauthorized.status, 401)
-        let plugins2 = try await HTTPAnswer.fetch(base + "/api/plugins", token: console.token).array()
-        XCTAssertEqual(Set(plugins2.compactMap { $0["name"] as? String }), ["greeter", "moderation"])
-        let interception = try await HTTPAnswer.fetch(base + "/api/interception", token: console.token).object()
+        let plugins = try await HTTPAnswer.fetch(base + "/api/plugins", token: remote.console.token).array()
+        XCTAssertEqual(Set(plugins.compactMap { $0["name"] as? String }), ["greeter", "moderation"])
+        let interception = try await HTTPAnswer.fetch(base + "/api/interception", token: remote.console.token).object()
         XCTAssertEqual((interception["bot"] as? [String: Int])?["blocked"], 1)
         XCTAssertNil(interception["requests"], "a remote bot does not know the server's counters")
         let serverReady = try await HTTPAnswer.fetch("http://127.0.0.1:\(server.port)/ready")
         XCTAssertEqual(serverReady.status, 200)
 
         await tom.close()
-        await listener.stop()
-        await bot.stop()
+        await remote.stop()
         let notReady = try? await HTTPAnswer.fetch(base + "/ready")
         XCTAssertNil(notReady, "the console's listener stopped")
         await server.stop()
@@ -83,57 +58,34 @@ final class RemoteBotTests: XCTestCase {
     /// page's chat, served from the bot's port, logs in over the server's WebSocket in a real browser.
     func testRemoteBotsConsoleChatReachesTheServer() async throws {
         let server = try await ServerHarness.start()
-        var configuration = BotConfiguration()
-        configuration.plugins.directory = server.directory.appendingPathComponent("plugins")
-        try FileManager.default.createDirectory(at: configuration.plugins.directory, withIntermediateDirectories: true)
-        configuration.statePath = server.directory.appendingPathComponent("state.sqlite").path
-        configuration.adminSocketPath = nil
-        configuration.plugins.watchInterval = 0
-        let telemetry = Telemetry()
-        let serverURL = "ws://127.0.0.1:\(server.port)/ws"
-        let bot = try BotHost.make(configuration: configuration, serverURL: serverURL, metrics: telemetry.factory)
-        try await bot.start()
-        let console = Console(configuration: configuration, logs: LogBuffer())
-        console.attach(.init(bot: bot, server: nil, lobbyID: nil))
-        let listener = try await ConsoleServer.start(
-            console: console, readiness: { await console.botNotReadyReason() }, telemetry: telemetry,
-            host: "127.0.0.1", port: 0, logger: Logger(label: "remote-console-test"))
-        let base = "http://127.0.0.1:\(listener.port)"
-        defer {
-            Task {
-                await listener.stop()
-                await bot.stop()
-                await server.stop()
-            }
+        let remote = try await RemoteBotConsole.start(server: server)
+        addTeardownBlock {
+            await remote.stop()
+            await server.stop()
         }
+        let base = remote.base
 
         let info = try await HTTPAnswer.fetch(base + "/api/info").object()
-        XCTAssertEqual(info["ws"] as? String, serverURL)
+        XCTAssertEqual(info["ws"] as? String, remote.serverURL)
         let page = try await HTTPAnswer.fetch(base + "/")
         XCTAssertEqual(page.status, 200)
         // The page may connect to its own origin and the server's WebSocket, nothing else.
         let connect = page.contentSecurityPolicy?.split(separator: ";").first { $0.contains("connect-src") }
         XCTAssertEqual(
             connect.map { $0.trimmingCharacters(in: .whitespaces) },
-            "connect-src 'self' ws://127.0.0.1:\(listener.port) wss://127.0.0.1:\(listener.port) "
+            "connect-src 'self' ws://127.0.0.1:\(remote.listener.port) wss://127.0.0.1:\(remote.listener.port) "
                 + "ws://127.0.0.1:\(server.port) http://127.0.0.1:\(server.port)")
 
         try requireBrowser()
-        let browser = try await WebDriver.start()
-        do {
+        try await withBrowser(screenshot: "remote-bot-chat") { browser in
             try await browser.open(base + "/")
-            try await browser.type("Tom", into: "#login-client-id")
-            try await browser.click("#login-button")
+            try await browser.logIn(as: "Tom")
             try await browser.waitUntil(
                 "Tom to be logged in on the remote server",
                 "return document.querySelector('#current-user')?.textContent.includes('Tom') === true")
             // The server itself has the page's session besides the bot's.
             let metrics = try PrometheusText.parse(try await HTTPAnswer.fetch("http://127.0.0.1:\(server.port)/metrics").text)
             XCTAssertEqual(metrics[#"hookbot_sessions{format="json"}"#], 2, "the bot and the page's Tom")
-        } catch {
-            await browser.quit()
-            throw error
         }
-        await browser.quit()
     }
 }
