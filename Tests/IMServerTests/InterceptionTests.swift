@@ -4,13 +4,13 @@ import IMCore
 import IMServer
 import IMSignatures
 import Synchronization
-import XCTest
+import Testing
 
-final class InterceptionTests: XCTestCase {
+@Suite(.serialized) struct InterceptionTests {
     static let secret = "interceptor-secret"
 
     /// How the interceptor reaches the server; every scenario runs over both.
-    enum Attachment { case webSocket, inProcess }
+    enum Attachment: CaseIterable, Sendable { case webSocket, inProcess }
 
     private func server(policy: InterceptionFailurePolicy = .failOpen, deadline: Int = 200) async throws -> ServerHarness {
         try await ServerHarness.start { configuration in
@@ -35,9 +35,9 @@ final class InterceptionTests: XCTestCase {
             case .inProcess: try TestClient.attach(to: server.server)
             }
         let reply = try await client.request(Command.interceptorOpen("modbot", secret: Self.secret))
-        XCTAssertEqual(reply.op, .opened)
+        #expect(reply.op == .opened)
         try await waitUntilInterceptorAttached(server.server, "modbot")
-        XCTAssertTrue(server.server.isInterceptorAttached("modbot"))
+        #expect(server.server.isInterceptorAttached("modbot"))
         let loop = Task {
             while !Task.isCancelled, let request = try? await client.next(timeout: .seconds(30), where: { $0.cmd == .hook }) {
                 guard var verdict = decide(request) else { continue }
@@ -83,146 +83,125 @@ final class InterceptionTests: XCTestCase {
         return verdict("allow")
     }
 
-    func testVerdictsApplyBeforeDeliveryOverWebSocket() async throws { try await checkVerdictsApplyBeforeDelivery(.webSocket) }
-    func testVerdictsApplyBeforeDeliveryInProcess() async throws { try await checkVerdictsApplyBeforeDelivery(.inProcess) }
+    @Test(arguments: Attachment.allCases)
+    func verdictsApplyBeforeDelivery(_ attachment: Attachment) async throws {
+        try await server().whileRunning { server in
+            let (bot, loop) = try await interceptor(server, attachment, decide: Self.moderate)
+            defer { loop.cancel() }
+            let tom = try await server.login("Tom")
+            let jerry = try await server.login("Jerry")
+            let bob = try await server.login("Bob")
+            let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
 
-    private func checkVerdictsApplyBeforeDelivery(_ attachment: Attachment) async throws {
-        let server = try await server()
-        addTeardownBlock { await server.stop() }
-        let (bot, loop) = try await interceptor(server, attachment, decide: Self.moderate)
-        defer { loop.cancel() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let bob = try await server.login("Bob")
-        let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
+            let blocked = try await tom.sendText("this is forbidden", to: cid)
+            #expect(blocked.code == 4402)
+            #expect(blocked.reason == "MESSAGE_REJECTED_BY_APP")
+            #expect(blocked.detail == "contains a forbidden word")
+            #expect(blocked.appCode == 42)
 
-        let blocked = try await tom.sendText("this is forbidden", to: cid)
-        XCTAssertEqual(blocked.code, 4402)
-        XCTAssertEqual(blocked.reason, "MESSAGE_REJECTED_BY_APP")
-        XCTAssertEqual(blocked.detail, "contains a forbidden word")
-        XCTAssertEqual(blocked.appCode, 42)
+            let silent = try await tom.sendText("buy spam", to: cid)
+            #expect(silent.code == nil)
+            #expect(silent.uid != nil, "a silent drop looks delivered to the sender")
 
-        let silent = try await tom.sendText("buy spam", to: cid)
-        XCTAssertNil(silent.code)
-        XCTAssertNotNil(silent.uid, "a silent drop looks delivered to the sender")
+            try await tom.sendText("oh darn", to: cid)
+            try await tom.sendText("a secret", to: cid)
+            try await tom.sendText("hello", to: cid)
 
-        try await tom.sendText("oh darn", to: cid)
-        try await tom.sendText("a secret", to: cid)
-        try await tom.sendText("hello", to: cid)
+            let jerryTexts = [try await jerry.nextMessage(), try await jerry.nextMessage(), try await jerry.nextMessage()].map(\.text)
+            #expect(jerryTexts == ["oh ****", "a secret", "hello"])
+            let bobTexts = [try await bob.nextMessage(), try await bob.nextMessage()].map(\.text)
+            #expect(bobTexts == ["oh ****", "hello"])
+            let leaks = await jerry.settle { $0.cmd == .direct } + (await bob.settle { $0.cmd == .direct })
+            #expect(leaks.isEmpty, "blocked, dropped and restricted messages never reach others")
 
-        let jerryTexts = [try await jerry.nextMessage(), try await jerry.nextMessage(), try await jerry.nextMessage()].map(\.text)
-        XCTAssertEqual(jerryTexts, ["oh ****", "a secret", "hello"])
-        let bobTexts = [try await bob.nextMessage(), try await bob.nextMessage()].map(\.text)
-        XCTAssertEqual(bobTexts, ["oh ****", "hello"])
-        let leaks = await jerry.settle { $0.cmd == .direct } + (await bob.settle { $0.cmd == .direct })
-        XCTAssertTrue(leaks.isEmpty, "blocked, dropped and restricted messages never reach others")
-
-        let bobHistory = try required(try await bob.history(cid).logs).compactMap { TypedMessage.decode($0.data)?.text }
-        XCTAssertEqual(bobHistory, ["oh ****", "hello"])
-        let tomHistory = try required(try await tom.history(cid).logs).compactMap { TypedMessage.decode($0.data)?.text }
-        XCTAssertEqual(tomHistory, ["oh ****", "a secret", "hello"])
-        XCTAssertEqual(server.server.interceptionStats.dropped, 2)
-        XCTAssertEqual(server.server.interceptionStats.modified, 2)
-        await bot.close()
-    }
-
-    func testOrderIsPreservedWhenVerdictsArriveOutOfOrderOverWebSocket() async throws {
-        try await checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(.webSocket)
-    }
-    func testOrderIsPreservedWhenVerdictsArriveOutOfOrderInProcess() async throws {
-        try await checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(.inProcess)
-    }
-
-    private func checkOrderIsPreservedWhenVerdictsArriveOutOfOrder(_ attachment: Attachment) async throws {
-        let server = try await server(deadline: 5000)
-        addTeardownBlock { await server.stop() }
-        let (bot, loop) = try await interceptor(server, attachment) { _ in nil } // answered by hand below
-        loop.cancel()
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let cid = try await tom.startConversation(members: ["Jerry"])
-        let texts = (0..<20).map { "m\($0)" }
-        for text in texts {
-            var direct = Command(cmd: .direct)
-            direct.cid = cid
-            direct.msg = TypedMessage.text(text).encoded()
-            tom.send(direct)
+            let bobHistory = try #require(try await bob.history(cid).logs).compactMap { TypedMessage.decode($0.data)?.text }
+            #expect(bobHistory == ["oh ****", "hello"])
+            let tomHistory = try #require(try await tom.history(cid).logs).compactMap { TypedMessage.decode($0.data)?.text }
+            #expect(tomHistory == ["oh ****", "a secret", "hello"])
+            #expect(server.server.interceptionStats.dropped == 2)
+            #expect(server.server.interceptionStats.modified == 2)
+            await bot.close()
         }
-        var requests: [Command] = []
-        for _ in texts { requests.append(try await bot.next { $0.cmd == .hook }) }
-        XCTAssertEqual(requests.count, 20, "reviews are requested concurrently, not one at a time")
-        for request in requests.reversed() {
-            var verdict = Self.verdict("allow")
-            verdict.id = request.id
-            bot.send(verdict)
-        }
-        var received: [String] = []
-        for _ in texts { received.append(try await jerry.nextMessage().text ?? "") }
-        XCTAssertEqual(received, texts)
     }
 
-    func testSlowConversationDoesNotDelayAnotherOverWebSocket() async throws {
-        try await checkSlowConversationDoesNotDelayAnother(.webSocket)
-    }
-    func testSlowConversationDoesNotDelayAnotherInProcess() async throws {
-        try await checkSlowConversationDoesNotDelayAnother(.inProcess)
+    @Test(arguments: Attachment.allCases)
+    func orderIsPreservedWhenVerdictsArriveOutOfOrder(_ attachment: Attachment) async throws {
+        try await server(deadline: 5000).whileRunning { server in
+            let (bot, loop) = try await interceptor(server, attachment) { _ in nil } // answered by hand below
+            loop.cancel()
+            let tom = try await server.login("Tom")
+            let jerry = try await server.login("Jerry")
+            let cid = try await tom.startConversation(members: ["Jerry"])
+            let texts = (0..<20).map { "m\($0)" }
+            for text in texts {
+                var direct = Command(cmd: .direct)
+                direct.cid = cid
+                direct.msg = TypedMessage.text(text).encoded()
+                tom.send(direct)
+            }
+            var requests: [Command] = []
+            for _ in texts { requests.append(try await bot.next { $0.cmd == .hook }) }
+            #expect(requests.count == 20, "reviews are requested concurrently, not one at a time")
+            for request in requests.reversed() {
+                var verdict = Self.verdict("allow")
+                verdict.id = request.id
+                bot.send(verdict)
+            }
+            var received: [String] = []
+            for _ in texts { received.append(try await jerry.nextMessage().text ?? "") }
+            #expect(received == texts)
+        }
     }
 
     /// Verdicts are applied in order per conversation: a review held in one conversation holds up the
     /// messages after it there, and nothing anywhere else.
-    private func checkSlowConversationDoesNotDelayAnother(_ attachment: Attachment) async throws {
-        let server = try await server(deadline: 10_000)
-        addTeardownBlock { await server.stop() }
-        let slow = Mutex<String?>(nil)
-        let held = Inbox<Command>()
-        let (bot, loop) = try await interceptor(server, attachment) { request in
-            guard request.cid == slow.withLock({ $0 }) else { return Self.verdict("allow") }
-            held.append(request) // the slow conversation's reviews are answered by hand below
-            return nil
+    @Test(arguments: Attachment.allCases)
+    func slowConversationDoesNotDelayAnother(_ attachment: Attachment) async throws {
+        try await server(deadline: 10_000).whileRunning { server in
+            let slow = Mutex<String?>(nil)
+            let held = Inbox<Command>()
+            let (bot, loop) = try await interceptor(server, attachment) { request in
+                guard request.cid == slow.withLock({ $0 }) else { return Self.verdict("allow") }
+                held.append(request) // the slow conversation's reviews are answered by hand below
+                return nil
+            }
+            defer { loop.cancel() }
+            let tom = try await server.login("Tom")
+            let jerry = try await server.login("Jerry")
+            let slowCID = try await tom.startConversation(members: ["Jerry"], name: "slow")
+            let fastCID = try await tom.startConversation(members: ["Jerry"], name: "fast")
+            slow.withLock { $0 = slowCID }
+            var first = Command(cmd: .direct)
+            first.cid = slowCID
+            first.msg = TypedMessage.text("slow 1").encoded()
+            tom.send(first)
+            let firstRequest = try #require(await held.take(timeout: .seconds(10), where: { _ in true }))
+            var second = first
+            second.msg = TypedMessage.text("slow 2").encoded()
+            tom.send(second)
+            try await tom.sendText("fast 1", to: fastCID)
+            try await tom.sendText("fast 2", to: fastCID)
+            let fast = [try await jerry.nextMessage(), try await jerry.nextMessage()]
+            #expect(fast.map(\.text) == ["fast 1", "fast 2"], "the other conversation was not held up")
+            #expect(fast.map(\.cid) == [fastCID, fastCID])
+            // The second slow message is reviewed, but waits behind the first in its conversation.
+            let secondRequest = try #require(await held.take(timeout: .seconds(10), where: { _ in true }))
+            var allow = Self.verdict("allow")
+            allow.id = secondRequest.id
+            bot.send(allow)
+            let early = await jerry.settle(for: .milliseconds(200)) { $0.cmd == .direct }
+            #expect(early.isEmpty, "order within the slow conversation is kept")
+            allow.id = firstRequest.id
+            bot.send(allow)
+            let slowTexts = [try await jerry.nextMessage(), try await jerry.nextMessage()].map(\.text)
+            #expect(slowTexts == ["slow 1", "slow 2"])
+            await bot.close()
         }
-        defer { loop.cancel() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let slowCID = try await tom.startConversation(members: ["Jerry"], name: "slow")
-        let fastCID = try await tom.startConversation(members: ["Jerry"], name: "fast")
-        slow.withLock { $0 = slowCID }
-        var first = Command(cmd: .direct)
-        first.cid = slowCID
-        first.msg = TypedMessage.text("slow 1").encoded()
-        tom.send(first)
-        let firstRequest = try required(await held.take(timeout: .seconds(10), where: { _ in true }))
-        var second = first
-        second.msg = TypedMessage.text("slow 2").encoded()
-        tom.send(second)
-        try await tom.sendText("fast 1", to: fastCID)
-        try await tom.sendText("fast 2", to: fastCID)
-        let fast = [try await jerry.nextMessage(), try await jerry.nextMessage()]
-        XCTAssertEqual(fast.map(\.text), ["fast 1", "fast 2"], "the other conversation was not held up")
-        XCTAssertEqual(fast.map(\.cid), [fastCID, fastCID])
-        // The second slow message is reviewed, but waits behind the first in its conversation.
-        let secondRequest = try required(await held.take(timeout: .seconds(10), where: { _ in true }))
-        var allow = Self.verdict("allow")
-        allow.id = secondRequest.id
-        bot.send(allow)
-        let early = await jerry.settle(for: .milliseconds(200)) { $0.cmd == .direct }
-        XCTAssertTrue(early.isEmpty, "order within the slow conversation is kept")
-        allow.id = firstRequest.id
-        bot.send(allow)
-        let slowTexts = [try await jerry.nextMessage(), try await jerry.nextMessage()].map(\.text)
-        XCTAssertEqual(slowTexts, ["slow 1", "slow 2"])
-        await bot.close()
     }
 
-    func testTimeoutsAndMissingInterceptorFollowThePolicyOverWebSocket() async throws {
-        try await checkTimeoutsAndMissingInterceptorFollowThePolicy(.webSocket)
-    }
-    func testTimeoutsAndMissingInterceptorFollowThePolicyInProcess() async throws {
-        try await checkTimeoutsAndMissingInterceptorFollowThePolicy(.inProcess)
-    }
-
-    private func checkTimeoutsAndMissingInterceptorFollowThePolicy(_ attachment: Attachment) async throws {
-        for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
-            let server = try await server(policy: policy, deadline: 100)
+    @Test(arguments: Attachment.allCases, [InterceptionFailurePolicy.failOpen, .failClosed])
+    func timeoutsAndMissingInterceptorFollowThePolicy(_ attachment: Attachment, policy: InterceptionFailurePolicy) async throws {
+        try await server(policy: policy, deadline: 100).whileRunning { server in
             let tom = try await server.login("Tom")
             let jerry = try await server.login("Jerry")
             let cid = try await tom.startConversation(members: ["Jerry"])
@@ -232,33 +211,29 @@ final class InterceptionTests: XCTestCase {
             let timedOut = try await tom.sendText("too slow", to: cid)
             switch policy {
             case .failOpen:
-                XCTAssertNil(noInterceptor.code)
-                XCTAssertNil(timedOut.code)
+                #expect(noInterceptor.code == nil)
+                #expect(timedOut.code == nil)
                 let observed1 = try await jerry.nextMessage().text
-                XCTAssertEqual(observed1, "nobody home")
+                #expect(observed1 == "nobody home")
                 let observed2 = try await jerry.nextMessage().text
-                XCTAssertEqual(observed2, "too slow")
+                #expect(observed2 == "too slow")
             case .failClosed:
-                XCTAssertEqual(noInterceptor.code, 4402)
-                XCTAssertEqual(timedOut.code, 4402)
+                #expect(noInterceptor.code == 4402)
+                #expect(timedOut.code == 4402)
                 let leaked = await jerry.settle { $0.cmd == .direct }
-                XCTAssertTrue(leaked.isEmpty)
+                #expect(leaked.isEmpty)
             }
             let stats = server.server.interceptionStats
-            XCTAssertEqual(stats.timeouts, 1, "\(policy)")
-            XCTAssertEqual(stats.policyApplied, 2, "\(policy)")
+            #expect(stats.timeouts == 1, "\(policy)")
+            #expect(stats.policyApplied == 2, "\(policy)")
             loop.cancel()
             await bot.close()
-            await server.stop()
         }
     }
 
-    func testInterceptorKilledMidStreamOverWebSocket() async throws { try await checkInterceptorKilledMidStream(.webSocket) }
-    func testInterceptorKilledMidStreamInProcess() async throws { try await checkInterceptorKilledMidStream(.inProcess) }
-
-    private func checkInterceptorKilledMidStream(_ attachment: Attachment) async throws {
-        for policy in [InterceptionFailurePolicy.failOpen, .failClosed] {
-            let server = try await server(policy: policy, deadline: 5000)
+    @Test(arguments: Attachment.allCases, [InterceptionFailurePolicy.failOpen, .failClosed])
+    func interceptorKilledMidStream(_ attachment: Attachment, policy: InterceptionFailurePolicy) async throws {
+        try await server(policy: policy, deadline: 5000).whileRunning { server in
             let tom = try await server.login("Tom")
             let jerry = try await server.login("Jerry")
             let cid = try await tom.startConversation(members: ["Jerry"])
@@ -272,7 +247,7 @@ final class InterceptionTests: XCTestCase {
                 try await waitUntil("30 requests at the interceptor (\(answered.value) came)", timeout: .seconds(30)) {
                     answered.value >= 30
                 }
-                XCTAssertEqual(answered.value, 30)
+                #expect(answered.value == 30)
                 loop.cancel()
                 await bot.close() // the interceptor dies with requests pending
                 var acks: [Command] = []
@@ -284,152 +259,142 @@ final class InterceptionTests: XCTestCase {
             while (try? await jerry.next(timeout: .milliseconds(500), where: { $0.cmd == .direct })) != nil { delivered += 1 }
             switch policy {
             case .failOpen:
-                XCTAssertEqual(accepted, 30, "nothing lost with fail-open")
-                XCTAssertEqual(delivered, 30)
+                #expect(accepted == 30, "nothing lost with fail-open")
+                #expect(delivered == 30)
             case .failClosed:
-                XCTAssertEqual(accepted, 10, "only allowed messages pass with fail-closed")
-                XCTAssertEqual(delivered, 10)
+                #expect(accepted == 10, "only allowed messages pass with fail-closed")
+                #expect(delivered == 10)
             }
-            await server.stop()
         }
     }
 
-    func testAnInterceptorResumesWithItsSessionTokenAndOthersCannot() async throws {
-        let server = try await server()
-        addTeardownBlock { await server.stop() }
-        let first = try await TestClient.connect(port: server.port)
-        let opened = try await first.request(Command.interceptorOpen("modbot", secret: Self.secret))
-        let token = try XCTUnwrap(opened.st)
-        await first.close()
-        // The reconnect presents the token only (what an SDK does), and gets back in.
-        let again = try await TestClient.connect(port: server.port)
-        var resume = Command(cmd: .session, op: .open)
-        resume.peerId = "modbot"
-        resume.st = token
-        resume.r = true
-        let resumed = try await again.request(resume)
-        XCTAssertEqual(resumed.op, .opened)
-        // Another client's token does not open the interceptor id.
-        let tom = try await server.login("Tom")
-        _ = tom
-        let stranger = try await TestClient.connect(port: server.port)
-        var tomsOpen = Command(cmd: .session, op: .open)
-        tomsOpen.peerId = "Tom"
-        let tomsReply = try await stranger.request(tomsOpen)
-        let tomsToken = try XCTUnwrap(tomsReply.st)
-        let impostor = try await TestClient.connect(port: server.port)
-        var forged = Command(cmd: .session, op: .open)
-        forged.peerId = "modbot"
-        forged.st = tomsToken
-        let refused = try await impostor.request(forged)
-        XCTAssertEqual(refused.code, 4102)
-        await again.close()
+    @Test func anInterceptorResumesWithItsSessionTokenAndOthersCannot() async throws {
+        try await server().whileRunning { server in
+            let first = try await TestClient.connect(port: server.port)
+            let opened = try await first.request(Command.interceptorOpen("modbot", secret: Self.secret))
+            let token = try #require(opened.st)
+            await first.close()
+            // The reconnect presents the token only (what an SDK does), and gets back in.
+            let again = try await TestClient.connect(port: server.port)
+            var resume = Command(cmd: .session, op: .open)
+            resume.peerId = "modbot"
+            resume.st = token
+            resume.r = true
+            let resumed = try await again.request(resume)
+            #expect(resumed.op == .opened)
+            // Another client's token does not open the interceptor id.
+            let tom = try await server.login("Tom")
+            _ = tom
+            let stranger = try await TestClient.connect(port: server.port)
+            var tomsOpen = Command(cmd: .session, op: .open)
+            tomsOpen.peerId = "Tom"
+            let tomsReply = try await stranger.request(tomsOpen)
+            let tomsToken = try #require(tomsReply.st)
+            let impostor = try await TestClient.connect(port: server.port)
+            var forged = Command(cmd: .session, op: .open)
+            forged.peerId = "modbot"
+            forged.st = tomsToken
+            let refused = try await impostor.request(forged)
+            #expect(refused.code == 4102)
+            await again.close()
+        }
     }
-
-    func testRequestsSayWhatWasAskedOverWebSocket() async throws { try await checkRequestsSayWhatWasAsked(.webSocket) }
-    func testRequestsSayWhatWasAskedInProcess() async throws { try await checkRequestsSayWhatWasAsked(.inProcess) }
 
     /// What the interceptor is asked, read as `HookRequest`s: a message with its mentions and priority
     /// (Chinese and emoji intact), a binary message, an invitation and a member leaving by herself.
-    private func checkRequestsSayWhatWasAsked(_ attachment: Attachment) async throws {
-        let server = try await server()
-        addTeardownBlock { await server.stop() }
-        let asked = Mutex<[HookRequest?]>([])
-        let (_, loop) = try await interceptor(server, attachment) { request in
-            asked.withLock { $0.append(HookRequest(command: request)) }
-            return Self.verdict("allow")
-        }
-        defer { loop.cancel() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let cid = try await tom.startConversation(members: ["Jerry"])
-        let typed = TypedMessage.text("@Jerry 周末一起吃火锅吗？🍲").encoded()
-        var direct = Command(cmd: .direct)
-        direct.cid = cid
-        direct.msg = typed
-        direct.mentionPids = ["Jerry"]
-        direct.priority = "high"
-        let sent = try await tom.request(direct)
-        XCTAssertNotNil(sent.uid)
-        var binary = Command(cmd: .direct)
-        binary.cid = cid
-        binary.binaryMsg = Data([0, 1, 2, 255]).base64EncodedString()
-        let sentBinary = try await tom.request(binary)
-        XCTAssertNotNil(sentBinary.uid)
-        var add = Command(cmd: .conv, op: .add)
-        add.cid = cid
-        add.m = ["Bob"]
-        let added = try await tom.request(add)
-        XCTAssertEqual(added.op, .added)
-        var quit = Command(cmd: .conv, op: .remove)
-        quit.cid = cid
-        quit.m = ["Jerry"]
-        let left = try await jerry.request(quit)
-        XCTAssertEqual(left.op, .removed)
-        XCTAssertEqual(
-            asked.withLock { $0 },
-            [
-                .message(cid: cid, from: "Tom", content: .text(typed), priority: "high", mentionPids: ["Jerry"]),
-                .message(cid: cid, from: "Tom", content: .binary(base64: "AAEC/w=="), priority: nil, mentionPids: nil),
-                .membership(cid: cid, actor: "Tom", members: ["Bob"], action: .invite),
-                .membership(cid: cid, actor: "Jerry", members: ["Jerry"], action: .quit),
-            ])
-    }
-
-    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedOverWebSocket() async throws {
-        try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.webSocket)
-    }
-    func testMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticatedInProcess() async throws {
-        try await checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(.inProcess)
-    }
-
-    private func checkMembershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(_ attachment: Attachment) async throws {
-        let server = try await server()
-        addTeardownBlock { await server.stop() }
-        let reviewed = Counter()
-        let (_, loop) = try await interceptor(server, attachment) { request in
-            guard request.kind == "membership" else { return Self.verdict("allow") }
-            _ = reviewed.increment()
-            if request.action == "kick" {
-                var drop = Self.verdict("drop")
-                drop.reason = "kicks need a moderator"
-                return drop
+    @Test(arguments: Attachment.allCases)
+    func requestsSayWhatWasAsked(_ attachment: Attachment) async throws {
+        try await server().whileRunning { server in
+            let asked = Mutex<[HookRequest?]>([])
+            let (_, loop) = try await interceptor(server, attachment) { request in
+                asked.withLock { $0.append(HookRequest(command: request)) }
+                return Self.verdict("allow")
             }
-            return Self.verdict("allow")
+            defer { loop.cancel() }
+            let tom = try await server.login("Tom")
+            let jerry = try await server.login("Jerry")
+            let cid = try await tom.startConversation(members: ["Jerry"])
+            let typed = TypedMessage.text("@Jerry 周末一起吃火锅吗？🍲").encoded()
+            var direct = Command(cmd: .direct)
+            direct.cid = cid
+            direct.msg = typed
+            direct.mentionPids = ["Jerry"]
+            direct.priority = "high"
+            let sent = try await tom.request(direct)
+            #expect(sent.uid != nil)
+            var binary = Command(cmd: .direct)
+            binary.cid = cid
+            binary.binaryMsg = Data([0, 1, 2, 255]).base64EncodedString()
+            let sentBinary = try await tom.request(binary)
+            #expect(sentBinary.uid != nil)
+            var add = Command(cmd: .conv, op: .add)
+            add.cid = cid
+            add.m = ["Bob"]
+            let added = try await tom.request(add)
+            #expect(added.op == .added)
+            var quit = Command(cmd: .conv, op: .remove)
+            quit.cid = cid
+            quit.m = ["Jerry"]
+            let left = try await jerry.request(quit)
+            #expect(left.op == .removed)
+            #expect(
+                asked.withLock { $0 } == [
+                    .message(cid: cid, from: "Tom", content: .text(typed), priority: "high", mentionPids: ["Jerry"]),
+                    .message(cid: cid, from: "Tom", content: .binary(base64: "AAEC/w=="), priority: nil, mentionPids: nil),
+                    .membership(cid: cid, actor: "Tom", members: ["Bob"], action: .invite),
+                    .membership(cid: cid, actor: "Jerry", members: ["Jerry"], action: .quit),
+                ])
         }
-        defer { loop.cancel() }
-        let tom = try await server.login("Tom")
-        let cid = try await tom.startConversation(members: ["Jerry"])
-        var add = Command(cmd: .conv, op: .add)
-        add.cid = cid
-        add.m = ["Bob"]
-        let observed3 = try await tom.request(add).op
-        XCTAssertEqual(observed3, .added)
-        var kick = Command(cmd: .conv, op: .remove)
-        kick.cid = cid
-        kick.m = ["Bob"]
-        let vetoed = try await tom.request(kick)
-        XCTAssertEqual(vetoed.code, 4305)
-        XCTAssertEqual(vetoed.detail, "kicks need a moderator")
-        XCTAssertEqual(reviewed.value, 2)
-        // Changes the server refuses anyway are never put to the interceptor.
-        let mallory = try await server.login("Mallory")
-        add.m = ["Eve"]
-        let refusedAdd = try await mallory.request(add)
-        XCTAssertEqual(refusedAdd.code, 4317)
-        let refusedKick = try await mallory.request(kick)
-        XCTAssertEqual(refusedKick.code, 4317)
-        XCTAssertEqual(reviewed.value, 2, "refused changes were reviewed")
+    }
 
-        let impostor = try await TestClient.connect(port: server.port)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = "modbot"
-        let observed4 = try await impostor.request(open).code
-        XCTAssertEqual(observed4, 4102, "an interceptor id needs its signature")
-        var fakeVerdict = Self.verdict("allow")
-        fakeVerdict.id = "h1"
-        let observed5 = try await tom.request(fakeVerdict).code
-        XCTAssertEqual(observed5, 4904)
+    @Test(arguments: Attachment.allCases)
+    func membershipChangesCanBeVetoedAndInterceptorsAreAuthenticated(_ attachment: Attachment) async throws {
+        try await server().whileRunning { server in
+            let reviewed = Counter()
+            let (_, loop) = try await interceptor(server, attachment) { request in
+                guard request.kind == "membership" else { return Self.verdict("allow") }
+                _ = reviewed.increment()
+                if request.action == "kick" {
+                    var drop = Self.verdict("drop")
+                    drop.reason = "kicks need a moderator"
+                    return drop
+                }
+                return Self.verdict("allow")
+            }
+            defer { loop.cancel() }
+            let tom = try await server.login("Tom")
+            let cid = try await tom.startConversation(members: ["Jerry"])
+            var add = Command(cmd: .conv, op: .add)
+            add.cid = cid
+            add.m = ["Bob"]
+            let observed3 = try await tom.request(add).op
+            #expect(observed3 == .added)
+            var kick = Command(cmd: .conv, op: .remove)
+            kick.cid = cid
+            kick.m = ["Bob"]
+            let vetoed = try await tom.request(kick)
+            #expect(vetoed.code == 4305)
+            #expect(vetoed.detail == "kicks need a moderator")
+            #expect(reviewed.value == 2)
+            // Changes the server refuses anyway are never put to the interceptor.
+            let mallory = try await server.login("Mallory")
+            add.m = ["Eve"]
+            let refusedAdd = try await mallory.request(add)
+            #expect(refusedAdd.code == 4317)
+            let refusedKick = try await mallory.request(kick)
+            #expect(refusedKick.code == 4317)
+            #expect(reviewed.value == 2, "refused changes were reviewed")
+
+            let impostor = try await TestClient.connect(port: server.port)
+            var open = Command(cmd: .session, op: .open)
+            open.peerId = "modbot"
+            let observed4 = try await impostor.request(open).code
+            #expect(observed4 == 4102, "an interceptor id needs its signature")
+            var fakeVerdict = Self.verdict("allow")
+            fakeVerdict.id = "h1"
+            let observed5 = try await tom.request(fakeVerdict).code
+            #expect(observed5 == 4904)
+        }
     }
 }
 
