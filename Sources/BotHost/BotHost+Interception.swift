@@ -37,7 +37,7 @@ extension BotHost {
             return await offlineVerdict(for: request)
         case .message, .edit:
             guard let sent, let body = sent.body else { break }
-            let message = HookMapping.hookMessage(
+            let message = HookMessage(
                 id: sent.id, cid: sent.cid, from: sent.from, body: body, timestamp: Int64(Date().timeIntervalSince1970 * 1000),
                 transient: false)
             original = (message, body)
@@ -63,25 +63,7 @@ extension BotHost {
         }
         count { $0.verdicts += 1 }
         guard let review else { return .allow }
-        let verdict: HookVerdict
-        switch review.decision {
-        case .allow:
-            verdict = .allow
-        case .modify(let approved):
-            // A plain-text message stays plain text unless the plugins gave it a type or attributes.
-            let plain = original.map { TypedMessage.decode($0.body) == nil } ?? false
-            let body =
-                plain && approved.type == MessageType.text.rawValue && approved.attrs.isEmpty
-                ? approved.text ?? ""
-                : HookMapping.typedMessage(approved).encoded()
-            verdict = .modify(body: body, recipients: nil)
-        case .drop(let reason, let code, let silent):
-            verdict = .drop(reason: reason, appCode: code, silent: silent)
-        case .undecided:
-            // The review could not finish within the server's deadline: leave the decision to the server's
-            // failure policy (counted and logged there) instead of guessing.
-            verdict = .declined(reason: "review budget of \(reviewBudget) exhausted")
-        }
+        let verdict = review.verdict(sentBody: original?.body, undecided: "review budget of \(reviewBudget) exhausted")
         if let trace, let original {
             let took = asked.duration(to: .now)
             let micros = Int(took.components.seconds * 1_000_000 + took.components.attoseconds / 1_000_000_000_000)

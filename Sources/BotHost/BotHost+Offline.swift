@@ -25,7 +25,7 @@ extension BotHost {
             case .binary(let bytes):
                 HookMessage(id: messageID, cid: cid, from: from, type: MessageType.text.rawValue, timestamp: timestamp, binary: bytes)
             case .text(let body):
-                HookMapping.hookMessage(id: messageID, cid: cid, from: from, body: body, timestamp: timestamp, transient: false)
+                HookMessage(id: messageID, cid: cid, from: from, body: body, timestamp: timestamp, transient: false)
             }
         let mentioned = Set(mentionPids ?? [])
         let receivers = ids.map {

@@ -18,7 +18,7 @@ struct ClientOutlet: BotOutlet {
     {
         let what = transient ? "send_transient" : "send"
         metrics.executed(what)
-        let content = IMMessageContent.typed(HookMapping.typedMessage(message))
+        let content = IMMessageContent.typed(message.typedMessage)
         let options = IMSendOptions(transient: transient, mentionPids: mentions.isEmpty ? nil : mentions)
         // Submitted in order; the ack is awaited off the event path so replies can be pipelined.
         let pending = try await client.conversation(message.cid).submit(content, options: options)
@@ -43,7 +43,7 @@ struct ClientOutlet: BotOutlet {
         case .edit(let cid, let messageID, let timestamp, let message):
             metrics.executed("edit")
             _ = try await client.conversation(cid).editMessage(
-                id: messageID, timestamp: timestamp, to: .typed(HookMapping.typedMessage(message)))
+                id: messageID, timestamp: timestamp, to: .typed(message.typedMessage))
         case .recall(let cid, let messageID):
             metrics.executed("recall")
             _ = try await client.conversation(cid).recall(messageId: messageID, timestamp: 0)

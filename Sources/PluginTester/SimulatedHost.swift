@@ -131,16 +131,23 @@ final class SimulatedHost {
     }
 
     /// The message as the server would pass it on when the first bot intercepts (it reviews everything but
-    /// its own messages): as sent, as the review changed it, or nil when the review refused it or could not
-    /// decide (a scenario has no failure policy to fall back on).
+    /// its own messages): the bot's review becomes the `HookVerdict` a running bot answers the server with, and
+    /// that verdict is applied as the server applies it — as sent, with the body the verdict gives (decoded
+    /// as the receiving bots would decode it), or nil when it refuses the message or declines to decide (a
+    /// scenario has no failure policy to fall back on).
     private func intercepted(_ message: HookMessage) async -> HookMessage? {
         guard main.router.settings.intercepting, message.from != main.id else { return message }
         let review = await main.router.review(message)
         await main.router.finish(review.followUp)
-        switch review.decision {
-        case .allow: return message
-        case .modify(let approved): return approved
-        case .drop, .undecided: return nil
+        switch review.verdict(sentBody: message.typedMessage.encoded(), undecided: "the review did not finish") {
+        case .allow, .modify(body: nil, _): return message
+        case .modify(let body?, _):
+            var delivered = HookMessage(
+                id: message.id, cid: message.cid, from: message.from, body: body, timestamp: message.timestamp,
+                transient: message.transient)
+            delivered.binary = message.binary
+            return delivered
+        case .drop, .declined, .pushes, .unhooked: return nil
         }
     }
 
