@@ -7,7 +7,7 @@ import XCTest
 /// Membership, conversation data, queries, recall, read state, cmd and transient messages, history.
 final class ConversationTests: XCTestCase {
     func testMembershipEvents() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let clients = ["Jerry", "Bob", "Harry", "William"].map { server.client($0) }
         let logs = try await openClients(clients)
         let (jerry, bob, harry, william) = (clients[0], clients[1], clients[2], clients[3])
@@ -62,14 +62,11 @@ final class ConversationTests: XCTestCase {
         XCTAssertEqual(fetched.creator, "Jerry")
 
         for client in clients { await client.close() }
-        await server.stop()
     }
 
     func testUpdateMuteAndQuery() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        let jerry = server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
+        let server = try await startServer()
+        let ((tom, jerry), logs) = try await openedClients(of: server, "Tom", "Jerry")
         let conversation = try await tom.createConversation(
             name: "Cat and mouse", members: ["Jerry"],
             attributes: ["type": "private", "pinned": true, "settings": ["color": "blue", "size": 3]])
@@ -137,17 +134,11 @@ final class ConversationTests: XCTestCase {
             XCTAssertEqual(error.knownCode, .invalidField)
             XCTAssertNotNil(error.detail)
         }
-
-        await tom.close()
-        await jerry.close()
-        await server.stop()
     }
 
     func testRecallReadCmdAndTransient() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        let jerry = server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
+        let server = try await startServer()
+        let ((tom, jerry), logs) = try await openedClients(of: server, "Tom", "Jerry")
         let (tomEvents, jerryEvents) = (logs[0], logs[1])
         let conversation = try await tom.createConversation(members: ["Jerry"])
 
@@ -191,15 +182,11 @@ final class ConversationTests: XCTestCase {
 
         let stored = try await conversation.messages(limit: 10)
         XCTAssertEqual(stored.map(\.id), [oops.id, important.id], "transient or cmd messages were stored")
-        await tom.close()
-        await jerry.close()
-        await server.stop()
     }
 
     func testUnreadCountsAtLogin() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        try await tom.open()
+        let server = try await startServer()
+        let tom = try await openedClient(of: server, "Tom")
         let conversation = try await tom.createConversation(members: ["Jerry"])
         for k in 0..<3 { try await conversation.send(.text("unread \(k)")) }
         let jerry = server.client("Jerry")
@@ -210,14 +197,11 @@ final class ConversationTests: XCTestCase {
         XCTAssertEqual(unread.first?.count, 3)
         XCTAssertEqual(unread.first?.lastMessage?.content.text, "unread 2")
         await jerry.close()
-        await tom.close()
-        await server.stop()
     }
 
     func testHistoryPaging() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        try await tom.open()
+        let server = try await startServer()
+        let tom = try await openedClient(of: server, "Tom")
         let conversation = try await tom.createConversation(members: ["Jerry"])
         var sent: [IMMessage] = []
         for k in 0..<25 { sent.append(try await conversation.send(.text("m\(k)"))) }
@@ -230,16 +214,13 @@ final class ConversationTests: XCTestCase {
         XCTAssertEqual(first.map(\.id), sent[..<5].map(\.id))
         let after = try await conversation.messages(afterTimestamp: sent[20].timestamp, limit: 100)
         XCTAssertEqual(after.map(\.id), sent[21...].map(\.id))
-        await tom.close()
-        await server.stop()
     }
 
     /// The raw escape hatch: any command as a request; errors come back as IMError; unknown commands the
     /// server sends arrive as events.
     func testRawCommands() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        try await tom.open()
+        let server = try await startServer()
+        let tom = try await openedClient(of: server, "Tom")
         let echo = try await tom.send(Command(cmd: .echo))
         XCTAssertEqual(echo.cmd, .echo)
         XCTAssertNotNil(echo.t)
@@ -251,8 +232,6 @@ final class ConversationTests: XCTestCase {
         } catch {
             XCTAssertEqual(error.knownCode, .invalidMessagingTarget)
         }
-        await tom.close()
-        await server.stop()
     }
 }
 

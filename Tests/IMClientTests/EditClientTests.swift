@@ -8,10 +8,8 @@ import XCTest
 /// `binary` / `editedAt` in history and in offline delivery.
 final class EditClientTests: XCTestCase {
     func testEditsAndBinaryMessagesLiveInHistoryAndOffline() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        let jerry = server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
+        let server = try await startServer()
+        let ((tom, jerry), logs) = try await openedClients(of: server, "Tom", "Jerry")
         let conversation = try await tom.createConversation(members: ["Jerry", "Spike"])
         let typo = try await conversation.send(.text("helo"))
         let bytes = Data([0xCA, 0xFE, 0x00])
@@ -63,6 +61,5 @@ final class EditClientTests: XCTestCase {
             XCTAssertEqual(error.code, 4403)
         }
         for client in [tom, jerry, spike] { await client.close() }
-        await server.stop()
     }
 }

@@ -11,14 +11,13 @@ import XCTest
 /// the second sees the rewritten text and refuses.
 final class InProcessInterceptorTests: XCTestCase {
     func testAReviewerAndAHandlerInOneChain() async throws {
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             configuration.appID = "app"
             configuration.interception.interceptors = [
                 .init(clientID: "rewriter", secret: "rewriter-secret"), .init(clientID: "guard", secret: "guard-secret"),
             ]
             configuration.interception.deadlineMillis = 2000
         }
-        addTeardownBlock { await server.stop() }
 
         var rewriting = IMClientOptions(local: server.server)
         rewriting.signatureProvider = MasterKeySigner(signer: Signer(appID: "app", masterKey: "rewriter-secret"))
@@ -48,9 +47,7 @@ final class InProcessInterceptorTests: XCTestCase {
         try await waitUntilInterceptorAttached(server.server, "rewriter")
         try await waitUntilInterceptorAttached(server.server, "guard")
 
-        let tom = server.client("Tom")
-        let jerry = server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
+        let ((tom, jerry), logs) = try await openedClients(of: server, "Tom", "Jerry")
         let conversation = try await tom.createConversation(members: ["Jerry"])
         _ = try await conversation.send(.text("你好 Jerry 👋"))
         _ = try await conversation.send(.text("你这个笨蛋"))

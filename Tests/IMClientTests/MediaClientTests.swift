@@ -26,10 +26,8 @@ final class MediaClientTests: XCTestCase {
     }
 
     func testAnImageFromAFileReachesTheReceiverWithTheServersMetadataAndDownloadsByteForByte() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        let jerry = server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
+        let server = try await startServer()
+        let ((tom, jerry), logs) = try await openedClients(of: server, "Tom", "Jerry")
         let conversation = try await tom.createConversation(members: ["Jerry"])
         // A real, decodable 640×480 PNG of 901 KB (stored deflate blocks): four 256 KiB chunks.
         let png = PNGWriter.rgb(width: 640, height: 480)
@@ -108,13 +106,10 @@ final class MediaClientTests: XCTestCase {
             XCTAssertEqual(error.code, 4604)
             XCTAssertEqual(error.reason, "notFound")
         }
-        await tom.close()
-        await jerry.close()
-        await server.stop()
     }
 
     func testTooLargeAndOverQuotaUploadsGiveTheServersCodes() async throws {
-        let server = try await ServerHarness.start {
+        let server = try await startServer {
             $0.media.maxUploadBytes = 100_000
             $0.media.quotaBytes = 150_000
         }
@@ -173,7 +168,6 @@ final class MediaClientTests: XCTestCase {
         } catch {
             XCTAssertEqual(error.clientCode, .clientNotOpen)
         }
-        await server.stop()
     }
 
     /// While the WebSocket is down (the client paused, waiting to reconnect) uploads still go out with the last
@@ -228,7 +222,7 @@ final class MediaClientTests: XCTestCase {
     /// from another member are printed readably.
     func testHookbotChatUploadsAndShowsFiles() async throws {
         guard let binary = Self.hookbotBinary() else { throw XCTSkip("hookbot is not built") }
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let jerry = server.client("Jerry")
         let logs = try await openClients([jerry])
         let room = try await jerry.createConversation(name: "media-room", members: ["Tom"])
@@ -261,7 +255,6 @@ final class MediaClientTests: XCTestCase {
         let status = try await chat.waitForExit()
         XCTAssertEqual(status, 0, chat.printed)
         await jerry.close()
-        await server.stop()
     }
 
     /// The `hookbot` executable built beside the test bundle (`.build/<config>/hookbot`).

@@ -7,7 +7,7 @@ import XCTest
 /// The SDK's mutes, block lists and roles, with their events (docs/CLIENT.md).
 final class MemberControlClientTests: XCTestCase {
     func testMutesBlocksAndRolesWithEvents() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let clients = ["Tom", "Jerry", "Bob"].map { server.client($0) }
         let logs = try await openClients(clients)
         let (tom, jerry, bob) = (clients[0], clients[1], clients[2])
@@ -86,6 +86,5 @@ final class MemberControlClientTests: XCTestCase {
         try await conversation.unmuteAll()
         _ = try await bob.conversation(cid).send(.text("everyone may speak"))
         for client in clients { await client.close() }
-        await server.stop()
     }
 }

@@ -26,8 +26,7 @@ final class MissedPatchClientTests: XCTestCase {
         await server.stop()
         _ = try await jerryEvents.next("Jerry paused") { if case .paused = $0 { true } else { nil } }
         let second = try await server.restarted()
-        let tomAgain = second.client("Tom")
-        try await tomAgain.open()
+        let tomAgain = try await openedClient(of: second, "Tom")
         let again = tomAgain.conversation(conversation.id)
         _ = try await again.recall(oops)
         let edited = try await again.update(typo, to: .text("hello"))

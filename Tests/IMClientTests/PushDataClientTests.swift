@@ -14,25 +14,22 @@ final class PushDataClientTests: XCTestCase {
     /// A server (stopped after the test) with a webhook push provider on loopback port 9, where nothing listens:
     /// each push is tried, recorded among the recent pushes, and retried only much later.
     private func startServerPushingNowhere() async throws -> ServerHarness {
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             configuration.push.providers = [
                 PushProviderConfiguration(.webhook(WebhookSettings(url: "http://127.0.0.1:9/push", secret: "sixteen-bytes-or-more")))
             ]
             configuration.push.queue.retryDelay = .seconds(60)
             configuration.push.queue.pollInterval = .milliseconds(50)
         }
-        addTeardownBlock { await server.stop() }
         return server
     }
 
     func testTheDocumentedExampleSendsPushDataAndTheServerPushesItsText() async throws {
         let server = try await startServerPushingNowhere()
-        let jerry = server.client("Jerry")
-        try await jerry.open()
+        let jerry = try await openedClient(of: server, "Jerry")
         _ = try await jerry.registerDevice(IMPushDevice(provider: .webhook, token: "jerry-phone", deviceId: "phone"))
         await jerry.close() // logout: the devices of this login's device id go, the phone's stays
-        let tom = server.client("Tom")
-        try await tom.open()
+        let tom = try await openedClient(of: server, "Tom")
         addTeardownBlock { await tom.close() }
         let conversation = try await tom.createConversation(name: "kitchen", members: ["Jerry"])
 
@@ -71,8 +68,7 @@ final class PushDataClientTests: XCTestCase {
     func testHookbotChatPushSendsTheTextWithPushData() async throws {
         guard let binary = MediaClientTests.hookbotBinary() else { throw XCTSkip("hookbot is not built") }
         let server = try await startServerPushingNowhere()
-        let jerry = server.client("Jerry")
-        try await jerry.open()
+        let jerry = try await openedClient(of: server, "Jerry")
         _ = try await jerry.registerDevice(IMPushDevice(provider: .webhook, token: "jerry-phone", deviceId: "phone"))
         let room = try await jerry.createConversation(name: "push-room", members: ["Tom"])
         await jerry.close()

@@ -14,8 +14,7 @@ final class PushDeviceClientTests: XCTestCase {
         p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4", auth: "BTBZMqHH6r4Tts7J_aSIgg")
 
     func testTheLoginTokenIsRegisteredMovesToTheNextClientAndCloseRemovesIt() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         var options = server.options()
         options.deviceToken = Self.apnsToken
         let tom = IMClient(clientId: "Tom", deviceId: "iphone-7", options: options)
@@ -45,10 +44,8 @@ final class PushDeviceClientTests: XCTestCase {
     }
 
     func testRegisterListAndRemoveDevicesOfEveryKind() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = server.client("Tom")
-        try await tom.open()
+        let server = try await startServer()
+        let tom = try await openedClient(of: server, "Tom")
         let none = try await tom.devices()
         XCTAssertEqual(none, [])
 
@@ -72,14 +69,11 @@ final class PushDeviceClientTests: XCTestCase {
         XCTAssertEqual(got5, 0)
         let got6 = try await tom.devices()
         XCTAssertEqual(got6.map(\.token), [endpoint])
-        await tom.close()
     }
 
     func testRefusedDevicesAreTypedErrorsWithTheServersCodes() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = server.client("Tom")
-        try await tom.open()
+        let server = try await startServer()
+        let tom = try await openedClient(of: server, "Tom")
         let refused: [(IMPushDevice, IMPushDeviceErrorCode)] = [
             (IMPushDevice(provider: .apns, token: "not-hex"), .invalidToken),
             // The server will not post into its own network for a client.
@@ -115,6 +109,5 @@ final class PushDeviceClientTests: XCTestCase {
         let got8 = try await jerry.devices()
         XCTAssertEqual(got8, [])
         await jerry.close()
-        await tom.close()
     }
 }

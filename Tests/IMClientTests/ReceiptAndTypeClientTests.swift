@@ -7,10 +7,8 @@ import XCTest
 /// Every member's receipt marks and history of one message type, through the Swift SDK.
 final class ReceiptAndTypeClientTests: XCTestCase {
     func testMemberReceiptsAndMessagesOfOneType() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        let jerry = server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
+        let server = try await startServer()
+        let ((tom, jerry), logs) = try await openedClients(of: server, "Tom", "Jerry")
         let conversation = try await tom.createConversation(members: ["Jerry", "Spike"])
         let first = try await conversation.send(.text("first"))
         let image = try await conversation.send(.typed(TypedMessage(type: MessageType.image.rawValue, text: "a picture")))
@@ -31,17 +29,12 @@ final class ReceiptAndTypeClientTests: XCTestCase {
         let older = try await conversation.messages(ofType: MessageType.text.rawValue, beforeTimestamp: last.timestamp, limit: 5)
         XCTAssertEqual(older.map(\.id), [first.id])
 
-        let outsider = server.client("Nobody")
-        try await outsider.open()
+        let outsider = try await openedClient(of: server, "Nobody")
         do {
             _ = try await outsider.conversation(conversation.id).memberReceipts()
             XCTFail("a non-member read the receipts")
         } catch {
             XCTAssertEqual(error.code, 4317)
         }
-        await outsider.close()
-        await tom.close()
-        await jerry.close()
-        await server.stop()
     }
 }

@@ -74,8 +74,7 @@ final class ReconnectTests: XCTestCase {
     /// it is stored exactly once whether or not the first attempt was committed.
     func testMessageInFlightDuringRestartIsStoredOnce() async throws {
         let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        try await tom.open()
+        let tom = try await openedClient(of: server, "Tom")
         let conversation = try await tom.createConversation(members: ["Jerry"])
         let inFlight = Task { () throws(IMError) -> IMMessage in try await conversation.send(.text("in flight")) }
         await server.stop()
@@ -91,9 +90,7 @@ final class ReconnectTests: XCTestCase {
     /// Chat room presence is per connection: after a reconnect the client re-enters the room it was in.
     func testChatRoomIsRejoinedAfterReconnect() async throws {
         let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        let jerry = server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
+        let ((tom, jerry), logs) = try await openedClients(of: server, "Tom", "Jerry")
         let room = try await tom.createChatRoom(name: "Live")
         try await room.join()
         try await jerry.conversation(room.id).join()
@@ -139,7 +136,7 @@ final class ReconnectTests: XCTestCase {
     /// Logging in elsewhere with the same tag kicks the first device with 4111; it does not reconnect,
     /// and a non-forced open from it is refused while the other device holds the tag.
     func testKickedByTag() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let phone = server.client("Tom", tag: "Mobile")
         let desktop = server.client("Tom")
         let logs = try await openClients([phone, desktop])
@@ -178,7 +175,6 @@ final class ReconnectTests: XCTestCase {
 
         await phone.close()
         await desktop.close()
-        await server.stop()
     }
 
     /// A send made while the connection is down fails with SEND_TIMEOUT after the configured time and is

@@ -15,10 +15,8 @@ struct Poke: IMCustomMessage, Codable, Equatable {
 final class ScenarioTests: XCTestCase {
     /// Tom creates a conversation with Jerry and sends him a text; Jerry receives it; Tom gets a receipt.
     func testTomSendsToJerry() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        let jerry = server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
+        let server = try await startServer()
+        let ((tom, jerry), logs) = try await openedClients(of: server, "Tom", "Jerry")
         let (tomEvents, jerryEvents) = (logs[0], logs[1])
         let secondJerryListener = EventLog(jerry)
         let opened = try await tomEvents.next("opened") { if case .opened = $0 { true } else { nil } }
@@ -51,16 +49,12 @@ final class ScenarioTests: XCTestCase {
         let atTom = try await tomEvents.message(in: conversation.id)
         XCTAssertEqual(atTom.id, reply.id)
         XCTAssertEqual(atTom.content.text, "Five more minutes")
-
-        await tom.close()
-        await jerry.close()
-        await server.stop()
     }
 
     /// Tom's group with Jerry, Bob, Harry and William: everyone online gets Tom's message and Bob's reply;
     /// William, offline, gets both when he logs in.
     func testTomsGroupOfFive() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let online = ["Tom", "Jerry", "Bob", "Harry"].map { server.client($0) }
         let logs = try await openClients(online)
         let group = try await online[0].createConversation(name: "Tom and friends", members: ["Jerry", "Bob", "Harry", "William"])
@@ -87,15 +81,13 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(members, 5)
 
         for client in online + [william] { await client.close() }
-        await server.stop()
     }
 
     /// Jerry is offline while Tom sends; when he logs in, the messages arrive once, in order, and not again
     /// at the next login.
     func testJerryOfflineThenOnline() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        try await tom.open()
+        let server = try await startServer()
+        let tom = try await openedClient(of: server, "Tom")
         let conversation = try await tom.createConversation(members: ["Jerry"])
         var sent: [IMMessage] = []
         for k in 0..<5 { sent.append(try await conversation.send(.text("message \(k)"))) }
@@ -122,13 +114,11 @@ final class ScenarioTests: XCTestCase {
         let history = try await jerryAgain.conversation(conversation.id).messages(limit: 10)
         XCTAssertEqual(history.map(\.id), sent.map(\.id) + [live.id])
         await jerryAgain.close()
-        await tom.close()
-        await server.stop()
     }
 
     /// Tom hosts a chat room; Jerry and Bob join; everyone in the room gets the messages.
     func testChatRoom() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let clients = ["Tom", "Jerry", "Bob"].map { server.client($0) }
         let logs = try await openClients(clients)
         let room = try await clients[0].createChatRoom(name: "HelloKitty vs Garfield", attributes: ["topic": "pageant"])
@@ -156,13 +146,12 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(afterQuit, 2)
 
         for client in clients { await client.close() }
-        await server.stop()
     }
 
     /// A custom type registered by Tom but not by Jerry: Jerry gets a generic typed message with its
     /// fields; Jerry sends the same type back as a generic typed message and Tom decodes it to `Poke`.
     func testCustomTypeRegisteredOnOneSideOnly() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tomRegistry = IMMessageRegistry()
         try tomRegistry.register(Poke.self)
         let tom = server.client("Tom", registry: tomRegistry)
@@ -190,15 +179,12 @@ final class ScenarioTests: XCTestCase {
 
         await tom.close()
         await jerry.close()
-        await server.stop()
     }
 
     /// Rich media message kinds survive the round trip.
     func testMediaMessages() async throws {
-        let server = try await ServerHarness.start()
-        let tom = server.client("Tom")
-        let jerry = server.client("Jerry")
-        let logs = try await openClients([tom, jerry])
+        let server = try await startServer()
+        let ((tom, jerry), logs) = try await openedClients(of: server, "Tom", "Jerry")
         let conversation = try await tom.createConversation(members: ["Jerry"])
         let photo = FileInfo(url: "https://example.com/potala.jpg", name: "potala.jpg", format: "jpg", size: 1024, width: 640, height: 480)
         let contents: [IMMessageContent] = [
@@ -225,8 +211,5 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(received[4].content.typedMessage?.location, Location(latitude: 29.65, longitude: 91.11))
         guard case .common(let body) = received[5].content else { return XCTFail("expected a common message") }
         XCTAssertEqual(body, "plain body, not typed JSON")
-        await tom.close()
-        await jerry.close()
-        await server.stop()
     }
 }

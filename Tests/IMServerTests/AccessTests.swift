@@ -6,11 +6,8 @@ import XCTest
 /// changing a chat room takes being in it, and receipts come only from members.
 final class AccessTests: XCTestCase {
     func testOutsidersNeitherSeeNorChangeNorForgeReceipts() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let mallory = try await server.login("Mallory")
+        let server = try await startServer()
+        let (tom, jerry, mallory) = try await server.login("Tom", "Jerry", "Mallory")
         let secret = try await tom.startConversation(members: ["Jerry"], name: "secret", attr: ["code": "1234"])
         var room = Command(cmd: .conv, op: .start)
         room.transient = true
@@ -40,8 +37,7 @@ final class AccessTests: XCTestCase {
         XCTAssertEqual(Set(foundByMember?.m ?? []), ["Tom", "Jerry"])
 
         // Counting members is for members (chat rooms count who is in them, for anybody).
-        var count = Command(cmd: .conv, op: .count)
-        count.cid = secret
+        var count = Command.conv(.count, secret)
         let refusedCount = try await mallory.request(count)
         XCTAssertEqual(refusedCount.code, 4317)
         count.cid = hall
@@ -49,13 +45,11 @@ final class AccessTests: XCTestCase {
         XCTAssertEqual(hallCount.count, 1)
 
         // Changing a chat room takes being in it; those in it hear of the change.
-        var rename = Command(cmd: .conv, op: .update)
-        rename.cid = hall
+        var rename = Command.conv(.update, hall)
         rename.attr = ["name": "mine now"]
         let refusedRename = try await mallory.request(rename)
         XCTAssertEqual(refusedRename.code, 4309)
-        var join = Command(cmd: .conv, op: .join)
-        join.cid = hall
+        let join = Command.conv(.join, hall)
         _ = try await mallory.request(join)
         let renamed = try await mallory.request(rename)
         XCTAssertEqual(renamed.op, .updated)

@@ -8,69 +8,6 @@ import XCTest
 /// interceptor warns, `plugins` and `reload` print tables (`--json` for scripts), `chat` says what its
 /// commands sent, `--version` answers.
 final class CLIFrictionTests: XCTestCase {
-    /// A child process whose output (stdout and stderr together) is collected as it comes.
-    final class Child: @unchecked Sendable {
-        let process = Process()
-        private let lock = NSLock()
-        private var collected = Data()
-        private let input = Pipe()
-
-        init(_ binary: URL, _ arguments: [String], in directory: URL? = nil) throws {
-            process.executableURL = binary
-            process.arguments = arguments
-            if let directory { process.currentDirectoryURL = directory }
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            process.standardInput = input
-            output.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let data = handle.availableData
-                guard let self, !data.isEmpty else { return }
-                self.lock.withLock { self.collected.append(data) }
-            }
-            try process.run()
-        }
-
-        var output: String { lock.withLock { String(decoding: collected, as: UTF8.self) } }
-
-        func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
-
-        /// Waits until the output contains `text` (or the process has ended and it does not).
-        func waitFor(_ text: String, seconds: Double = 20) async throws {
-            let deadline = ContinuousClock.now + .seconds(seconds)
-            while ContinuousClock.now < deadline {
-                if output.contains(text) { return }
-                if !process.isRunning {
-                    try await Task.sleep(for: .milliseconds(100))
-                    if output.contains(text) { return }
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            throw TestFailure("no \"\(text)\" in:\n\(output)")
-        }
-
-        func waitForExit(seconds: Double = 20) async throws -> Int32 {
-            let deadline = ContinuousClock.now + .seconds(seconds)
-            while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-            guard !process.isRunning else {
-                stop()
-                throw TestFailure("still running after \(seconds) s:\n\(output)")
-            }
-            return process.terminationStatus
-        }
-
-        func stop() {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-        }
-    }
-
-    struct TestFailure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
-
     private var directory: URL!
     private var binary: URL!
 
@@ -106,10 +43,10 @@ final class CLIFrictionTests: XCTestCase {
     }
 
     func testVersion() async throws {
-        let child = try Child(binary, ["--version"])
+        let child = try LineProcess(binary: binary, arguments: ["--version"])
         let status = try await child.waitForExit()
         XCTAssertEqual(status, 0)
-        XCTAssertTrue(child.output.hasPrefix("hookbot 0."), child.output)
+        XCTAssertTrue(child.printed.hasPrefix("hookbot 0."), child.printed)
     }
 
     func testAnInterceptorLoginWithoutOrWithAWrongSecretSaysWhatItNeeds() async throws {
@@ -118,55 +55,57 @@ final class CLIFrictionTests: XCTestCase {
         try writeConfiguration(clientID: "modbot")
         let url = "ws://127.0.0.1:\(server.port)/ws"
 
-        let without = try Child(binary, ["run", "--server", url, "--plugins", "plugins"], in: directory)
-        let status = try await without.waitForExit()
+        let without = try LineProcess(binary: binary, arguments: ["run", "--server", url, "--plugins", "plugins"], in: directory)
+        let status = try await without.waitForExit(timeout: .seconds(20))
         XCTAssertNotEqual(status, 0)
         // The server's reason and the bot's log line both name the option.
-        XCTAssertTrue(without.output.contains("4102"), without.output)
-        XCTAssertTrue(without.output.contains("is this server's interceptor (--interceptor modbot=SECRET)"), without.output)
-        XCTAssertTrue(without.output.contains("start the bot with --interceptor-secret SECRET"), without.output)
+        XCTAssertTrue(without.printed.contains("4102"), without.printed)
+        XCTAssertTrue(without.printed.contains("is this server's interceptor (--interceptor modbot=SECRET)"), without.printed)
+        XCTAssertTrue(without.printed.contains("start the bot with --interceptor-secret SECRET"), without.printed)
 
-        let wrong = try Child(binary, ["run", "--server", url, "--plugins", "plugins", "--interceptor-secret", "not-it"], in: directory)
-        _ = try await wrong.waitForExit()
-        XCTAssertTrue(wrong.output.contains("signature does not match"), wrong.output)
-        XCTAssertTrue(wrong.output.contains("is not the one the server has for modbot"), wrong.output)
+        let wrong = try LineProcess(
+            binary: binary, arguments: ["run", "--server", url, "--plugins", "plugins", "--interceptor-secret", "not-it"], in: directory)
+        _ = try await wrong.waitForExit(timeout: .seconds(20))
+        XCTAssertTrue(wrong.printed.contains("signature does not match"), wrong.printed)
+        XCTAssertTrue(wrong.printed.contains("is not the one the server has for modbot"), wrong.printed)
     }
 
     func testABotTheServerDoesNotListWarnsAndItsPluginsPrintAsTables() async throws {
         let server = try await server(["--interceptor", "modbot=S3cret-for-tests"])
         defer { server.kill() }
         try writeConfiguration(clientID: "helperbot")
-        let bot = try Child(binary, ["run", "--server", "ws://127.0.0.1:\(server.port)/ws", "--plugins", "plugins"], in: directory)
+        let bot = try LineProcess(
+            binary: binary, arguments: ["run", "--server", "ws://127.0.0.1:\(server.port)/ws", "--plugins", "plugins"], in: directory)
         defer { bot.stop() }
-        try await bot.waitFor("the server does not list this bot as its interceptor")
-        XCTAssertTrue(bot.output.contains("moderation can only act after delivery"), bot.output)
-        try await bot.waitFor("is connected to")
+        try await bot.waitFor("the server does not list this bot as its interceptor", timeout: .seconds(20))
+        XCTAssertTrue(bot.printed.contains("moderation can only act after delivery"), bot.printed)
+        try await bot.waitFor("is connected to", timeout: .seconds(20))
 
         let socket = directory.appendingPathComponent("admin.sock").path
-        let plugins = try Child(binary, ["plugins", "--socket", socket])
+        let plugins = try LineProcess(binary: binary, arguments: ["plugins", "--socket", socket])
         let pluginsStatus = try await plugins.waitForExit()
-        XCTAssertEqual(pluginsStatus, 0, plugins.output)
-        let lines = plugins.output.split(separator: "\n").map(String.init)
+        XCTAssertEqual(pluginsStatus, 0, plugins.printed)
+        let lines = plugins.printed.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.first?.split(separator: " ", omittingEmptySubsequences: true).prefix(3), ["PLUGIN", "STATE", "PRIORITY"])
-        XCTAssertTrue(lines.dropFirst().first?.hasPrefix("echo    loaded") == true, plugins.output)
-        XCTAssertTrue(lines.dropFirst().first?.contains("on_receive") == true, plugins.output)
+        XCTAssertTrue(lines.dropFirst().first?.hasPrefix("echo    loaded") == true, plugins.printed)
+        XCTAssertTrue(lines.dropFirst().first?.contains("on_receive") == true, plugins.printed)
 
-        let json = try Child(binary, ["plugins", "--json", "--socket", socket])
+        let json = try LineProcess(binary: binary, arguments: ["plugins", "--json", "--socket", socket])
         let jsonStatus = try await json.waitForExit()
-        XCTAssertEqual(jsonStatus, 0, json.output)
-        let listed = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]], json.output)
+        XCTAssertEqual(jsonStatus, 0, json.printed)
+        let listed = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.printed.utf8)) as? [[String: Any]], json.printed)
         XCTAssertEqual(listed.map { $0["name"] as? String }, ["echo"])
 
-        let reload = try Child(binary, ["reload", "--socket", socket])
+        let reload = try LineProcess(binary: binary, arguments: ["reload", "--socket", socket])
         let reloadStatus = try await reload.waitForExit()
-        XCTAssertEqual(reloadStatus, 0, reload.output)
-        XCTAssertEqual(reload.output, "PLUGIN  RESULT\necho    reloaded\n")
+        XCTAssertEqual(reloadStatus, 0, reload.printed)
+        XCTAssertEqual(reload.printed, "PLUGIN  RESULT\necho    reloaded\n")
 
-        let stats = try Child(binary, ["plugins", "--stats", "--socket", socket])
+        let stats = try LineProcess(binary: binary, arguments: ["plugins", "--stats", "--socket", socket])
         let statsStatus = try await stats.waitForExit()
-        XCTAssertEqual(statsStatus, 0, stats.output)
-        XCTAssertTrue(stats.output.hasPrefix("COUNTER"), stats.output)
-        XCTAssertTrue(stats.output.contains("\nmessages "), stats.output)
+        XCTAssertEqual(statsStatus, 0, stats.printed)
+        XCTAssertTrue(stats.printed.hasPrefix("COUNTER"), stats.printed)
+        XCTAssertTrue(stats.printed.contains("\nmessages "), stats.printed)
     }
 
     func testChatSaysWhatItsCommandsSent() async throws {
@@ -176,18 +115,18 @@ final class CLIFrictionTests: XCTestCase {
         let lobby = try await jerry.startConversation(members: ["Jerry"], name: "午餐")
         addTeardownBlock { await jerry.close() }
 
-        let chat = try Child(binary, ["chat", "--as", "Tom", "--conversation", lobby, "--port", "\(server.port)"])
+        let chat = try LineProcess(binary: binary, arguments: ["chat", "--as", "Tom", "--conversation", lobby, "--port", "\(server.port)"])
         defer { chat.stop() }
-        try await chat.waitFor("Logged in as Tom")
-        chat.send("/typing")
+        try await chat.waitFor("Logged in as Tom", timeout: .seconds(20))
+        chat.type("/typing")
         try await chat.waitFor("* sent a transient \"typing…\" message (_lctype 1, not stored)")
-        chat.send(#"/cmd wave {"times": 2}"#)
+        chat.type(#"/cmd wave {"times": 2}"#)
         try await chat.waitFor(#"* sent cmd message wave {"times":2} (not stored)"#)
-        chat.send(#"/push {"alert": "Tom 找你"} 在吗？"#)
+        chat.type(#"/push {"alert": "Tom 找你"} 在吗？"#)
         try await chat.waitFor(#"* sent "在吗？" ("#)
-        XCTAssertTrue(chat.output.contains(#"with pushData {"alert": "Tom 找你"}"#), chat.output)
-        chat.send("/exit")
+        XCTAssertTrue(chat.printed.contains(#"with pushData {"alert": "Tom 找你"}"#), chat.printed)
+        chat.type("/exit")
         let chatStatus = try await chat.waitForExit()
-        XCTAssertEqual(chatStatus, 0, chat.output)
+        XCTAssertEqual(chatStatus, 0, chat.printed)
     }
 }

@@ -24,11 +24,7 @@ final class ClusterEditTests: XCTestCase {
         XCTAssertNil(received.msg)
         XCTAssertEqual(received.binaryMsg, direct.binaryMsg)
 
-        var edit = Command(cmd: .patch, op: .modify)
-        var item = PatchItem(cid: cid, mid: mid, timestamp: try XCTUnwrap(ack.t))
-        item.data = "now text"
-        edit.patches = [item]
-        let edited = try await tom.request(edit, timeout: .seconds(10))
+        let edited = try await tom.request(.edit(ack, in: cid, to: "now text"), timeout: .seconds(10))
         XCTAssertEqual(edited.op, .modified, "\(edited)")
         let event = try await jerry.next { $0.cmd == .patch && $0.op == .modify }
         XCTAssertEqual(event.patches?.first?.mid, mid)

@@ -74,13 +74,11 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(readReceipt.from, "Spike")
 
         // Leaving and updates are heard on the other nodes too.
-        var quit = Command(cmd: .conv, op: .quit)
-        quit.cid = cid
+        let quit = Command.conv(.quit, cid)
         _ = try await jerry.request(quit)
         let left = try await spike.next { $0.op == .membersLeft }
         XCTAssertEqual(left.m, ["Jerry"])
-        var update = Command(cmd: .conv, op: .update)
-        update.cid = cid
+        var update = Command.conv(.update, cid)
         update.attr = ["name": "renamed"]
         _ = try await tom.request(update)
         let updated = try await spike.next { $0.op == .updated && $0.i == nil }
@@ -164,13 +162,11 @@ final class ClusterTests: XCTestCase {
         var visitors: [TestClient] = []
         for (index, name) in ["Jerry", "Spike", "Tyke"].enumerated() {
             let visitor = try await cluster[(index + 1) % 3].login(name)
-            var join = Command(cmd: .conv, op: .join)
-            join.cid = cid
+            let join = Command.conv(.join, cid)
             _ = try await visitor.request(join)
             visitors.append(visitor)
         }
-        var count = Command(cmd: .conv, op: .count)
-        count.cid = cid
+        let count = Command.conv(.count, cid)
         for client in [tom, visitors[0], visitors[1]] {
             let reply = try await client.request(count)
             XCTAssertEqual(reply.count, 4, "every node counts the whole room")
@@ -180,8 +176,7 @@ final class ClusterTests: XCTestCase {
             let message = try await visitor.nextMessage()
             XCTAssertEqual(message.text, "hello room")
         }
-        var quit = Command(cmd: .conv, op: .quit)
-        quit.cid = cid
+        let quit = Command.conv(.quit, cid)
         _ = try await visitors[0].request(quit)
         let after = try await tom.request(count)
         XCTAssertEqual(after.count, 3)
@@ -242,9 +237,7 @@ final class ClusterTests: XCTestCase {
         let leaked = await jerry.settle { $0.text == "this is forbidden" }
         XCTAssertTrue(leaked.isEmpty)
         // Membership changes made on node 1 are reviewed on node 0 too.
-        var invite = Command(cmd: .conv, op: .add)
-        invite.cid = cid
-        invite.m = ["Spike"]
+        var invite = Command.conv(.add, cid, members: ["Spike"])
         let refusedInvite = try await tom.request(invite)
         XCTAssertEqual(refusedInvite.code, IMErrorCode.conversationRejectedByApp.rawValue)
         invite.m = ["Tyke"]

@@ -9,19 +9,15 @@ import XCTest
 /// `100 Continue` but the 413 straight away, before a byte of the body is sent.
 final class ExpectContinueTests: XCTestCase {
     func testUploadsThatExpectContinueGetItAndOversizeOnesGet413First() async throws {
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             configuration.masterKey = "secret"
             configuration.media.maxUploadBytes = 10_000
         }
-        addTeardownBlock { await server.stop() }
         let body = Data(MediaFixtures.png(width: 8, height: 8, padding: 100))
 
         let fd = try connectLoopback(port: server.port)
         defer { close(fd) }
-        try send(
-            fd,
-            "POST /media?name=a.png HTTP/1.1\r\nHost: 127.0.0.1\r\nX-LC-Key: secret,master\r\nContent-Length: \(body.count)\r\n"
-                + "Expect: 100-continue\r\n\r\n")
+        try sendUploadHead(fd, name: "a.png", length: body.count)
         // The interim answer comes before any body byte is sent (curl would wait 1 s for it).
         let interim = try receive(fd, until: "\r\n\r\n", timeout: 0.8)
         XCTAssertTrue(interim.hasPrefix("HTTP/1.1 100 Continue"), interim)
@@ -32,13 +28,18 @@ final class ExpectContinueTests: XCTestCase {
         // Over the limit: no 100 Continue, the 413 at once, with the body never sent.
         let big = try connectLoopback(port: server.port)
         defer { close(big) }
-        try send(
-            big,
-            "POST /media?name=b.png HTTP/1.1\r\nHost: 127.0.0.1\r\nX-LC-Key: secret,master\r\nContent-Length: 20000\r\n"
-                + "Expect: 100-continue\r\n\r\n")
+        try sendUploadHead(big, name: "b.png", length: 20000)
         let refused = try receive(big, until: "}", timeout: 5)
         XCTAssertTrue(refused.hasPrefix("HTTP/1.1 413"), refused)
         XCTAssertTrue(refused.contains("4601"), refused)
+    }
+
+    /// The head of an upload as the master key that declares `length` bytes and expects `100 Continue`.
+    private func sendUploadHead(_ fd: Int32, name: String, length: Int) throws {
+        try send(
+            fd,
+            "POST /media?name=\(name) HTTP/1.1\r\nHost: 127.0.0.1\r\nX-LC-Key: secret,master\r\nContent-Length: \(length)\r\n"
+                + "Expect: 100-continue\r\n\r\n")
     }
 
     private func send(_ fd: Int32, _ text: String) throws { try send(fd, Data(text.utf8)) }

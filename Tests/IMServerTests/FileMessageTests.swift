@@ -11,10 +11,8 @@ final class FileMessageTests: XCTestCase {
     }
 
     func testImageMessageGetsTheStoredFilesURLAndMetadata() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let opener = try await TestClient.connect(port: server.port)
         var open = Command(cmd: .session, op: .open)
         open.peerId = "Tom"
@@ -66,11 +64,8 @@ final class FileMessageTests: XCTestCase {
         XCTAssertEqual((bare["metaData"] as? [String: Any])?["width"] as? Int, 320)
 
         // An edit that claims another size is corrected the same way.
-        var edit = Command(cmd: .patch, op: .modify)
-        var item = PatchItem(cid: cid, mid: try XCTUnwrap(ack.uid), timestamp: try XCTUnwrap(ack.t))
-        item.data = #"{"_lctype":-2,"_lcfile":{"objId":"\#(id)","metaData":{"width":1,"height":1}}}"#
-        edit.patches = [item]
-        let edited = try await tom.request(edit)
+        let edited = try await tom.request(
+            .edit(ack, in: cid, to: #"{"_lctype":-2,"_lcfile":{"objId":"\#(id)","metaData":{"width":1,"height":1}}}"#))
         XCTAssertEqual(edited.op, .modified, "\(edited)")
         let event = try await jerry.next { $0.cmd == .patch && $0.op == .modify }
         let editedMeta = try fileObject(event.patches?.first?.data)["metaData"] as? [String: Any]
@@ -79,10 +74,8 @@ final class FileMessageTests: XCTestCase {
     }
 
     func testUnknownAndOrdinaryMessagesAreUntouched() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let texts = [
             #"{"_lctype":-2,"_lcfile":{"objId":"AAAAAAAAAAAAAAAAAAAAAA","url":"https://example.com/b.png","metaData":{"width":7}}}"#,
@@ -103,10 +96,8 @@ final class FileMessageTests: XCTestCase {
     /// A URL-only file message gets the objId of an external file record (LeanCloud's typed-messages plugin
     /// cannot read an `_lcfile` without one); `GET /1.1/files/<objId>` answers the URL.
     func testAURLOnlyFileMessageGetsTheObjIdOfAnExternalFileRecord() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let sent =
             #"{"_lctype":-2,"_lctext":"look","_lcfile":{"url":"https://cdn.example.com/p/cat%20big.png","metaData":{"width":7,"height":5}}}"#
@@ -143,10 +134,8 @@ final class FileMessageTests: XCTestCase {
     /// The limit is checked on what the sender sent; the fill may then make the message longer, within
     /// `FileMessageFill.headroomBytes`: delivered and stored whole, not refused after the fact.
     func testAFilledMessageMayPassTheMessageLimitByTheFillsHeadroom() async throws {
-        let server = try await ServerHarness.start { $0.maxMessageBytes = 200 }
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer { $0.maxMessageBytes = 200 }
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let opener = try await TestClient.connect(port: server.port)
         var open = Command(cmd: .session, op: .open)
         open.peerId = "Tom"

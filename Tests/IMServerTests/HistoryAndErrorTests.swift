@@ -4,8 +4,7 @@ import XCTest
 
 final class HistoryAndErrorTests: XCTestCase {
     func testHistoryPagesNewestFirstInAscendingOrder() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         for k in 0..<30 { try await tom.sendText("m\(k)", to: cid) }
@@ -37,8 +36,7 @@ final class HistoryAndErrorTests: XCTestCase {
     }
 
     func testLargeHistoryPagesStayWithinOneFrame() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let body = String(repeating: "y", count: 60_000)
@@ -61,10 +59,8 @@ final class HistoryAndErrorTests: XCTestCase {
     }
 
     func testHistoryIsForMembersOnly() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let mallory = try await server.login("Mallory")
+        let server = try await startServer()
+        let (tom, mallory) = try await server.login("Tom", "Mallory")
         let cid = try await tom.startConversation(members: ["Jerry"])
         try await tom.sendText("secret", to: cid)
         let refused = try await mallory.history(cid)
@@ -75,8 +71,7 @@ final class HistoryAndErrorTests: XCTestCase {
     }
 
     func testBadInputGetsErrorsAndTheConnectionStaysUsable() async throws {
-        let server = try await ServerHarness.start { $0.maxMessageBytes = 1024 }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { $0.maxMessageBytes = 1024 }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
 

@@ -12,9 +12,7 @@ final class IdleSessionMemoryTests: XCTestCase {
 
     func testAThousandIdleSessionsCostLittleAndStillGetTheirMessages() async throws {
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "hookbot is not built")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("idle-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try makeTemporaryDirectory("idle")
         let server = try await ServerProcess.launch(
             binary: binary, store: ["--db", directory.appendingPathComponent("s.sqlite").path, "--max-connections-per-address", "1400"])
         defer { server.kill() }

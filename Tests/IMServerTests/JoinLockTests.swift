@@ -14,14 +14,12 @@ final class JoinLockTests: XCTestCase {
     static let secret = "lock-secret"
 
     private func join(_ client: TestClient, _ cid: String) async throws -> Command {
-        var join = Command(cmd: .conv, op: .join)
-        join.cid = cid
+        let join = Command.conv(.join, cid)
         return try await client.request(join)
     }
 
     private func setPolicy(_ client: TestClient, _ cid: String, _ policy: JSONValue, reason: String? = nil) async throws -> Command {
-        var update = Command(cmd: .conv, op: .update)
-        update.cid = cid
+        var update = Command.conv(.update, cid)
         update.attr = .object(["attr.joinPolicy": policy])
         update.detail = reason
         return try await client.request(update)
@@ -29,14 +27,9 @@ final class JoinLockTests: XCTestCase {
 
     func testManagerLocksOutsidersAreRefusedMembersStillAddAndUnlockOpensIt() async throws {
         let server = try await ServerHarness.start()
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let mod = try await server.login("Mod")
-        let eve = try await server.login("Eve")
-        let zed = try await server.login("Zed")
+        let (tom, jerry, mod, eve, zed) = try await server.login("Tom", "Jerry", "Mod", "Eve", "Zed")
         let group = try await tom.startConversation(members: ["Jerry", "Mod"], name: "group")
-        var promote = Command(cmd: .conv, op: .memberInfoUpdate)
-        promote.cid = group
+        var promote = Command.conv(.memberInfoUpdate, group)
         promote.targetClientId = "Mod"
         promote.role = "Manager"
         let promoted = try await tom.request(promote)
@@ -63,15 +56,11 @@ final class JoinLockTests: XCTestCase {
         XCTAssertEqual(refused.code, 4308, "\(refused)")
         XCTAssertEqual(refused.reason, "CONVERSATION_NOT_ALLOWED")
         XCTAssertEqual(refused.detail, "\(group) is locked (invite-only for now: join wave: 12 joins in 10 s): a member must add Eve")
-        var addSelf = Command(cmd: .conv, op: .add)
-        addSelf.cid = group
-        addSelf.m = ["Zed"]
+        let addSelf = Command.conv(.add, group, members: ["Zed"])
         let selfAdd = try await zed.request(addSelf)
         XCTAssertEqual(selfAdd.code, 4308, "\(selfAdd)")
         // A member still adds others.
-        var add = Command(cmd: .conv, op: .add)
-        add.cid = group
-        add.m = ["Eve"]
+        let add = Command.conv(.add, group, members: ["Eve"])
         let added = try await jerry.request(add)
         XCTAssertEqual(added.allowedPids, ["Eve"], "\(added)")
 
@@ -83,8 +72,7 @@ final class JoinLockTests: XCTestCase {
         await zed.close()
         let again = try await server.restarted()
         addTeardownBlock { await again.stop() }
-        let zedAgain = try await again.login("Zed")
-        let owner = try await again.login("Tom")
+        let (zedAgain, owner) = try await again.login("Zed", "Tom")
         let stillLocked = try await join(zedAgain, group)
         XCTAssertEqual(stillLocked.code, 4308, "\(stillLocked)")
         var query = Command(cmd: .conv, op: .query)
@@ -101,13 +89,11 @@ final class JoinLockTests: XCTestCase {
     }
 
     func testInterceptorLocksWithoutBeingAMemberOneToOnesAndTemporaryConversationsCannotBeOpened() async throws {
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             configuration.interception.interceptors = [.init(clientID: "modbot", secret: Self.secret)]
             configuration.interception.reviewMembership = false
         }
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let eve = try await server.login("Eve")
+        let (tom, eve) = try await server.login("Tom", "Eve")
         let bot = try await TestClient.connect(port: server.port)
         let opened = try await bot.request(Command.interceptorOpen("modbot", secret: Self.secret))
         XCTAssertEqual(opened.op, .opened)
@@ -150,11 +136,8 @@ final class JoinLockTests: XCTestCase {
     }
 
     func testFoundersEventsCarryTheCreationTimeAndMemberInfoAnswersJoinTimesRolesAndCounts() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let eve = try await server.login("Eve")
+        let server = try await startServer()
+        let (tom, jerry, eve) = try await server.login("Tom", "Jerry", "Eve")
         var start = Command(cmd: .conv, op: .start)
         start.m = ["Jerry"]
         let started = try await tom.request(start)

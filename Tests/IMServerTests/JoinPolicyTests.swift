@@ -12,15 +12,12 @@ import XCTest
 /// stay open, as on LeanCloud. On SQLite, and on PostgreSQL under `HOOKBOT_TEST_BACKEND=postgres`.
 final class JoinPolicyTests: XCTestCase {
     private func join(_ client: TestClient, _ cid: String) async throws -> Command {
-        var join = Command(cmd: .conv, op: .join)
-        join.cid = cid
+        let join = Command.conv(.join, cid)
         return try await client.request(join)
     }
 
     private func add(_ client: TestClient, _ members: [String], to cid: String) async throws -> Command {
-        var add = Command(cmd: .conv, op: .add)
-        add.cid = cid
-        add.m = members
+        let add = Command.conv(.add, cid, members: members)
         return try await client.request(add)
     }
 
@@ -31,12 +28,8 @@ final class JoinPolicyTests: XCTestCase {
     }
 
     func testOneToOneAndTemporaryConversationsAreInviteOnly() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let eve = try await server.login("Eve")
-        let bob = try await server.login("Bob")
+        let server = try await startServer()
+        let (tom, jerry, eve, bob) = try await server.login("Tom", "Jerry", "Eve", "Bob")
 
         let pair = try await tom.startConversation(members: ["Jerry"], unique: true)
         try await tom.sendText("just us", to: pair)
@@ -63,8 +56,7 @@ final class JoinPolicyTests: XCTestCase {
         XCTAssertEqual(invited.allowedPids, ["Bob"])
         let bobsHistory = try await bob.history(pair)
         XCTAssertEqual(bobsHistory.logs?.count, 1)
-        var quit = Command(cmd: .conv, op: .quit)
-        quit.cid = pair
+        let quit = Command.conv(.quit, pair)
         let quitReply = try await bob.request(quit)
         XCTAssertEqual(quitReply.op, .removed)
         assertRefused(try await join(bob, pair), pair)
@@ -73,11 +65,8 @@ final class JoinPolicyTests: XCTestCase {
     }
 
     func testGroupsAndChatRoomsStayOpenAndCreatorsMayAskForInviteOnly() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let eve = try await server.login("Eve")
+        let server = try await startServer()
+        let (tom, jerry, eve) = try await server.login("Tom", "Jerry", "Eve")
 
         // LeanCloud's flows: join a group by id (LeanCloud's SDKs start groups as unique ones too), rejoin
         // after a kick, a chat room.
@@ -91,9 +80,7 @@ final class JoinPolicyTests: XCTestCase {
             let joined = try await join(eve, cid)
             XCTAssertEqual(joined.op, .added, "\(cid): \(joined)")
         }
-        var kick = Command(cmd: .conv, op: .remove)
-        kick.cid = group
-        kick.m = ["Eve"]
+        let kick = Command.conv(.remove, group, members: ["Eve"])
         let kicked = try await tom.request(kick)
         XCTAssertEqual(kicked.allowedPids, ["Eve"])
         let rejoined = try await join(eve, group)
@@ -114,8 +101,7 @@ final class JoinPolicyTests: XCTestCase {
 
         // A plain member cannot change the policy; nobody can drop it (the owner, managers and interceptors
         // switch it between open and invite: JoinLockTests).
-        var byMember = Command(cmd: .conv, op: .update)
-        byMember.cid = closed
+        var byMember = Command.conv(.update, closed)
         byMember.attr = ["attr.joinPolicy": "open"]
         let refusedMember = try await jerry.request(byMember)
         XCTAssertEqual(refusedMember.code, 4903, "\(refusedMember)")
@@ -123,15 +109,13 @@ final class JoinPolicyTests: XCTestCase {
             refusedMember.detail,
             "joinPolicy of \(closed) is changed only by its owner, its managers or an interceptor (a lock); members cannot")
         for patch: [String: JSONValue] in [["attr.joinPolicy": ["__op": "Delete"]], ["attr": ["topic": "plans"]]] {
-            var update = Command(cmd: .conv, op: .update)
-            update.cid = closed
+            var update = Command.conv(.update, closed)
             update.attr = .object(patch)
             let refused = try await tom.request(update)
             XCTAssertEqual(refused.code, 4903, "\(patch)")
             XCTAssertEqual(refused.detail, "joinPolicy cannot be removed: set it to 'open' or 'invite'")
         }
-        var update = Command(cmd: .conv, op: .update)
-        update.cid = closed
+        var update = Command.conv(.update, closed)
         update.attr = ["attr.topic": "more plans"]
         let updated = try await tom.request(update)
         XCTAssertEqual(updated.op, .updated)
@@ -193,8 +177,7 @@ final class JoinPolicyTests: XCTestCase {
             await store.shutdown()
         }
 
-        let server = try await ServerHarness.start(directory: directory)
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer(directory: directory)
         let eve = try await server.login("Eve")
         for cid in ["old-pair", "_tmp:old"] { assertRefused(try await join(eve, cid), cid) }
         for cid in ["old-group", "old-unique-trio", "old-room"] {

@@ -56,8 +56,9 @@ final class LeanCloudFilesTests: XCTestCase {
         return headers
     }
 
-    func startServer(signatures: Bool = false, maxUploadBytes: Int64 = 1 << 20) async throws -> ServerHarness {
-        try await ServerHarness.start { configuration in
+    /// A server with this file's app id and key that stops when the test ends.
+    func startFilesServer(signatures: Bool = false, maxUploadBytes: Int64 = 1 << 20) async throws -> ServerHarness {
+        try await startServer { configuration in
             configuration.appID = Self.appID
             configuration.appKey = Self.appKey
             if signatures { configuration.masterKey = Self.masterKey }
@@ -65,21 +66,11 @@ final class LeanCloudFilesTests: XCTestCase {
         }
     }
 
-    /// Opens a session and returns its `st`.
-    func sessionToken(_ clientID: String, port: Int) async throws -> (TestClient, String) {
-        let client = try await TestClient.connect(port: port)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = clientID
-        let opened = try await client.request(open)
-        return (client, try XCTUnwrap(opened.st, "session opened carries st"))
-    }
-
     func testTheStorageSDKsSaveFetchAndDestroy() async throws {
-        let server = try await startServer()
-        addTeardownBlock { await server.stop() }
+        let server = try await startFilesServer()
         let base = "http://127.0.0.1:\(server.port)"
-        let (tom, tomToken) = try await sessionToken("Tom", port: server.port)
-        let (jerry, jerryToken) = try await sessionToken("Jerry", port: server.port)
+        let (tom, tomToken) = try await server.session("Tom")
+        let (jerry, jerryToken) = try await server.session("Jerry")
         let png = TestPNG.make(width: 7, height: 5)
 
         // 1. fileTokens: what _fileToken() posts for `new AV.File("pixel.png", buffer)` — no mime_type (undefined
@@ -149,8 +140,7 @@ final class LeanCloudFilesTests: XCTestCase {
 
     /// A web app on another origin: the browser's preflight is answered, and the answers may be read.
     func testBrowsersOnAnotherOriginMayCall() async throws {
-        let server = try await startServer()
-        addTeardownBlock { await server.stop() }
+        let server = try await startFilesServer()
         let base = "http://127.0.0.1:\(server.port)"
         let preflight = try await call(
             "OPTIONS", "\(base)/1.1/fileTokens",
@@ -179,8 +169,7 @@ final class LeanCloudFilesTests: XCTestCase {
 
     /// Names with path parts lose them; names with spaces and other scripts are escaped in the url, which works.
     func testFileNamesAreCleanedAndTheirURLsEscaped() async throws {
-        let server = try await startServer()
-        addTeardownBlock { await server.stop() }
+        let server = try await startFilesServer()
         let base = "http://127.0.0.1:\(server.port)"
         let tricky = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "../../etc/passwd"])
         XCTAssertEqual(tricky.status, 200, "\(tricky.json)")
@@ -252,10 +241,9 @@ final class LeanCloudFilesTests: XCTestCase {
     }
 
     func testWrongKeysTokensAndOversizeUploadsAreRefused() async throws {
-        let server = try await startServer(maxUploadBytes: 1000)
-        addTeardownBlock { await server.stop() }
+        let server = try await startFilesServer(maxUploadBytes: 1000)
         let base = "http://127.0.0.1:\(server.port)"
-        let (tom, tomToken) = try await sessionToken("Tom", port: server.port)
+        let (tom, tomToken) = try await server.session("Tom")
         let name = ["name": "a.bin"]
 
         let unsigned = try await call("POST", "\(base)/1.1/fileTokens", json: name)
@@ -332,8 +320,7 @@ final class LeanCloudFilesTests: XCTestCase {
     }
 
     func testWithSignaturesOnTheAppKeyAloneCannotUploadAndTheMasterKeyDeletesAnyFile() async throws {
-        let server = try await startServer(signatures: true)
-        addTeardownBlock { await server.stop() }
+        let server = try await startFilesServer(signatures: true)
         let base = "http://127.0.0.1:\(server.port)"
         let appOnly = try await call("POST", "\(base)/1.1/fileTokens", headers: try sdkHeaders(), json: ["name": "a.txt"])
         XCTAssertEqual(appOnly.status, 401, "\(appOnly.json)")

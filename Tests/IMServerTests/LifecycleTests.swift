@@ -12,10 +12,8 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testRecallWithinTheWindowPatchesHistoryAndNotifiesMembers() async throws {
-        let server = try await ServerHarness.start { $0.recallWindow = 3 }
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer { $0.recallWindow = 3 }
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let sent = try await tom.sendText("oops", to: cid)
         let late = try await tom.sendText("kept", to: cid)
@@ -49,8 +47,7 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testUnreadCountsAcrossLogoutAndLoginAndReadReceipts() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let other = try await tom.startConversation(members: ["Jerry", "Bob"])
@@ -97,11 +94,8 @@ final class LifecycleTests: XCTestCase {
     /// `read` with a timestamp in the future marks up to the newest stored message, not up to that time:
     /// other members' `max-read` stays at a real message, and later messages are unread, with receipts.
     func testReadWithAFutureTimestampIsClampedToTheNewestMessage() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let bob = try await server.login("Bob")
+        let server = try await startServer()
+        let (tom, jerry, bob) = try await server.login("Tom", "Jerry", "Bob")
         let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
         try await tom.sendText("one", to: cid)
         let two = try await tom.sendText("two", to: cid, receipt: true)
@@ -114,8 +108,7 @@ final class LifecycleTests: XCTestCase {
         XCTAssertEqual(readReply.t, twoT, "the mark is the newest stored message")
         let receipt = try await tom.next { $0.cmd == .rcp && $0.read == true }
         XCTAssertEqual(receipt.id, two.uid)
-        var maxRead = Command(cmd: .conv, op: .maxRead)
-        maxRead.cid = cid
+        let maxRead = Command.conv(.maxRead, cid)
         let seen = try await bob.request(maxRead)
         XCTAssertEqual(seen.maxReadTimestamp, twoT)
         XCTAssertLessThanOrEqual(try required(seen.maxAckTimestamp), twoT)
@@ -136,10 +129,8 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testCmdMessagesReachOnlineMembersOnlyAndAreNeverStored() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
         var cmd = Command(cmd: .direct)
         cmd.cid = cid
@@ -172,10 +163,8 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testPriorityIsStoredAndDelivered() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
         var direct = Command(cmd: .direct)
         direct.cid = cid

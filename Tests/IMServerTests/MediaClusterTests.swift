@@ -56,14 +56,6 @@ final class MediaClusterTests: XCTestCase {
 
     func base(_ node: ServerHarness) -> String { "http://127.0.0.1:\(node.port)" }
 
-    func sessionToken(_ node: ServerHarness, _ clientID: String) async throws -> String {
-        let client = try await TestClient.connect(port: node.port)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = clientID
-        let opened = try await client.request(open)
-        return try XCTUnwrap(opened.st, "\(opened)")
-    }
-
     func inventory(_ node: ServerHarness) async throws -> MediaContentInventory {
         try await MediaRouteTests.inventory(node)
     }
@@ -83,7 +75,7 @@ final class MediaClusterTests: XCTestCase {
         let cluster = try await nodes()
         addTeardownBlock { for node in cluster { await node.stop() } }
         let (a, b) = (cluster[0], cluster[1])
-        let tom = try await sessionToken(a, "Tom")
+        let tom = try await a.sessionToken("Tom")
         // A real PNG of 720 KB (stored deflate blocks): two chunks of the database.
         let png = TestPNG.make(width: 600, height: 400)
         XCTAssertGreaterThan(png.count, PostgresMediaContent.chunkSize)
@@ -146,8 +138,8 @@ final class MediaClusterTests: XCTestCase {
         let cluster = try await nodes()
         addTeardownBlock { for node in cluster { await node.stop() } }
         let (a, b) = (cluster[0], cluster[1])
-        let tom = try await sessionToken(a, "Tom")
-        let jerry = try await sessionToken(b, "Jerry")
+        let tom = try await a.sessionToken("Tom")
+        let jerry = try await b.sessionToken("Jerry")
         let bytes = Data((0..<700_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
         let tomsUpload = try await call("\(base(a))/media?name=t.bin", "POST", headers: ["X-LC-IM-Session-Token": tom], body: bytes)
         let jerrysUpload = try await call("\(base(b))/media?name=j.bin", "POST", headers: ["X-LC-IM-Session-Token": jerry], body: bytes)
@@ -187,7 +179,7 @@ final class MediaClusterTests: XCTestCase {
         let video = Data(
             f.box("ftyp", f.ascii("isom") + f.be32(0) + f.ascii("isom")) + f.box("mdat", [UInt8](repeating: 9, count: 700_000))
                 + f.box("moov", mvhd))
-        let tom = try await sessionToken(cluster[0], "Tom")
+        let tom = try await cluster[0].sessionToken("Tom")
         let up = try await call("\(base(cluster[0]))/media?name=clip.mp4", "POST", headers: ["X-LC-IM-Session-Token": tom], body: video)
         XCTAssertEqual(up.status, 201, String(decoding: up.body, as: UTF8.self))
         XCTAssertEqual(up.json["mime"] as? String, "video/mp4")
@@ -209,7 +201,7 @@ final class MediaClusterTests: XCTestCase {
         let before = try await inventory(cluster[0])
         XCTAssertEqual(before.pending, 1)
 
-        let tom = try await sessionToken(cluster[0], "Tom")
+        let tom = try await cluster[0].sessionToken("Tom")
         let up = try await call("\(base(cluster[0]))/media?name=x", "POST", headers: ["X-LC-IM-Session-Token": tom], body: Data("new".utf8))
         XCTAssertEqual(up.status, 201)
         var left = try await inventory(cluster[0]).pending

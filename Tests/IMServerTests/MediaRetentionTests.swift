@@ -16,14 +16,6 @@ final class MediaRetentionTests: XCTestCase {
     var nowMillis: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// A logged-in raw client and its session token (for `/media`).
-    func login(_ server: ServerHarness, _ clientID: String) async throws -> (client: TestClient, token: String) {
-        let client = try await TestClient.connect(port: server.port)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = clientID
-        let reply = try await client.request(open)
-        return (client, try XCTUnwrap(reply.st, "\(reply)"))
-    }
-
     /// Uploads a PNG of `padding` extra bytes (a distinct content per size) and answers its id.
     func upload(_ server: ServerHarness, token: String, padding: Int) async throws -> String {
         let png = Data(MediaFixtures.png(width: 8, height: 8, padding: padding))
@@ -37,18 +29,13 @@ final class MediaRetentionTests: XCTestCase {
     }
 
     func patch(_ client: TestClient, cid: String, ack: Command, recall: Bool = false, data: String? = nil) async throws {
-        var command = Command(cmd: .patch, op: .modify)
-        var item = PatchItem(cid: cid, mid: try XCTUnwrap(ack.uid), timestamp: try XCTUnwrap(ack.t))
-        if recall { item.recall = true } else { item.data = data }
-        command.patches = [item]
-        let reply = try await client.request(command)
+        let reply = try await client.request(recall ? .recall(ack, in: cid) : .edit(ack, in: cid, to: data ?? ""))
         XCTAssertEqual(reply.op, .modified, "\(reply)")
     }
 
     func testReferencedFilesSurviveUnreferencedOnesGoAfterTheGraceAndTheQuotaFreesUp() async throws {
-        let server = try await ServerHarness.start { $0.media.quotaBytes = 2_000 }
-        addTeardownBlock { await server.stop() }
-        let (tom, token) = try await login(server, "Tom")
+        let server = try await startServer { $0.media.quotaBytes = 2_000 }
+        let (tom, token) = try await server.session("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let byObjID = try await upload(server, token: token, padding: 400)
         let byURL = try await upload(server, token: token, padding: 401)
@@ -87,7 +74,7 @@ final class MediaRetentionTests: XCTestCase {
         let usedAfter = try await XCTUnwrap(restarted.server.media).usage(owner: "Tom")
         XCTAssertEqual(usedBefore - usedAfter, run.bytes)
         // The freed quota takes the upload refused before.
-        let (_, token2) = try await login(restarted, "Tom")
+        let (_, token2) = try await restarted.session("Tom")
         let fits = try await MediaRouteTests.call(
             restarted.port, "POST", "/media?name=big.png", token: token2, body: Data(MediaFixtures.png(width: 8, height: 8, padding: 700)))
         XCTAssertEqual(fits.status, 201, String(decoding: fits.body, as: UTF8.self))
@@ -97,9 +84,8 @@ final class MediaRetentionTests: XCTestCase {
     }
 
     func testRecallAndEditDropReferencesAndTheFileGoesAtTheNextRun() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let (tom, token) = try await login(server, "Tom")
+        let server = try await startServer()
+        let (tom, token) = try await server.session("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let shared = try await upload(server, token: token, padding: 500)
         let edited = try await upload(server, token: token, padding: 501)
@@ -137,14 +123,12 @@ final class MediaRetentionTests: XCTestCase {
     }
 
     func testConversationAttributesKeepTheirFiles() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let (tom, token) = try await login(server, "Tom")
+        let server = try await startServer()
+        let (tom, token) = try await server.session("Tom")
         let avatar = try await upload(server, token: token, padding: 600)
         let banner = try await upload(server, token: token, padding: 601)
         let cid = try await tom.startConversation(members: ["Jerry"], attr: ["avatar": .string("/media/\(avatar)/a.png")])
-        var update = Command(cmd: .conv, op: .update)
-        update.cid = cid
+        var update = Command.conv(.update, cid)
         update.attr = ["attr.banner": .string("http://127.0.0.1/media/\(banner)")]
         let added = try await tom.request(update).op
         XCTAssertEqual(added, .updated)
@@ -164,17 +148,16 @@ final class MediaRetentionTests: XCTestCase {
     func testTheServerCollectsPeriodicallyAndCountsIt() async throws {
         // Files stored first (a grace of zero would race the message that names one), then a server that collects.
         let first = try await ServerHarness.start()
-        let (tom, token) = try await login(first, "Tom")
+        let (tom, token) = try await first.session("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let kept = try await upload(first, token: token, padding: 700)
         try await tom.sendAccepted("look: /media/\(kept)", to: cid)
         let loose = try await upload(first, token: token, padding: 701)
         await first.stop()
-        let server = try await ServerHarness.start(directory: first.directory) {
+        let server = try await startServer(directory: first.directory) {
             $0.media.retentionGrace = .zero
             $0.media.retentionInterval = .milliseconds(50)
         }
-        addTeardownBlock { await server.stop() }
         var gone = false
         for _ in 0..<200 where !gone {
             gone = try await !exists(server, loose)
@@ -191,7 +174,7 @@ final class MediaRetentionTests: XCTestCase {
     func testTheCommandLineCollectsOnARealDatabase() async throws {
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "hookbot is not built")
         let server = try await ServerHarness.start()
-        let (tom, token) = try await login(server, "Tom")
+        let (tom, token) = try await server.session("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let kept = try await upload(server, token: token, padding: 800)
         try await tom.sendAccepted(#"{"_lctype":-2,"_lcfile":{"objId":"\#(kept)"}}"#, to: cid)
@@ -238,7 +221,7 @@ final class MediaRetentionTests: XCTestCase {
 
     func testFilesNamedBeforeTheMigrationAreFound() async throws {
         let server = try await ServerHarness.start()
-        let (tom, token) = try await login(server, "Tom")
+        let (tom, token) = try await server.session("Tom")
         let kept = try await upload(server, token: token, padding: 900)
         let avatar = try await upload(server, token: token, padding: 901)
         let escaped = try await upload(server, token: token, padding: 902)
@@ -277,9 +260,8 @@ final class MediaRetentionTests: XCTestCase {
     }
 
     func testACollectionPagesThroughManyFiles() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let (tom, token) = try await login(server, "Tom")
+        let server = try await startServer()
+        let (tom, token) = try await server.session("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         var loose: [String] = []
         for padding in 1000..<1007 {
@@ -313,14 +295,12 @@ final class MediaRetentionTests: XCTestCase {
     /// shows it is one they manage: a member who forwards it into a conversation of their own cannot delete it,
     /// and that forward keeps the manager from deleting it too until it is recalled.
     func testAManagerOfEveryConversationShowingAFileMayDeleteIt() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let (tom, tomToken) = try await login(server, "Tom")
-        let (jerry, jerryToken) = try await login(server, "Jerry")
-        let (_, spikeToken) = try await login(server, "Spike")
+        let server = try await startServer()
+        let (tom, tomToken) = try await server.session("Tom")
+        let (jerry, jerryToken) = try await server.session("Jerry")
+        let (_, spikeToken) = try await server.session("Spike")
         let group = try await tom.startConversation(members: ["Jerry", "Spike"])
-        var promote = Command(cmd: .conv, op: .memberInfoUpdate)
-        promote.cid = group
+        var promote = Command.conv(.memberInfoUpdate, group)
         promote.targetClientId = "Spike"
         promote.role = "Manager"
         let promoted = try await tom.request(promote)

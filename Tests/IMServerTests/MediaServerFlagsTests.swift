@@ -12,9 +12,7 @@ import XCTest
 final class MediaServerFlagsTests: XCTestCase {
     func testTheMediaFlagsReachTheServerAndBadValuesAreRefused() async throws {
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "the hookbot executable beside the tests")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-media-flags-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try makeTemporaryDirectory("hookbot-media-flags")
         let server = try await ServerProcess.launch(
             binary: binary,
             store: [

@@ -86,21 +86,19 @@ enum MediaFixtures {
 
 final class MediaSnifferTests: XCTestCase {
     func testImagesGiveTypeAndDimensions() {
-        XCTAssertEqual(
-            MediaSniffer.sniff(bytes: MediaFixtures.png(width: 640, height: 480)),
-            .init(mime: "image/png", format: "png", width: 640, height: 480))
-        XCTAssertEqual(
-            MediaSniffer.sniff(bytes: MediaFixtures.gif(width: 300, height: 2)),
-            .init(mime: "image/gif", format: "gif", width: 300, height: 2))
-        XCTAssertEqual(
-            MediaSniffer.sniff(bytes: MediaFixtures.jpeg(width: 4032, height: 3024)),
-            .init(mime: "image/jpeg", format: "jpeg", width: 4032, height: 3024))
-        XCTAssertEqual(
-            MediaSniffer.sniff(bytes: MediaFixtures.webpLossy(width: 1000, height: 750)),
-            .init(mime: "image/webp", format: "webp", width: 1000, height: 750))
-        XCTAssertEqual(
-            MediaSniffer.sniff(bytes: MediaFixtures.webpLossless(width: 16383, height: 1)),
-            .init(mime: "image/webp", format: "webp", width: 16383, height: 1))
+        let images: [(bytes: [UInt8], mime: String, format: String, width: Int, height: Int)] = [
+            (MediaFixtures.png(width: 640, height: 480), "image/png", "png", 640, 480),
+            (MediaFixtures.gif(width: 300, height: 2), "image/gif", "gif", 300, 2),
+            (MediaFixtures.jpeg(width: 4032, height: 3024), "image/jpeg", "jpeg", 4032, 3024),
+            (MediaFixtures.webpLossy(width: 1000, height: 750), "image/webp", "webp", 1000, 750),
+            (MediaFixtures.webpLossless(width: 16383, height: 1), "image/webp", "webp", 16383, 1),
+        ]
+        for image in images {
+            XCTAssertEqual(
+                MediaSniffer.sniff(bytes: image.bytes),
+                .init(mime: image.mime, format: image.format, width: image.width, height: image.height),
+                "\(image.format) \(image.width)x\(image.height)")
+        }
     }
 
     func testAudioAndVideoGiveDuration() throws {
@@ -179,14 +177,6 @@ final class MediaRouteTests: XCTestCase {
         return Reply(status: http.statusCode, headers: fields, body: data)
     }
 
-    func sessionToken(_ port: Int, _ clientID: String) async throws -> String {
-        let client = try await TestClient.connect(port: port)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = clientID
-        let opened = try await client.request(open)
-        return try XCTUnwrap(opened.st)
-    }
-
     /// What the server's content backend keeps: the media directory's `objects/` and `tmp/` (SQLite), or the
     /// PostgreSQL blobs, committed and pending.
     func inventory(_ server: ServerHarness) async throws -> MediaContentInventory {
@@ -199,9 +189,8 @@ final class MediaRouteTests: XCTestCase {
     }
 
     func testUploadComputesMetadataAndServesRangesAndETags() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await sessionToken(server.port, "Tom")
+        let server = try await startServer()
+        let tom = try await server.sessionToken("Tom")
         let png = Data(MediaFixtures.png(width: 640, height: 480, padding: 4000))
         // The declared type is wrong: the server answers what the bytes are.
         let up = try await call(
@@ -254,10 +243,9 @@ final class MediaRouteTests: XCTestCase {
     }
 
     func testSameContentIsStoredOnceAndGoesWithItsLastRecord() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await sessionToken(server.port, "Tom")
-        let jerry = try await sessionToken(server.port, "Jerry")
+        let server = try await startServer()
+        let tom = try await server.sessionToken("Tom")
+        let jerry = try await server.sessionToken("Jerry")
         let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         let first = try await call(server.port, "POST", "/media?name=a.bin", token: tom, body: bytes).json
         let second = try await call(server.port, "POST", "/media?name=b.bin", token: jerry, body: bytes).json
@@ -291,12 +279,11 @@ final class MediaRouteTests: XCTestCase {
     }
 
     func testSizeCapQuotaAndTokenAreEnforced() async throws {
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             configuration.media.maxUploadBytes = 10_000
             configuration.media.quotaBytes = 15_000
         }
-        addTeardownBlock { await server.stop() }
-        let tom = try await sessionToken(server.port, "Tom")
+        let tom = try await server.sessionToken("Tom")
 
         let noToken = try await call(server.port, "POST", "/media", body: Data([1, 2, 3]))
         XCTAssertEqual(noToken.status, 401)
@@ -320,7 +307,7 @@ final class MediaRouteTests: XCTestCase {
 
     func testAnExecutableCalledPNGIsServedAsWhatItIsAndRecordsSurviveARestart() async throws {
         let first = try await ServerHarness.start()
-        let tom = try await sessionToken(first.port, "Tom")
+        let tom = try await first.sessionToken("Tom")
         let elf = Data([0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0] + [UInt8](repeating: 0x90, count: 2000))
         let up = try await call(first.port, "POST", "/media?name=cat.png", token: tom, headers: ["Content-Type": "image/png"], body: elf)
         XCTAssertEqual(up.status, 201)
@@ -344,12 +331,11 @@ final class MediaRouteTests: XCTestCase {
         let blocker = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-media-blocker-\(UUID().uuidString)")
         try Data("not a directory".utf8).write(to: blocker)
         defer { try? FileManager.default.removeItem(at: blocker) }
-        let server = try await ServerHarness.start {
+        let server = try await startServer {
             $0.media.directory = blocker.appendingPathComponent("media").path
             $0.media.contentInDirectory = true // on PostgreSQL too: this is the directory backend's failure
         }
-        addTeardownBlock { await server.stop() }
-        let tom = try await sessionToken(server.port, "Tom")
+        let tom = try await server.sessionToken("Tom")
         let failed = try await call(
             server.port, "POST", "/media?name=a.png", token: tom, body: Data(MediaFixtures.png(width: 2, height: 2)))
         XCTAssertEqual(failed.status, 507)
@@ -361,9 +347,8 @@ final class MediaRouteTests: XCTestCase {
     }
 
     func testConcurrentUploadsOfOneContentShareOneFile() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await sessionToken(server.port, "Tom")
+        let server = try await startServer()
+        let tom = try await server.sessionToken("Tom")
         let bytes = Data(MediaFixtures.gif(width: 9, height: 9) + [UInt8](repeating: 3, count: 600_000))
         let port = server.port
         let ids = try await withThrowingTaskGroup(of: String?.self) { group in
@@ -394,9 +379,8 @@ final class MediaRouteTests: XCTestCase {
     /// check holds under concurrency (before, each upload read the committed sum on its own and several
     /// passed together). Exactly five fit, the others answer 413 / 4602, and nothing of them is kept.
     func testConcurrentUploadsCannotPassTheQuotaTogether() async throws {
-        let server = try await ServerHarness.start { $0.media.quotaBytes = 55_000 }
-        addTeardownBlock { await server.stop() }
-        let tom = try await sessionToken(server.port, "Tom")
+        let server = try await startServer { $0.media.quotaBytes = 55_000 }
+        let tom = try await server.sessionToken("Tom")
         let port = server.port
         let replies = try await withThrowingTaskGroup(of: (Int, Reply).self) { group in
             for index in 0..<20 {
@@ -434,15 +418,14 @@ final class MediaRouteTests: XCTestCase {
     /// A temporary file a crashed server left in `tmp/` (untouched for two hours) is removed at the first
     /// upload after a start; one of an upload in progress (fresh) is not.
     func testACrashedUploadsTemporaryFileIsSweptAndAFreshOneIsNot() async throws {
-        let server = try await ServerHarness.start { $0.media.contentInDirectory = true }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { $0.media.contentInDirectory = true }
         let tmp = server.directory.appendingPathComponent("media/tmp")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
         let (old, fresh) = (tmp.appendingPathComponent("left-by-a-crash").path, tmp.appendingPathComponent("in-progress").path)
         XCTAssertTrue(FileManager.default.createFile(atPath: old, contents: Data(count: 1000)))
         XCTAssertTrue(FileManager.default.createFile(atPath: fresh, contents: Data(count: 1000)))
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -7200)], ofItemAtPath: old)
-        let tom = try await sessionToken(server.port, "Tom")
+        let tom = try await server.sessionToken("Tom")
         let up = try await call(server.port, "POST", "/media?name=a.bin", token: tom, body: Data("new".utf8))
         XCTAssertEqual(up.status, 201)
         try await waitUntil("\(old) to be removed") { !FileManager.default.fileExists(atPath: old) }
@@ -473,12 +456,11 @@ final class MediaRouteTests: XCTestCase {
         let mounted = try Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint.path])
         try XCTSkipUnless(mounted.status == 0, "cannot mount a small tmpfs here (mount needs root and permission): \(mounted.output)")
         defer { _ = try? Self.run("/bin/umount", ["-l", mountPoint.path]) }
-        let server = try await ServerHarness.start {
+        let server = try await startServer {
             $0.media.directory = mountPoint.appendingPathComponent("media").path
             $0.media.contentInDirectory = true // the directory's disk is what fills up, on PostgreSQL too
         }
-        addTeardownBlock { await server.stop() }
-        let tom = try await sessionToken(server.port, "Tom")
+        let tom = try await server.sessionToken("Tom")
 
         let tooBig = Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
         let failed = try await call(server.port, "POST", "/media?name=big.bin", token: tom, body: tooBig)
@@ -522,9 +504,8 @@ final class MediaRouteTests: XCTestCase {
     }
 
     func testOversizeIsRefusedBeforeTheBodyAndTruncatedOrChunkedOverflowKeepsNothing() async throws {
-        let server = try await ServerHarness.start { $0.media.maxUploadBytes = 1000 }
-        addTeardownBlock { await server.stop() }
-        let tom = try await sessionToken(server.port, "Tom")
+        let server = try await startServer { $0.media.maxUploadBytes = 1000 }
+        let tom = try await server.sessionToken("Tom")
         let head = "POST /media?name=x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-LC-IM-Session-Token: \(tom)\r\n"
 
         // Declares 100 MB and sends none of it: the answer comes without waiting for the body.

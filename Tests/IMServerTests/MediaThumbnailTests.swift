@@ -36,13 +36,8 @@ final class MediaThumbnailTests: XCTestCase {
     private func json(_ body: Data) -> [String: Any] { (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:] }
 
     func testThumbnailURLsOfStoredImagesAsTheSDKsBuildThem() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let client = try await TestClient.connect(port: server.port)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = "Tom"
-        let opened = try await client.request(open)
-        let token = try XCTUnwrap(opened.st)
+        let server = try await startServer()
+        let token = try await server.sessionToken("Tom")
 
         let url = try await upload(server.port, token: token, name: "photo.jpg", try noise(server.directory, "photo.jpg", 800, 600))
         // AV.File#thumbnailURL(100, 100): quality 100, mode 2, png.
@@ -90,11 +85,7 @@ final class MediaThumbnailTests: XCTestCase {
 
     func testASecondRequestIsServedFromTheCacheWithoutAJobAlsoAfterARestart() async throws {
         let server = try await ServerHarness.start()
-        let client = try await TestClient.connect(port: server.port)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = "Tom"
-        let opened = try await client.request(open)
-        let token = try XCTUnwrap(opened.st)
+        let token = try await server.sessionToken("Tom")
         let url = try await upload(server.port, token: token, name: "photo.jpg", try noise(server.directory, "photo.jpg", 400, 300))
         let thumb = url + "?imageView/2/w/80/h/80/q/90/format/jpg"
         let thumbnails = server.server.service.mediaThumbnails
@@ -138,16 +129,11 @@ final class MediaThumbnailTests: XCTestCase {
     /// A new image in a large group: every member asks for the same thumbnail at once. One job makes it (one slot,
     /// even with no queue), the others wait for it or read it from the cache.
     func testABurstOfTheSameThumbnailRunsOneJob() async throws {
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             configuration.media.thumbnails.maxConcurrentJobs = 1
             configuration.media.thumbnails.maxQueuedJobs = 0
         }
-        addTeardownBlock { await server.stop() }
-        let client = try await TestClient.connect(port: server.port)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = "Tom"
-        let opened = try await client.request(open)
-        let token = try XCTUnwrap(opened.st)
+        let token = try await server.sessionToken("Tom")
         let url = try await upload(server.port, token: token, name: "big.jpg", try noise(server.directory, "big.jpg", 2000, 1500))
         let port = server.port
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in

@@ -26,24 +26,15 @@ final class MediaURLTests: XCTestCase {
         return try XCTUnwrap((object?["_lcfile"] as? [String: Any])?["url"] as? String)
     }
 
-    func token(_ port: Int, _ clientID: String) async throws -> String {
-        let client = try await TestClient.connect(port: port)
-        var open = Command(cmd: .session, op: .open)
-        open.peerId = clientID
-        let opened = try await client.request(open)
-        return try XCTUnwrap(opened.st)
-    }
-
     /// Tom uploads a PNG and sends an image message naming it with a url on `claimed`; answers the upload's
     /// JSON and what Jerry received and reads back from history.
     func sendImage(on server: ServerHarness, claiming claimed: String) async throws -> (
         upload: [String: Any], live: String, history: String
     ) {
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let up = try await MediaRouteTests.call(
-            server.port, "POST", "/media?name=cat.png", token: try await token(server.port, "Tom"),
+            server.port, "POST", "/media?name=cat.png", token: try await server.sessionToken("Tom"),
             body: TestPNG.make(width: 12, height: 8))
         XCTAssertEqual(up.status, 201, String(decoding: up.body, as: UTF8.self))
         let id = try XCTUnwrap(up.json["id"] as? String)
@@ -57,8 +48,7 @@ final class MediaURLTests: XCTestCase {
 
     func testASendersHostIsNeverWhatReceiversGet() async throws {
         // No public URL: the server's listening address, whatever the sender claimed.
-        let plain = try await ServerHarness.start()
-        addTeardownBlock { await plain.stop() }
+        let plain = try await startServer()
         let (upload, live, history) = try await sendImage(on: plain, claiming: "https://evil.example")
         let id = try XCTUnwrap(upload["id"] as? String)
         XCTAssertEqual(live, "http://127.0.0.1:\(plain.port)/media/\(id)/cat.png")
@@ -66,15 +56,14 @@ final class MediaURLTests: XCTestCase {
         XCTAssertEqual(upload["url"] as? String, "/media/\(id)/cat.png")
 
         // A public URL: every absolute URL starts with it (the fill, POST /media, fileTokens, /1.1/files).
-        let public_ = try await ServerHarness.start { $0.media.publicURL = "https://chat.example.com/im" }
-        addTeardownBlock { await public_.stop() }
+        let public_ = try await startServer { $0.media.publicURL = "https://chat.example.com/im" }
         let named = try await sendImage(on: public_, claiming: "https://evil.example")
         let namedID = try XCTUnwrap(named.upload["id"] as? String)
         XCTAssertEqual(named.live, "https://chat.example.com/im/media/\(namedID)/cat.png")
         XCTAssertEqual(named.history, named.live)
         XCTAssertEqual(named.upload["url"] as? String, named.live)
         let tokenReply = try await call(
-            public_.port, "POST", "/1.1/fileTokens", headers: ["X-LC-Session": try await token(public_.port, "Tom")],
+            public_.port, "POST", "/1.1/fileTokens", headers: ["X-LC-Session": try await public_.sessionToken("Tom")],
             body: Data(#"{"name":"a.png"}"#.utf8))
         XCTAssertEqual(tokenReply.status, 200, "\(tokenReply.json)")
         let objectID = try XCTUnwrap(tokenReply.json["objectId"] as? String)
@@ -86,19 +75,17 @@ final class MediaURLTests: XCTestCase {
         XCTAssertEqual(fetched.json["url"] as? String, named.live)
 
         // Listening on every address the server cannot name itself: the bare path, never the sender's host.
-        let wildcard = try await ServerHarness.start { $0.host = "0.0.0.0" }
-        addTeardownBlock { await wildcard.stop() }
+        let wildcard = try await startServer { $0.host = "0.0.0.0" }
         let bare = try await sendImage(on: wildcard, claiming: "https://evil.example")
         XCTAssertEqual(bare.live, "/media/\(try XCTUnwrap(bare.upload["id"] as? String))/cat.png")
     }
 
     func testSignedURLsAreNeededAndExpireAndThumbnailsWorkOnThem() async throws {
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             configuration.masterKey = Self.masterKey
             configuration.media.signedURLs = true
             configuration.media.urlTTL = 600
         }
-        addTeardownBlock { await server.stop() }
         let png = TestPNG.make(width: 40, height: 20)
         let up = try await MediaRouteTests.call(
             server.port, "POST", "/media?name=cat.png", headers: ["X-LC-Key": "\(Self.masterKey),master"], body: png)
@@ -149,8 +136,7 @@ final class MediaURLTests: XCTestCase {
         XCTAssertEqual(reply1.status, 403)
 
         // What receivers of a file message get is signed too, and downloads.
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
         try await send(#"{"_lctype":-2,"_lcfile":{"objId":"\#(id)"}}"#, from: tom, to: cid)
         let message = try await jerry.nextMessage()
@@ -197,8 +183,7 @@ final class MediaURLTests: XCTestCase {
         XCTAssertEqual(reply5.status, 403)
         await stranger.stop()
         // Signing off: the signed URL written earlier still downloads, and so does the plain one.
-        let unsigned = try await ServerHarness.start(directory: first.directory) { $0.masterKey = Self.masterKey }
-        addTeardownBlock { await unsigned.stop() }
+        let unsigned = try await startServer(directory: first.directory) { $0.masterKey = Self.masterKey }
         let reply6 = try await MediaRouteTests.call(unsigned.port, "GET", url)
         XCTAssertEqual(reply6.body, png)
         let plain = "/media/\(try XCTUnwrap(up.json["id"] as? String))/a.png"
@@ -209,10 +194,9 @@ final class MediaURLTests: XCTestCase {
     /// `AV.File.withURL(name, url).save()`: `POST /1.1/files/<name>` `{name, ACL, metaData, mime_type, url}`
     /// (the SDK's `src/file.js`) makes an external file record; fetch and destroy work on it.
     func testTheStorageSDKsWithURLSaveMakesARecordOfAFileKeptElsewhere() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await token(server.port, "Tom")
-        let jerry = try await token(server.port, "Jerry")
+        let server = try await startServer()
+        let tom = try await server.sessionToken("Tom")
+        let jerry = try await server.sessionToken("Jerry")
         let body = Data(
             #"{"name":"logo.png","ACL":null,"metaData":{"__source":"external","owner":"unknown"},"mime_type":"image/png","url":"https://cdn.example.com/logo.png"}"#
                 .utf8)

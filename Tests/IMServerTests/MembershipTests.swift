@@ -3,20 +3,32 @@ import IMCore
 import XCTest
 
 final class MembershipTests: XCTestCase {
+    /// `actor` adds or removes `member` with `op`: the reply names the member, the member is told `told` and each
+    /// of `watchers` hears `event` naming the member, all initiated by the actor.
+    private func checkChange(
+        _ op: OpType, of cid: String, by actor: (client: TestClient, id: String),
+        changing member: (client: TestClient, id: String), whoIsTold told: OpType,
+        while watchers: [TestClient], hear event: OpType, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let changed = try await actor.client.request(.conv(op, cid, members: [member.id])).m
+        XCTAssertEqual(changed, [member.id], file: file, line: line)
+        let notice = try await member.client.next { $0.op == told }
+        XCTAssertEqual(notice.initBy, actor.id, file: file, line: line)
+        for watcher in watchers {
+            let heard = try await watcher.next { $0.op == event && $0.m == [member.id] }
+            XCTAssertEqual(heard.initBy, actor.id, file: file, line: line)
+        }
+    }
+
     func testJoinInviteKickQuitProduceTheirEvents() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let bob = try await server.login("Bob")
-        let harry = try await server.login("Harry")
+        let server = try await startServer()
+        let (tom, jerry, bob, harry) = try await server.login("Tom", "Jerry", "Bob", "Harry")
         let cid = try await tom.startConversation(members: ["Jerry"], name: "group")
         let invitedAtStart = try await jerry.next { $0.op == .invited }
         XCTAssertEqual(invitedAtStart.initBy, "Tom")
 
         // Bob joins by himself.
-        var join = Command(cmd: .conv, op: .join)
-        join.cid = cid
+        let join = Command.conv(.join, cid)
         let joinReply = try await bob.request(join)
         XCTAssertEqual(joinReply.op, .added)
         XCTAssertEqual(joinReply.m, ["Bob"])
@@ -28,30 +40,14 @@ final class MembershipTests: XCTestCase {
         }
 
         // Tom invites Harry.
-        var add = Command(cmd: .conv, op: .add)
-        add.cid = cid
-        add.m = ["Harry"]
-        let observed1 = try await tom.request(add).m
-        XCTAssertEqual(observed1, ["Harry"])
-        let invited = try await harry.next { $0.op == .invited }
-        XCTAssertEqual(invited.initBy, "Tom")
-        for client in [tom, jerry, bob, harry] {
-            let event = try await client.next { $0.op == .membersJoined && $0.m == ["Harry"] }
-            XCTAssertEqual(event.initBy, "Tom")
-        }
+        try await checkChange(
+            .add, of: cid, by: (tom, "Tom"), changing: (harry, "Harry"), whoIsTold: .invited,
+            while: [tom, jerry, bob, harry], hear: .membersJoined)
 
         // Tom kicks Harry.
-        var remove = Command(cmd: .conv, op: .remove)
-        remove.cid = cid
-        remove.m = ["Harry"]
-        let observed2 = try await tom.request(remove).m
-        XCTAssertEqual(observed2, ["Harry"])
-        let kicked = try await harry.next { $0.op == .kicked }
-        XCTAssertEqual(kicked.initBy, "Tom")
-        for client in [tom, jerry, bob] {
-            let event = try await client.next { $0.op == .membersLeft && $0.m == ["Harry"] }
-            XCTAssertEqual(event.initBy, "Tom")
-        }
+        try await checkChange(
+            .remove, of: cid, by: (tom, "Tom"), changing: (harry, "Harry"), whoIsTold: .kicked,
+            while: [tom, jerry, bob], hear: .membersLeft)
 
         // A removed member can neither send nor read, until it rejoins.
         let secret = try await tom.sendText("while Harry is out", to: cid)
@@ -67,33 +63,25 @@ final class MembershipTests: XCTestCase {
         XCTAssertEqual(logs.map(\.msgId), [secret.uid].compactMap { $0 })
 
         // Bob quits.
-        var quit = Command(cmd: .conv, op: .quit)
-        quit.cid = cid
+        let quit = Command.conv(.quit, cid)
         let observed6 = try await bob.request(quit).op
         XCTAssertEqual(observed6, .removed)
         _ = try await bob.next { $0.op == .left }
         _ = try await jerry.next { $0.op == .membersLeft && $0.m == ["Bob"] }
 
-        var count = Command(cmd: .conv, op: .count)
-        count.cid = cid
+        let count = Command.conv(.count, cid)
         let observed7 = try await tom.request(count).count
         XCTAssertEqual(observed7, 3)
     }
 
     func testOnlyMembersMayAddOrRemoveOthers() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let mallory = try await server.login("Mallory")
+        let server = try await startServer()
+        let (tom, mallory) = try await server.login("Tom", "Mallory")
         let cid = try await tom.startConversation(members: ["Jerry"])
-        var add = Command(cmd: .conv, op: .add)
-        add.cid = cid
-        add.m = ["Eve"]
+        var add = Command.conv(.add, cid, members: ["Eve"])
         let refused = try await mallory.request(add)
         XCTAssertEqual(refused.code, 4317)
-        var remove = Command(cmd: .conv, op: .remove)
-        remove.cid = cid
-        remove.m = ["Jerry"]
+        let remove = Command.conv(.remove, cid, members: ["Jerry"])
         let observed8 = try await mallory.request(remove).code
         XCTAssertEqual(observed8, 4317)
         add.cid = "missing"
@@ -106,8 +94,7 @@ final class MembershipTests: XCTestCase {
     }
 
     func testConcurrentUniqueStartsYieldOneConversation() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         var clients: [TestClient] = []
         for k in 0..<4 { clients.append(try await server.login("u\(k)")) }
         let members = ["u0", "u1", "u2", "u3"]
@@ -124,11 +111,8 @@ final class MembershipTests: XCTestCase {
     }
 
     func testChatRoomsKeepNoMembersAndOneRoomPerConnection() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let bob = try await server.login("Bob")
+        let server = try await startServer()
+        let (tom, jerry, bob) = try await server.login("Tom", "Jerry", "Bob")
         var start = Command(cmd: .conv, op: .start)
         start.name = "lobby"
         start.transient = true
@@ -136,14 +120,12 @@ final class MembershipTests: XCTestCase {
         start.name = "kitchen"
         let kitchen = try required(try await bob.request(start).cid)
 
-        var join = Command(cmd: .conv, op: .join)
-        join.cid = lobby
+        var join = Command.conv(.join, lobby)
         let observed11 = try await jerry.request(join).op
         XCTAssertEqual(observed11, .added)
         let bobJoinedLobby = try await bob.request(join).op // Bob leaves the kitchen
         XCTAssertEqual(bobJoinedLobby, .added)
-        var count = Command(cmd: .conv, op: .count)
-        count.cid = lobby
+        var count = Command.conv(.count, lobby)
         let observed12 = try await tom.request(count).count
         XCTAssertEqual(observed12, 3)
         count.cid = kitchen
@@ -185,16 +167,12 @@ final class MembershipTests: XCTestCase {
     }
 
     func testUpdateNameAndAttributesPartiallyAndMute() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let mallory = try await server.login("Mallory")
+        let server = try await startServer()
+        let (tom, jerry, mallory) = try await server.login("Tom", "Jerry", "Mallory")
         let cid = try await tom.startConversation(
             members: ["Jerry"], name: "old", attr: ["type": "private", "pinned": true, "nested": ["a": 1, "b": 2]])
 
-        var update = Command(cmd: .conv, op: .update)
-        update.cid = cid
+        var update = Command.conv(.update, cid)
         update.attr = ["name": "new", "attr.type": "public", "attr.pinned": ["__op": "Delete"], "attr.nested.b": 3, "attr.nested.c": "x"]
         let reply = try await tom.request(update)
         XCTAssertEqual(reply.op, .updated)
@@ -217,8 +195,7 @@ final class MembershipTests: XCTestCase {
         let observed18 = try await tom.request(update).code
         XCTAssertEqual(observed18, 4903)
 
-        var mute = Command(cmd: .conv, op: .mute)
-        mute.cid = cid
+        var mute = Command.conv(.mute, cid)
         let observed19 = try await jerry.request(mute).op
         XCTAssertEqual(observed19, .muted)
         let observed20 = try await tom.request(query).results?.first?.mu

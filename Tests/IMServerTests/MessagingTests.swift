@@ -4,10 +4,8 @@ import XCTest
 
 final class MessagingTests: XCTestCase {
     func testOneToOneDeliveryAckAndReceipt() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"], name: "Tom & Jerry")
 
         let ack = try await tom.sendText("耗子，起床！", to: cid, receipt: true)
@@ -35,8 +33,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testGroupFanOutReachesEveryMemberAndEveryConnection() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await server.login("Tom")
         let others = ["Jerry", "Bob", "Harry", "William"]
         var clients: [TestClient] = []
@@ -62,10 +59,8 @@ final class MessagingTests: XCTestCase {
     }
 
     func testTransientMessagesAreNeverStoredNorDeliveredOffline() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry", "Bob"])
 
         let ack = try await tom.sendText("typing…", to: cid, transient: true)
@@ -83,8 +78,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testOfflineMessagesArriveOnceInOrder() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         var sent: [String] = []
@@ -112,8 +106,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testUnacknowledgedMessagesAreDeliveredAgainAfterReconnect() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let jerry = try await server.login("Jerry")
@@ -129,10 +122,8 @@ final class MessagingTests: XCTestCase {
     }
 
     func testDedupeTokenMakesResendsIdempotent() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let first = try await tom.sendText("once", to: cid, dedupeToken: "token-1")
         let second = try await tom.sendText("once", to: cid, dedupeToken: "token-1")
@@ -146,8 +137,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testConcurrentSendersGetUniqueIdsAndMonotonicTimestamps() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let names = (0..<5).map { "user\($0)" }
         var clients: [TestClient] = []
         for name in names { clients.append(try await server.login(name)) }
@@ -178,10 +168,8 @@ final class MessagingTests: XCTestCase {
     }
 
     func testUniqueConversationIsReused() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let first = try await tom.startConversation(members: ["Jerry"], unique: true)
         let second = try await jerry.startConversation(members: ["Tom"], unique: true)
         XCTAssertEqual(first, second)
@@ -190,8 +178,7 @@ final class MessagingTests: XCTestCase {
     }
 
     func testAcksOfUnstoredMessagesDoNotSkipStoredOnes() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"])
         let jerry = try await server.login("Jerry")

@@ -39,8 +39,7 @@ final class PushDataTests: XCTestCase {
     func testPushDataFromTheSwiftSDKReachesAnOfflineMember() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
         addTeardownBlock { await gateway.shutdown() }
-        let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { configure(&$0, gateway: gateway) }
         try await server.registerOffline("Jerry", token: "jerry-phone")
         let tom = server.client("Tom")
         try await tom.open()
@@ -108,8 +107,7 @@ final class PushDataTests: XCTestCase {
     func testPushDataFromAJSONFrameAndAProtobufFrameAndBadOnesRefusedWithACode() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
         addTeardownBlock { await gateway.shutdown() }
-        let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { configure(&$0, gateway: gateway) }
         try await server.registerOffline("Jerry", token: "jerry-phone")
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Jerry"], name: "kitchen")
@@ -188,11 +186,10 @@ final class PushDataTests: XCTestCase {
             object: ["text": "[ops] {from}: {text}", "title": "Ops room", "image": "[ops] a photo from {from}"])
         operatorTemplates[cids["forced"]!] = try PushConversationTemplates(object: ["enabled": true, "title": ""])
         operatorTemplates[cids["silenced"]!] = try PushConversationTemplates(object: ["enabled": false])
-        let server = try await ServerHarness.start(directory: first.directory) {
+        let server = try await startServer(directory: first.directory) {
             configure(&$0, gateway: gateway)
             $0.push.conversations = operatorTemplates
         }
-        addTeardownBlock { await server.stop() }
         let tom = server.client("Tom")
         try await tom.open()
         addTeardownBlock { await tom.close() }
@@ -275,11 +272,10 @@ final class PushDataTests: XCTestCase {
     func testTheRecordOfPushesShowsRejectedAndExpiredPushesWithTheReason() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { token in token == "refused" ? 400 : 503 }
         addTeardownBlock { await gateway.shutdown() }
-        let server = try await ServerHarness.start {
+        let server = try await startServer {
             configure(&$0, gateway: gateway)
             $0.push.queue.maxAge = .milliseconds(1)
         }
-        addTeardownBlock { await server.stop() }
         try await server.registerOffline("Jerry", token: "refused")
         try await server.registerOffline("Spike", token: "busy")
         let tom = try await server.login("Tom")

@@ -46,8 +46,7 @@ final class PushDeviceTests: XCTestCase {
     }
 
     func testADeviceTokenAtLoginRegistersAndMovesToTheNextClientLoggingInWithIt() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await open(server, "Tom", deviceToken: Self.apnsToken, deviceID: "iphone-1")
         var found = try await devices(tom)
         XCTAssertEqual(found.count, 1)
@@ -75,8 +74,7 @@ final class PushDeviceTests: XCTestCase {
     }
 
     func testSessionCloseRemovesTheLoginDeviceAndADroppedConnectionKeepsIt() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await open(server, "Tom", deviceToken: Self.apnsToken)
         let web = try await add(
             tom,
@@ -103,8 +101,7 @@ final class PushDeviceTests: XCTestCase {
     }
 
     func testRegisterListAndRemoveDevices() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await open(server, "Tom")
         let endpoint = "https://fcm.googleapis.com/fcm/send/dXJ1bmlmaWVk"
         let added = try await add(
@@ -152,8 +149,7 @@ final class PushDeviceTests: XCTestCase {
     }
 
     func testBadDevicesAreRefusedWithCodes() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await open(server, "Tom")
         let keys: JSONValue = ["p256dh": .string(Self.p256dh), "auth": .string(Self.auth)]
         let cases: [(JSONValue, Int, String)] = [
@@ -195,8 +191,7 @@ final class PushDeviceTests: XCTestCase {
     }
 
     func testTheEleventhDeviceDropsTheLeastRecentlyRegistered() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await open(server, "Tom")
         for n in 0..<PushDevices.maxPerClient {
             try await mustAdd(tom, ["provider": "fcm", "token": .string("token-\(n)")])

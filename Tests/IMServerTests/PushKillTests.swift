@@ -17,9 +17,7 @@ final class PushKillTests: XCTestCase {
         let refusing = PushTestBox(true)
         let service = try await LoopbackPushService(answer: { _ in refusing.withLock { $0 } ? 503 : 204 })
         addTeardownBlock { await service.shutdown() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-push-kill-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try makeTemporaryDirectory("hookbot-push-kill")
         let settings = directory.appendingPathComponent("push.toml")
         try """
         [push]

@@ -36,8 +36,7 @@ final class PushPipelineTests: XCTestCase {
     func testOfflineMembersGetOneNotificationWithTextAndBadgeButNotOnlineMutedTransientOrCmd() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
         addTeardownBlock { await gateway.shutdown() }
-        let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { configure(&$0, gateway: gateway) }
         try await server.registerOffline("Jerry", token: "jerry-phone")
         try await server.registerOffline("Spike", token: "spike-phone")
         let tyke = try await server.login("Tyke")
@@ -48,8 +47,7 @@ final class PushPipelineTests: XCTestCase {
         let cid = try await tom.startConversation(members: ["Jerry", "Spike", "Tyke"], name: "猫和老鼠")
         // Spike mutes the conversation (from another login, then gone again).
         let spike = try await server.login("Spike")
-        var mute = Command(cmd: .conv, op: .mute)
-        mute.cid = cid
+        let mute = Command.conv(.mute, cid)
         _ = try await spike.request(mute)
         await spike.close()
         try await server.waitUntilOffline("Spike")
@@ -103,8 +101,7 @@ final class PushPipelineTests: XCTestCase {
     func testEveryOfflineMemberOfAGroupGetsOnePushPerDevice() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
         addTeardownBlock { await gateway.shutdown() }
-        let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { configure(&$0, gateway: gateway) }
         let members = (1...30).map { "member-\($0)" }
         for member in members { try await server.registerOffline(member, token: "\(member)-phone") }
         for member in members.prefix(2) { try await server.registerOffline(member, token: "\(member)-tablet") }
@@ -133,8 +130,7 @@ final class PushPipelineTests: XCTestCase {
             }
         }
         addTeardownBlock { await gateway.shutdown() }
-        let server = try await ServerHarness.start { configure(&$0, gateway: gateway) }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { configure(&$0, gateway: gateway) }
         try await server.registerOffline("Jerry", token: "gone")
         try await server.registerOffline("Spike", token: "flaky")
         let tom = try await server.login("Tom")
@@ -186,8 +182,7 @@ final class PushPipelineTests: XCTestCase {
 
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
         addTeardownBlock { await gateway.shutdown() }
-        let second = try await ServerHarness.start(directory: first.directory) { configure(&$0, gateway: gateway) }
-        addTeardownBlock { await second.stop() }
+        let second = try await startServer(directory: first.directory) { configure(&$0, gateway: gateway) }
         let pushes = try await gateway.waitFor(count: 1)
         XCTAssertEqual(pushes.first?.json?["notification"]?["body"], "Tom: before the restart")
         XCTAssertEqual(pushes.first?.json?["device"]?["token"], "jerry-phone")

@@ -56,9 +56,7 @@ final class PushScaleTests: XCTestCase {
     static func conversation(_ tom: TestClient, _ members: [String]) async throws -> String {
         let cid = try await tom.startConversation(members: Array(members.prefix(900)))
         for start in stride(from: 900, to: members.count, by: 500) {
-            var add = Command(cmd: .conv, op: .add)
-            add.cid = cid
-            add.m = Array(members[start..<min(members.count, start + 500)])
+            let add = Command.conv(.add, cid, members: Array(members[start..<min(members.count, start + 500)]))
             let reply = try await tom.request(add, timeout: .seconds(30))
             XCTAssertNil(reply.code, "\(reply)")
         }
@@ -74,12 +72,11 @@ final class PushScaleTests: XCTestCase {
         try XCTSkipIf(TestDatabase.backend == .postgres, "SQLite pass only")
         let service = try await LoopbackPushService(gated: true)
         addTeardownBlock { await service.shutdown() }
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             Self.configure(&configuration, [Self.webhook("webhook", service)])
             configuration.push.queue.workers = 64
             configuration.push.http.requestTimeout = .seconds(60)
         }
-        addTeardownBlock { await server.stop() }
         let members = (0..<10_000).map { "m\($0)" }
         try await Self.register(server, members, provider: "webhook") { "\($0)-phone" }
         let tom = try await server.login("Tom")
@@ -123,12 +120,11 @@ final class PushScaleTests: XCTestCase {
             return 204
         })
         addTeardownBlock { await healthy.shutdown() }
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             Self.configure(&configuration, [Self.webhook("slowhook", hanging), Self.webhook("webhook", healthy)])
             configuration.push.queue.workers = 8
             configuration.push.http.requestTimeout = .seconds(2)
         }
-        addTeardownBlock { await server.stop() }
         let slow = (0..<12).map { "slow\($0)" }
         try await Self.register(server, slow, provider: "slowhook") { "\($0)-phone" }
         try await Self.register(server, ["Jerry"], provider: "webhook") { _ in "jerry-phone" }
@@ -152,10 +148,9 @@ final class PushScaleTests: XCTestCase {
     func testAProviderRateSpacesItsPushes() async throws {
         let service = try await LoopbackPushService(answer: { _ in 204 })
         addTeardownBlock { await service.shutdown() }
-        let server = try await ServerHarness.start { configuration in
+        let server = try await startServer { configuration in
             Self.configure(&configuration, [Self.webhook("webhook", service, rate: 20)])
         }
-        addTeardownBlock { await server.stop() }
         let members = (0..<30).map { "r\($0)" }
         try await Self.register(server, members, provider: "webhook") { "\($0)-phone" }
         let tom = try await server.login("Tom")
@@ -174,13 +169,10 @@ extension PushScaleTests {
     /// members' messages, not one's own, after one's read mark, across conversations, and on SQLite a message an
     /// interceptor restricted to one member.
     func testBadgesAgreeWithTheUnreadCounts() async throws {
-        let server = try await ServerHarness.start { Self.configure(&$0, []) }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { Self.configure(&$0, []) }
         let store = server.server.service.store
         let queue = try XCTUnwrap(store as? any PushQueueStore)
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
-        let spike = try await server.login("Spike")
+        let (tom, jerry, spike) = try await server.login("Tom", "Jerry", "Spike")
         let group = try await tom.startConversation(members: ["Jerry", "Spike"])
         let pair = try await jerry.startConversation(members: ["Tom"])
         var acks: [Command] = []

@@ -150,8 +150,7 @@ final class QueryTests: XCTestCase {
     }
 
     func testUnindexedQueriesAreBoundedByTheScanLimit() async throws {
-        let server = try await ServerHarness.start { $0.queryScanLimit = 3 }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { $0.queryScanLimit = 3 }
         let tom = try await server.login("Tom")
         for k in 0..<5 { _ = try await tom.startConversation(members: ["m\(k)"], name: "c\(k)") }
         var query = Command(cmd: .conv, op: .query)

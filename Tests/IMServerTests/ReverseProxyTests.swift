@@ -20,9 +20,7 @@ final class ReverseProxyTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: Self.nginx) else {
             throw XCTSkip("nginx is not installed (make test installs Debian's nginx)")
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-nginx-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try makeTemporaryDirectory("hookbot-nginx")
         let tls = directory.appendingPathComponent("tls")
 
         // The nodes' certificate comes from an internal CA nginx trusts; the public one from the CA clients trust.

@@ -4,8 +4,7 @@ import XCTest
 
 final class SessionTests: XCTestCase {
     func testOpenReturnsTokenAndRejectsInvalidClientIDs() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let client = try await TestClient.connect(port: server.port)
 
         for bad in ["", String(repeating: "x", count: 65), "tab\there"] {
@@ -26,8 +25,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testConversationNamesAndAttributesAreCappedAtCreationAndUpdate() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await server.login("Tom")
         let longName = String(repeating: "n", count: 1025)
         let bigAttr: JSONValue = ["blob": .string(String(repeating: "a", count: 70_000))]
@@ -40,8 +38,7 @@ final class SessionTests: XCTestCase {
             XCTAssertEqual(refused.code, 4903, refused.detail ?? "")
         }
         let cid = try await tom.startConversation(members: ["Jerry"], name: String(repeating: "n", count: 1024))
-        var update = Command(cmd: .conv, op: .update)
-        update.cid = cid
+        var update = Command.conv(.update, cid)
         update.attr = ["name": .string(longName)]
         let refused = try await tom.request(update)
         XCTAssertEqual(refused.code, 4903)
@@ -49,8 +46,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testOneDevicePerTagWhenForcedLoginsRace() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let clients = try await withThrowingTaskGroup(of: TestClient.self) { group in
             for k in 0..<40 {
                 group.addTask { try await server.login("Tom", tag: "Mobile", deviceID: "device-\(k)") }
@@ -69,8 +65,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testCommandsBeforeLoginAreRefused() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let client = try await TestClient.connect(port: server.port)
         var logs = Command(cmd: .logs)
         logs.cid = "whatever"
@@ -83,8 +78,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testSameTagKicksOlderDeviceAndNonForcedReopenFails() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let phoneA = try await server.login("Tom", tag: "Mobile", deviceID: "device-A")
         let desktop = try await server.login("Tom", tag: "Desktop", deviceID: "device-D")
         let phoneB = try await server.login("Tom", tag: "Mobile", deviceID: "device-B")
@@ -127,8 +121,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testStartingOnAPortInUseFailsInsteadOfHanging() async throws {
-        let first = try await ServerHarness.start()
-        addTeardownBlock { await first.stop() }
+        let first = try await startServer()
         do {
             let second = try await ServerHarness.start { $0.port = first.port }
             await second.stop()

@@ -22,12 +22,22 @@ final class SignatureTests: XCTestCase {
         return open
     }
 
+    /// The app and master key `signer` signs with, which the servers of these tests check signatures against.
+    private static func requireSignatures(_ configuration: inout ServerConfiguration) {
+        configuration.appID = "app"
+        configuration.masterKey = "master-secret"
+    }
+
+    /// `session open` resuming `clientID`'s session with its token `st` instead of a signature.
+    private func resumeOpen(_ clientID: String, token: String) -> Command {
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = clientID
+        open.st = token
+        return open
+    }
+
     func testLoginNeedsAFreshUnusedSignatureOrASessionToken() async throws {
-        let server = try await ServerHarness.start {
-            $0.appID = "app"
-            $0.masterKey = "master-secret"
-        }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer(configure: Self.requireSignatures)
         let client = try await TestClient.connect(port: server.port)
         var unsigned = Command(cmd: .session, op: .open)
         unsigned.peerId = "Tom"
@@ -60,9 +70,7 @@ final class SignatureTests: XCTestCase {
         XCTAssertEqual(replayed.code, 4102)
         XCTAssertEqual(replayed.detail, "nonce already used")
 
-        var resume = Command(cmd: .session, op: .open)
-        resume.peerId = "Tom"
-        resume.st = token
+        var resume = resumeOpen("Tom", token: token)
         let observed5 = try await replay.request(resume).op
         XCTAssertEqual(observed5, .opened)
         let third = try await TestClient.connect(port: server.port)
@@ -72,19 +80,14 @@ final class SignatureTests: XCTestCase {
     }
 
     func testACapturedLoginCannotBeReplayedAfterARestart() async throws {
-        let configure: (inout ServerConfiguration) -> Void = {
-            $0.appID = "app"
-            $0.masterKey = "master-secret"
-        }
-        let server = try await ServerHarness.start(configure: configure)
+        let server = try await ServerHarness.start(configure: Self.requireSignatures)
         let captured = signedOpen("Tom")
         let client = try await TestClient.connect(port: server.port)
         let opened = try await client.request(captured)
         XCTAssertEqual(opened.op, .opened)
         await client.close()
         await server.stop()
-        let restarted = try await ServerHarness.start(directory: server.directory, configure: configure)
-        addTeardownBlock { await restarted.stop() }
+        let restarted = try await startServer(directory: server.directory, configure: Self.requireSignatures)
         let attacker = try await TestClient.connect(port: restarted.port)
         let replayed = try await attacker.request(captured)
         XCTAssertEqual(replayed.code, 4102)
@@ -94,30 +97,19 @@ final class SignatureTests: XCTestCase {
     }
 
     func testClosingASessionRevokesItsToken() async throws {
-        let server = try await ServerHarness.start {
-            $0.appID = "app"
-            $0.masterKey = "master-secret"
-        }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer(configure: Self.requireSignatures)
         let tom = try await TestClient.connect(port: server.port)
         let token = try required(try await tom.request(signedOpen("Tom")).st)
         let closed = try await tom.request(Command(cmd: .session, op: .close))
         XCTAssertEqual(closed.op, .closed)
 
         let thief = try await TestClient.connect(port: server.port)
-        var resume = Command(cmd: .session, op: .open)
-        resume.peerId = "Tom"
-        resume.st = token
-        let refused = try await thief.request(resume)
+        let refused = try await thief.request(resumeOpen("Tom", token: token))
         XCTAssertEqual(refused.code, 4112, "a closed session's token cannot be reused")
     }
 
     func testConversationActionsNeedSignatures() async throws {
-        let server = try await ServerHarness.start {
-            $0.appID = "app"
-            $0.masterKey = "master-secret"
-        }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer(configure: Self.requireSignatures)
         let tom = try await TestClient.connect(port: server.port)
         let observed7 = try await tom.request(signedOpen("Tom")).op
         XCTAssertEqual(observed7, .opened)
@@ -134,9 +126,7 @@ final class SignatureTests: XCTestCase {
         XCTAssertEqual(started.op, .started)
         let cid = try required(started.cid)
 
-        var kick = Command(cmd: .conv, op: .remove)
-        kick.cid = cid
-        kick.m = ["Bob"]
+        var kick = Command.conv(.remove, cid, members: ["Bob"])
         kick.t = t
         kick.n = "n-kick"
         kick.s = signer.sign(.invite(conversationId: cid, members: ["Bob"]), clientID: "Tom", timestamp: t, nonce: "n-kick")
@@ -153,11 +143,7 @@ final class SignatureTests: XCTestCase {
     /// refused, a signed start must list its members, nonces are shared by all actions, and LeanCloud's
     /// texts (the creator among the signed members) still verify.
     func testSignedTextsOfDifferentActionsCannotBeConfused() async throws {
-        let server = try await ServerHarness.start {
-            $0.appID = "app"
-            $0.masterKey = "master-secret"
-        }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer(configure: Self.requireSignatures)
         let t = Int64(Date().timeIntervalSince1970)
         func signed(_ command: Command, _ action: IMSignatureAction, by clientID: String, nonce: String) -> Command {
             var command = command
@@ -215,31 +201,18 @@ final class SignatureTests: XCTestCase {
     }
 
     func testSessionTokensSurviveARestart() async throws {
-        let first = try await ServerHarness.start {
-            $0.appID = "app"
-            $0.masterKey = "master-secret"
-        }
+        let first = try await ServerHarness.start(configure: Self.requireSignatures)
         let client = try await TestClient.connect(port: first.port)
         let token = try required(try await client.request(signedOpen("Tom")).st)
         await client.close()
         await first.stop()
 
-        let second = try await ServerHarness.start(directory: first.directory) {
-            $0.appID = "app"
-            $0.masterKey = "master-secret"
-        }
-        addTeardownBlock { await second.stop() }
+        let second = try await startServer(directory: first.directory, configure: Self.requireSignatures)
         let again = try await TestClient.connect(port: second.port)
-        var resume = Command(cmd: .session, op: .open)
-        resume.peerId = "Tom"
-        resume.st = token
-        let reply = try await again.request(resume)
+        let reply = try await again.request(resumeOpen("Tom", token: token))
         XCTAssertEqual(reply.op, .opened, "a token issued before the restart is still valid")
-        var stolen = Command(cmd: .session, op: .open)
-        stolen.peerId = "Jerry"
-        stolen.st = token
         let other = try await TestClient.connect(port: second.port)
-        let observed1 = try await other.request(stolen).code
+        let observed1 = try await other.request(resumeOpen("Jerry", token: token)).code
         XCTAssertEqual(observed1, 4112, "a token only works for its own client id")
     }
 }

@@ -8,16 +8,14 @@ final class SlowReaderTests: XCTestCase {
     private let body = String(repeating: "z", count: 60_000)
 
     func testAClientThatNeverReadsItsPushesIsDisconnected() async throws {
-        let server = try await ServerHarness.start {
+        let server = try await startServer {
             $0.pauseReadingAboveQueuedBytes = 512 << 10
             $0.closeAboveQueuedBytes = 2 << 20
         }
-        addTeardownBlock { await server.stop() }
         let slow = try RawWebSocket(port: server.port)
         try slow.sendText(#"{"cmd":"session","op":"open","i":1,"peerId":"Slow"}"#)
         XCTAssertTrue(try slow.readUntil(timeout: 5) { String(decoding: $0, as: UTF8.self).contains("opened") })
-        let tom = try await server.login("Tom")
-        let jerry = try await server.login("Jerry")
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry", "Slow"])
         // 24 MB of pushes (more than loopback socket buffers hold) for a client that reads none of them.
         for k in 0..<400 {
@@ -31,11 +29,10 @@ final class SlowReaderTests: XCTestCase {
     }
 
     func testAClientThatDoesNotReadItsRepliesIsNotReadFromUntilItDoes() async throws {
-        let server = try await ServerHarness.start {
+        let server = try await startServer {
             $0.pauseReadingAboveQueuedBytes = 512 << 10
             $0.closeAboveQueuedBytes = 256 << 20
         }
-        addTeardownBlock { await server.stop() }
         let tom = try await server.login("Tom")
         let cid = try await tom.startConversation(members: ["Slow"])
         for k in 0..<20 { try await tom.sendText("\(k) \(body)", to: cid) }

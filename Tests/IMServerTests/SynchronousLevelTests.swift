@@ -8,9 +8,7 @@ final class SynchronousLevelTests: XCTestCase {
     /// GRDB turns WAL writers to synchronous=NORMAL when it opens a pool; the server must end up with the
     /// level it was configured for on the connection that commits, or acks would precede durability.
     func testTheWriterCommitsWithTheConfiguredSynchronousLevel() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-sync-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try makeTemporaryDirectory("hookbot-sync")
         for (full, expected) in [(true, 2), (false, 1)] {
             let pool = try SQLiteSchema.open(path: directory.appendingPathComponent("db-\(full).sqlite").path, synchronousFull: full)
             let level = try pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }

@@ -27,11 +27,12 @@ final class TLSTests: XCTestCase {
     private var certificatePath: String { directory.appendingPathComponent("server.pem").path }
     private var keyPath: String { directory.appendingPathComponent("server.key").path }
 
-    private func startServer(
+    /// A server with this test's certificate that stops when the test ends.
+    private func startTLSServer(
         checkingEvery interval: Duration = .milliseconds(100), logger: Logger? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerHarness {
-        try await ServerHarness.start(logger: logger) { configuration in
+        try await startServer(logger: logger) { configuration in
             var tls = TLSSettings(certificatePath: certificatePath, privateKeyPath: keyPath)
             tls.reloadInterval = interval
             configuration.tls = tls
@@ -53,8 +54,7 @@ final class TLSTests: XCTestCase {
         let second = try TestCertificateAuthority(name: "Hookbot Test CA Two", in: directory)
         try first.issueServerCertificate(
             commonName: "hookbot node 1", serial: "1001", certificatePath: certificatePath, keyPath: keyPath)
-        let server = try await startServer()
-        addTeardownBlock { await server.stop() }
+        let server = try await startTLSServer()
 
         // The SDK over wss://, trusting only the first CA.
         let tom = client("Tom", of: server, trusting: first)
@@ -148,8 +148,7 @@ final class TLSTests: XCTestCase {
     func testASilentConnectionIsClosedAtTheHandshakeDeadline() async throws {
         let ca = try TestCertificateAuthority(name: "Hookbot Test CA", in: directory)
         try ca.issueServerCertificate(commonName: "hookbot", serial: "0D", certificatePath: certificatePath, keyPath: keyPath)
-        let server = try await startServer { $0.handshakeTimeout = .milliseconds(300) }
-        addTeardownBlock { await server.stop() }
+        let server = try await startTLSServer { $0.handshakeTimeout = .milliseconds(300) }
         let fd = try connectLoopback(port: server.port)
         defer { close(fd) }
         let started = ContinuousClock.now
@@ -166,8 +165,7 @@ final class TLSTests: XCTestCase {
     func testTheDefaultTrustRootsFollowSSLCertFile() async throws {
         let ca = try TestCertificateAuthority(name: "Hookbot Own CA", in: directory)
         try ca.issueServerCertificate(commonName: "hookbot", serial: "5E", certificatePath: certificatePath, keyPath: keyPath)
-        let server = try await startServer()
-        addTeardownBlock { await server.stop() }
+        let server = try await startTLSServer()
         func client() -> IMClient { server.client("Tom") { $0.url = "wss://localhost:\(server.port)/ws" } }
         unsetenv("SSL_CERT_FILE")
         let untrusting = client()
@@ -188,8 +186,7 @@ final class TLSTests: XCTestCase {
         let ca = try TestCertificateAuthority(name: "Hookbot Test CA", in: directory)
         try ca.issueServerCertificate(commonName: "hookbot", serial: "77", certificatePath: certificatePath, keyPath: keyPath)
         let log = LogRecorder()
-        let server = try await startServer(logger: log.logger(level: .debug))
-        addTeardownBlock { await server.stop() }
+        let server = try await startTLSServer(logger: log.logger(level: .debug))
         XCTAssertThrowsError(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv11))
         XCTAssertNoThrow(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv12))
         XCTAssertNoThrow(try TLSTestStream(port: server.port, trusting: ca.certificatePath, maximumVersion: .tlsv13))
@@ -249,8 +246,7 @@ final class TLSTests: XCTestCase {
 
         // A renewal that does not load (the certificate replaced, its key not yet) keeps the pair in use.
         // (Checked by hand here: the server's own check is made rare so that it does not race the test's.)
-        let server = try await startServer(checkingEvery: .seconds(3600))
-        addTeardownBlock { await server.stop() }
+        let server = try await startTLSServer(checkingEvery: .seconds(3600))
         try FileManager.default.removeItem(atPath: certificatePath)
         try FileManager.default.copyItem(atPath: otherCertificate, toPath: certificatePath)
         XCTAssertFalse(server.server.reloadCertificateIfChanged())

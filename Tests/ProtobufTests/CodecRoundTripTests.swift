@@ -105,21 +105,12 @@ final class CodecRoundTripTests: XCTestCase {
             $0.cid = "c1"
             $0.m = ["Spike"]
         }
-        add(.conv, .joined) {
-            $0.cid = "c1"
-            $0.initBy = "Tom"
-        }
-        add(.conv, .invited) {
-            $0.cid = "c1"
-            $0.initBy = "Tom"
-        }
-        add(.conv, .left) {
-            $0.cid = "c1"
-            $0.initBy = "Tom"
-        }
-        add(.conv, .kicked) {
-            $0.cid = "c1"
-            $0.initBy = "Tom"
+        // What the member whom Tom let in or out is told.
+        for op: OpType in [.joined, .invited, .left, .kicked] {
+            add(.conv, op) {
+                $0.cid = "c1"
+                $0.initBy = "Tom"
+            }
         }
         add(.conv, .membersJoined) {
             $0.cid = "c1"
@@ -352,8 +343,7 @@ final class CodecRoundTripTests: XCTestCase {
     // MARK: What LeanCloud SDKs see
 
     func testMembershipEventsUseLeanCloudOps() throws {
-        var invited = Command(cmd: .conv, op: .invited)
-        invited.cid = "c1"
+        var invited = Command.conv(.invited, "c1")
         invited.initBy = "Tom"
         let generic = try ProtobufCommandCodec.generic(from: invited)
         XCTAssertEqual(generic.op, .joined)
@@ -472,9 +462,7 @@ final class CodecRoundTripTests: XCTestCase {
         XCTAssertEqual(try ProtobufCommandCodec.commands(from: direct).first?.priority, "high")
 
         // Dates in results: ISO strings, Date objects and numbers.
-        var results = LCProtoGenericCommand()
-        results.cmd = .conv
-        results.op = .results
+        var results = LCProtoGenericCommand.conv(.results)
         results.convMessage.results.data =
             #"[{"objectId":"c1","createdAt":"2025-11-21T04:40:00Z","updatedAt":1000,"lm":{"__type":"Date","iso":"2025-11-21T04:40:00.5Z"}}]"#
         let info = try XCTUnwrap(try ProtobufCommandCodec.commands(from: results).first?.results?.first)
@@ -514,9 +502,7 @@ final class CodecRoundTripTests: XCTestCase {
         room.cmd = .room
         room.i = 6
         XCTAssertEqual(decodeError(try! room.serializedBytes())?.error.code, 4902)
-        var check = LCProtoGenericCommand()
-        check.cmd = .conv
-        check.op = .checkShutup
+        let check = LCProtoGenericCommand.conv(.checkShutup)
         XCTAssertEqual(decodeError(try! check.serializedBytes())?.error.code, 4902)
         // Binary message bodies decode as base64 (the server checks them; see MessageEditTests).
         var binary = LCProtoGenericCommand()
@@ -525,9 +511,7 @@ final class CodecRoundTripTests: XCTestCase {
         XCTAssertNil(decodeError(try! binary.serializedBytes()))
         XCTAssertEqual(try protobuf.decode(try binary.serializedBytes() as [UInt8]).first?.binaryMsg, "AQID")
         // Malformed JSON fields.
-        var query = LCProtoGenericCommand()
-        query.cmd = .conv
-        query.op = .query
+        var query = LCProtoGenericCommand.conv(.query)
         query.convMessage.where.data = "{not json"
         XCTAssertEqual(decodeError(try! query.serializedBytes())?.error.code, 4901)
         // hookbotFields may not smuggle in cmd messages.

@@ -7,22 +7,9 @@ import XCTest
 /// The two SDK regressions of issue 25: a conversation looked up by id by a client that may join it but is
 /// not (or no longer) a member, and LeanCloud's `attr` object kept apart from top-level custom fields.
 final class ConversationLookupTests: XCTestCase {
-    private func sdkStart(_ client: WireClient, members: [String], attributes: String, unique: Bool = false) async throws -> String {
-        var start = LCProtoGenericCommand()
-        start.cmd = .conv
-        start.op = .start
-        start.convMessage.m = members
-        start.convMessage.unique = unique
-        start.convMessage.attr.data = attributes
-        let started = try await client.request(start)
-        return try XCTUnwrap(started.cid, "\(started)")
-    }
-
     /// `getConversation(id, true)` and `getConversations(ids)` as the JS SDK sends them; the raw results.
     private func sdkLookup(_ client: WireClient, where condition: String, limit: Int32? = nil) async throws -> [[String: JSONValue]] {
-        var query = LCProtoGenericCommand()
-        query.cmd = .conv
-        query.op = .query
+        var query = LCProtoGenericCommand.conv(.query)
         query.convMessage.where.data = condition
         query.convMessage.sort = "-lm"
         if let limit { query.convMessage.limit = limit }
@@ -33,19 +20,15 @@ final class ConversationLookupTests: XCTestCase {
     }
 
     func testAKickedMemberLooksTheGroupUpByIDAndRejoins() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let spike = try await WireClient.login("Spike", port: server.port, mode: .base64)
         let eve = try await WireClient.login("Eve", port: server.port, mode: .json)
-        let group = try await sdkStart(tom, members: ["Jerry", "Spike", "Tom"], attributes: #"{"name":"Cats"}"#)
-        let secret = try await sdkStart(tom, members: ["Jerry", "Spike", "Tom"], attributes: #"{"name":"Plans","joinPolicy":"invite"}"#)
-        let pair = try await sdkStart(tom, members: ["Jerry", "Tom"], attributes: "{}", unique: true)
+        let group = try await tom.sdkStart(members: ["Jerry", "Spike", "Tom"], attributes: #"{"name":"Cats"}"#)
+        let secret = try await tom.sdkStart(members: ["Jerry", "Spike", "Tom"], attributes: #"{"name":"Plans","joinPolicy":"invite"}"#)
+        let pair = try await tom.sdkStart(members: ["Jerry", "Tom"], attributes: "{}", unique: true)
 
-        var kick = LCProtoGenericCommand()
-        kick.cmd = .conv
-        kick.op = .remove
-        kick.convMessage.cid = group
-        kick.convMessage.m = ["Spike"]
+        let kick = LCProtoGenericCommand.conv(.remove, cid: group, members: ["Spike"])
         let kicked = try await tom.request(kick)
         XCTAssertEqual(kicked.allowedPids, ["Spike"])
 
@@ -80,27 +63,22 @@ final class ConversationLookupTests: XCTestCase {
         XCTAssertEqual(combined.count, 0, "only a pure id lookup reaches conversations one is not in")
 
         // join() is an add of oneself: Spike is back, and its lookup shows the members again.
-        var join = LCProtoGenericCommand()
-        join.cmd = .conv
-        join.op = .add
-        join.convMessage.cid = group
-        join.convMessage.m = ["Spike"]
+        let join = LCProtoGenericCommand.conv(.add, cid: group, members: ["Spike"])
         let rejoined = try await spike.request(join)
         XCTAssertEqual(rejoined.allowedPids, ["Spike"])
         let again = try await sdkLookup(spike, where: #"{"objectId":"\#(group)"}"#)
         XCTAssertEqual(Set(again.first?["m"]?.arrayValue?.compactMap(\.stringValue) ?? []), ["Jerry", "Spike", "Tom"])
         for client in [tom, spike, eve] { await client.close() }
-        await server.stop()
     }
 
     func testAttrPathsAndTopLevelFieldsStayWhereTheyWereWritten() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .base64)
         let json = try await WireClient.login("Spike", port: server.port, mode: .json)
         // createConversation({ members, name, topic, attr: { mood } }).
-        let cid = try await sdkStart(
-            tom, members: ["Jerry", "Spike", "Tom"], attributes: #"{"name":"Cats","topic":"whiskers","attr":{"mood":"calm"}}"#)
+        let cid = try await tom.sdkStart(
+            members: ["Jerry", "Spike", "Tom"], attributes: #"{"name":"Cats","topic":"whiskers","attr":{"mood":"calm"}}"#)
         func sdkFields(_ client: WireClient) async throws -> [String: JSONValue] {
             let found = try await sdkLookup(client, where: #"{"objectId":"\#(cid)"}"#)
             return try XCTUnwrap(found.first)
@@ -110,10 +88,7 @@ final class ConversationLookupTests: XCTestCase {
         XCTAssertEqual(fields["attr"], .object(["mood": .string("calm")]))
 
         // conversation.set('attr.topic', 'cheese').save(): inside attr, and topic is untouched.
-        var update = LCProtoGenericCommand()
-        update.cmd = .conv
-        update.op = .update
-        update.convMessage.cid = cid
+        var update = LCProtoGenericCommand.conv(.update, cid: cid)
         update.convMessage.attr.data = #"{"attr.topic":"cheese"}"#
         let updated = try await tom.request(update)
         XCTAssertEqual(updated.op, .updated)
@@ -153,8 +128,7 @@ final class ConversationLookupTests: XCTestCase {
         let byTails = try await sdkLookup(jerry, where: #"{"topic":"tails","m":"Jerry"}"#)
         XCTAssertEqual(byTails.compactMap { $0["objectId"]?.stringValue }, [cid])
         // A JSON client's attr.attr.topic is the SDK's attr.topic.
-        var jsonUpdate = Command(cmd: .conv, op: .update)
-        jsonUpdate.cid = cid
+        var jsonUpdate = Command.conv(.update, cid)
         jsonUpdate.attr = .object(["attr.attr.topic": .string("brie")])
         _ = try await json.request(jsonUpdate)
         let fromJSON = try await jerry.next { $0.cmd == .conv && $0.op == .updated }
@@ -164,6 +138,5 @@ final class ConversationLookupTests: XCTestCase {
         XCTAssertEqual(fields["attr"]?.objectValue?["topic"], .string("brie"))
         XCTAssertEqual(fields["topic"], .string("tails"))
         for client in [tom, jerry, json] { await client.close() }
-        await server.stop()
     }
 }

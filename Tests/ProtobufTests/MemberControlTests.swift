@@ -22,9 +22,7 @@ final class MemberControlTests: XCTestCase {
     }
 
     private func mute(_ ids: [String]?, in cid: String, all: Bool = false, seconds: Int? = nil, reason: String? = nil) -> Command {
-        var command = Command(cmd: .conv, op: .addShutup)
-        command.cid = cid
-        command.m = ids
+        var command = Command.conv(.addShutup, cid, members: ids)
         command.all = all ? true : nil
         command.duration = seconds
         command.detail = reason
@@ -32,9 +30,7 @@ final class MemberControlTests: XCTestCase {
     }
 
     private func unmute(_ ids: [String]?, in cid: String, all: Bool = false) -> Command {
-        var command = Command(cmd: .conv, op: .removeShutup)
-        command.cid = cid
-        command.m = ids
+        var command = Command.conv(.removeShutup, cid, members: ids)
         command.all = all ? true : nil
         return command
     }
@@ -47,8 +43,7 @@ final class MemberControlTests: XCTestCase {
     }
 
     private func setRole(_ target: String, _ role: String, in cid: String) -> Command {
-        var command = Command(cmd: .conv, op: .memberInfoUpdate)
-        command.cid = cid
+        var command = Command.conv(.memberInfoUpdate, cid)
         command.targetClientId = target
         command.role = role
         return command
@@ -63,7 +58,7 @@ final class MemberControlTests: XCTestCase {
     }
 
     func testTimedMuteIsEnforcedByTheServerAndEndsByItself() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         for mode in Self.modes {
             let c = try await login(server, ["Tom", "Jerry", "Bob"], mode)
             let (tom, jerry, bob) = (c[0], c[1], c[2])
@@ -123,11 +118,10 @@ final class MemberControlTests: XCTestCase {
             assertCode(try await tom.request(mute(["Bob"], in: "nope")), 4401, "INVALID_MESSAGING_TARGET", "\(mode) no conversation")
             for client in c { await client.close() }
         }
-        await server.stop()
     }
 
     func testMuteAllSparesOwnerManagersAndMembersUnmutedByName() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         for mode in Self.modes {
             let c = try await login(server, ["Tom", "Jerry", "Bob", "Alice"], mode)
             let (tom, jerry, bob, alice) = (c[0], c[1], c[2], c[3])
@@ -170,11 +164,10 @@ final class MemberControlTests: XCTestCase {
             XCTAssertNil(reply8.all)
             for client in c { await client.close() }
         }
-        await server.stop()
     }
 
     func testBlockedClientIsRemovedCannotRejoinNorBeAdded() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         for mode in Self.modes {
             let c = try await login(server, ["Tom", "Jerry", "Bob", "Alice"], mode)
             let (tom, jerry, bob, alice) = (c[0], c[1], c[2], c[3])
@@ -206,12 +199,9 @@ final class MemberControlTests: XCTestCase {
             XCTAssertEqual(list.blockedPids, ["Jerry"])
 
             // Rejoining and being added are refused with 4315; others are still added.
-            var join = Command(cmd: .conv, op: .join)
-            join.cid = cid
+            let join = Command.conv(.join, cid)
             assertCode(try await jerry.request(join), 4315, "CONVERSATION_BLACKLISTED", "\(mode) rejoin")
-            var add = Command(cmd: .conv, op: .add)
-            add.cid = cid
-            add.m = ["Jerry", "Alice"]
+            var add = Command.conv(.add, cid, members: ["Jerry", "Alice"])
             let partly = try await bob.request(add)
             XCTAssertEqual(partly.op, .added, "\(mode): \(partly)")
             XCTAssertEqual(partly.allowedPids, ["Alice"])
@@ -237,11 +227,10 @@ final class MemberControlTests: XCTestCase {
             XCTAssertEqual(reply11.blockedPids ?? [], [])
             for client in c { await client.close() }
         }
-        await server.stop()
     }
 
     func testEachRolePermissions() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         for mode in Self.modes {
             let c = try await login(server, ["Tom", "Jerry", "Bob", "Alice"], mode)
             let (tom, jerry, bob, alice) = (c[0], c[1], c[2], c[3])
@@ -270,9 +259,7 @@ final class MemberControlTests: XCTestCase {
             // A member moderates nobody and removes members only.
             assertCode(try await alice.request(mute(["Tom"], in: cid)), 4308, "CONVERSATION_NOT_ALLOWED", "\(mode) member mutes")
             assertCode(try await alice.request(unmute(["Alice"], in: cid)), 4308, "CONVERSATION_NOT_ALLOWED", "\(mode) member unmutes")
-            var kick = Command(cmd: .conv, op: .remove)
-            kick.cid = cid
-            kick.m = ["Jerry"]
+            var kick = Command.conv(.remove, cid, members: ["Jerry"])
             assertCode(try await alice.request(kick), 4308, "CONVERSATION_NOT_ALLOWED", "\(mode) member kicks manager")
             kick.m = ["Alice"]
             let reply15 = try await bob.request(kick)
@@ -289,7 +276,6 @@ final class MemberControlTests: XCTestCase {
             XCTAssertEqual(reply17.allowedPids, ["Jerry"], "\(mode) owner kicks manager")
             for client in c { await client.close() }
         }
-        await server.stop()
     }
 
     /// `GET /1.1/classes/_ConversationMemberInfo`, as the JS SDK's `getAllMemberInfo()` sends it.
@@ -305,7 +291,7 @@ final class MemberControlTests: XCTestCase {
     }
 
     func testMemberInfoEndpointAnswersMembersWithAValidSessionToken() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         var tokens: [String: String] = [:]
         var clients: [String: WireClient] = [:]
         for id in ["Tom", "Jerry", "Bob", "Eve"] {
@@ -342,7 +328,6 @@ final class MemberControlTests: XCTestCase {
         let (closed, _) = try await memberInfo(server.port, cid: cid, token: tokens["Tom"])
         XCTAssertEqual(closed, 401)
         for client in clients.values { await client.close() }
-        await server.stop()
     }
 
     /// Mutes, blocks and roles are stored: a restarted server still enforces them.
@@ -360,8 +345,7 @@ final class MemberControlTests: XCTestCase {
         let bob = try await WireClient.login("Bob", port: restarted.port, mode: .json)
         let alice = try await WireClient.login("Alice", port: restarted.port, mode: .json)
         assertCode(try await jerry.sendText("hello?", to: cid), 4905, "MEMBER_MUTED", "after a restart")
-        var join = Command(cmd: .conv, op: .join)
-        join.cid = cid
+        let join = Command.conv(.join, cid)
         assertCode(try await bob.request(join), 4315, "CONVERSATION_BLACKLISTED", "after a restart")
         let unmuted = try await alice.request(unmute(["Jerry"], in: cid))
         XCTAssertEqual(unmuted.allowedPids, ["Jerry"], "the manager is still one: \(unmuted)")
@@ -441,8 +425,7 @@ final class MemberControlTests: XCTestCase {
         XCTAssertEqual(g.convMessage.next, "10")
         XCTAssertFalse(g.hasHookbotFields)
 
-        var info = Command(cmd: .conv, op: .memberInfoChanged)
-        info.cid = "c1"
+        var info = Command.conv(.memberInfoChanged, "c1")
         info.targetClientId = "Jerry"
         info.role = "Manager"
         info.initBy = "Tom"
@@ -476,10 +459,7 @@ final class MemberControlTests: XCTestCase {
         XCTAssertEqual(decoded.first?.op, .block)
         XCTAssertEqual(decoded.first?.srcCid, "c1")
         XCTAssertEqual(decoded.first?.toPids, ["Jerry"])
-        var update = LCProtoGenericCommand()
-        update.cmd = .conv
-        update.op = .memberInfoUpdate
-        update.convMessage.cid = "c1"
+        var update = LCProtoGenericCommand.conv(.memberInfoUpdate, cid: "c1")
         update.convMessage.targetClientID = "Jerry"
         update.convMessage.info.pid = "Jerry"
         update.convMessage.info.role = "Manager"
@@ -492,8 +472,7 @@ final class MemberControlTests: XCTestCase {
 
 extension Command {
     fileprivate static func queryShutup(_ cid: String) -> Command {
-        var command = Command(cmd: .conv, op: .queryShutup)
-        command.cid = cid
+        let command = Command.conv(.queryShutup, cid)
         return command
     }
 }

@@ -11,18 +11,12 @@ final class MessageEditTests: XCTestCase {
     private func sdkEdit(cid: String, mid: String, timestamp: Int64, data: String? = nil, binary: Data? = nil, mentionPids: [String] = [])
         -> LCProtoGenericCommand
     {
-        var patch = LCProtoGenericCommand()
-        patch.cmd = .patch
-        patch.op = .modify
-        var item = LCProtoPatchItem()
-        item.cid = cid
-        item.mid = mid
-        item.timestamp = timestamp
+        var item = LCProtoPatchItem(cid: cid, mid: mid, timestamp: timestamp)
         item.recall = false
         if let data { item.data = data }
         if let binary { item.binaryMsg = binary }
         item.mentionPids = mentionPids
-        patch.patchMessage.patches = [item]
+        var patch = LCProtoGenericCommand.patch([item])
         patch.patchMessage.lastPatchTime = 0
         return patch
     }
@@ -36,7 +30,7 @@ final class MessageEditTests: XCTestCase {
     }
 
     func testAnEditReachesEveryCodecHistoryAndOfflineDelivery() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         let spike = try await WireClient.login("Spike", port: server.port, mode: .base64)
@@ -123,11 +117,10 @@ final class MessageEditTests: XCTestCase {
         XCTAssertEqual(tuple.patchTimestamp, secondT)
         await tyke.close()
         for client in [tom, jerry, spike, tomJSON] { await client.close() }
-        await server.stop()
     }
 
     func testWhoMayEditAndWhen() async throws {
-        let server = try await ServerHarness.start { $0.recallWindow = 1 }
+        let server = try await startServer { $0.recallWindow = 1 }
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -142,15 +135,7 @@ final class MessageEditTests: XCTestCase {
         let elsewhere = try await tom.request(sdkEdit(cid: "nope", mid: mid, timestamp: t, data: "two"))
         XCTAssertEqual(elsewhere.code, 4404)
         // Neither content nor both (4903), nor more than the size limit (4109).
-        var empty = LCProtoGenericCommand()
-        empty.cmd = .patch
-        empty.op = .modify
-        var item = LCProtoPatchItem()
-        item.cid = cid
-        item.mid = mid
-        item.timestamp = t
-        empty.patchMessage.patches = [item]
-        let missing = try await tom.request(empty)
+        let missing = try await tom.request(.patch([LCProtoPatchItem(cid: cid, mid: mid, timestamp: t)]))
         XCTAssertEqual(missing.code, 4903)
         let both = try await tom.request(sdkEdit(cid: cid, mid: mid, timestamp: t, data: "a", binary: Data([1])))
         XCTAssertEqual(both.code, 4903)
@@ -158,9 +143,7 @@ final class MessageEditTests: XCTestCase {
         XCTAssertEqual(huge.code, 4109)
         // A muted member cannot edit either (4905, as for a send).
         let jerrys = try await jerry.sendText("mine", to: cid)
-        var mute = Command(cmd: .conv, op: .addShutup)
-        mute.cid = cid
-        mute.m = ["Jerry"]
+        let mute = Command.conv(.addShutup, cid, members: ["Jerry"])
         let muted = try await tom.request(mute)
         XCTAssertNil(muted.code, "\(muted)")
         let mutedEdit = try await jerry.request(
@@ -168,13 +151,10 @@ final class MessageEditTests: XCTestCase {
         XCTAssertEqual(mutedEdit.code, 4905)
         // A recalled message is not edited (4406).
         let other = try await tom.sendText("gone", to: cid)
-        var recall = Command(cmd: .patch, op: .modify)
-        var recallItem = PatchItem(cid: cid, mid: try XCTUnwrap(other.uid), timestamp: try XCTUnwrap(other.t))
-        recallItem.recall = true
-        recall.patches = [recallItem]
-        let recalled = try await tom.request(recall)
+        let recalled = try await tom.request(.recall(other, in: cid))
         XCTAssertEqual(recalled.op, .modified)
-        let afterRecall = try await tom.request(sdkEdit(cid: cid, mid: recallItem.mid, timestamp: recallItem.timestamp, data: "back"))
+        let afterRecall = try await tom.request(
+            sdkEdit(cid: cid, mid: try XCTUnwrap(other.uid), timestamp: try XCTUnwrap(other.t), data: "back"))
         XCTAssertEqual(afterRecall.code, 4406)
         // After the window (the recall window, 1 s here): 4406 MESSAGE_EDIT_DISABLED, and the text stays.
         try await Task.sleep(for: .milliseconds(1100))
@@ -188,7 +168,6 @@ final class MessageEditTests: XCTestCase {
         XCTAssertNil(history.first { $0.msgId == mid }?.patchTimestamp)
         await tom.close()
         await jerry.close()
-        await server.stop()
     }
 
     func testBinaryMessagesAreBytesForProtobufAndBase64ForJSON() async throws {

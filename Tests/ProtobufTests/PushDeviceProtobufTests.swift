@@ -39,8 +39,7 @@ final class PushDeviceProtobufTests: XCTestCase {
     }
 
     func testDeviceTokenAndDeviceCommandsOverProtobuf() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await open(server, "Tom", deviceToken: Self.apnsToken)
         var found = try await tokens(tom)
         XCTAssertEqual(found, [Self.apnsToken])

@@ -107,7 +107,7 @@ final class SDKConformanceTests: XCTestCase {
     }
 
     func testJSONConnectionsCarrySeveralSessionsToo() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let shared = try await WireClient.login("Tom", port: server.port, mode: .json)
         let alice = try await WireClient.login("Alice", port: server.port, mode: .json)
         let cid = try await alice.startConversation(members: ["Tom", "Jerry"])
@@ -133,18 +133,15 @@ final class SDKConformanceTests: XCTestCase {
         room.transient = true
         let roomIDReply = try await alice.request(room)
         let roomID = try XCTUnwrap(roomIDReply.cid)
-        var join = Command(cmd: .conv, op: .join)
-        join.cid = roomID
+        var join = Command.conv(.join, roomID)
         join.peerId = "Jerry"
         let awaited8 = try await shared.request(join).op
         XCTAssertEqual(awaited8, .added)
-        var count = Command(cmd: .conv, op: .count)
-        count.cid = roomID
+        let count = Command.conv(.count, roomID)
         let awaited9 = try await alice.request(count).count
         XCTAssertEqual(awaited9, 2)
         await shared.close()
         await alice.close()
-        await server.stop()
     }
 
     func testAddAndRemoveReplyWithAllowedAndFailedPids() async throws {
@@ -152,16 +149,12 @@ final class SDKConformanceTests: XCTestCase {
             let server = try await ServerHarness.start()
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             let cid = try await tom.startConversation(members: ["Jerry"])
-            var add = Command(cmd: .conv, op: .add)
-            add.cid = cid
-            add.m = ["Jerry", "Alice", "Bob"]
+            let add = Command.conv(.add, cid, members: ["Jerry", "Alice", "Bob"])
             let added = try await tom.request(add)
             XCTAssertEqual(added.op, .added, "\(mode)")
             XCTAssertEqual(added.allowedPids, ["Jerry", "Alice", "Bob"])
             XCTAssertNil(added.failedPids)
-            var remove = Command(cmd: .conv, op: .remove)
-            remove.cid = cid
-            remove.m = ["Alice", "Mallory"]
+            let remove = Command.conv(.remove, cid, members: ["Alice", "Mallory"])
             let removed = try await tom.request(remove)
             XCTAssertEqual(removed.op, .removed)
             XCTAssertEqual(removed.allowedPids, ["Alice"])
@@ -175,31 +168,22 @@ final class SDKConformanceTests: XCTestCase {
     }
 
     func testAddReplyAsTheSDKDecodesIt() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let cid = try await tom.startConversation(members: ["Jerry"])
-        var add = LCProtoGenericCommand()
-        add.cmd = .conv
-        add.op = .add
-        add.convMessage.cid = cid
-        add.convMessage.m = ["Alice"]
+        let add = LCProtoGenericCommand.conv(.add, cid: cid, members: ["Alice"])
         _ = try await tom.request(add)
         // The raw frame: LeanCloud's fields, no Hookbot extension needed to read the outcome.
-        var remove = LCProtoGenericCommand()
-        remove.cmd = .conv
-        remove.op = .remove
-        remove.convMessage.cid = cid
-        remove.convMessage.m = ["Alice", "Mallory"]
+        let remove = LCProtoGenericCommand.conv(.remove, cid: cid, members: ["Alice", "Mallory"])
         let generic = try ProtobufCommandCodec.generic(from: try await tom.request(remove))
         XCTAssertEqual(generic.convMessage.allowedPids, ["Alice"])
         XCTAssertEqual(generic.convMessage.failedPids.first?.pids, ["Mallory"])
         XCTAssertEqual(generic.convMessage.failedPids.first?.code, 4401)
         await tom.close()
-        await server.stop()
     }
 
     func testMentionsSurviveOfflineDeliveryAndHistory() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let cid = try await tom.startConversation(members: ["Jerry", "Alice"])
         var direct = LCProtoGenericCommand()
@@ -245,18 +229,14 @@ final class SDKConformanceTests: XCTestCase {
         await alice.close()
         await jerry.close()
         await tom.close()
-        await server.stop()
     }
 
     func testTemporaryConversations() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         // As the SDK's createTemporaryConversation sends it (unique defaults to true).
-        var start = LCProtoGenericCommand()
-        start.cmd = .conv
-        start.op = .start
-        start.convMessage.m = ["Jerry", "Tom"]
+        var start = LCProtoGenericCommand.conv(.start, members: ["Jerry", "Tom"])
         start.convMessage.unique = true
         start.convMessage.tempConv = true
         start.convMessage.tempConvTtl = 3600
@@ -318,18 +298,14 @@ final class SDKConformanceTests: XCTestCase {
         XCTAssertEqual(awaited19, 4903)
         await jerry.close()
         await tom.close()
-        await server.stop()
     }
 
     func testCustomAttributesAreTopLevelFieldsForSDKs() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let sdk = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let json = try await WireClient.login("Jerry", port: server.port, mode: .json)
         // createConversation({ members, name, topic }) puts name and topic side by side.
-        var start = LCProtoGenericCommand()
-        start.cmd = .conv
-        start.op = .start
-        start.convMessage.m = ["Jerry", "Tom"]
+        var start = LCProtoGenericCommand.conv(.start, members: ["Jerry", "Tom"])
         start.convMessage.attr.data = #"{"name":"Cats","topic":"whiskers"}"#
         let cidReply = try await sdk.request(start)
         let cid = try XCTUnwrap(cidReply.cid)
@@ -341,9 +317,7 @@ final class SDKConformanceTests: XCTestCase {
         XCTAssertEqual(seen?.name, "Cats")
         XCTAssertEqual(seen?.attr, .object(["topic": .string("whiskers")]))
         // The SDK reads it back as a top-level field of the raw result, and queries it by that name.
-        var sdkQuery = LCProtoGenericCommand()
-        sdkQuery.cmd = .conv
-        sdkQuery.op = .query
+        var sdkQuery = LCProtoGenericCommand.conv(.query)
         sdkQuery.convMessage.where.data = #"{"topic":"whiskers","m":"Tom"}"#
         let reply = try await sdk.request(sdkQuery)
         let raw = try ProtobufCommandCodec.generic(from: reply).convMessage.results.data
@@ -354,17 +328,13 @@ final class SDKConformanceTests: XCTestCase {
         XCTAssertNil(object["attr.topic"])
 
         // conversation.set("topic", …).save() updates the same attribute; each side sees its own spelling.
-        var update = LCProtoGenericCommand()
-        update.cmd = .conv
-        update.op = .update
-        update.convMessage.cid = cid
+        var update = LCProtoGenericCommand.conv(.update, cid: cid)
         update.convMessage.attr.data = #"{"topic":"tails"}"#
         let awaited20 = try await sdk.request(update).op
         XCTAssertEqual(awaited20, .updated)
         let event = try await json.next { $0.cmd == .conv && $0.op == .updated }
         XCTAssertEqual(event.attr, .object(["attr.topic": .string("tails")]))
-        var jsonUpdate = Command(cmd: .conv, op: .update)
-        jsonUpdate.cid = cid
+        var jsonUpdate = Command.conv(.update, cid)
         jsonUpdate.attr = .object(["attr.topic": .string("paws")])
         _ = try await json.request(jsonUpdate)
         let sdkEvent = try await sdk.next { $0.cmd == .conv && $0.op == .updated }
@@ -374,45 +344,27 @@ final class SDKConformanceTests: XCTestCase {
         XCTAssertEqual(awaited21, .object(["topic": .string("paws")]))
         await json.close()
         await sdk.close()
-        await server.stop()
     }
     /// Join policies as the JS SDK meets them: its createConversation signs and sends the creator among the
     /// members and is unique by default, join() is an add of oneself. A group opens to anybody (again after
     /// a kick), a 1:1 and a conversation created with joinPolicy "invite" only to whom a member adds.
     func testJoinPoliciesWithTheSDKsOwnFlows() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let eve = try await WireClient.login("Eve", port: server.port, mode: .binary)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .base64)
-        func create(_ members: [String], _ attributes: String) async throws -> String {
-            var start = LCProtoGenericCommand()
-            start.cmd = .conv
-            start.op = .start
-            start.convMessage.m = members
-            start.convMessage.unique = true
-            start.convMessage.attr.data = attributes
-            let started = try await tom.request(start)
-            return try XCTUnwrap(started.cid, "\(started)")
-        }
         func join(_ client: WireClient, _ cid: String, as clientID: String) async throws -> Command {
-            var add = LCProtoGenericCommand()
-            add.cmd = .conv
-            add.op = .add
-            add.convMessage.cid = cid
-            add.convMessage.m = [clientID]
+            let add = LCProtoGenericCommand.conv(.add, cid: cid, members: [clientID])
             return try await client.request(add)
         }
-        let pair = try await create(["Jerry", "Tom"], "{}")
-        let group = try await create(["Bob", "Jerry", "Tom"], #"{"name":"Cats"}"#)
-        let plans = try await create(["Jerry", "Spike", "Tom"], #"{"name":"Plans","joinPolicy":"invite"}"#)
+        let pair = try await tom.sdkStart(members: ["Jerry", "Tom"], attributes: "{}", unique: true)
+        let group = try await tom.sdkStart(members: ["Bob", "Jerry", "Tom"], attributes: #"{"name":"Cats"}"#, unique: true)
+        let plans = try await tom.sdkStart(
+            members: ["Jerry", "Spike", "Tom"], attributes: #"{"name":"Plans","joinPolicy":"invite"}"#, unique: true)
 
         let joined = try await join(eve, group, as: "Eve")
         XCTAssertEqual(joined.allowedPids, ["Eve"])
-        var kick = LCProtoGenericCommand()
-        kick.cmd = .conv
-        kick.op = .remove
-        kick.convMessage.cid = group
-        kick.convMessage.m = ["Eve"]
+        let kick = LCProtoGenericCommand.conv(.remove, cid: group, members: ["Eve"])
         let kicked = try await tom.request(kick)
         XCTAssertEqual(kicked.allowedPids, ["Eve"])
         let rejoined = try await join(eve, group, as: "Eve")
@@ -426,11 +378,10 @@ final class SDKConformanceTests: XCTestCase {
         let invited = try await join(jerry, plans, as: "Eve")
         XCTAssertEqual(invited.allowedPids, ["Eve"])
         for client in [tom, eve, jerry] { await client.close() }
-        await server.stop()
     }
 
     func testOnlineStatusReceiptTimestampsAndUnsupportedOperations() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         // IMClient.ping(clientIds): session query with sessionPeerIds.
@@ -456,10 +407,7 @@ final class SDKConformanceTests: XCTestCase {
         var read = Command(cmd: .read)
         read.cid = cid
         _ = try await jerry.request(read)
-        var maxRead = LCProtoGenericCommand()
-        maxRead.cmd = .conv
-        maxRead.op = .maxRead
-        maxRead.convMessage.cid = cid
+        let maxRead = LCProtoGenericCommand.conv(.maxRead, cid: cid)
         let marks = try await tom.request(maxRead)
         XCTAssertEqual(marks.maxReadTimestamp, sent.t)
         XCTAssertEqual(marks.maxAckTimestamp, sent.t)
@@ -469,11 +417,7 @@ final class SDKConformanceTests: XCTestCase {
 
         // Operations Hookbot does not implement answer 4902 with the request's i instead of hanging
         // (muting and blocking are implemented: MemberControlTests; their check ops are not).
-        var shutUp = LCProtoGenericCommand()
-        shutUp.cmd = .conv
-        shutUp.op = .checkShutup
-        shutUp.convMessage.cid = cid
-        shutUp.convMessage.m = ["Jerry"]
+        let shutUp = LCProtoGenericCommand.conv(.checkShutup, cid: cid, members: ["Jerry"])
         let refused = try await tom.request(shutUp)
         XCTAssertEqual(refused.cmd, .error)
         XCTAssertEqual(refused.code, 4902)
@@ -485,6 +429,5 @@ final class SDKConformanceTests: XCTestCase {
         await alice.close()
         await jerry.close()
         await tom.close()
-        await server.stop()
     }
 }

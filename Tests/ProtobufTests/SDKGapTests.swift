@@ -25,11 +25,10 @@ final class SDKGapTests: XCTestCase {
 
     /// The JS SDK's `join()`: `conv add` of itself, signed by a factory called with action `invite`.
     func testAJoinSignedAsLeanCloudsSelfInviteIsAccepted() async throws {
-        let server = try await ServerHarness.start {
+        let server = try await startServer {
             $0.appID = "app"
             $0.masterKey = "master-secret"
         }
-        addTeardownBlock { await server.stop() }
         let tom = try await signedLogin("Tom", port: server.port, mode: .json)
         var start = Command(cmd: .conv, op: .start)
         start.m = ["Tom", "Jerry"]
@@ -44,9 +43,7 @@ final class SDKGapTests: XCTestCase {
             let outsider = "Spike\(index)"
             let client = try await signedLogin(outsider, port: server.port, mode: mode)
             func add(_ action: IMSignatureAction, as signer: String = outsider) -> Command {
-                var add = Command(cmd: .conv, op: .add)
-                add.cid = cid
-                add.m = [outsider]
+                var add = Command.conv(.add, cid, members: [outsider])
                 let signature = self.signer.signature(for: action, clientID: signer)
                 add.t = signature.timestamp
                 add.n = signature.nonce
@@ -66,9 +63,7 @@ final class SDKGapTests: XCTestCase {
             let event = try await tom.next { $0.op == .membersJoined && $0.m == [outsider] }
             XCTAssertEqual(event.initBy, outsider)
             // Hookbot's own `…:join` text (IMClient's) still works: quit, then join again with it.
-            var quit = Command(cmd: .conv, op: .remove)
-            quit.cid = cid
-            quit.m = [outsider]
+            let quit = Command.conv(.remove, cid, members: [outsider])
             let left = try await client.request(quit)
             XCTAssertEqual(left.op, .removed, "\(mode)")
             let rejoined = try await client.request(add(.join(conversationId: cid)))
@@ -79,8 +74,7 @@ final class SDKGapTests: XCTestCase {
 
     /// `withMembers(ids, true)` and `sizeEqualTo('m', n)`: `$size` on the member list, with the scan limit.
     func testSizeOfTheMemberListInQueries() async throws {
-        let server = try await ServerHarness.start { $0.queryScanLimit = 2 }
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer { $0.queryScanLimit = 2 }
         let setup = try await WireClient.login("Tom", port: server.port, mode: .json)
         let pair = try await setup.startConversation(members: ["Tom", "Jerry"])
         let trio = try await setup.startConversation(members: ["Tom", "Jerry", "Spike"])
@@ -113,8 +107,7 @@ final class SDKGapTests: XCTestCase {
             await tom.close()
         }
         // Under the scan limit, sizeEqualTo alone works.
-        let small = try await ServerHarness.start()
-        addTeardownBlock { await small.stop() }
+        let small = try await startServer()
         let tom = try await WireClient.login("Tom", port: small.port, mode: .binary)
         let a = try await tom.startConversation(members: ["Tom", "Jerry", "Spike"])
         _ = try await tom.startConversation(members: ["Tom", "Jerry"])
@@ -126,8 +119,7 @@ final class SDKGapTests: XCTestCase {
 
     /// `compact(true)`: flag bit 1 leaves the member lists out; bit 2 alone keeps them.
     func testACompactQueryAnswersWithoutMembers() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         for mode in Self.modes {
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             let cid = try await tom.startConversation(members: ["Tom", "Jerry"], name: "compact")
@@ -151,8 +143,7 @@ final class SDKGapTests: XCTestCase {
     /// `send(message, {will: true})`: held until the sender's connection drops, then delivered; a clean
     /// `session close` drops it.
     func testAWillMessageIsSentWhenTheConnectionDrops() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         for (index, mode) in Self.modes.enumerated() {
             let name = "Droopy\(index)"
@@ -209,8 +200,7 @@ final class SDKGapTests: XCTestCase {
     /// A client whose socket goes away without a close frame (the official SDK's `ws.terminate()`, a phone
     /// losing its network): the server notices at once, not at the next ping, and its will message goes out.
     func testAWillMessageIsSentWhenTheSocketIsClosedWithoutACloseFrame() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         let cid = try await jerry.startConversation(members: ["Jerry", "Spike"])
         var socket: RawWebSocket? = try RawWebSocket(port: server.port)
@@ -229,8 +219,7 @@ final class SDKGapTests: XCTestCase {
     /// `queryMessages({startTime, endTime, startClosed, endClosed, type})`: `tIncluded`, `ttIncluded` and
     /// `lctype`, both directions.
     func testClosedHistoryIntervalsAndTheTypeFilter() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let sender = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await sender.startConversation(members: ["Tom", "Jerry"])
         let poll = #"{"_lctype":7,"_lctext":"poll","question":"Brie or Gouda?"}"#
@@ -324,8 +313,7 @@ final class SDKGapTests: XCTestCase {
     /// A type filter reads the range in pages (of at least 200) until its page is full: matches far apart
     /// are found in both directions.
     func testTheTypeFilterReadsPastPagesWithoutMatches() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .binary)
         let cid = try await tom.startConversation(members: ["Tom", "Jerry"])
         func send(_ body: String) async throws -> String {
@@ -356,31 +344,22 @@ final class SDKGapTests: XCTestCase {
 
     /// The role table: the owner and managers recall others' messages; members do not, managers not the owner's.
     func testTheOwnerAndManagersRecallOthersMessages() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await tom.startConversation(members: ["Tom", "Jerry", "Spike", "Tyke"])
-        var promote = Command(cmd: .conv, op: .memberInfoUpdate)
-        promote.cid = cid
+        var promote = Command.conv(.memberInfoUpdate, cid)
         promote.targetClientId = "Spike"
         promote.role = "Manager"
         let promoted = try await tom.request(promote)
         XCTAssertEqual(promoted.op, .memberInfoUpdated, "\(promoted)")
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .json)
         let tyke = try await WireClient.login("Tyke", port: server.port, mode: .base64)
-        func recall(_ ack: Command) throws -> Command {
-            var patch = Command(cmd: .patch, op: .modify)
-            var item = PatchItem(cid: cid, mid: try XCTUnwrap(ack.uid), timestamp: try XCTUnwrap(ack.t))
-            item.recall = true
-            patch.patches = [item]
-            return patch
-        }
         for mode in Self.modes {
             let spike = try await WireClient.login("Spike", port: server.port, mode: mode)
             let owner = try await WireClient.login("Tom", port: server.port, mode: mode)
             // The owner recalls a member's message; the others hear of it as the sender's recall.
             let rude = try await jerry.sendText("rude words", to: cid)
-            let byOwner = try await owner.request(try recall(rude))
+            let byOwner = try await owner.request(.recall(rude, in: cid))
             XCTAssertEqual(byOwner.op, .modified, "\(mode): \(byOwner)")
             let event = try await tyke.next { $0.cmd == .patch && $0.patches?.first?.mid == rude.uid }
             let item = try XCTUnwrap(event.patches?.first)
@@ -392,15 +371,15 @@ final class SDKGapTests: XCTestCase {
             XCTAssertEqual(jerrySees.patches?.first?.recall, true)
             // A manager recalls a member's message.
             let again = try await jerry.sendText("more rude words", to: cid)
-            let byManager = try await spike.request(try recall(again))
+            let byManager = try await spike.request(.recall(again, in: cid))
             XCTAssertEqual(byManager.op, .modified, "\(mode): \(byManager)")
             // A member may not recall a manager's message (4403), a manager not the owner's (4308).
             let managers = try await spike.sendText("calm down", to: cid)
-            let byMember = try await jerry.request(try recall(managers))
+            let byMember = try await jerry.request(.recall(managers, in: cid))
             XCTAssertEqual(byMember.code, 4403, "\(mode)")
             XCTAssertEqual(byMember.detail, "only the sender, the owner or a manager of \(cid) may recall a message")
             let owners = try await owner.sendText("house rules", to: cid)
-            let upwards = try await spike.request(try recall(owners))
+            let upwards = try await spike.request(.recall(owners, in: cid))
             XCTAssertEqual(upwards.code, 4308, "\(mode): \(upwards)")
             // History shows the recalled messages as such.
             var logs = Command(cmd: .logs)
@@ -418,8 +397,7 @@ final class SDKGapTests: XCTestCase {
     /// `session open` with `lastPatchTime` (the SDKs' reconnect): the recalls and edits made since are
     /// pushed as `patch modify` after `opened`.
     func testPatchesMissedWhileOfflineArePushedAtLogin() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await tom.startConversation(members: ["Tom", "Jerry"])
         let elsewhere = try await tom.startConversation(members: ["Tom", "Spike"])
@@ -428,23 +406,11 @@ final class SDKGapTests: XCTestCase {
         let private_ = try await tom.sendText("not for Jerry", to: elsewhere)
         let before = Int64(Date().timeIntervalSince1970 * 1000)
         try await Task.sleep(for: .milliseconds(5))
-        var recall = Command(cmd: .patch, op: .modify)
-        var item = PatchItem(cid: cid, mid: try XCTUnwrap(recalled.uid), timestamp: try XCTUnwrap(recalled.t))
-        item.recall = true
-        recall.patches = [item]
-        let recallReply = try await tom.request(recall)
+        let recallReply = try await tom.request(.recall(recalled, in: cid))
         XCTAssertEqual(recallReply.op, .modified)
-        var edit = Command(cmd: .patch, op: .modify)
-        var change = PatchItem(cid: cid, mid: try XCTUnwrap(edited.uid), timestamp: try XCTUnwrap(edited.t))
-        change.data = TypedMessage.text("hello").encoded()
-        edit.patches = [change]
-        let editReply = try await tom.request(edit)
+        let editReply = try await tom.request(.edit(edited, in: cid, to: TypedMessage.text("hello").encoded()))
         let editT = try XCTUnwrap(editReply.t)
-        var other = Command(cmd: .patch, op: .modify)
-        var otherItem = PatchItem(cid: elsewhere, mid: try XCTUnwrap(private_.uid), timestamp: try XCTUnwrap(private_.t))
-        otherItem.recall = true
-        other.patches = [otherItem]
-        let otherReply = try await tom.request(other)
+        let otherReply = try await tom.request(.recall(private_, in: elsewhere))
         XCTAssertEqual(otherReply.op, .modified)
 
         for mode in Self.modes {
@@ -482,8 +448,7 @@ final class SDKGapTests: XCTestCase {
 
     /// `conv max_read` with `queryAllMembers` (the JS SDK's group receipts): each other member's marks.
     func testEveryMembersReceiptTimestamps() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let setup = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await setup.startConversation(members: ["Tom", "Jerry", "Spike"])
         let sent = try await setup.sendText("read me", to: cid)
@@ -495,8 +460,7 @@ final class SDKGapTests: XCTestCase {
         XCTAssertEqual(readReply.t, sent.t)
         for mode in Self.modes {
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
-            var query = Command(cmd: .conv, op: .maxRead)
-            query.cid = cid
+            var query = Command.conv(.maxRead, cid)
             query.queryAllMembers = true
             if mode.subprotocol != nil { XCTAssertTrue(try ProtobufCommandCodec.generic(from: query).convMessage.queryAllMembers) }
             let reply = try await tom.request(query)
@@ -521,8 +485,7 @@ final class SDKGapTests: XCTestCase {
             await tom.close()
         }
         let outsider = try await WireClient.login("Nobody", port: server.port, mode: .binary)
-        var query = Command(cmd: .conv, op: .maxRead)
-        query.cid = cid
+        var query = Command.conv(.maxRead, cid)
         query.queryAllMembers = true
         let refused = try await outsider.request(query)
         XCTAssertEqual(refused.code, 4317)
@@ -530,8 +493,7 @@ final class SDKGapTests: XCTestCase {
 
     /// The SDKs send `read` without `i` and expect nothing back; a `read` with `i` is answered.
     func testAReadWithoutSerialIsNotAnswered() async throws {
-        let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await tom.startConversation(members: ["Tom", "Jerry"])
         for mode in Self.modes {

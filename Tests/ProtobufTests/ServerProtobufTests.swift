@@ -12,7 +12,7 @@ final class ServerProtobufTests: XCTestCase {
     static let modes: [WireClient.Mode] = [.binary, .base64]
 
     func testSubprotocolNegotiation() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         func answered(_ offer: String?) throws -> String? {
             let head = try server.upgradeResponse(offering: offer)
             XCTAssertTrue(head.hasPrefix("HTTP/1.1 101"), head)
@@ -38,11 +38,10 @@ final class ServerProtobufTests: XCTestCase {
             XCTAssertEqual(client.receivedFrameKinds, [binary], "\(mode)")
             await client.close()
         }
-        await server.stop()
     }
 
     func testLoginAndSessionReply() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         for mode in Self.modes {
             let client = try await WireClient.connect(port: server.port, mode: mode)
             // A session open as LeanCloud's JS SDK builds it.
@@ -70,11 +69,10 @@ final class ServerProtobufTests: XCTestCase {
             await anonymous.close()
             await client.close()
         }
-        await server.stop()
     }
 
     func testSessionTokenReuseWithSignatures() async throws {
-        let server = try await ServerHarness.start {
+        let server = try await startServer {
             $0.appID = "app"
             $0.masterKey = "secret"
         }
@@ -108,7 +106,6 @@ final class ServerProtobufTests: XCTestCase {
             XCTAssertEqual(expired.code, 4112)
             await third.close()
         }
-        await server.stop()
     }
 
     func testConversationsMessagesReceiptsHistoryQueryRecall() async throws {
@@ -126,17 +123,13 @@ final class ServerProtobufTests: XCTestCase {
             XCTAssertEqual(Set(joined.m ?? []), ["Tom", "Jerry"])
 
             // conv add / remove.
-            var add = Command(cmd: .conv, op: .add)
-            add.cid = cid
-            add.m = ["Spike"]
+            let add = Command.conv(.add, cid, members: ["Spike"])
             let added = try await tom.request(add)
             XCTAssertEqual(added.op, .added)
             XCTAssertEqual(added.m, ["Spike"])
             let value2 = try await jerry.next { $0.op == .membersJoined }.m
             XCTAssertEqual(value2, ["Spike"])
-            var remove = Command(cmd: .conv, op: .remove)
-            remove.cid = cid
-            remove.m = ["Spike"]
+            let remove = Command.conv(.remove, cid, members: ["Spike"])
             let removed = try await tom.request(remove)
             XCTAssertEqual(removed.op, .removed)
             let value3 = try await jerry.next { $0.op == .membersLeft }.m
@@ -219,11 +212,7 @@ final class ServerProtobufTests: XCTestCase {
             XCTAssertNotNil(conversation.createdAt)
 
             // Recall.
-            var item = PatchItem(cid: cid, mid: mid, timestamp: sentAt)
-            item.recall = true
-            var recall = Command(cmd: .patch, op: .modify)
-            recall.patches = [item]
-            let modified = try await tom.request(recall)
+            let modified = try await tom.request(.recall(ack, in: cid))
             XCTAssertEqual(modified.op, .modified)
             XCTAssertNotNil(modified.t)
             let patch = try await jerry.next { $0.cmd == .patch && $0.op == .modify }
@@ -234,8 +223,7 @@ final class ServerProtobufTests: XCTestCase {
             XCTAssertEqual(after.logs?.first?.recalled, true)
 
             // conv update: the other member gets the patch.
-            var update = Command(cmd: .conv, op: .update)
-            update.cid = cid
+            var update = Command.conv(.update, cid)
             update.attr = ["name": "Renamed", "attr.level": 2]
             let value4 = try await tom.request(update).op
             XCTAssertEqual(value4, .updated)
@@ -243,14 +231,12 @@ final class ServerProtobufTests: XCTestCase {
             XCTAssertEqual(updated.attr, ["name": "Renamed", "attr.level": 2])
 
             // Mute.
-            var mute = Command(cmd: .conv, op: .mute)
-            mute.cid = cid
+            let mute = Command.conv(.mute, cid)
             let value5 = try await jerry.request(mute).op
             XCTAssertEqual(value5, .muted)
 
             // Quit: Tom is told he left; Jerry that members left.
-            var quit = Command(cmd: .conv, op: .quit)
-            quit.cid = cid
+            let quit = Command.conv(.quit, cid)
             let value6 = try await tom.request(quit).m
             XCTAssertEqual(value6, ["Tom"])
             let value7 = try await jerry.next { $0.op == .membersLeft }.m
@@ -300,7 +286,7 @@ final class ServerProtobufTests: XCTestCase {
     }
 
     func testVersion1LoginPushesOfflineMessagesAndRangeAcksMoveTheCursor() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let v1 = WireClient.Mode.protobuf("lc.protobuf2.1")
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let cid = try await tom.startConversation(members: ["Jerry"])
@@ -348,11 +334,10 @@ final class ServerProtobufTests: XCTestCase {
         XCTAssertEqual(awaited3, 0)
         await third.close()
         await tom.close()
-        await server.stop()
     }
 
     func testJSONAndProtobufClientsInOneConversation() async throws {
-        let server = try await ServerHarness.start()
+        let server = try await startServer()
         let tom = try await WireClient.login("Tom", port: server.port, mode: .json)
         let jerry = try await WireClient.login("Jerry", port: server.port, mode: .binary)
         let spike = try await WireClient.login("Spike", port: server.port, mode: .base64)
@@ -374,8 +359,7 @@ final class ServerProtobufTests: XCTestCase {
         typing.action = "typing"
         typing.ext = ["on": true]
         let tyke = try await WireClient.login("Tyke", port: server.port, mode: .json)
-        var join = Command(cmd: .conv, op: .join)
-        join.cid = cid
+        let join = Command.conv(.join, cid)
         _ = try await tyke.request(join)
         let value8 = try await tom.request(typing).code
         XCTAssertNil(value8)
@@ -386,11 +370,10 @@ final class ServerProtobufTests: XCTestCase {
         XCTAssertEqual(jerry.undecodableFrames + spike.undecodableFrames, 0)
         await tyke.close()
         for client in clients { await client.close() }
-        await server.stop()
     }
 
     func testMalformedAndOversizedFramesKeepTheConnection() async throws {
-        let server = try await ServerHarness.start { $0.maxMessageBytes = 1000 }
+        let server = try await startServer { $0.maxMessageBytes = 1000 }
         for mode in Self.modes {
             let tom = try await WireClient.login("Tom", port: server.port, mode: mode)
             // Garbage in the connection's own framing.
@@ -451,6 +434,5 @@ final class ServerProtobufTests: XCTestCase {
         let value13 = try await json.next { $0.cmd == .error }.code
         XCTAssertEqual(value13, 4901)
         await json.close()
-        await server.stop()
     }
 }

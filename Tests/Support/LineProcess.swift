@@ -9,10 +9,11 @@ public final class LineProcess: Sendable {
     private let output = Pipe()
     private let text = Mutex("")
 
-    public init(binary: URL, arguments: [String]) throws {
+    public init(binary: URL, arguments: [String], in directory: URL? = nil) throws {
         process = Process()
         process.executableURL = binary
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
         process.standardInput = input
         process.standardOutput = output
         process.standardError = output

@@ -12,6 +12,29 @@ extension ServerHarness {
         try await TestClient.login(clientID, port: port, tag: tag, deviceID: deviceID)
     }
 
+    /// Logs in each of `clientIDs`, one after the other, as a test's cast does before its scenario starts:
+    /// `let (tom, jerry, bob) = try await server.login("Tom", "Jerry", "Bob")`. (A pack of names is written as
+    /// `StringProtocol` values because Swift cannot yet require a pack's elements to be `String` itself.)
+    func login<each Name: StringProtocol>(_ clientIDs: repeat each Name) async throws -> (repeat Logged<each Name>) {
+        (repeat try await login(String(each clientIDs)))
+    }
+
+    /// The client `login(_:...)` gives for each name of its pack.
+    typealias Logged<Name> = TestClient
+
+    /// Opens a session for `clientID` and returns the client with the session's token (`st`), which HTTP calls
+    /// made as that client (uploads, file tokens) carry.
+    func session(_ clientID: String) async throws -> (client: TestClient, token: String) {
+        let client = try await TestClient.connect(port: port)
+        var open = Command(cmd: .session, op: .open)
+        open.peerId = clientID
+        let opened = try await client.request(open)
+        return (client, try XCTUnwrap(opened.st, "session opened carries st: \(opened)"))
+    }
+
+    /// The session token of a session opened for `clientID` (see `session(_:)`).
+    func sessionToken(_ clientID: String) async throws -> String { try await session(clientID).token }
+
     /// Logs `clientID` in, registers a webhook device with `token`, and drops the connection without closing
     /// the session (a dropped connection keeps devices), waiting until the server no longer sees it.
     func registerOffline(_ clientID: String, token: String) async throws {
