@@ -37,7 +37,7 @@ extension IMService {
         if interceptors.isActive, interceptors.inScope(cid), !interceptors.isInterceptor(clientID) {
             // Backpressure: a sender with too many messages under review waits here, unread further.
             await interception.admission.enter(connection.id)
-            await interception.submit(message)
+            interception.submit(message)
         } else {
             pipeline.enqueue(message)
         }

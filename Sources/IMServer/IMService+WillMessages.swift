@@ -45,7 +45,7 @@ extension IMService {
         logger.info("will message sent", metadata: ["client": "\(message.from)", "cid": "\(message.cid)"])
         if interceptors.isActive, interceptors.inScope(message.cid), !interceptors.isInterceptor(message.from) {
             await interception.admission.enter(connection.id)
-            await interception.submit(message)
+            interception.submit(message)
         } else {
             pipeline.enqueue(message)
         }

@@ -1,4 +1,5 @@
 import IMCore
+import Synchronization
 
 /// Puts messages through the interceptors before they reach the message pipeline.
 ///
@@ -6,19 +7,36 @@ import IMCore
 /// outcomes are applied in submission order per conversation: messages of a conversation are stored and
 /// delivered in the order they were sent, while a slow review in one conversation holds up no other.
 /// A conversation's entry lives only while it has reviews in flight.
-actor InterceptionStage {
-    private struct Tail {
+///
+/// `submit` runs on the caller's task and starts one task per message, the review; whichever review
+/// finishes lets its conversation's decided head of line through, on its own task (a lock, not an actor:
+/// no hop per stage, and no second task per message waiting for the one before it).
+final class InterceptionStage: Sendable {
+    /// A message under review, and its verdict once given.
+    private struct Pending {
         var token: UInt64
-        var task: Task<Void, Never>
+        var message: OutgoingMessage
+        var verdict: Verdict?
+    }
+
+    /// One conversation's messages under review, in submission order.
+    private struct Lane {
+        var pending: [Pending] = []
+        /// A task is applying this lane's decided head of line: others only record their verdicts.
+        var applying = false
+    }
+
+    private struct State {
+        var lanes: [String: Lane] = [:]
+        var nextToken: UInt64 = 0
     }
 
     private let hub: InterceptorHub
     private let pipeline: MessagePipeline
     private let metrics: ServerMetrics
     /// Bounds the reviews in flight; `IMService` enters before `submit`, the stage leaves once decided.
-    nonisolated let admission: ReviewAdmission
-    private var tails: [String: Tail] = [:]
-    private var nextToken: UInt64 = 0
+    let admission: ReviewAdmission
+    private let state = Mutex(State())
 
     init(hub: InterceptorHub, pipeline: MessagePipeline, metrics: ServerMetrics, admission: ReviewAdmission) {
         self.hub = hub
@@ -27,27 +45,44 @@ actor InterceptionStage {
         self.admission = admission
     }
 
-    /// Conversations with reviews in flight (for tests).
-    var conversationsInFlight: Int { tails.count }
-
+    /// Starts reviewing `message`; its verdict is applied after those of the conversation's earlier messages.
     func submit(_ message: OutgoingMessage) {
-        let hub = hub
-        let review = Task { await hub.review(.message(message)) }
-        let previous = tails[message.cid]?.task
-        nextToken &+= 1
-        let token = nextToken
-        let task = Task {
-            await previous?.value
-            await self.apply(await review.value, to: message, token: token)
+        let token = state.withLock { state -> UInt64 in
+            state.nextToken &+= 1
+            state.lanes[message.cid, default: Lane()].pending.append(Pending(token: state.nextToken, message: message))
+            return state.nextToken
         }
-        tails[message.cid] = Tail(token: token, task: task)
+        let hub = hub
+        Task { self.decided(token, in: message.cid, await hub.review(.message(message))) }
     }
 
-    private func apply(_ verdict: Verdict, to message: OutgoingMessage, token: UInt64) async {
-        defer {
-            if tails[message.cid]?.token == token { tails[message.cid] = nil }
-            admission.leave(message.sender.id)
+    /// Records a verdict; unless another task is at it, applies the conversation's decided head of line.
+    private func decided(_ token: UInt64, in cid: String, _ verdict: Verdict) {
+        var ready = state.withLock { state -> [(OutgoingMessage, Verdict)] in
+            guard let index = state.lanes[cid]?.pending.firstIndex(where: { $0.token == token }) else { return [] }
+            state.lanes[cid]?.pending[index].verdict = verdict
+            return Self.takeDecided(cid, &state, claiming: true)
         }
+        while !ready.isEmpty {
+            for (message, verdict) in ready { apply(verdict, to: message) }
+            ready = state.withLock { Self.takeDecided(cid, &$0, claiming: false) }
+        }
+    }
+
+    /// The lane's decided messages from its head. A caller that gets some applies them and asks again
+    /// (`claiming` false) until it gets none, which ends its turn; while it applies, other callers get none.
+    private static func takeDecided(_ cid: String, _ state: inout State, claiming: Bool) -> [(OutgoingMessage, Verdict)] {
+        guard var lane = state.lanes[cid], !(claiming && lane.applying) else { return [] }
+        let count = lane.pending.prefix { $0.verdict != nil }.count
+        let taken = lane.pending.prefix(count).map { ($0.message, $0.verdict!) }
+        lane.pending.removeFirst(count)
+        lane.applying = !taken.isEmpty
+        state.lanes[cid] = lane.pending.isEmpty && !lane.applying ? nil : lane
+        return taken
+    }
+
+    private func apply(_ verdict: Verdict, to message: OutgoingMessage) {
+        defer { admission.leave(message.sender.id) }
         switch verdict {
         case .allow:
             pipeline.enqueue(message)
