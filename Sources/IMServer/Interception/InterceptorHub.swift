@@ -1,6 +1,8 @@
 import Foundation
 import IMCore
 import Logging
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// Counters of the interception role, for logs and benchmarks.
@@ -57,7 +59,8 @@ final class InterceptorHub: Sendable {
         var continuation: CheckedContinuation<Answer, Never>
         /// The interceptor's connection here, or `remote` when the request went to another node.
         var connectionID: UInt64
-        var timeout: Task<Void, Never>?
+        /// When the failure policy decides it (`timedOut`), unless an answer came first.
+        var expires: NIODeadline
         /// What was asked: a wire answer is read as the answer to this kind of request, and `offline`
         /// requests (`askOffline`) do not touch the interception counters.
         var kind: HookRequest.Kind
@@ -79,6 +82,8 @@ final class InterceptorHub: Sendable {
         var nextID: UInt64 = 0
         /// Interceptors that answered `unhooked` to an `offline` request, until when they are not asked again.
         var unhooked: [String: ContinuousClock.Instant] = [:]
+        /// The earliest deadline the expiry timer is set for; nil when none is set.
+        var timerAt: NIODeadline?
     }
 
     private static let remote: UInt64 = 0
@@ -88,6 +93,9 @@ final class InterceptorHub: Sendable {
     private let logger: Logger
     private let metrics: ServerMetrics
     private let cluster: ClusterNode?
+    /// Where the deadlines expire: one timer for the earliest pending request (rather than a sleeping task per
+    /// request, which cost each review two more task runs and a timer of its own).
+    private let timers: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()
 
     init(configuration: InterceptionConfiguration, metrics: ServerMetrics, logger: Logger, cluster: ClusterNode? = nil) {
         self.configuration = configuration
@@ -130,10 +138,7 @@ final class InterceptorHub: Sendable {
             let ids = state.pending.filter { $0.value.connectionID == connection.id }.map(\.key)
             return ids.compactMap { state.pending.removeValue(forKey: $0) }
         }
-        for pending in abandoned {
-            pending.timeout?.cancel()
-            pending.continuation.resume(returning: .missing)
-        }
+        for pending in abandoned { pending.continuation.resume(returning: .missing) }
     }
 
     /// Delivers an interceptor's `hook verdict` command; false when no request with that id is waiting on
@@ -219,7 +224,6 @@ final class InterceptorHub: Sendable {
     }
 
     private func resume(_ pending: Pending, with verdict: HookVerdict?) {
-        pending.timeout?.cancel()
         pending.continuation.resume(returning: verdict.map(Answer.verdict) ?? .invalid)
     }
 
@@ -307,32 +311,24 @@ final class InterceptorHub: Sendable {
         let offline = kind == .offline
         return await withCheckedContinuation { continuation in
             let elsewhere = cluster.flatMap { $0.isInterceptorOnline(clientID) ? $0 : nil }
-            let registered = state.withLock { state -> (String, Connection?)? in
+            let expires = NIODeadline.now() + .milliseconds(Int64(deadline))
+            let registered = state.withLock { state -> (id: String, connection: Connection?, setTimer: Bool)? in
                 if !offline { state.stats.requests += 1 }
                 let connection = state.connections[clientID]
                 guard connection != nil || elsewhere != nil else { return nil }
                 state.nextID += 1
                 let id = "h\(state.nextID)"
                 state.pending[id] = Pending(
-                    continuation: continuation, connectionID: connection?.id ?? Self.remote, timeout: nil, kind: kind)
-                return (id, connection)
+                    continuation: continuation, connectionID: connection?.id ?? Self.remote, expires: expires, kind: kind)
+                let setTimer = state.timerAt.map { expires < $0 } ?? true
+                if setTimer { state.timerAt = expires }
+                return (id, connection, setTimer)
             }
-            guard let (id, connection) = registered else {
+            guard let (id, connection, setTimer) = registered else {
                 continuation.resume(returning: .missing)
                 return
             }
-            let timeout = Task {
-                try? await Task.sleep(for: .milliseconds(deadline))
-                guard !Task.isCancelled else { return }
-                let expired = self.state.withLock { state -> Pending? in
-                    guard let pending = state.pending.removeValue(forKey: id) else { return nil }
-                    if !offline { state.stats.timeouts += 1 }
-                    return pending
-                }
-                if expired != nil, !offline { self.metrics.interceptionTimeouts.increment() }
-                expired?.continuation.resume(returning: .timedOut)
-            }
-            state.withLock { $0.pending[id]?.timeout = timeout }
+            if setTimer { expireRequests(at: expires) }
             if let connection {
                 send(request, id: id, to: connection)
             } else if let elsewhere {
@@ -340,12 +336,39 @@ final class InterceptorHub: Sendable {
                 // An `offline` request too large for a NOTIFY (hundreds of receivers): no answer can come, the
                 // defaults go at once.
                 guard !offline || announcement.payload() != nil else {
-                    timeout.cancel()
                     state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(returning: .missing)
                     return
                 }
                 Task { await elsewhere.announce(announcement) }
             }
+        }
+    }
+
+    /// Sets the timer that decides the requests whose deadline has passed at `deadline`.
+    private func expireRequests(at deadline: NIODeadline) {
+        timers.scheduleTask(deadline: deadline) { [weak self] in self?.expireRequests() }
+    }
+
+    /// Decides the pending requests whose deadline has passed (`timedOut`), and sets the timer for the earliest
+    /// one left. (Later requests have later deadlines, so under load the timer fires about once per deadline.)
+    private func expireRequests() {
+        let now = NIODeadline.now()
+        let (expired, next) = state.withLock { state -> ([Pending], NIODeadline?) in
+            if let set = state.timerAt, set <= now { state.timerAt = nil }
+            let due = state.pending.filter { $0.value.expires <= now }
+            for (id, pending) in due {
+                state.pending[id] = nil
+                if pending.kind != .offline { state.stats.timeouts += 1 }
+            }
+            guard let earliest = state.pending.values.lazy.map(\.expires).min(), state.timerAt.map({ earliest < $0 }) ?? true
+            else { return (Array(due.values), nil) }
+            state.timerAt = earliest
+            return (Array(due.values), earliest)
+        }
+        if let next { expireRequests(at: next) }
+        for pending in expired {
+            if pending.kind != .offline { metrics.interceptionTimeouts.increment() }
+            pending.continuation.resume(returning: .timedOut)
         }
     }
 
