@@ -29,14 +29,6 @@ public struct PluginView: Encodable, Sendable {
         }
     }
 
-    public struct HookView: Encodable, Sendable {
-        var name: String
-        var calls: Int
-        var failures: Int
-        var totalMillis: Double
-        var maxMillis: Double
-    }
-
     var name: String
     var path: String
     var state: String
@@ -52,7 +44,7 @@ public struct PluginView: Encodable, Sendable {
     var http: [String: Int]
     var lastError: ErrorView?
     /// Every hook the plugin defines, with its usage (zero when never called).
-    var hooks: [HookView]
+    var hooks: [HookUsage]
 
     public init(_ status: PluginStatus) {
         name = status.name
@@ -73,12 +65,7 @@ public struct PluginView: Encodable, Sendable {
         lastError = status.lastError.map(ErrorView.init)
         let used = Dictionary(status.usage.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let names = status.hooks + status.usage.map(\.name).filter { !status.hooks.contains($0) }
-        hooks = names.map { name in
-            let usage = used[name]
-            return HookView(
-                name: name, calls: usage?.calls ?? 0, failures: usage?.failures ?? 0,
-                totalMillis: usage?.totalMillis ?? 0, maxMillis: usage?.maxMillis ?? 0)
-        }
+        hooks = names.map { used[$0] ?? HookUsage(name: $0) }
     }
 }
 

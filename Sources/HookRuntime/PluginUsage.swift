@@ -1,14 +1,24 @@
 import CoreMetrics
 import Dispatch
 
-/// Calls, failures and time of one hook of one plugin (counted since the runtime started, across reloads).
-public struct HookUsage: Sendable, Hashable {
+/// Calls, failures and time of one hook of one plugin (counted since the runtime started, across reloads);
+/// the admin API and `hookbot plugins` encode it as it is.
+public struct HookUsage: Sendable, Hashable, Encodable {
     /// The hook's Lua name (`on_receive`, …), or `timer` for timer callbacks.
     public var name: String
     public var calls: Int
     public var failures: Int
     public var totalMillis: Double
     public var maxMillis: Double
+
+    /// A hook's usage; all zero for one never called.
+    public init(name: String, calls: Int = 0, failures: Int = 0, totalMillis: Double = 0, maxMillis: Double = 0) {
+        self.name = name
+        self.calls = calls
+        self.failures = failures
+        self.totalMillis = totalMillis
+        self.maxMillis = maxMillis
+    }
 }
 
 /// What one plugin's hooks cost, kept by the engine per plugin name so it survives reloads, and recorded
