@@ -44,7 +44,7 @@ build: deps
 	$(SWIFT) build
 
 ## Build everything and run the whole test suite (the console's browser test included); the format check first.
-## The XCTest suites run beside a throwaway PostgreSQL cluster (scripts/with-postgres.sh): everything once on
+## The test suites run beside a throwaway PostgreSQL cluster (scripts/with-postgres.sh): everything once on
 ## SQLite (the cluster tests included), then the server, protobuf and SDK suites again on PostgreSQL.
 test: deps browser postgres nginx node lint
 	$(SWIFT) build --build-tests
@@ -54,12 +54,14 @@ test: deps browser postgres nginx node lint
 	$(SWIFT) run --skip-build hookbot test plugins/ examples/CustomTypes/plugins/ examples/Dialogs/plugins/
 	$(MAKE) --no-print-directory fuzz
 
-## The XCTest suites (make test runs them beside a PostgreSQL cluster).
+## The test suites (make test runs them beside a PostgreSQL cluster): the XCTest classes, then the Swift Testing
+## suites (@Test, the tests repeated per transport as arguments), one test at a time (--no-parallel: Swift Testing
+## would run them at once, and they time real servers). The filters match both kinds of test id (module first).
 POSTGRES_SUITES := IMServerTests|ProtobufTests|IMClientTests
 SQLITE_ONLY := QueryPlanTests|SynchronousLevelTests|DurabilityTests/testAcknowledgedMessagesSurviveSIGKILL|ClusterTests|ReverseProxyTests
 test-suites:
-	$(SWIFT) test --skip-build --disable-swift-testing
-	HOOKBOT_TEST_BACKEND=postgres $(SWIFT) test --skip-build --disable-swift-testing --filter '$(POSTGRES_SUITES)' --skip '$(SQLITE_ONLY)'
+	$(SWIFT) test --skip-build --no-parallel
+	HOOKBOT_TEST_BACKEND=postgres $(SWIFT) test --skip-build --no-parallel --filter '$(POSTGRES_SUITES)' --skip '$(SQLITE_ONLY)'
 
 ## The console's JavaScript (Tests/ConsoleJS): its IM protocol client against a real `hookbot server` (the debug
 ## build, started on a free port by the test) and its pure helpers. A failing test fails the target.
