@@ -12,7 +12,8 @@ import Logging
 //   (+Loading), hooks (+Hooks, +Dispatch), chat commands (+ChatCommands), ctx.ask dialogs (+Dialogs), timers
 //   and schedules (+Timers, +Schedules), HTTP callbacks (+HTTP), on_offline (+Offline).
 // - `LuaPlugin` (LuaPlugin.swift): one plugin's sandboxed Lua state (limits in Sources/LuaSandbox), its hook
-//   references and the actions it asked for; `PluginEnvironment` what all plugins of an engine share.
+//   references (the hooks by name: HookName.swift) and the actions it asked for; `PluginEnvironment` what all
+//   plugins of an engine share.
 // - The Lua side: Resources/prelude.lua builds each plugin's sandbox and `ctx` on top of the Swift functions
 //   in `hb` (Callbacks.swift, CardCallbacks.swift, LocaleLua.swift, TextMatcherLua.swift, MediaAccess.swift).
 // - "Command" here is a chat command (`!name args`, ChatCommands.swift: `ChatCommand`, `ChatCommandRegistry`);
