@@ -35,5 +35,5 @@ extension PluginEngine {
 
     /// The declared command `message` invokes, run alone with its role, argument and cooldown checks (what
     /// the console's undo does as `ChatCommandSettings.consoleID`); nil when the message invokes no command.
-    public func consoleCommand(_ message: HookMessage) -> HookResult? { runCommand(message) }
+    public func consoleCommand(_ message: HookMessage) -> HookResult? { runCommand(message, invocation(message)) }
 }

@@ -68,10 +68,10 @@ final class LocaleContext {
 extension HookMessage {
     /// The locale the sending client declared on the message (`attrs.lang`, else `attrs.locale`).
     var declaredLocale: String? {
-        for key in ["lang", "locale"] {
-            if let tag = attrs[key]?.stringValue.flatMap(LocaleTag.normalise) { return tag }
-        }
-        return nil
+        // Asked for every message: no array of keys, no lookups when there are no attrs.
+        guard !attrs.isEmpty else { return nil }
+        if let tag = attrs["lang"]?.stringValue.flatMap(LocaleTag.normalise) { return tag }
+        return attrs["locale"]?.stringValue.flatMap(LocaleTag.normalise)
     }
 }
 

@@ -1,5 +1,6 @@
 import CLua
 import IMCore
+import LuaSandbox
 
 /// Stack helpers. All table reads are raw (no metamethods), so nothing here
 /// can run plugin code or raise a Lua error while Swift frames are live
@@ -181,19 +182,24 @@ private func luaToJSON(_ L: LuaRef, _ idx: Int32, depth: Int, path: String, budg
 /// carries them: the server filled them in already); otherwise `stored = false`, with `error` when the
 /// lookup failed.
 func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?, file lookup: FileLookup? = nil) {
-    lua_createtable(L, 0, 12)
-    luaSetField(L, "id", m.id)
-    luaSetField(L, "cid", m.cid)
-    luaSetField(L, "from", m.from)
-    luaSetField(L, "type", int: Int64(m.type))
-    if let typeName { luaSetField(L, "type_name", typeName) }
-    if let t = m.text { luaSetField(L, "text", t) }
-    if m.attrs.isEmpty {
-        lua_createtable(L, 0, 0)
-    } else if !luaPush(L, json: .object(m.attrs)) {
-        lua_createtable(L, 0, 0)
+    // The values go on the stack in hb_push_message's order, which builds the table (lua_sandbox.c).
+    _ = lua_checkstack(L, 12)
+    var present: Int32 = 0
+    luaPush(L, m.id)
+    luaPush(L, m.cid)
+    luaPush(L, m.from)
+    if let typeName {
+        luaPush(L, typeName)
+        present |= Int32(HB_MSG_TYPE_NAME)
     }
-    luaSetFieldTop(L, "attrs")
+    if let t = m.text {
+        luaPush(L, t)
+        present |= Int32(HB_MSG_TEXT)
+    }
+    if !m.attrs.isEmpty {
+        if !luaPush(L, json: .object(m.attrs)) { lua_createtable(L, 0, 0) }
+        present |= Int32(HB_MSG_ATTRS)
+    }
     if let f = m.file {
         if !luaPush(L, json: .object(f.hookFields)) { lua_createtable(L, 0, 0) }
         if let record = lookup?.record {
@@ -205,7 +211,7 @@ func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?, file lookup
             lua_pushboolean(L, 0)
         }
         luaSetFieldTop(L, "stored")
-        luaSetFieldTop(L, "file")
+        present |= Int32(HB_MSG_FILE)
     }
     if let loc = m.location {
         lua_createtable(L, 0, 2)
@@ -213,12 +219,13 @@ func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?, file lookup
         luaSetFieldTop(L, "latitude")
         lua_pushnumber(L, loc.longitude)
         luaSetFieldTop(L, "longitude")
-        luaSetFieldTop(L, "location")
+        present |= Int32(HB_MSG_LOCATION)
     }
-    luaSetField(L, "timestamp", int: m.timestamp)
-    lua_pushboolean(L, m.transient ? 1 : 0)
-    luaSetFieldTop(L, "transient")
-    if let v = m.binary { luaSetField(L, "binary", v) }
+    if let v = m.binary {
+        luaPush(L, v)
+        present |= Int32(HB_MSG_BINARY)
+    }
+    hb_push_message(L, present, Int64(m.type), m.timestamp, m.transient ? 1 : 0)
 }
 
 /// The field `key` of the table at `t` as JSON (raw access, popped again), nil when absent; errors name

@@ -2,10 +2,16 @@ import CLua
 import Foundation
 import IMCore
 
+/// What a message invokes: a command's name and the text after it (`PluginEngine.invocation`).
+typealias ChatInvocation = (name: String, rest: Substring)
+
 /// Chat commands (`ctx.commands.add`): dispatch, argument checks, roles, cooldowns, `!help`.
 extension PluginEngine {
-    /// The command a message invokes: its name, and the text after it.
-    private func invocation(_ message: HookMessage) -> (name: String, rest: Substring)? {
+    /// The command a message looks like it invokes (its name, and the text after it), parsed once per message
+    /// for `answerDialog`, `runCommand` and `answeringUnknownCommand`; nil when no plugin declared a command
+    /// (then none of them has anything to do with it).
+    func invocation(_ message: HookMessage) -> ChatInvocation? {
+        guard !env.commands.isEmpty else { return nil }
         let prefix = env.commandSettings.prefix
         guard !prefix.isEmpty, let text = message.text, text.hasPrefix(prefix) else { return nil }
         let body = text.dropFirst(prefix.count)
@@ -23,8 +29,8 @@ extension PluginEngine {
     /// Runs the command a message invokes instead of `on_receive`: checks the roles, the cooldown and the
     /// arguments (answering the sender when one fails), then calls the command's `run`. Nil when the
     /// message invokes no declared command.
-    func runCommand(_ message: HookMessage) -> HookResult? {
-        guard let (name, rest) = invocation(message) else { return nil }
+    func runCommand(_ message: HookMessage, _ invocation: ChatInvocation?) -> HookResult? {
+        guard let (name, rest) = invocation else { return nil }
         let prefix = env.commandSettings.prefix
         if name == "help", !env.commands.isEmpty { return help(rest, message) }
         guard let (spec, owner) = env.commands.command(name),
@@ -61,8 +67,8 @@ extension PluginEngine {
 
     /// `on_receive`'s result, or, when nothing answered a message that looks like an unknown command
     /// while commands are declared, a reply saying so.
-    func answeringUnknownCommand(_ message: HookMessage, _ result: HookResult) -> HookResult {
-        guard result.actions.isEmpty, !env.commands.isEmpty, let (name, _) = invocation(message),
+    func answeringUnknownCommand(_ message: HookMessage, _ invocation: ChatInvocation?, _ result: HookResult) -> HookResult {
+        guard result.actions.isEmpty, !env.commands.isEmpty, let (name, _) = invocation,
             env.commands.command(name) == nil
         else { return result }
         let prefix = env.commandSettings.prefix

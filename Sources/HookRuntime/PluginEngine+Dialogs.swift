@@ -330,7 +330,7 @@ extension PluginEngine {
     /// When `message` answers an open dialog, the dialog's step: the answer is consumed (no `on_receive`,
     /// no command). A message that invokes a declared command is not an answer (the command runs; the
     /// dialog keeps waiting). When several plugins wait for this member here, the newest dialog gets it.
-    func answerDialog(_ message: HookMessage) -> HookResult? {
+    func answerDialog(_ message: HookMessage, _ invocation: ChatInvocation?) -> HookResult? {
         guard hasOpenDialogs, !message.from.isEmpty else { return nil }
         let key = DialogKey(cid: message.cid, member: message.from)
         var found: (plugin: LuaPlugin, dialog: OpenDialog)?
@@ -338,19 +338,11 @@ extension PluginEngine {
             if let d = plugin.dialogs.open[key], d.sequence > (found?.dialog.sequence ?? 0) { found = (plugin, d) }
         }
         guard let (plugin, dialog) = found else { return nil }
-        if invokesCommand(message) { return nil }
+        if let (name, _) = invocation, name == "help" || env.commands.command(name) != nil { return nil }
         let cancelled = isCancelWord(message.text, dialog.cancelWords)
         return call(plugin, cid: message.cid, messageID: message.id) { plugin in
             plugin.resume(dialog, answer: cancelled ? nil : message, reason: cancelled ? "cancelled" : nil)
         }
-    }
-
-    private func invokesCommand(_ message: HookMessage) -> Bool {
-        let prefix = env.commandSettings.prefix
-        guard !prefix.isEmpty, let text = message.text, text.hasPrefix(prefix), !env.commands.isEmpty else { return false }
-        let body = text.dropFirst(prefix.count)
-        let name = String(body[..<(body.firstIndex(where: \.isWhitespace) ?? body.endIndex)])
-        return name == "help" || env.commands.command(name) != nil
     }
 
     private func isCancelWord(_ text: String?, _ words: [String]) -> Bool {

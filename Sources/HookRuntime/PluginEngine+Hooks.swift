@@ -11,8 +11,9 @@ extension PluginEngine {
     public func moderate(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> ModerationOutcome {
         let locale = enterLocale(user: message.from, message: message)
         defer { leaveLocale(locale) }
+        let argument = pushMessage(message, until: until)
         let run = dispatch(
-            .moderation, cid: message.cid, messageID: message.id, until: until, push: pushMessage(message, until: until),
+            .moderation, cid: message.cid, messageID: message.id, until: until, push: { argument.push($0) },
             read: { plugin, L -> ModerationVerdict? in
                 let (verdict, actions) = try readModeration(L, message: message)
                 plugin.pending += actions.map { HookAction(plugin: plugin.name, kind: $0) }
@@ -97,10 +98,13 @@ extension PluginEngine {
     public func receive(_ message: HookMessage) -> HookResult {
         let locale = enterLocale(user: message.from, message: message)
         defer { leaveLocale(locale) }
-        if let answered = answerDialog(message) { return answered }
+        let command = invocation(message)
+        if let answered = answerDialog(message, command) { return answered }
         return asking(DialogTarget(cid: message.cid, member: message.from)) {
-            if let handled = runCommand(message) { return handled }
-            return answeringUnknownCommand(message, runAll(.onReceive, cid: message.cid, messageID: message.id, pushMessage(message)))
+            if let handled = runCommand(message, command) { return handled }
+            let argument = pushMessage(message)
+            return answeringUnknownCommand(
+                message, command, runAll(.onReceive, cid: message.cid, messageID: message.id) { argument.push($0) })
         }
     }
 
@@ -126,10 +130,13 @@ extension PluginEngine {
         var errors = mod.errors
         if let d = delivered {
             // An answer to an open dialog (ctx.ask) goes to the waiting hook instead of on_receive.
+            let command = invocation(d)
             let r =
-                answerDialog(d)
+                answerDialog(d, command)
                 ?? asking(DialogTarget(cid: d.cid, member: d.from)) {
-                    runCommand(d) ?? answeringUnknownCommand(d, runAll(.onReceive, cid: d.cid, messageID: d.id, pushMessage(d)))
+                    if let handled = runCommand(d, command) { return handled }
+                    let argument = pushMessage(d)
+                    return answeringUnknownCommand(d, command, runAll(.onReceive, cid: d.cid, messageID: d.id) { argument.push($0) })
                 }
             actions += r.actions
             errors += r.errors
@@ -149,7 +156,7 @@ extension PluginEngine {
         // A waterfall: each plugin gets the message as the previous one left it; a drop ends the chain.
         let run = dispatch(
             .beforeSend, cid: message.cid, messageID: message.id, until: until,
-            push: { L in current == message ? original(L) : pushMessage(current, until: until)(L) },
+            push: { L in current == message ? original.push(L) : pushMessage(current, until: until).push(L) },
             read: { _, L -> String?? in
                 let t = lua_gettop(L)
                 switch lua_type(L, t) {
@@ -244,7 +251,8 @@ extension PluginEngine {
         defer { leaveLocale(locale) }
         var m = message
         m.transient = true
-        return runAll(.onTransient, cid: m.cid, messageID: m.id, pushMessage(m))
+        let argument = pushMessage(m)
+        return runAll(.onTransient, cid: m.cid, messageID: m.id) { argument.push($0) }
     }
 
     /// Conversation events: `on_member_joined`, `on_member_left`, `on_invited`,

@@ -87,6 +87,8 @@ final class TypeRegistry: Sendable {
     var all: [CustomMessageType] { byNumber.withLock { $0.values.map(\.type).sorted { $0.number < $1.number } } }
 
     func name(of number: Int) -> String? {
+        // Every message asks: LeanCloud's types by MessageType's own switch, without hashing.
+        if let t = MessageType(rawValue: number) { return t.name }
         if let n = HookMessageTypes.builtinNames[number] { return n }
         return type(number: number)?.name
     }

@@ -96,12 +96,70 @@ static void hb_count_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
 }
 
+/* The keys of a message table, in the order hb_push_message sets them (indices into the registry's
+   array of interned keys). */
+enum { K_ID = 1, K_CID, K_FROM, K_TYPE, K_TYPE_NAME, K_TEXT, K_ATTRS, K_FILE, K_LOCATION, K_TIMESTAMP, K_TRANSIENT,
+       K_BINARY, K_COUNT = K_BINARY };
+static const char *const hb_message_key_names[K_COUNT] = {
+    "id", "cid", "from", "type", "type_name", "text", "attrs", "file", "location", "timestamp", "transient", "binary"};
+
 lua_State *hb_newstate(hb_limits *lim) {
     lim->unlimited = 1;
     lua_State *L = lua_newstate(hb_alloc, lim);
     if (L == NULL) return NULL;
     *(hb_limits **)lua_getextraspace(L) = lim;
+    lua_createtable(L, K_COUNT, 0);
+    for (int i = 0; i < K_COUNT; i++) {
+        lua_pushstring(L, hb_message_key_names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lim->message_keys = luaL_ref(L, LUA_REGISTRYINDEX);
     return L;
+}
+
+/* Written in C because it is the larger part of a hook call (a fresh table per call, since plugins may keep
+   `msg`): keys interned once and raw sets save a string-cache lookup and a metatable check per field over
+   lua_setfield, and one call from Swift replaces a dozen. */
+void hb_push_message(lua_State *L, int present, lua_Integer type, lua_Integer timestamp, int transient) {
+    int count = 3;
+    for (int bit = HB_MSG_TYPE_NAME; bit <= HB_MSG_BINARY; bit <<= 1)
+        if (present & bit) count++;
+    int v = lua_gettop(L) - count + 1; /* the first value */
+    lua_checkstack(L, 4);
+    lua_createtable(L, 0, 12);
+    int t = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, hb_limits_of(L)->message_keys);
+    int k = t + 1;
+#define HB_SET_VALUE(key, idx) (lua_rawgeti(L, k, key), lua_pushvalue(L, idx), lua_rawset(L, t))
+    HB_SET_VALUE(K_ID, v);
+    HB_SET_VALUE(K_CID, v + 1);
+    HB_SET_VALUE(K_FROM, v + 2);
+    int next = v + 3;
+    lua_rawgeti(L, k, K_TYPE);
+    lua_pushinteger(L, type);
+    lua_rawset(L, t);
+    if (present & HB_MSG_TYPE_NAME) HB_SET_VALUE(K_TYPE_NAME, next++);
+    if (present & HB_MSG_TEXT) HB_SET_VALUE(K_TEXT, next++);
+    if (present & HB_MSG_ATTRS) {
+        HB_SET_VALUE(K_ATTRS, next++);
+    } else {
+        lua_rawgeti(L, k, K_ATTRS);
+        lua_createtable(L, 0, 0);
+        lua_rawset(L, t);
+    }
+    if (present & HB_MSG_FILE) HB_SET_VALUE(K_FILE, next++);
+    if (present & HB_MSG_LOCATION) HB_SET_VALUE(K_LOCATION, next++);
+    lua_rawgeti(L, k, K_TIMESTAMP);
+    lua_pushinteger(L, timestamp);
+    lua_rawset(L, t);
+    lua_rawgeti(L, k, K_TRANSIENT);
+    lua_pushboolean(L, transient);
+    lua_rawset(L, t);
+    if (present & HB_MSG_BINARY) HB_SET_VALUE(K_BINARY, next++);
+#undef HB_SET_VALUE
+    lua_settop(L, t);   /* the keys */
+    lua_replace(L, v);  /* the table where the first value was */
+    lua_settop(L, v);
 }
 
 int hb_limited_pcall(lua_State *L, int nargs, int nresults, double seconds, long long budget) {

@@ -36,6 +36,7 @@ typedef struct hb_limits {
     double deadline;            /* monotonic seconds; <= 0: none */
     void *owner;                /* Swift object (unretained) */
     unsigned long long last_nanos; /* how long the last hb_limited_pcall / hb_limited_resume took */
+    int message_keys;           /* registry ref of the message tables' keys (hb_push_message) */
 } hb_limits;
 
 /* A Swift function callable from Lua: returns its result count, or a negative
@@ -62,6 +63,18 @@ void hb_push_swift_function(lua_State *L, hb_swift_fn f);
 /* Pushes a closure over `f` with the `nup` values on top of the stack as
    upvalues 2..nup+1 (upvalue 1 is the Swift function). */
 void hb_push_swift_closure(lua_State *L, hb_swift_fn f, int nup);
+
+/* What hb_push_message finds on the stack besides id, cid and from (flags of `present`). */
+enum {
+    HB_MSG_TYPE_NAME = 1, HB_MSG_TEXT = 2, HB_MSG_ATTRS = 4, HB_MSG_FILE = 8, HB_MSG_LOCATION = 16, HB_MSG_BINARY = 32
+};
+
+/* Builds the message table a hook gets (`msg`, docs/PLUGINS.md "Messages") from the values on top of the
+   stack, pushed in this order: id, cid, from, then those `present` names: type_name, text, attrs (a table),
+   file (a table), location (a table), binary. Pops them and pushes the new table, with `type`, `timestamp`,
+   `transient` and, without HB_MSG_ATTRS, a new empty `attrs`. The keys are strings interned once per state
+   (kept in the registry), set with raw sets in the order the fields are listed here. */
+void hb_push_message(lua_State *L, int present, lua_Integer type, lua_Integer timestamp, int transient);
 
 /* Opens the libraries plugins may use (the sandbox removes what they may not). */
 void hb_open_safe_libs(lua_State *L);
