@@ -16,8 +16,9 @@ final class Connection: Sendable {
         /// A whole WebSocket frame, header included (`ServerFrame`): a fan-out shares one among the receivers
         /// of a wire format, and each socket writes it as it is.
         case framed(ByteBuffer)
-        /// A command handed as a value to an in-process client.
-        case command(Command)
+        /// A command handed as a value to an in-process client. Boxed (`indirect`): a `Command` is a few
+        /// kilobytes, and every frame of a fan-out, queued in an `Outbox`, is an `Outbound`.
+        indirect case command(Command)
         case close(WebSocketErrorCode, String?)
     }
 
@@ -62,7 +63,7 @@ final class Connection: Sendable {
     var identity: Identity? { state.withLock { $0.identity } }
     /// Whether `close` has been called.
     var isClosed: Bool { state.withLock { $0.closed } }
-    var clientID: String? { identity?.clientID }
+    var clientID: String? { state.withLock { $0.identity?.clientID } }
 
     func setIdentity(_ identity: Identity?) {
         state.withLock { $0.identity = identity }
