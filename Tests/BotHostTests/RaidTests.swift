@@ -175,6 +175,23 @@ final class RaidTests: XCTestCase {
         }
     }
 
+    /// member01 starts the group `name` with member02 and the bot, and `newcomer` joins it: the shipped screening
+    /// mutes the newcomer. Returns the group's id, the three clients (member01, member02, newcomer) and their
+    /// logs, and the seconds of the mute the newcomer was told of.
+    static func newcomerJoins(
+        _ harness: BotHarness, _ newcomer: String, group name: String
+    ) async throws -> (cid: String, clients: [IMClient], logs: [EventLog], mutedSeconds: Int) {
+        let clients = ["member01", "member02", newcomer].map { harness.server.client($0) }
+        let logs = try await openClients(clients)
+        let group = try await clients[0].createConversation(name: name, members: ["member02", "modbot"])
+        let cid = group.id
+        try await clients[2].conversation(cid).join()
+        let muted = try await logs[2].next("the newcomer's mute") { event -> Int? in
+            if case .muted(cid, "modbot", let seconds, false) = event { seconds } else { nil }
+        }
+        return (cid, clients, logs, muted)
+    }
+
     /// Screening through a real server with the in-group fallback (`dm = false, ask_in_group = true`): the
     /// newcomer is muted by the server, opens a 1:1 chat with the bot, answers wrong once and then right,
     /// and may post. (The bot opening the 1:1 chat itself: ScreeningDMTests.)
@@ -183,16 +200,8 @@ final class RaidTests: XCTestCase {
         addTeardownBlock { await harness.server.stop() }
         let bot = try await Self.shippedBot(harness, gatekeeper: ["screening": true, "dm": false, "ask_in_group": true])
         addTeardownBlock { await bot.stop() }
-        let clients = ["member01", "member02", "newbie"].map { harness.server.client($0) }
-        let logs = try await openClients(clients)
-        let (owner, newbie) = (clients[0], clients[2])
-        let group = try await owner.createConversation(name: "screened", members: ["member02", "modbot"])
-        let cid = group.id
-        try await newbie.conversation(cid).join()
-
-        let muted = try await logs[2].next("the newcomer's mute") { event -> Int? in
-            if case .muted(cid, "modbot", let seconds, false) = event { seconds } else { nil }
-        }
+        let (cid, clients, logs, muted) = try await Self.newcomerJoins(harness, "newbie", group: "screened")
+        let newbie = clients[2]
         XCTAssertEqual(muted, 300)
         let asked = try await logs[0].next("the question in the group") { event -> String? in
             if case .message(let m) = event, m.from == "modbot", m.content.text?.hasPrefix("@newbie welcome!") == true {

@@ -15,16 +15,8 @@ final class ScreeningDMTests: XCTestCase {
         addTeardownBlock { await harness.server.stop() }
         let bot = try await RaidTests.shippedBot(harness, gatekeeper: ["screening": true, "language": "both"])
         addTeardownBlock { await bot.stop() }
-        let clients = ["member01", "member02", "小明"].map { harness.server.client($0) }
-        let logs = try await openClients(clients)
-        let (owner, newbie) = (clients[0], clients[2])
-        let group = try await owner.createConversation(name: "screened 群", members: ["member02", "modbot"])
-        let cid = group.id
-        try await newbie.conversation(cid).join()
-
-        let muted = try await logs[2].next("the newcomer's mute") { event -> Int? in
-            if case .muted(cid, "modbot", let seconds, false) = event { seconds } else { nil }
-        }
+        let (cid, clients, logs, muted) = try await RaidTests.newcomerJoins(harness, "小明", group: "screened 群")
+        let newbie = clients[2]
         XCTAssertEqual(muted, 300)
         // The question arrives in a conversation the bot opened with the newcomer.
         let prefix = "To post in \(cid), answer: "
