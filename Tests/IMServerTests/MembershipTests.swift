@@ -12,10 +12,10 @@ final class MembershipTests: XCTestCase {
     ) async throws {
         let changed = try await actor.client.request(.conv(op, cid, members: [member.id])).m
         XCTAssertEqual(changed, [member.id], file: file, line: line)
-        let notice = try await member.client.next { $0.op == told }
+        let notice = try await member.client.next("\(member.id) told \(told)") { $0.op == told }
         XCTAssertEqual(notice.initBy, actor.id, file: file, line: line)
         for watcher in watchers {
-            let heard = try await watcher.next { $0.op == event && $0.m == [member.id] }
+            let heard = try await watcher.next("\(event) naming \(member.id)") { $0.op == event && $0.m == [member.id] }
             XCTAssertEqual(heard.initBy, actor.id, file: file, line: line)
         }
     }
