@@ -16,8 +16,8 @@ final class Connection: Sendable {
         /// A whole WebSocket frame, header included (`ServerFrame`): a fan-out shares one among the receivers
         /// of a wire format, and each socket writes it as it is.
         case framed(ByteBuffer)
-        /// A command handed as a value to an in-process client. Boxed (`indirect`): a `Command` is a few
-        /// kilobytes, and every frame of a fan-out, queued in an `Outbox`, is an `Outbound`.
+        /// A command handed as a value to an in-process client. Boxed (`indirect`): a `Command` is 1.2 KB,
+        /// and every frame of a fan-out, queued in an `Outbox`, is an `Outbound`.
         indirect case command(Command)
         case close(WebSocketErrorCode, String?)
     }
