@@ -401,7 +401,8 @@ final class WebSocketSession: ChannelDuplexHandler {
             resume = {}
             answerClose = { _ in }
         }
-        Task {
+        // On the event loop that read the messages: its replies are written without a hop (`Writer.write`).
+        Task(executorPreference: context.map { EventLoopTaskExecutor($0.eventLoop) }) {
             while let item = inbox.next() {
                 resume()
                 switch item {
