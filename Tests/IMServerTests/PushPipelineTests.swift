@@ -182,7 +182,7 @@ final class PushPipelineTests: XCTestCase {
 
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
         addTeardownBlock { await gateway.shutdown() }
-        let second = try await startServer(directory: first.directory) { configure(&$0, gateway: gateway) }
+        _ = try await startServer(directory: first.directory) { configure(&$0, gateway: gateway) }
         let pushes = try await gateway.waitFor(count: 1)
         XCTAssertEqual(pushes.first?.json?["notification"]?["body"], "Tom: before the restart")
         XCTAssertEqual(pushes.first?.json?["device"]?["token"], "jerry-phone")
