@@ -71,16 +71,17 @@ public struct ServerMediaSource: HookMediaSource {
     static func record(id: String, _ file: [String: JSONValue]) -> HookMediaRecord? {
         let meta = file["metaData"]?.objectValue ?? [:]
         guard let sha = meta["sha256"]?.stringValue, sha.count == 64, let size = meta["size"]?.intValue else { return nil }
-        return HookMediaRecord(
-            id: id, url: file["url"]?.stringValue, name: file["name"]?.stringValue,
-            mime: meta["mime_type"]?.stringValue ?? file["mime_type"]?.stringValue ?? "application/octet-stream", size: size,
+        let metadata = MediaMetadata(
+            size: Int64(size), sha256: sha,
+            mime: meta["mime_type"]?.stringValue ?? file["mime_type"]?.stringValue ?? "application/octet-stream",
             format: meta["format"]?.stringValue, width: meta["width"]?.intValue, height: meta["height"]?.intValue,
-            duration: meta["duration"]?.doubleValue, sha256: sha)
+            duration: meta["duration"]?.doubleValue)
+        return HookMediaRecord(id: id, url: file["url"]?.stringValue, name: file["name"]?.stringValue, metadata: metadata)
     }
 
     public func read(id: String, maxBytes: Int) async throws -> [UInt8] {
         guard let record = try await record(id: id) else { throw HookMediaError("no stored file \(id)") }
-        let wanted = min(maxBytes, record.size)
+        let wanted = Int(min(Int64(maxBytes), record.metadata.size))
         guard wanted > 0 else { return [] }
         // The record's URL names the server as the client that asked saw it (or its public address): the
         // bot asks its own way in, with the URL's path and query (a signed URL keeps its signature).

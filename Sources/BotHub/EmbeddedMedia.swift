@@ -15,12 +15,9 @@ struct EmbeddedMedia: HookMediaSource {
 
     /// A record without content (no SHA-256: a file kept elsewhere) is no stored file.
     static func record(_ record: MediaRecord) -> HookMediaRecord? {
-        let m = record.metadata
-        guard m.sha256.count == 64 else { return nil }
+        guard record.metadata.sha256.count == 64 else { return nil }
         let name = record.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#")))
-        return HookMediaRecord(
-            id: record.id, url: "/media/\(record.id)/\(name ?? "file")", name: record.name, mime: m.mime, size: Int(m.size),
-            format: m.format, width: m.width, height: m.height, duration: m.duration, sha256: m.sha256)
+        return HookMediaRecord(id: record.id, url: "/media/\(record.id)/\(name ?? "file")", name: record.name, metadata: record.metadata)
     }
 
     func read(id: String, maxBytes: Int) async throws -> [UInt8] {

@@ -203,8 +203,8 @@ func luaPush(_ L: LuaRef, message m: HookMessage, typeName: String?, file lookup
     if let f = m.file {
         if !luaPush(L, json: .object(f.hookFields)) { lua_createtable(L, 0, 0) }
         if let record = lookup?.record {
-            luaSetField(L, "mime", record.mime)
-            luaSetField(L, "sha256", record.sha256)
+            luaSetField(L, "mime", record.metadata.mime)
+            luaSetField(L, "sha256", record.metadata.sha256)
             lua_pushboolean(L, 1)
         } else {
             if let error = lookup?.error { luaSetField(L, "error", error) }

@@ -21,31 +21,14 @@ public struct HookMediaRecord: Sendable, Hashable {
     /// Where the file is served (a path such as `/media/<id>/<name>`, or an absolute URL).
     public var url: String?
     public var name: String?
-    /// The MIME type sniffed from the magic bytes.
-    public var mime: String
-    public var size: Int
-    /// Short format name (png, jpeg, mp3, …) when the bytes were recognised.
-    public var format: String?
-    public var width: Int?
-    public var height: Int?
-    public var duration: Double?
-    /// SHA-256 of the content, lowercase hex.
-    public var sha256: String
+    /// What the server computed from the bytes: size, SHA-256, sniffed MIME type, format, dimensions, duration.
+    public var metadata: MediaMetadata
 
-    public init(
-        id: String, url: String? = nil, name: String? = nil, mime: String, size: Int, format: String? = nil, width: Int? = nil,
-        height: Int? = nil, duration: Double? = nil, sha256: String
-    ) {
+    public init(id: String, url: String? = nil, name: String? = nil, metadata: MediaMetadata) {
         self.id = id
         self.url = url
         self.name = name
-        self.mime = mime
-        self.size = size
-        self.format = format
-        self.width = width
-        self.height = height
-        self.duration = duration
-        self.sha256 = sha256
+        self.metadata = metadata
     }
 }
 
@@ -216,16 +199,17 @@ func luaSetRecordFields(_ L: LuaRef, _ record: HookMediaRecord) {
     luaSetField(L, "id", record.id)
     if let v = record.url { luaSetField(L, "url", v) }
     if let v = record.name { luaSetField(L, "name", v) }
-    luaSetField(L, "mime", record.mime)
-    luaSetField(L, "size", int: Int64(record.size))
-    if let v = record.format { luaSetField(L, "format", v) }
-    if let v = record.width { luaSetField(L, "width", int: Int64(v)) }
-    if let v = record.height { luaSetField(L, "height", int: Int64(v)) }
-    if let v = record.duration {
+    let m = record.metadata
+    luaSetField(L, "mime", m.mime)
+    luaSetField(L, "size", int: m.size)
+    if let v = m.format { luaSetField(L, "format", v) }
+    if let v = m.width { luaSetField(L, "width", int: Int64(v)) }
+    if let v = m.height { luaSetField(L, "height", int: Int64(v)) }
+    if let v = m.duration {
         lua_pushnumber(L, v)
         luaSetFieldTop(L, "duration")
     }
-    luaSetField(L, "sha256", record.sha256)
+    luaSetField(L, "sha256", m.sha256)
     lua_pushboolean(L, 1)
     luaSetFieldTop(L, "stored")
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// What the server computed about a stored file — never the client's word. One type for the server's records and
 /// the SDK's `IMMediaFile`, which hold the same facts.
-public struct MediaMetadata: Sendable, Equatable, Codable {
+public struct MediaMetadata: Sendable, Hashable, Codable {
     /// Bytes stored.
     public var size: Int64
     /// SHA-256 of the content, lowercase hex (also where the local backend keeps the bytes).

@@ -288,13 +288,15 @@ public struct Scenario: Sendable {
             guard sha.isEmpty || (sha.count == 64 && sha.allSatisfy(\.isHexDigit)) else {
                 throw ScenarioError("\(at).sha256 must be 64 hex digits")
             }
-            let record = HookMediaRecord(
-                id: id, url: "/media/\(id)/\(name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "file")",
-                name: name, mime: try f["mime"].map { try string($0, "\(at).mime") } ?? "application/octet-stream",
-                size: try f["size"].map { try int($0, "\(at).size") } ?? content?.count ?? 0,
+            let metadata = MediaMetadata(
+                size: Int64(try f["size"].map { try int($0, "\(at).size") } ?? content?.count ?? 0), sha256: sha.lowercased(),
+                mime: try f["mime"].map { try string($0, "\(at).mime") } ?? "application/octet-stream",
                 format: try f["format"].map { try string($0, "\(at).format") },
                 width: try f["width"].map { try int($0, "\(at).width") }, height: try f["height"].map { try int($0, "\(at).height") },
-                duration: try f["duration"].map { try number($0, "\(at).duration") }, sha256: sha.lowercased())
+                duration: try f["duration"].map { try number($0, "\(at).duration") })
+            let record = HookMediaRecord(
+                id: id, url: "/media/\(id)/\(name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "file")",
+                name: name, metadata: metadata)
             out[id] = ScenarioFile(record: record, content: content)
         }
         return out

@@ -23,7 +23,7 @@ struct ScenarioMedia: HookMediaSource {
     func filled(_ file: FileInfo) -> FileInfo {
         guard let id = file.objId, let record = files[id]?.record else { return file }
         return FileInfo(
-            url: record.url ?? "", objId: id, name: record.name, format: record.format, size: Int64(record.size),
-            width: record.width, height: record.height, duration: record.duration)
+            url: record.url ?? "", objId: id, name: record.name, format: record.metadata.format, size: record.metadata.size,
+            width: record.metadata.width, height: record.metadata.height, duration: record.metadata.duration)
     }
 }

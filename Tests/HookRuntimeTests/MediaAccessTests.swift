@@ -40,8 +40,10 @@ final class MediaAccessTests: XCTestCase {
         bytes += [UInt8](repeating: 7, count: 3 << 19 - bytes.count)
         try Data(bytes).write(to: media.appendingPathComponent("cat"))
         let record = HookMediaRecord(
-            id: "cat", url: "/media/cat/cat.png", name: "cat.png", mime: "image/png", size: bytes.count, format: "png", width: 64,
-            height: 48, sha256: String(repeating: "3c", count: 32))
+            id: "cat", url: "/media/cat/cat.png", name: "cat.png",
+            metadata: MediaMetadata(
+                size: Int64(bytes.count), sha256: String(repeating: "3c", count: 32), mime: "image/png", format: "png", width: 64,
+                height: 48))
         return (f, DirectoryMedia(directory: media, records: ["cat": record], delay: delay))
     }
 
@@ -252,9 +254,11 @@ final class MediaAccessTests: XCTestCase {
         try Data(gif).write(to: base.directory.appendingPathComponent("anim"))
         var media = base
         media.records["anim"] = HookMediaRecord(
-            id: "anim", name: "anim.png", mime: "image/gif", size: gif.count, sha256: String(repeating: "9", count: 64))
+            id: "anim", name: "anim.png",
+            metadata: MediaMetadata(size: Int64(gif.count), sha256: String(repeating: "9", count: 64), mime: "image/gif"))
         let bannedHash = String(repeating: "b", count: 64)
-        media.records["copy"] = HookMediaRecord(id: "copy", name: "copy.png", mime: "image/png", size: 10, sha256: bannedHash)
+        media.records["copy"] = HookMediaRecord(
+            id: "copy", name: "copy.png", metadata: MediaMetadata(size: 10, sha256: bannedHash, mime: "image/png"))
         let engine = f.runtime(config: ["filecheck": ["banned": [.string(bannedHash)]]])
         engine.setMedia(media)
         XCTAssertEqual(engine.loadAll().errors, [])

@@ -142,8 +142,8 @@ final class MessageTableTests: XCTestCase {
                 directory: f.root,
                 records: [
                     "pic": HookMediaRecord(
-                        id: "pic", url: "/media/pic/猫.png", name: "猫.png", mime: "image/png", size: 2048, format: "png", width: 64,
-                        height: 48, sha256: sha)
+                        id: "pic", url: "/media/pic/猫.png", name: "猫.png",
+                        metadata: MediaMetadata(size: 2048, sha256: sha, mime: "image/png", format: "png", width: 64, height: 48))
                 ]))
         XCTAssertEqual(engine.loadAll().errors, [])
         var photo = HookMessage(
