@@ -188,12 +188,13 @@ struct KeyLines: Sendable {
 /// - a table header whose first key starts with a character that cannot start a key (`[/bot]`, `[[ +rules]]`;
 ///   `parse_key()`: "is_bare_key_character || is_string_delimiter");
 /// - a `}` where an array expects a value (`rules = [ } ]`, `[1, }]`; `parse_value()`: "!is_value_terminator").
-/// A header is a `[` at the start of a line outside strings and outside the brackets of a value; the scan
-/// tracks strings, comments and the brackets of values, nothing more.
+/// A header is a `[` at the start of a line (after a byte order mark on the first) outside strings and outside
+/// the brackets of a value; the scan tracks strings, comments and the brackets of values, nothing more.
 enum ParserTraps {
     static func firstProblem(in text: String) -> (line: Int, message: String)? {
         let bytes = Array(text.utf8)
-        var index = 0
+        // A UTF-8 byte order mark, which toml++ skips, does not make the first line's header a value.
+        var index = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var line = 1
         var open: [UInt8] = [] // the [ and { of a value, innermost last
         var expectingArrayValue = false // after an array's [ or a comma in it

@@ -81,13 +81,18 @@ final class ConfigFileTests: XCTestCase {
     /// TOMLKit's parser aborts the process on a table header whose first key starts with a character that
     /// cannot start a key (found by `make fuzz`): such headers are syntax errors with their line instead.
     func testTableHeadersThatCannotStartWithAKeyAreErrorsNotCrashes() throws {
-        for (text, line) in [("[bot]\nx = 1\n\n[/bot]\n", 4), ("[[ +rules]]\n", 1), ("\n[\u{e9}t\u{e9}]\n", 2), ("[\u{1}]", 1)] {
+        for (text, line) in [
+            ("[bot]\nx = 1\n\n[/bot]\n", 4), ("[[ +rules]]\n", 1), ("\n[\u{e9}t\u{e9}]\n", 2), ("[\u{1}]", 1),
+            // after a byte order mark, the first line's header is still a header
+            ("\u{FEFF}[\u{eb}ot]\nclient_id = \"bot\"\n", 1),
+        ] {
             XCTAssertThrowsError(try ConfigFile(text: text), text) { error in
                 let error = error as? ConfigurationError
                 XCTAssertEqual(error?.line, line, "\(text): \(String(describing: error))")
                 XCTAssertTrue(error?.message.contains("expected a key") == true, "\(String(describing: error))")
             }
         }
+        XCTAssertEqual(try ConfigFile(text: "\u{FEFF}[bot]\nclient_id = \"机器人\"\n").root["bot"]?["client_id"], "机器人")
         // Brackets inside values, strings and comments are not headers.
         let valid = """
             x = [
