@@ -391,14 +391,14 @@ import Testing
 
     // MARK: Deadlines
 
-    /// A moderation hook that takes about 150 ms of wall time (mostly inside C calls, so well within the
+    /// A moderation hook that takes about 100 ms of wall time (mostly inside C calls, so well within the
     /// instruction budget) and blocks "forbidden".
     static let slowModeration = """
         return {
           name = "slow",
           moderation = function(msg, ctx)
             local started = ctx.now()
-            while ctx.now() - started < 0.15 do local _ = string.rep("x", 2000) end
+            while ctx.now() - started < 0.1 do local _ = string.rep("x", 2000) end
             if (msg.text or ""):find("forbidden", 1, true) then return ctx.block("forbidden word") end
           end,
         }
@@ -445,7 +445,7 @@ import Testing
                 let chat = try await harness.tomsConversation(with: ["Jerry"])
                 let (conversation, logs) = (chat.conversation, chat.logs)
                 let burst = 8
-                // Eight forbidden messages at once: each review takes 150 ms on the one Lua thread, so most
+                // Eight forbidden messages at once: each review takes 100 ms on the one Lua thread, so most
                 // cannot be decided within 200 ms and the (fail-open) policy decides them.
                 let outcomes = await sendAtOnce(burst, in: conversation) { "forbidden \($0)" }
                 let refused = outcomes.compactMap { $0 }
