@@ -11,7 +11,7 @@ NGINX_PACKAGES := nginx
 NODE_PACKAGES := nodejs
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps browser postgres nginx node apt-install build test test-suites test-console-js lint format fuzz run bench bench-cluster clean
+.PHONY: deps browser postgres nginx node apt-install build test test-suites test-console-js lint format fuzz run bench bench-cluster bench-outside clean
 
 ## Install the system packages the build needs (Debian/Ubuntu), only when missing.
 deps:
@@ -118,6 +118,14 @@ bench-cluster: deps postgres
 	$(SWIFT) build -c release --product hookbot
 	scripts/with-postgres.sh sh -c '.build/release/hookbot bench --only w1b,w3 --database "$$HOOKBOT_TEST_POSTGRES_URL" --nodes 2 --summary && \
 		.build/release/hookbot bench --only w1b,w3 --database "$$HOOKBOT_TEST_POSTGRES_URL" --nodes 1 --summary'
+
+## The outside harness (release build): w1a, w1b and w3 measured by a separate Node client process over WebSockets,
+## the server's CPU read from its own process (docs/PERFORMANCE.md, "The outside harness").
+bench-outside: deps node
+	@$(MAKE) --no-print-directory apt-install PACKAGES="node-ws"
+	$(SWIFT) build -c release --product hookbot
+	node scripts/outside-bench.js --binary .build/release/hookbot
+	node scripts/outside-bench.js --binary .build/release/hookbot --relaxed-sync --only w1a,w1b
 
 clean:
 	rm -rf .build

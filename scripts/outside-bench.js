@@ -1,0 +1,301 @@
+#!/usr/bin/env node
+// The outside harness: w1a, w1b and w3 measured by a separate client process over loopback WebSockets,
+// the shape in which issue 30 compared Hookbot with Prosody and Errbot. `hookbot bench` runs its clients
+// (IMClient) inside the measured process; here they are lean JSON WebSocket clients in Node, so the
+// server's CPU per round trip / delivery is read from its own process (/proc/<pid>/stat) alone.
+//
+//   node scripts/outside-bench.js [--binary .build/release/hookbot] [--only w1a,w1b,w3] [--relaxed-sync] [--quick]
+//
+// w1a / w1b start `hookbot run` (embedded server, bot in process, the same ping -> pong and word-filter
+// plugins as `hookbot bench`); w3 starts `hookbot server`. Prints one JSON object. Needs Node and the `ws`
+// package (Debian's node-ws: `make bench-outside` installs both).
+'use strict';
+module.paths.push('/usr/share/nodejs');
+const WebSocket = require('ws');
+const { spawn } = require('child_process');
+const fs = require('fs');
+const net = require('net');
+const os = require('os');
+const path = require('path');
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const k = args.indexOf(name);
+  return k >= 0 ? args[k + 1] : fallback;
+};
+const binary = path.resolve(option('--binary', '.build/release/hookbot'));
+const only = option('--only', 'w1a,w1b,w3').split(',');
+const relaxed = args.includes('--relaxed-sync');
+const scale = args.includes('--quick') ? 0.2 : 1;
+const ticksPerSecond = 100; // _SC_CLK_TCK on Linux
+
+const pingPlugin = `return { name = "ping", on_receive = function(msg, ctx)
+  local k = msg.text and msg.text:match("^ping (%d+)$")
+  if k then ctx.reply("pong " .. k) end
+end }
+`;
+const filterPlugin = `return { name = "filter", moderation = function(msg, ctx)
+  if msg.text and msg.text:find("forbidden-word", 1, true) then
+    return { verdict = "block", reason = "forbidden word" }
+  end
+end }
+`;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** CPU seconds (user + system) used so far by process `pid`. */
+function cpuSeconds(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A JSON client of the realtime protocol: requests with `i`, deliveries acknowledged once per turn. */
+class Client {
+  constructor(port, peerId) {
+    this.peerId = peerId;
+    this.url = `ws://127.0.0.1:${port}/ws`;
+    this.serial = 0;
+    this.pending = new Map();
+    this.unacked = new Map();
+    this.onDirect = () => {};
+  }
+
+  async open() {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await new Promise((resolve, reject) => {
+          this.ws = new WebSocket(this.url, { perMessageDeflate: false });
+          this.ws.once('open', resolve);
+          this.ws.once('error', reject);
+        });
+        break;
+      } catch (error) {
+        if (attempt > 100) throw error;
+        await sleep(100);
+      }
+    }
+    this.ws.on('message', (data) => this.receive(JSON.parse(data.toString())));
+    const opened = await this.request({ cmd: 'session', op: 'open', peerId: this.peerId });
+    if (opened.op !== 'opened') throw new Error(`${this.peerId}: login refused: ${JSON.stringify(opened)}`);
+  }
+
+  request(command) {
+    const i = ++this.serial;
+    this.ws.send(JSON.stringify({ ...command, i }));
+    return new Promise((resolve) => this.pending.set(i, resolve));
+  }
+
+  receive(command) {
+    if (command.i !== undefined && this.pending.has(command.i)) {
+      const resolve = this.pending.get(command.i);
+      this.pending.delete(command.i);
+      resolve(command);
+    } else if (command.cmd === 'direct') {
+      if (command.id && !command.transient) this.acknowledgeLater(command.cid, command.id);
+      this.onDirect(command);
+    }
+  }
+
+  acknowledgeLater(cid, id) {
+    if (this.unacked.size === 0) setImmediate(() => this.flushAcks());
+    if (!this.unacked.has(cid)) this.unacked.set(cid, []);
+    this.unacked.get(cid).push(id);
+  }
+
+  flushAcks() {
+    for (const [cid, ids] of this.unacked) this.ws.send(JSON.stringify({ cmd: 'ack', cid, ids }));
+    this.unacked.clear();
+  }
+
+  send(cid, text) {
+    return this.request({ cmd: 'direct', cid, msg: JSON.stringify({ _lctype: -1, _lctext: text }) });
+  }
+
+  close() {
+    this.ws.close();
+  }
+}
+
+async function startHookbot(name, argsFor) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `outside-${name}-`));
+  const port = await freePort();
+  const child = spawn(binary, argsFor(dir, port), { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return {
+    port,
+    pid: child.pid,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function botHub() {
+  return startHookbot('w1', (dir, port) => {
+    fs.mkdirSync(path.join(dir, 'plugins'));
+    fs.writeFileSync(path.join(dir, 'plugins', 'ping.lua'), pingPlugin);
+    fs.writeFileSync(path.join(dir, 'plugins', 'filter.lua'), filterPlugin);
+    const max = 2147483647;
+    fs.writeFileSync(
+      path.join(dir, 'hookbot.toml'),
+      `[bot]\nclient_id = "bench-bot"\nstate = "state.sqlite"\nreply_limit = ${max}\nglobal_reply_limit = ${max}\n` +
+        `sends_per_event = ${max}\n\n[plugins]\ndirectory = "plugins"\nwatch_interval_seconds = 0\n\n` +
+        `[server]\nport = ${port}\ndb = "server.sqlite"\nsynchronous = "${relaxed ? 'normal' : 'full'}"\n` +
+        `interception_deadline_ms = 1000\n`,
+    );
+    return ['run', '--config', 'hookbot.toml', '--log-level', 'error'];
+  });
+}
+
+function percentile(sorted, p) {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : 0;
+}
+
+function latency(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const round = (x) => Math.round(x * 1000) / 1000;
+  return { p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)), max: round(sorted[sorted.length - 1] || 0) };
+}
+
+/** w1: `messages` pings to the bot with `inFlight` of them outstanding; the bot answers each with a pong. */
+async function pingPong(messages, warmup, inFlight) {
+  const hub = await botHub();
+  try {
+    const user = new Client(hub.port, 'bench-user');
+    await user.open();
+    const started = await user.request({ cmd: 'conv', op: 'start', m: ['bench-bot'] });
+    if (!started.cid) throw new Error(`conv start failed: ${JSON.stringify(started)}`);
+    const waiting = new Map();
+    user.onDirect = (command) => {
+      if (command.fromPeerId !== 'bench-bot') return;
+      const text = JSON.parse(command.msg)._lctext || '';
+      const k = text.startsWith('pong ') ? Number(text.slice(5)) : NaN;
+      const resolve = waiting.get(k);
+      if (resolve) {
+        waiting.delete(k);
+        resolve();
+      }
+    };
+    const roundTrip = async (k) => {
+      const start = process.hrtime.bigint();
+      const pong = new Promise((resolve) => waiting.set(k, resolve));
+      const ack = await user.send(started.cid, `ping ${k}`);
+      if (ack.code) throw new Error(`ping ${k} refused: ${JSON.stringify(ack)}`);
+      await pong;
+      return Number(process.hrtime.bigint() - start) / 1e6;
+    };
+    const run = async (count, offset) => {
+      const samples = [];
+      let next = 0;
+      const lane = async () => {
+        while (next < count) samples.push(await roundTrip(offset + next++));
+      };
+      await Promise.all(Array.from({ length: Math.min(inFlight, count) }, lane));
+      return samples;
+    };
+    await run(warmup, 1000000);
+    const serverCPU = cpuSeconds(hub.pid);
+    const clientCPU = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    const samples = await run(messages, 0);
+    const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+    const server = cpuSeconds(hub.pid) - serverCPU;
+    const client = process.cpuUsage(clientCPU);
+    user.close();
+    return {
+      messages,
+      inFlight,
+      repliesPerSecond: Math.round(messages / elapsed),
+      latencyMs: latency(samples),
+      serverCPUMicrosPerRoundTrip: Math.round((server / messages) * 1e6),
+      clientCPUMicrosPerRoundTrip: Math.round(((client.user + client.system) / messages)),
+    };
+  } finally {
+    await hub.stop();
+  }
+}
+
+/** w3: one sender, `members` receivers in a group; 8 sends outstanding; every delivery counted. */
+async function fanOut(messages, members) {
+  const server = await startHookbot('w3', (dir, port) => [
+    'server', '--port', String(port), '--db', path.join(dir, 'server.sqlite'), '--log-level', 'error',
+    ...(relaxed ? ['--relaxed-sync'] : []),
+  ]);
+  try {
+    const sender = new Client(server.port, 'w3-sender');
+    await sender.open();
+    const sentAt = new Map();
+    const samples = [];
+    let remaining = messages * members;
+    let done;
+    const finished = new Promise((resolve) => (done = resolve));
+    const receivers = [];
+    for (let m = 0; m < members; m++) {
+      const receiver = new Client(server.port, `w3-m${m}`);
+      receiver.onDirect = (command) => {
+        const k = Number(JSON.parse(command.msg)._lctext);
+        samples.push(Number(process.hrtime.bigint() - sentAt.get(k)) / 1e6);
+        if (--remaining === 0) done();
+      };
+      await receiver.open();
+      receivers.push(receiver);
+    }
+    const started = await sender.request({ cmd: 'conv', op: 'start', m: receivers.map((r) => r.peerId) });
+    const serverCPU = cpuSeconds(server.pid);
+    const clientCPU = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    let next = 0;
+    const lane = async () => {
+      while (next < messages) {
+        const k = next++;
+        sentAt.set(k, process.hrtime.bigint());
+        const ack = await sender.send(started.cid, String(k));
+        if (ack.code) throw new Error(`message ${k} refused: ${JSON.stringify(ack)}`);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, lane));
+    await finished;
+    const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+    const cpu = cpuSeconds(server.pid) - serverCPU;
+    const client = process.cpuUsage(clientCPU);
+    for (const receiver of receivers) receiver.close();
+    sender.close();
+    const deliveries = messages * members;
+    return {
+      messages,
+      members,
+      deliveries,
+      deliveriesPerSecond: Math.round(deliveries / elapsed),
+      latencyMs: latency(samples),
+      serverCPUMicrosPerDelivery: Math.round((cpu / deliveries) * 1e7) / 10,
+      clientCPUMicrosPerDelivery: Math.round(((client.user + client.system) / deliveries) * 10) / 10,
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+(async () => {
+  const report = { binary, synchronous: relaxed ? 'normal' : 'full', cores: os.cpus().length };
+  if (only.includes('w1a')) report.w1a = await pingPong(Math.round(2000 * scale), 200, 1);
+  if (only.includes('w1b')) report.w1b = await pingPong(Math.round(10000 * scale), 200, 50);
+  if (only.includes('w3')) report.w3 = await fanOut(Math.round(2000 * scale), 50);
+  console.log(JSON.stringify(report, null, 2));
+})().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
