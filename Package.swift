@@ -93,7 +93,8 @@ let package = Package(
             name: "IMClient",
             dependencies: [
                 "IMCore", "IMSignatures",
-                .hummingbirdWSClient, .logging, .nioSSL,
+                // The WebSocket (WebSocketChannel.swift) on NIO's own codec.
+                .hummingbirdWSClient, .logging, .nioCore, .nioPosix, .nioHTTP1, .nioWebSocket, .nioSSL,
                 // Media uploads and downloads over HTTP (MediaTransfer.swift), files read and written without blocking.
                 .asyncHTTPClient, .nioFileSystem,
             ]

@@ -54,6 +54,8 @@ public actor IMClient {
     /// Received stored messages not acknowledged yet, per conversation, and whether a flush is queued.
     var unacknowledged: [String: [String]] = [:]
     var ackFlushScheduled = false
+    /// While the commands of one read are handled: their acks leave together after the last one.
+    var receivingBatch = false
 
     /// A login in progress on a freshly connected link.
     struct Login {

@@ -21,6 +21,15 @@ extension IMClient {
         dispatchEvent(command, on: link)
     }
 
+    /// The commands of one read from the socket, in order; the acks they call for leave together after the
+    /// last one (one `ack` per conversation), without a task of their own.
+    func receive(_ commands: [Command], on link: Link) {
+        receivingBatch = true
+        for command in commands { receive(command, on: link) }
+        receivingBatch = false
+        if !unacknowledged.isEmpty { flushAcknowledgements(on: link) }
+    }
+
     func receiveUndecodable(_ text: String, on link: Link) {
         guard self.link?.id == link.id else { return }
         hub.emit(.undecodable(text))
@@ -87,7 +96,7 @@ extension IMClient {
     /// Queues an ack; acks of messages that arrive together leave as one `ack` per conversation.
     private func acknowledgeLater(_ id: String, in cid: String, on link: Link) {
         unacknowledged[cid, default: []].append(id)
-        guard !ackFlushScheduled else { return }
+        guard !ackFlushScheduled, !receivingBatch else { return }
         ackFlushScheduled = true
         Task { self.flushAcknowledgements(on: link) }
     }
