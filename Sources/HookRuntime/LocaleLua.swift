@@ -46,7 +46,9 @@ final class LocaleContext {
     var defaultLocale = "en" {
         didSet { chains.removeAll() }
     }
-    var subject: LocaleSubject?
+    /// Set and restored for every event, on the runtime's thread only and never overlapping (no dynamic
+    /// exclusivity check: it was a measured share of a trivial hook call).
+    @exclusivity(unchecked) var subject: LocaleSubject?
     /// The locales tried for a tag, per loaded plugin version (its files decide the same-language ones).
     private var chains: [ChainKey: [String]] = [:]
 
@@ -108,9 +110,9 @@ extension PluginEngine {
 
     /// Makes `user` (and the locale their message declares) the subject of `ctx.t` for one event; returns
     /// the previous subject for `leaveLocale`.
-    func enterLocale(user: String?, message: HookMessage? = nil) -> LocaleSubject? {
+    func enterLocale(user: String?, messageLocale: String? = nil) -> LocaleSubject? {
         let saved = env.locale.subject
-        env.locale.subject = LocaleSubject(user: user.flatMap { $0.isEmpty ? nil : $0 }, messageLocale: message?.declaredLocale)
+        env.locale.subject = LocaleSubject(user: user.flatMap { $0.isEmpty ? nil : $0 }, messageLocale: messageLocale)
         return saved
     }
 

@@ -9,11 +9,16 @@ extension PluginEngine {
     /// `moderation(msg, ctx)` chain: the first non-allow verdict wins. With `until`, no hook of the chain
     /// runs past that instant (each gets the smaller of its own deadline and the time left).
     public func moderate(_ message: HookMessage, until: ContinuousClock.Instant? = nil) -> ModerationOutcome {
-        let locale = enterLocale(user: message.from, message: message)
+        let locale = enterLocale(user: message.from, messageLocale: message.declaredLocale)
         defer { leaveLocale(locale) }
+        return moderating(message, until: until)
+    }
+
+    /// The moderation chain in the current event's locale (`incoming` has entered it already).
+    private func moderating(_ message: HookMessage, until: ContinuousClock.Instant?) -> ModerationOutcome {
         let argument = pushMessage(message, until: until)
         let run = dispatch(
-            .moderation, cid: message.cid, messageID: message.id, until: until, push: { argument.push($0) },
+            .moderation, cid: message.cid, messageID: message.id, until: until, push: { argument.push($0, message) },
             read: { plugin, L -> ModerationVerdict? in
                 let (verdict, actions) = try readModeration(L, message: message)
                 plugin.pending += actions.map { HookAction(plugin: plugin.name, kind: $0) }
@@ -96,16 +101,24 @@ extension PluginEngine {
 
     /// `on_receive(msg, ctx)` on every plugin.
     public func receive(_ message: HookMessage) -> HookResult {
-        let locale = enterLocale(user: message.from, message: message)
+        let locale = enterLocale(user: message.from, messageLocale: message.declaredLocale)
         defer { leaveLocale(locale) }
+        return onReceive(message)
+    }
+
+    /// A message for `on_receive` in the current event's locale: the answer to an open dialog (`ctx.ask`)
+    /// goes to the waiting hook, a command to its `run`, anything else to every plugin's `on_receive`.
+    private func onReceive(_ message: HookMessage) -> HookResult {
         let command = invocation(message)
         if let answered = answerDialog(message, command) { return answered }
-        return asking(DialogTarget(cid: message.cid, member: message.from)) {
-            if let handled = runCommand(message, command) { return handled }
-            let argument = pushMessage(message)
-            return answeringUnknownCommand(
-                message, command, runAll(.onReceive, cid: message.cid, messageID: message.id) { argument.push($0) })
-        }
+        // `asking` without its closure: a closure over the message copied it (measured).
+        let saved = env.askTarget
+        env.askTarget = DialogTarget(cid: message.cid, member: message.from)
+        defer { env.askTarget = saved }
+        if let handled = runCommand(message, command) { return handled }
+        let argument = pushMessage(message)
+        return answeringUnknownCommand(
+            message, command, runAll(.onReceive, cid: message.cid, messageID: message.id) { argument.push($0, message) })
     }
 
     /// Runs `hook` on every enabled plugin that has it, in order.
@@ -117,9 +130,9 @@ extension PluginEngine {
     /// with the possibly replaced text, as one call, so a reload
     /// cannot split an event between two versions.
     public func incoming(_ message: HookMessage) -> IncomingOutcome {
-        let locale = enterLocale(user: message.from, message: message)
+        let locale = enterLocale(user: message.from, messageLocale: message.declaredLocale)
         defer { leaveLocale(locale) }
-        let mod = moderate(message)
+        let mod = moderating(message, until: nil)
         var delivered: HookMessage? = message
         switch mod.verdict {
         case .block: delivered = nil
@@ -129,15 +142,7 @@ extension PluginEngine {
         var actions = mod.actions
         var errors = mod.errors
         if let d = delivered {
-            // An answer to an open dialog (ctx.ask) goes to the waiting hook instead of on_receive.
-            let command = invocation(d)
-            let r =
-                answerDialog(d, command)
-                ?? asking(DialogTarget(cid: d.cid, member: d.from)) {
-                    if let handled = runCommand(d, command) { return handled }
-                    let argument = pushMessage(d)
-                    return answeringUnknownCommand(d, command, runAll(.onReceive, cid: d.cid, messageID: d.id) { argument.push($0) })
-                }
+            let r = onReceive(d)
             actions += r.actions
             errors += r.errors
         }
@@ -156,7 +161,7 @@ extension PluginEngine {
         // A waterfall: each plugin gets the message as the previous one left it; a drop ends the chain.
         let run = dispatch(
             .beforeSend, cid: message.cid, messageID: message.id, until: until,
-            push: { L in current == message ? original.push(L) : pushMessage(current, until: until).push(L) },
+            push: { L in current == message ? original.push(L, message) : pushMessage(current, until: until).push(L, current) },
             read: { _, L -> String?? in
                 let t = lua_gettop(L)
                 switch lua_type(L, t) {
@@ -247,12 +252,12 @@ extension PluginEngine {
 
     /// `on_transient(msg, ctx)` on every plugin.
     public func transient(_ message: HookMessage) -> HookResult {
-        let locale = enterLocale(user: message.from, message: message)
+        let locale = enterLocale(user: message.from, messageLocale: message.declaredLocale)
         defer { leaveLocale(locale) }
         var m = message
         m.transient = true
         let argument = pushMessage(m)
-        return runAll(.onTransient, cid: m.cid, messageID: m.id) { argument.push($0) }
+        return runAll(.onTransient, cid: m.cid, messageID: m.id) { argument.push($0, m) }
     }
 
     /// Conversation events: `on_member_joined`, `on_member_left`, `on_invited`,

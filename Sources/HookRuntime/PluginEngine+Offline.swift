@@ -110,7 +110,7 @@ extension PluginEngine {
         let run = dispatch(
             .onOffline, cid: message.cid, messageID: message.id, until: until,
             push: { L in
-                _ = pushedMessage.push(L)
+                _ = pushedMessage.push(L, message)
                 let listed = current.compactMap { receiver -> JSONValue? in
                     guard let notification = receiver.notification else { return nil }
                     return .object([
