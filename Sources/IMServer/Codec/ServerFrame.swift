@@ -38,18 +38,21 @@ enum ServerFrame {
     static func frame(_ opcode: WebSocketOpcode, payload: ByteBuffer, allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer
     {
         var payload = payload
-        var buffer = allocator.buffer(capacity: headerLength(payload: payload.readableBytes) + payload.readableBytes)
-        writeHeader(opcode: opcode, payload: payload.readableBytes, into: &buffer)
-        buffer.writeBuffer(&payload)
-        return buffer
+        return frame(opcode, length: payload.readableBytes, allocator: allocator) { $0.writeBuffer(&payload) }
     }
 
     /// The frame of a text payload.
     static func frame(text: String, allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
-        let length = text.utf8.count
+        frame(.text, length: text.utf8.count, allocator: allocator) { $0.writeString(text) }
+    }
+
+    /// One buffer of exactly the frame's size: the header, then the `length` bytes `writePayload` writes.
+    private static func frame(
+        _ opcode: WebSocketOpcode, length: Int, allocator: ByteBufferAllocator, writePayload: (inout ByteBuffer) -> Void
+    ) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: headerLength(payload: length) + length)
-        writeHeader(opcode: .text, payload: length, into: &buffer)
-        buffer.writeString(text)
+        writeHeader(opcode: opcode, payload: length, into: &buffer)
+        writePayload(&buffer)
         return buffer
     }
 }

@@ -75,10 +75,25 @@ enum MessageTable {
             sql: "UPDATE members SET delivered_t = MAX(delivered_t, ?) WHERE cid = ? AND client_id = ?")
         let timestamp = try db.cachedStatement(sql: "SELECT t FROM messages WHERE id = ? AND cid = ?")
         let newestThrough = try db.cachedStatement(sql: "SELECT MAX(t) FROM messages WHERE cid = ? AND t <= ?")
+        // Members of a conversation acknowledge the same messages: each (id, cid) is looked up once per batch
+        // (a fan-out to 50 members was 50 lookups of each message).
+        struct MessageKey: Hashable {
+            var id: String
+            var cid: String
+        }
+        var timestamps: [MessageKey: Int64?] = [:]
         for (key, move) in moves {
             var newest: Int64?
             for id in move.ids {
-                if let t = try Int64.fetchOne(timestamp, arguments: [id, key.cid]) { newest = max(newest ?? t, t) }
+                let lookup = MessageKey(id: id, cid: key.cid)
+                let found: Int64?
+                if let known = timestamps[lookup] {
+                    found = known
+                } else {
+                    found = try Int64.fetchOne(timestamp, arguments: [id, key.cid])
+                    timestamps[lookup] = found
+                }
+                if let t = found { newest = max(newest ?? t, t) }
             }
             if let through = move.through, let t = try Int64.fetchOne(newestThrough, arguments: [key.cid, through]) {
                 newest = max(newest ?? t, t)
