@@ -1,4 +1,5 @@
 import IMCore
+import NIOPosix
 import Synchronization
 
 /// In-process clients (the bot host of `hookbot run`, benchmarks): a connection kind whose commands cross
@@ -7,7 +8,7 @@ import Synchronization
 final class LocalAttachments: Sendable {
     private struct Attached {
         var transport: Transport
-        var task: Task<Void, Never>
+        var commands: LocalCommands
     }
 
     private let attached = Mutex<[UInt64: Attached]>([:])
@@ -17,36 +18,141 @@ final class LocalAttachments: Sendable {
         allocateID: @escaping @Sendable () -> UInt64, service: IMService, receive: @escaping @Sendable (Command) -> Void,
         closed: @escaping @Sendable () -> Void, review: HookReviewer?
     ) -> LocalConnection {
-        let (commands, input) = AsyncStream<Command>.makeStream()
+        let commands = LocalCommands()
         let transport = Transport(
             remoteAddress: "in-process", format: .local, encoder: { .command($0) },
             emit: { outbound in if case .command(let command) = outbound { receive(command) } },
-            finish: { input.finish() }, review: review, allocateID: allocateID)
+            finish: { commands.close() }, review: review, allocateID: allocateID)
         let id = transport.openFirst().id
         service.metrics.connectionOpened(.local)
         service.logger.info("connection accepted", metadata: ["conn": "\(id)", "remote": "in-process", "format": "local"])
-        // The task is registered before it can finish, so `detach` below always finds it.
-        attached.withLock { attached in
-            let task = Task {
-                for await command in commands {
-                    await service.handle(command, arrivingOn: transport)
-                }
+        // Registered before a command can end it, so `closeAll` always finds it.
+        attached.withLock { $0[id] = Attached(transport: transport, commands: commands) }
+        commands.serve(
+            handle: { command in await service.handle(command, arrivingOn: transport) },
+            end: {
                 service.transportClosed(transport)
                 service.metrics.connectionClosed(.local)
                 self.attached.withLock { _ = $0.removeValue(forKey: id) }
                 service.logger.info("connection closed", metadata: ["conn": "\(id)"])
                 closed()
-            }
-            attached[id] = Attached(transport: transport, task: task)
-        }
-        return LocalConnection(send: { input.yield($0) }, close: { input.finish() })
+            })
+        return LocalConnection(send: { commands.send($0) }, close: { commands.close() })
     }
 
     /// Closes every in-process connection and waits until each has ended.
     func closeAll() async {
         let all = attached.withLock { Array($0.values) }
         for entry in all { entry.transport.close(code: .goingAway) }
-        for entry in all { await entry.task.value }
+        for entry in all { await entry.commands.ended() }
+    }
+}
+
+/// One in-process connection's commands, handled one at a time in the order they were sent by a task that
+/// exists only while some wait (an idle attachment holds no task, as an idle WebSocket session holds none).
+/// The task runs on the event loop that sent the first of them when the sender is on one (the bot host
+/// sends from its Lua thread): starting it then wakes no other thread, and the command reaches the message
+/// pipeline from there. From anywhere else it runs on Swift's pool, as before.
+private final class LocalCommands: Sendable {
+    private struct State {
+        var queue: [Command] = []
+        var draining = false
+        var closing = false
+        var ended = false
+        var endWaiters: [CheckedContinuation<Void, Never>] = []
+        var handle: (@Sendable (Command) async -> Void)?
+        var end: (@Sendable () -> Void)?
+    }
+
+    private let state = Mutex(State())
+
+    /// What handles the commands and what runs once after the last of them; set before any is sent.
+    func serve(handle: @escaping @Sendable (Command) async -> Void, end: @escaping @Sendable () -> Void) {
+        state.withLock { state in
+            state.handle = handle
+            state.end = end
+        }
+    }
+
+    /// Queues a command (dropped once the connection is closing, as a closed stream drops it).
+    func send(_ command: Command) {
+        startDrainingIf { state in
+            guard !state.closing else { return false }
+            state.queue.append(command)
+            return true
+        }
+    }
+
+    /// Ends the connection after the commands already sent.
+    func close() {
+        startDrainingIf { state in
+            guard !state.closing else { return false }
+            state.closing = true
+            return true
+        }
+    }
+
+    /// Returns once the connection has ended (its `end` has run).
+    func ended() async {
+        await withCheckedContinuation { continuation in
+            let ended = state.withLock { state in
+                if !state.ended { state.endWaiters.append(continuation) }
+                return state.ended
+            }
+            if ended { continuation.resume() }
+        }
+    }
+
+    private func startDrainingIf(_ change: (inout State) -> Bool) {
+        let start = state.withLock { state in
+            guard change(&state), !state.draining else { return false }
+            state.draining = true
+            return true
+        }
+        guard start else { return }
+        Task(executorPreference: MultiThreadedEventLoopGroup.currentEventLoop.map { EventLoopTaskExecutor($0) }) {
+            await self.drain()
+        }
+    }
+
+    private enum Next {
+        case commands([Command], handle: @Sendable (Command) async -> Void)
+        case end(@Sendable () -> Void, waiters: [CheckedContinuation<Void, Never>])
+        case idle
+    }
+
+    private func drain() async {
+        while true {
+            let next = state.withLock { state -> Next in
+                if !state.queue.isEmpty, let handle = state.handle {
+                    defer { state.queue = [] }
+                    return .commands(state.queue, handle: handle)
+                }
+                guard state.closing, !state.ended, let end = state.end else {
+                    state.draining = false
+                    return .idle
+                }
+                // Stays `draining`: nothing starts another task after the end. Dropping the closures ends
+                // the cycle through the transport (whose `finish` holds this).
+                state.ended = true
+                defer {
+                    state.endWaiters = []
+                    state.handle = nil
+                    state.end = nil
+                }
+                return .end(end, waiters: state.endWaiters)
+            }
+            switch next {
+            case .commands(let commands, let handle):
+                for command in commands { await handle(command) }
+            case .end(let end, let waiters):
+                end()
+                for waiter in waiters { waiter.resume() }
+                return
+            case .idle:
+                return
+            }
+        }
     }
 }
 
