@@ -110,9 +110,6 @@ public actor BotHost {
         if reviewsInProcess {
             options.interceptionReviewer = { request in await reviewer.answer(request) }
         }
-        let client = IMClient(
-            clientId: configuration.clientID, tag: configuration.tag,
-            deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
         let store = try HookStateStore(path: configuration.statePath, quota: configuration.plugins.stateQuota)
         var pluginLogger = logger
         pluginLogger[metadataKey: "component"] = "plugins"
@@ -122,6 +119,13 @@ public actor BotHost {
             botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
             configLocator: configuration.configLocator, commands: configuration.commands,
             http: AsyncHTTPTransport(), httpPolicies: configuration.httpPolicies)
+        if options.localEndpoint != nil {
+            // Deliveries are handled on the Lua thread, where their hooks run (see `start()`).
+            options.inboundExecutor = runtime.taskExecutor
+        }
+        let client = IMClient(
+            clientId: configuration.clientID, tag: configuration.tag,
+            deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
         let host = BotHost(
             configuration: configuration, client: client, runtime: runtime, logger: logger,
             metrics: metrics, reviewsInProcess: reviewsInProcess)
@@ -147,9 +151,13 @@ public actor BotHost {
         let router = router
         await runtime.onAsyncResults { result in await router.finish(result) }
         let events = client.events()
+        // Events are routed on the Lua thread, where their hooks run: a delivery, its hooks and the reply
+        // cross no other thread on the way (in process, the client reads there too), and a hook's answer
+        // comes back without a hop to Swift's pool. The Lua thread still runs one call at a time.
+        let luaThread = runtime.taskExecutor
         if reviewsInProcess {
             // Interception requests are direct calls that never enter the event stream: route in order.
-            eventTask = Task { [weak self] in
+            eventTask = Task(executorPreference: luaThread) { [weak self] in
                 for await event in events {
                     guard let self else { return }
                     await self.route(event)
@@ -170,7 +178,7 @@ public actor BotHost {
                 }
                 routing.finish()
             }
-            routingTask = Task { [weak self] in
+            routingTask = Task(executorPreference: luaThread) { [weak self] in
                 for await event in routed {
                     guard let self else { return }
                     await self.route(event)

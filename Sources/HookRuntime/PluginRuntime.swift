@@ -18,8 +18,7 @@ public actor PluginRuntime {
     public nonisolated let limits: HookLimits
     public nonisolated let clock: HookClock
     private let engine: PluginEngine
-    private let thread: MultiThreadedEventLoopGroup
-    private let loop: any EventLoop
+    private let thread: LuaThread
     private var watcher: Task<Void, Never>?
 
     /// The conversations plugins may act in besides the current event's (kept by the host); nil: any.
@@ -28,7 +27,12 @@ public actor PluginRuntime {
     /// conversations' locks, as the host knows them (`ctx.conv(cid).member`, `locked`).
     public nonisolated let members: ConversationMembers
 
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { thread.loop.executor.asUnownedSerialExecutor() }
+
+    /// The Lua thread as a task executor: a task that prefers it (`Task(executorPreference:)`) runs its
+    /// nonisolated code and default actors' methods there too, so its calls into the runtime, and their
+    /// answers, cost no thread hand-off (the in-process bot host routes its events so; issue 30).
+    package nonisolated var taskExecutor: any TaskExecutor { thread }
 
     /// - Parameters:
     ///   - directory: the plugins directory (`*.lua` files, `name/init.lua` folders, `lib/` modules).
@@ -62,8 +66,7 @@ public actor PluginRuntime {
         self.store = store
         self.limits = limits
         self.clock = clock
-        thread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        loop = thread.next()
+        thread = LuaThread()
         mediaSource = engine.env.media.box
         if let media { engine.setMedia(media) }
         if let http {
@@ -107,7 +110,6 @@ public actor PluginRuntime {
 
     deinit {
         watcher?.cancel()
-        thread.shutdownGracefully { _ in }
     }
 
     // MARK: Status
@@ -314,5 +316,24 @@ public actor PluginRuntime {
                 try? await Task.sleep(for: .seconds(wait))
             }
         }
+    }
+}
+
+/// The one thread every Lua call runs on: a single-threaded NIO event loop, the runtime's serial executor and,
+/// for tasks that prefer it, their task executor (NIO 2.101's `EventLoop` is a `SerialExecutor` but not a
+/// `TaskExecutor`). A task keeps its preferred executor alive, so the thread ends when neither the runtime nor
+/// such a task is left, never under a task that still has work for it.
+private final class LuaThread: TaskExecutor {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let loop: any EventLoop
+
+    init() { loop = group.next() }
+
+    deinit { group.shutdownGracefully { _ in } }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        // From the Lua thread itself this is a queue append; from another thread it wakes the loop once.
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
