@@ -101,7 +101,7 @@ final class LuaPlugin {
         limits.pointee.owner = nil
         limits.pointee.unlimited = 1
         limits.pointee.deadline = 1e-9
-        lua_close(L)
+        hb_close(L)
         self.L = nil
         timers.removeAll()
         dialogs = DialogState()

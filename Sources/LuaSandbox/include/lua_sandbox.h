@@ -24,6 +24,9 @@
 
 enum { HB_TRIP_NONE = 0, HB_TRIP_INSTRUCTIONS = 1, HB_TRIP_DEADLINE = 2, HB_TRIP_MEMORY = 3 };
 
+/* Blocks of up to 32 * 16 = 512 bytes are cached per state (hb_alloc). */
+#define HB_BLOCK_CACHE_CLASSES 32
+
 typedef struct hb_limits {
     size_t mem_used;
     size_t mem_cap;
@@ -37,6 +40,10 @@ typedef struct hb_limits {
     void *owner;                /* Swift object (unretained) */
     unsigned long long last_nanos; /* how long the last hb_limited_pcall / hb_limited_resume took */
     int message_keys;           /* registry ref of the message tables' keys (hb_push_message) */
+    /* Freed blocks of up to HB_BLOCK_CACHE_CLASSES * 16 bytes kept for reuse, one list per 16-byte class
+       (lua_sandbox.c, hb_alloc); they are not in mem_used. hb_close frees them. */
+    void *free_blocks[HB_BLOCK_CACHE_CLASSES + 1];
+    size_t cached_bytes;
 } hb_limits;
 
 /* A Swift function callable from Lua: returns its result count, or a negative
@@ -45,6 +52,9 @@ typedef int (*hb_swift_fn)(lua_State *L);
 
 /* Creates a state with the counting allocator. Returns NULL on failure. */
 lua_State *hb_newstate(hb_limits *lim);
+
+/* Closes a state made by hb_newstate (lua_close) and frees the blocks its allocator kept for reuse. */
+void hb_close(lua_State *L);
 
 /* The limits record of a state made by hb_newstate. */
 hb_limits *hb_limits_of(lua_State *L);
