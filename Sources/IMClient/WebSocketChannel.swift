@@ -51,7 +51,7 @@ final class WebSocketChannel: Sendable {
         headers.add(name: "Origin", value: "\(parsed.scheme ?? "ws")://\(host)")
         let requestHead = HTTPRequestHead(version: .http1_1, method: .GET, uri: uri, headers: headers)
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
-        let maxFrameSize = max(maxFrameSize, 1 << 10)
+        let maxFrameSize = min(max(maxFrameSize, 1), Int(UInt32.max)) // NIO's codec requires 1...UInt32.max
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connectTimeout(timeout.timeAmount)
         let upgraded = try await bootstrap.connect(host: host, port: port) { channel in
             channel.eventLoop.makeCompletedFuture {

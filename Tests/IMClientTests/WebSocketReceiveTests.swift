@@ -41,6 +41,38 @@ final class WebSocketReceiveTests: XCTestCase {
         await server.stop()
     }
 
+    /// `maxFrameSize` both ways: a message whose frame would pass Tom's limit fails with 4109 before anything is
+    /// written (his connection stays up); a frame larger than Jerry's limit closes his connection (he is paused),
+    /// while a message within it reaches him.
+    func testFramesLargerThanMaxFrameSize() async throws {
+        let server = try await ServerHarness.start()
+        let tom = server.client("Tom") { $0.maxFrameSize = 8 << 10 }
+        let jerry = server.client("Jerry") { $0.maxFrameSize = 8 << 10 }
+        let logs = try await openClients([tom, jerry])
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        let long = String(repeating: "长", count: 3_000) // 9,000 bytes of UTF-8
+        do {
+            _ = try await conversation.send(.text(long))
+            XCTFail("a message larger than maxFrameSize was sent")
+        } catch {
+            XCTAssertEqual(error.code, IMErrorCode.frameTooLong.rawValue, "\(error)")
+        }
+        let fits = try await conversation.send(.text(String(repeating: "短", count: 2_000)))
+        let atJerry = try await logs[1].message(in: conversation.id)
+        XCTAssertEqual(atJerry.id, fits.id)
+
+        // Bob (the default limit, 1 MiB) sends what Jerry's limit refuses.
+        let bob = server.client("Bob")
+        _ = try await openClients([bob])
+        _ = try await conversation.add(members: ["Bob"])
+        _ = try await bob.conversation(conversation.id).send(.text(long))
+        _ = try await logs[1].next("Jerry paused") { if case .paused = $0 { true } else { nil } }
+        await tom.close()
+        await jerry.close()
+        await bob.close()
+        await server.stop()
+    }
+
     /// With pings every 50 ms the server's pongs keep an idle connection open: after a second of silence the
     /// client is still opened on its first connection and sends and receives.
     func testPingsKeepAnIdleConnection() async throws {
