@@ -10,21 +10,22 @@ import Testing
 /// that order too: the in-process bot's deliveries, hooks and replies share its Lua thread (issue 30), the
 /// WebSocket bot keeps its stream.
 @Suite struct EventOrderTests {
+    /// Numbers what `on_receive` sees, in the order it sees it, and answers each with its number.
+    static let counter = """
+        return {
+          name = "order",
+          on_receive = function(msg, ctx)
+            local seen = (ctx.state.get("seen") or 0) + 1
+            ctx.state.set("seen", seen)
+            ctx.reply("收到 #" .. seen .. ": " .. msg.text)
+          end,
+        }
+        """
+
     @Test(arguments: BotAttachment.allCases)
     func aBurstIsSeenAndAnsweredInOrder(_ attachment: BotAttachment) async throws {
         try await BotHarness.start(attachment: attachment).whileRunning { harness in
-            try harness.write(
-                "order.lua",
-                """
-                return {
-                  name = "order",
-                  on_receive = function(msg, ctx)
-                    local seen = (ctx.state.get("seen") or 0) + 1
-                    ctx.state.set("seen", seen)
-                    ctx.reply("收到 #" .. seen .. ": " .. msg.text)
-                  end,
-                }
-                """)
+            try harness.write("order.lua", Self.counter)
             let bot = try await harness.bot { $0.replyLimit = 1000 }
             let chat = try await harness.conversationWithBot(["Jerry"])
             let (conversation, logs) = (chat.conversation, chat.logs)
