@@ -13,6 +13,9 @@ struct LuaConversionError: Error, CustomStringConvertible {
 }
 
 @inline(__always) func luaPush(_ L: LuaRef, _ s: String) {
+    // Borrowed in place when the string's UTF-8 is contiguous (native and small strings): `var s = s` for
+    // `withUTF8` cost a retain and a release of every string a hook call pushes.
+    if s.utf8.withContiguousStorageIfAvailable({ buf in _ = lua_pushlstring(L, buf.baseAddress, buf.count) }) != nil { return }
     var s = s
     s.withUTF8 { buf in _ = lua_pushlstring(L, buf.baseAddress, buf.count) }
 }

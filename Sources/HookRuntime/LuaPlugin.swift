@@ -325,12 +325,12 @@ final class LuaPlugin {
         lua_settop(L, 0)
         let t = timeout ?? env.limits.deadline
         dialogs.hook = hook
-        if let target = env.askTarget, hook.mayAsk {
+        if env.askTarget != nil, hook.mayAsk {
             // A hook that may wait in ctx.ask runs as a coroutine; its one result is left on L.
             let ref = refs[hook.rawValue]
             let ctx = ctxRef
             return runAsCoroutine(
-                target, hook: hook.luaName, slot: hook.rawValue, fallbackLine: hookLines[hook.rawValue], timeout: t
+                hook: hook.luaName, slot: hook.rawValue, fallbackLine: hookLines[hook.rawValue], timeout: t
             ) { co in
                 hb_getregistryref(co, ref)
                 let n = pushArgs(co)
@@ -372,9 +372,9 @@ final class LuaPlugin {
         guard let L else { return HookError(plugin: name, hook: hook, reason: .runtime("plugin is closed")) }
         lua_settop(L, 0)
         dialogs.hook = nil
-        if let target = env.askTarget, slot == PluginUsage.commandSlot {
+        if env.askTarget != nil, slot == PluginUsage.commandSlot {
             // A command may wait in ctx.ask: it runs as a coroutine.
-            return runAsCoroutine(target, hook: hook, slot: slot, fallbackLine: nil, timeout: env.limits.deadline) { co in
+            return runAsCoroutine(hook: hook, slot: slot, fallbackLine: nil, timeout: env.limits.deadline) { co in
                 hb_getregistryref(co, ref)
                 return push(co)
             }

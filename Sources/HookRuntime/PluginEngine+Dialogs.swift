@@ -66,6 +66,9 @@ struct DialogState {
     /// The coroutine of the current step, and who it may ask.
     var running: OpaquePointer?
     var target: DialogTarget?
+    /// The current step may ask whom the event names (`PluginEnvironment.askTarget`, read only when it asks:
+    /// copying it into `target` for every hook call was two retains and two releases per call).
+    var targetIsEvent = false
     var request: AskRequest?
     /// Set while a dialog is resumed to end it: it may not ask again.
     var ending: String?
@@ -99,7 +102,7 @@ let cbAsk: hb_swift_fn = { L in
     if let reason = state.ending {
         return askFail(L, "ctx.ask: the dialog has ended (\(reason)); it cannot ask again")
     }
-    guard let running = state.running, let target = state.target else {
+    guard let running = state.running, let target = state.target ?? (state.targetIsEvent ? plugin.env.askTarget : nil) else {
         if let hook = state.hook, hook.isReview {
             return askFail(
                 L,
@@ -180,14 +183,14 @@ let cbAsk: hb_swift_fn = { L in
 extension LuaPlugin {
     /// Runs a call as a coroutine: `push` pushes the function and its arguments on the thread and returns
     /// the count of the arguments. On return the call's first result is on top of `L` (nil when
-    /// it waits in `ctx.ask`).
+    /// it waits in `ctx.ask`). It may ask whom the event names (`PluginEnvironment.askTarget`).
     func runAsCoroutine(
-        _ target: DialogTarget, hook: String, slot: Int, fallbackLine: Int?, timeout: Double, _ push: (LuaRef) -> Int32
+        hook: String, slot: Int, fallbackLine: Int?, timeout: Double, _ push: (LuaRef) -> Int32
     ) -> HookError? {
         guard let L else { return HookError(plugin: name, hook: hook, reason: .runtime("plugin is closed")) }
         let (ref, co) = takeThread(L)
         let n = push(co)
-        return step(co, ref: ref, nargs: n, hook: hook, slot: slot, fallbackLine: fallbackLine, timeout: timeout, target: target)
+        return step(co, ref: ref, nargs: n, hook: hook, slot: slot, fallbackLine: fallbackLine, timeout: timeout, target: nil)
     }
 
     private func takeThread(_ L: LuaRef) -> (Int32, OpaquePointer) {
@@ -201,21 +204,21 @@ extension LuaPlugin {
     }
 
     /// One step of `co` (with `nargs` arguments on it): a call that returns leaves its first result on `L`
-    /// and its thread for reuse; one that asked opens a dialog; a failure is returned.
+    /// and its thread for reuse; one that asked opens a dialog; a failure is returned. It may ask `target`,
+    /// or without one whom the event names.
     private func step(
         _ co: OpaquePointer, ref: Int32, nargs: Int32, hook: String, slot: Int, fallbackLine: Int?, timeout: Double,
         target: DialogTarget?
     ) -> HookError? {
         guard let L else { return HookError(plugin: name, hook: hook, reason: .runtime("plugin is closed")) }
         dialogs.running = co
-        dialogs.target = target
+        if target == nil { dialogs.targetIsEvent = true } else { dialogs.target = target }
         dialogs.request = nil
         var results: Int32 = 0
         let status = hb_limited_resume(co, L, nargs, &results, timeout, Int64(env.limits.instructionBudget))
         dialogs.running = nil
-        dialogs.target = nil
-        let request = dialogs.request
-        dialogs.request = nil
+        if target == nil { dialogs.targetIsEvent = false } else { dialogs.target = nil }
+        let request = dialogs.request.take()
         usage?.record(slot: slot, nanos: limits.pointee.last_nanos, failed: status != LUA_OK && status != LUA_YIELD)
         switch status {
         case LUA_OK:
