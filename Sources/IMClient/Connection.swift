@@ -28,7 +28,7 @@ final class Link: Sendable {
     private enum Transport: Sendable {
         /// Encoded frames for the WebSocket writer.
         case webSocket(AsyncStream<String>.Continuation)
-        case local(LocalConnection)
+        case local(LocalConnection, LocalInbox)
     }
 
     private init(id: Int, inbound: AsyncStream<Frame>, transport: Transport, maxFrameSize: Int = .max) {
@@ -44,12 +44,20 @@ final class Link: Sendable {
         id: Int, to endpoint: any LocalEndpoint,
         review: HookReviewer?
     ) throws(IMError) -> Link {
-        let (inbound, continuation) = AsyncStream<Frame>.makeStream()
+        let inbox = LocalInbox()
         guard
             let connection = endpoint.connectLocally(
-                receive: { continuation.yield(.command($0)) }, closed: { continuation.finish() }, review: review)
+                receive: { inbox.append($0) }, closed: { inbox.finish() }, review: review)
         else { throw IMError(.connectionFailed, "the in-process server is not running") }
-        return Link(id: id, inbound: inbound, transport: .local(connection))
+        // What arrives is read from `localInbox`, in batches; `inbound` stays empty.
+        let (inbound, continuation) = AsyncStream<Frame>.makeStream()
+        continuation.finish()
+        return Link(id: id, inbound: inbound, transport: .local(connection, inbox))
+    }
+
+    /// An in-process link's received commands (nil for a WebSocket, whose frames arrive on `inbound`).
+    var localInbox: LocalInbox? {
+        if case .local(_, let inbox) = transport { inbox } else { nil }
     }
 
     /// Opens a WebSocket to `url` (over TLS for `wss://`, trusting `trustRoots`). Throws when the connection
@@ -148,7 +156,7 @@ final class Link: Sendable {
                 throw IMError(.frameTooLong, "the command is \(frame.utf8.count) bytes; frames are limited to \(maxFrameSize)")
             }
             outbound.yield(frame)
-        case .local(let connection):
+        case .local(let connection, _):
             connection.send(command)
         }
     }
@@ -157,7 +165,7 @@ final class Link: Sendable {
     func close() {
         switch transport {
         case .webSocket(let outbound): outbound.finish()
-        case .local(let connection): connection.close()
+        case .local(let connection, _): connection.close()
         }
     }
 
@@ -165,7 +173,7 @@ final class Link: Sendable {
     func closeAndWait(timeout: Duration) async {
         close()
         guard let task = task.withLock({ $0 }) else {
-            if case .local = transport { for await _ in inbound {} }
+            if case .local(_, let inbox) = transport { await inbox.ended() }
             return
         }
         let timer = Task {

@@ -94,14 +94,22 @@ extension IMClient {
             link.close()
             return .failure(IMError(.clientClosed, "the client was closed"))
         }
-        Task { [weak self] in
-            for await frame in link.inbound {
-                switch frame {
-                case .command(let command): await self?.receive(command, on: link)
-                case .undecodable(let text): await self?.receiveUndecodable(text, on: link)
-                }
+        if let inbox = link.localInbox {
+            // In process: what arrived since the last look is handled as one batch, where the options say.
+            Task(executorPreference: options.inboundExecutor) { [weak self] in
+                while let commands = await inbox.next() { await self?.receive(commands, on: link) }
+                await self?.linkEnded(link)
             }
-            await self?.linkEnded(link)
+        } else {
+            Task { [weak self] in
+                for await frame in link.inbound {
+                    switch frame {
+                    case .command(let command): await self?.receive(command, on: link)
+                    case .undecodable(let text): await self?.receiveUndecodable(text, on: link)
+                    }
+                }
+                await self?.linkEnded(link)
+            }
         }
         let serial = allocateSerial()
         open.i = serial
