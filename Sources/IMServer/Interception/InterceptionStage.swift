@@ -53,7 +53,9 @@ final class InterceptionStage: Sendable {
             return state.nextToken
         }
         let hub = hub
-        Task { self.decided(token, in: message.cid, await hub.review(.message(message))) }
+        // Started here (the event loop or task that received the message) and run until the review first
+        // waits for an interceptor, instead of on a pool thread woken for it.
+        Task.immediate { self.decided(token, in: message.cid, await hub.review(.message(message))) }
     }
 
     /// Records a verdict; unless another task is at it, applies the conversation's decided head of line.

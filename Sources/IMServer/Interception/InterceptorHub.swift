@@ -215,7 +215,9 @@ final class InterceptorHub: Sendable {
     /// a `hook request` command otherwise.
     private func send(_ request: HookRequest, id: String, to connection: Connection) {
         guard let review = connection.review else { return connection.send(request.command(id: id)) }
-        Task {
+        // Started on the asking task's thread: the reviewer runs here until it first waits (the bot host's
+        // hop to its Lua thread), instead of on a pool thread woken for it. The deadline's timer is already set.
+        Task.immediate {
             let verdict = await review(request)
             _ = self.settle(
                 id, from: connection, verdict: { _ in verdict },
