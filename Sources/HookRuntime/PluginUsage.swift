@@ -37,10 +37,10 @@ final class PluginUsage {
         let calls: Counter
         let failures: Counter
         let duration: Timer
-        init(calls: Counter, failures: Counter, duration: Timer) {
-            self.calls = calls
-            self.failures = failures
-            self.duration = duration
+        init(dimensions: [(String, String)], factory: any MetricsFactory) {
+            calls = Counter(label: "hookbot_hook_calls_total", dimensions: dimensions, factory: factory)
+            failures = Counter(label: "hookbot_hook_failures_total", dimensions: dimensions, factory: factory)
+            duration = Timer(label: "hookbot_hook_duration_seconds", dimensions: dimensions, factory: factory)
         }
     }
 
@@ -83,11 +83,7 @@ final class PluginUsage {
         if let made = handles[index] {
             metrics = made
         } else {
-            let dimensions = [("plugin", plugin), ("hook", Self.name(of: index))]
-            metrics = Handles(
-                calls: Counter(label: "hookbot_hook_calls_total", dimensions: dimensions, factory: factory),
-                failures: Counter(label: "hookbot_hook_failures_total", dimensions: dimensions, factory: factory),
-                duration: Timer(label: "hookbot_hook_duration_seconds", dimensions: dimensions, factory: factory))
+            metrics = Handles(dimensions: [("plugin", plugin), ("hook", Self.name(of: index))], factory: factory)
             handles[index] = metrics
         }
         metrics.calls.increment()
