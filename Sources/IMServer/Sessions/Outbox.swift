@@ -28,8 +28,33 @@ final class Outbox {
             if loop.inEventLoop {
                 WebSocketSession.Writer.write(items)
             } else {
+                let items = Self.withFramesOfTheirOwn(items)
                 loop.execute { WebSocketSession.Writer.write(items) }
             }
         }
+    }
+
+    /// `items` with each shared frame buffer replaced by a copy for this event loop (one per run of items
+    /// that share it: a message's frame for its receivers). Every socket write retains and releases its
+    /// buffer; with one buffer for all receivers, the event loops and the thread that queued the frames take
+    /// turns at its reference count's cache line.
+    private static func withFramesOfTheirOwn(
+        _ items: [(WebSocketSession.Writer, Connection.Outbound)]
+    ) -> [(WebSocketSession.Writer, Connection.Outbound)] {
+        var items = items
+        var last: (original: UnsafeRawPointer?, copy: ByteBuffer)?
+        for index in items.indices {
+            guard case .framed(let buffer) = items[index].1 else { continue }
+            let original = buffer.withUnsafeReadableBytes { UnsafeRawPointer($0.baseAddress) }
+            if let last, last.original == original {
+                items[index].1 = .framed(last.copy)
+                continue
+            }
+            var copy = items[index].0.channel.allocator.buffer(capacity: buffer.readableBytes)
+            copy.writeImmutableBuffer(buffer)
+            last = (original, copy)
+            items[index].1 = .framed(copy)
+        }
+        return items
     }
 }
