@@ -94,7 +94,7 @@ let package = Package(
             dependencies: [
                 "IMCore", "IMSignatures",
                 // The WebSocket (WebSocketChannel.swift) on NIO's own codec.
-                .hummingbirdWSClient, .logging, .nioCore, .nioPosix, .nioHTTP1, .nioWebSocket, .nioSSL,
+                .logging, .nioCore, .nioPosix, .nioHTTP1, .nioWebSocket, .nioSSL,
                 // Media uploads and downloads over HTTP (MediaTransfer.swift), files read and written without blocking.
                 .asyncHTTPClient, .nioFileSystem,
             ]

@@ -1,17 +1,16 @@
 import Foundation
-import HummingbirdWSClient
 import IMCore
 import Logging
 import NIOSSL
-import Synchronization
 
 /// One connection to the server: a WebSocket, or an in-process attachment (`LocalEndpoint`) where
 /// commands cross as values. Commands queued with `send` leave in order; received ones arrive on
 /// `inbound`, which finishes when the connection ends for any reason.
 final class Link: Sendable {
-    /// A received text frame.
+    /// What a WebSocket read brought.
     enum Frame: Sendable {
-        case command(Command)
+        /// The commands of one read from the socket, in order.
+        case commands([Command])
         /// A frame that does not decode to a `Command` (for example a `cmd` this SDK does not know).
         case undecodable(String)
     }
@@ -20,14 +19,12 @@ final class Link: Sendable {
     let id: Int
     let inbound: AsyncStream<Frame>
     private let transport: Transport
-    private let task: Mutex<Task<Void, Never>?>
     private let codec = JSONCommandCodec()
     /// The largest frame this link sends (servers close connections that send larger ones).
     private let maxFrameSize: Int
 
     private enum Transport: Sendable {
-        /// Encoded frames for the WebSocket writer.
-        case webSocket(AsyncStream<String>.Continuation)
+        case webSocket(WebSocketChannel)
         case local(LocalConnection, LocalInbox)
     }
 
@@ -36,7 +33,6 @@ final class Link: Sendable {
         self.maxFrameSize = maxFrameSize
         self.inbound = inbound
         self.transport = transport
-        task = Mutex(nil)
     }
 
     /// Attaches to a server in the same process. Throws when it is not running.
@@ -68,54 +64,33 @@ final class Link: Sendable {
         trustRoots: IMTrustRoots = .system, logger: Logger
     ) async throws(IMError) -> Link {
         let tls = url.lowercased().hasPrefix("wss://") ? try tlsConfiguration(trusting: trustRoots) : nil
-        let failure = Mutex<String?>(nil)
-        let (frames, outbound) = AsyncStream<String>.makeStream()
-        let (inbound, inboundContinuation) = AsyncStream<Frame>.makeStream()
-        let (ready, readyContinuation) = AsyncStream<Bool>.makeStream()
-        let link = Link(id: id, inbound: inbound, transport: .webSocket(outbound), maxFrameSize: maxFrameSize)
-        let configuration = WebSocketClientConfiguration(
-            maxFrameSize: maxFrameSize, autoPing: pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
+        let (inbound, continuation) = AsyncStream<Frame>.makeStream()
         let codec = JSONCommandCodec()
-        let task = Task {
-            do {
-                try await WebSocketClient.connect(url: url, configuration: configuration, tlsConfiguration: tls, logger: logger) {
-                    inbound, outbound, _ in
-                    readyContinuation.yield(true)
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        group.addTask {
-                            for await frame in frames { try await outbound.write(.text(frame)) }
-                            try await outbound.close(.normalClosure, reason: nil)
+        do {
+            let socket = try await WebSocketChannel.connect(
+                url: url, tls: tls, timeout: timeout, pingInterval: pingInterval, maxFrameSize: maxFrameSize,
+                receive: { texts in
+                    // On the event loop: a read's messages decoded there and handed over together.
+                    var commands: [Command] = []
+                    commands.reserveCapacity(texts.count)
+                    for text in texts {
+                        if let command = try? codec.decode(text) {
+                            commands.append(command)
+                        } else {
+                            if !commands.isEmpty { continuation.yield(.commands(commands)) }
+                            commands.removeAll()
+                            continuation.yield(.undecodable(text))
                         }
-                        for try await message in inbound.messages(maxSize: maxFrameSize) {
-                            guard case .text(let text) = message else { continue }
-                            if let command = try? codec.decode(text) {
-                                inboundContinuation.yield(.command(command))
-                            } else {
-                                inboundContinuation.yield(.undecodable(text))
-                            }
-                        }
-                        group.cancelAll()
                     }
-                }
-            } catch {
-                failure.withLock { $0 = "\(error)" }
-                logger.debug("connection ended", metadata: ["error": "\(error)"])
-            }
-            readyContinuation.finish()
-            inboundContinuation.finish()
-            outbound.finish()
+                    if !commands.isEmpty { continuation.yield(.commands(commands)) }
+                },
+                closed: { continuation.finish() })
+            return Link(id: id, inbound: inbound, transport: .webSocket(socket), maxFrameSize: maxFrameSize)
+        } catch {
+            continuation.finish()
+            logger.debug("connection failed", metadata: ["error": "\(error)"])
+            throw IMError(.connectionFailed, "could not connect to \(url): \(error)")
         }
-        link.task.withLock { $0 = task }
-        let timer = Task {
-            try await Task.sleep(for: timeout)
-            readyContinuation.finish()
-        }
-        defer { timer.cancel() }
-        for await _ in ready { return link }
-        task.cancel()
-        link.close()
-        let reason = failure.withLock { $0 }.map { ": \($0)" } ?? ""
-        throw IMError(.connectionFailed, "could not connect to \(url)\(reason)")
     }
 
     /// The client side of TLS: TLS 1.2 at least, the server's certificate verified against `roots` and
@@ -155,7 +130,7 @@ final class Link: Sendable {
             guard frame.utf8.count <= maxFrameSize else {
                 throw IMError(.frameTooLong, "the command is \(frame.utf8.count) bytes; frames are limited to \(maxFrameSize)")
             }
-            outbound.yield(frame)
+            outbound.send(frame)
         case .local(let connection, _):
             connection.send(command)
         }
@@ -164,29 +139,27 @@ final class Link: Sendable {
     /// Closes the connection after the commands already queued; `inbound` then finishes.
     func close() {
         switch transport {
-        case .webSocket(let outbound): outbound.finish()
+        case .webSocket(let socket): socket.close()
         case .local(let connection, _): connection.close()
         }
     }
 
     /// Closes the connection and waits until it has ended, at most `timeout` (then drops it).
     func closeAndWait(timeout: Duration) async {
-        close()
-        guard let task = task.withLock({ $0 }) else {
-            if case .local(_, let inbox) = transport { await inbox.ended() }
-            return
+        switch transport {
+        case .webSocket(let socket):
+            await socket.closeAndWait(timeout: timeout)
+        case .local(let connection, let inbox):
+            connection.close()
+            await inbox.ended()
         }
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            if !Task.isCancelled { task.cancel() }
-        }
-        await task.value
-        timer.cancel()
     }
 
     /// Drops the connection at once.
     func abort() {
-        close()
-        task.withLock { $0 }?.cancel()
+        switch transport {
+        case .webSocket(let socket): socket.abort()
+        case .local(let connection, _): connection.close()
+        }
     }
 }

@@ -104,7 +104,7 @@ extension IMClient {
             Task { [weak self] in
                 for await frame in link.inbound {
                     switch frame {
-                    case .command(let command): await self?.receive(command, on: link)
+                    case .commands(let commands): await self?.receive(commands, on: link)
                     case .undecodable(let text): await self?.receiveUndecodable(text, on: link)
                     }
                 }
