@@ -52,10 +52,9 @@ final class InterceptionStage: Sendable {
             state.lanes[message.cid, default: Lane()].pending.append(Pending(token: state.nextToken, message: message))
             return state.nextToken
         }
-        let hub = hub
-        // Started here (the event loop or task that received the message) and run until the review first
-        // waits for an interceptor, instead of on a pool thread woken for it.
-        Task.immediate { self.decided(token, in: message.cid, await hub.review(.message(message))) }
+        // Asked from here (the event loop or task that received the message); the verdict is applied where
+        // the last answer arrives, with no task per review waiting for it (issue 30).
+        hub.review(.message(message)) { verdict in self.decided(token, in: message.cid, verdict) }
     }
 
     /// Records a verdict; unless another task is at it, applies the conversation's decided head of line.

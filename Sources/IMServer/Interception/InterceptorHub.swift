@@ -56,7 +56,8 @@ final class InterceptorHub: Sendable {
     }
 
     private struct Pending {
-        var continuation: CheckedContinuation<Answer, Never>
+        /// Takes the answer (once): resumes a waiting task, or carries a review on (`review(_:then:)`).
+        var resume: @Sendable (Answer) -> Void
         /// The interceptor's connection here, or `remote` when the request went to another node.
         var connectionID: UInt64
         /// When the failure policy decides it (`timedOut`), unless an answer came first.
@@ -138,7 +139,7 @@ final class InterceptorHub: Sendable {
             let ids = state.pending.filter { $0.value.connectionID == connection.id }.map(\.key)
             return ids.compactMap { state.pending.removeValue(forKey: $0) }
         }
-        for pending in abandoned { pending.continuation.resume(returning: .missing) }
+        for pending in abandoned { pending.resume(.missing) }
     }
 
     /// Delivers an interceptor's `hook verdict` command; false when no request with that id is waiting on
@@ -226,34 +227,52 @@ final class InterceptorHub: Sendable {
     }
 
     private func resume(_ pending: Pending, with verdict: HookVerdict?) {
-        pending.continuation.resume(returning: verdict.map(Answer.verdict) ?? .invalid)
+        pending.resume(verdict.map(Answer.verdict) ?? .invalid)
     }
 
     /// Runs the interceptor chain over a subject and returns the combined verdict.
     func review(_ subject: Subject) async -> Verdict {
-        var body: String?
-        var recipients: [String]?
-        let original = Self.request(for: subject)
-        for interceptor in configuration.interceptors {
-            let request = body.map { original.replacingContent(with: $0) } ?? original
-            let verdict = await ask(interceptor.clientID, request)
-            switch verdict {
-            case .allow:
-                continue
-            case .drop:
-                return verdict
-            case .modify(let newBody, let newRecipients):
-                body = newBody ?? body
-                recipients = newRecipients ?? recipients
-            }
-        }
-        if body == nil, recipients == nil { return .allow }
-        return .modify(body: body, recipients: recipients)
+        await withCheckedContinuation { continuation in review(subject) { continuation.resume(returning: $0) } }
     }
 
-    private func ask(_ clientID: String, _ request: HookRequest) async -> Verdict {
+    /// Runs the interceptor chain over a subject and hands the combined verdict to `decided`, on the thread
+    /// that delivered the last answer (or the timer's, at the deadline), with no task waiting in between: the
+    /// message stage applies it from there (issue 30: one thread hand-off less per reviewed message).
+    func review(_ subject: Subject, then decided: @escaping @Sendable (Verdict) -> Void) {
+        askNext(0, Self.request(for: subject), body: nil, recipients: nil, then: decided)
+    }
+
+    /// Asks the chain's interceptor `index`, then the next with what the earlier ones changed.
+    private func askNext(
+        _ index: Int, _ original: HookRequest, body: String?, recipients: [String]?,
+        then decided: @escaping @Sendable (Verdict) -> Void
+    ) {
+        guard index < configuration.interceptors.count else {
+            return decided(body == nil && recipients == nil ? .allow : .modify(body: body, recipients: recipients))
+        }
+        let request = body.map { original.replacingContent(with: $0) } ?? original
+        ask(configuration.interceptors[index].clientID, request) { verdict in
+            switch verdict {
+            case .allow:
+                self.askNext(index + 1, original, body: body, recipients: recipients, then: decided)
+            case .drop:
+                decided(verdict)
+            case .modify(let newBody, let newRecipients):
+                self.askNext(
+                    index + 1, original, body: newBody ?? body, recipients: newRecipients ?? recipients, then: decided)
+            }
+        }
+    }
+
+    private func ask(_ clientID: String, _ request: HookRequest, then asked: @escaping @Sendable (Verdict) -> Void) {
         metrics.interceptionRequests.increment()
-        let answer = await exchange(clientID, request, deadline: configuration.deadlineMillis)
+        exchange(clientID, request, deadline: configuration.deadlineMillis) { answer in
+            asked(self.verdict(for: answer, from: clientID, request))
+        }
+    }
+
+    /// The verdict an interceptor's answer amounts to (the failure policy's when it gave none), counted.
+    private func verdict(for answer: Answer, from clientID: String, _ request: HookRequest) -> Verdict {
         let verdict: Verdict
         switch answer {
         case .verdict(.declined): verdict = policyVerdict(.declined, clientID, request)
@@ -309,40 +328,47 @@ final class InterceptorHub: Sendable {
     /// One request to one interceptor (on this node or, in a cluster, another) and what came back. An
     /// `offline` request is not counted as a review.
     private func exchange(_ clientID: String, _ request: HookRequest, deadline: Int) async -> Answer {
+        await withCheckedContinuation { continuation in
+            exchange(clientID, request, deadline: deadline) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// `exchange` handing the answer to `answered` on the thread that delivers it.
+    private func exchange(
+        _ clientID: String, _ request: HookRequest, deadline: Int, then answered: @escaping @Sendable (Answer) -> Void
+    ) {
         let kind = request.kind
         let offline = kind == .offline
-        return await withCheckedContinuation { continuation in
-            let elsewhere = cluster.flatMap { $0.isInterceptorOnline(clientID) ? $0 : nil }
-            let expires = NIODeadline.now() + .milliseconds(Int64(deadline))
-            let registered = state.withLock { state -> (id: String, connection: Connection?, setTimer: Bool)? in
-                if !offline { state.stats.requests += 1 }
-                let connection = state.connections[clientID]
-                guard connection != nil || elsewhere != nil else { return nil }
-                state.nextID += 1
-                let id = "h\(state.nextID)"
-                state.pending[id] = Pending(
-                    continuation: continuation, connectionID: connection?.id ?? Self.remote, expires: expires, kind: kind)
-                let setTimer = state.timerAt.map { expires < $0 } ?? true
-                if setTimer { state.timerAt = expires }
-                return (id, connection, setTimer)
-            }
-            guard let (id, connection, setTimer) = registered else {
-                continuation.resume(returning: .missing)
+        let elsewhere = cluster.flatMap { $0.isInterceptorOnline(clientID) ? $0 : nil }
+        let expires = NIODeadline.now() + .milliseconds(Int64(deadline))
+        let registered = state.withLock { state -> (id: String, connection: Connection?, setTimer: Bool)? in
+            if !offline { state.stats.requests += 1 }
+            let connection = state.connections[clientID]
+            guard connection != nil || elsewhere != nil else { return nil }
+            state.nextID += 1
+            let id = "h\(state.nextID)"
+            state.pending[id] = Pending(
+                resume: answered, connectionID: connection?.id ?? Self.remote, expires: expires, kind: kind)
+            let setTimer = state.timerAt.map { expires < $0 } ?? true
+            if setTimer { state.timerAt = expires }
+            return (id, connection, setTimer)
+        }
+        guard let (id, connection, setTimer) = registered else {
+            answered(.missing)
+            return
+        }
+        if setTimer { expireRequests(at: expires) }
+        if let connection {
+            send(request, id: id, to: connection)
+        } else if let elsewhere {
+            let announcement = Announcement.review(interceptor: clientID, origin: elsewhere.id, request: request.command(id: id))
+            // An `offline` request too large for a NOTIFY (hundreds of receivers): no answer can come, the
+            // defaults go at once.
+            guard !offline || announcement.payload() != nil else {
+                state.withLock { $0.pending.removeValue(forKey: id) }?.resume(.missing)
                 return
             }
-            if setTimer { expireRequests(at: expires) }
-            if let connection {
-                send(request, id: id, to: connection)
-            } else if let elsewhere {
-                let announcement = Announcement.review(interceptor: clientID, origin: elsewhere.id, request: request.command(id: id))
-                // An `offline` request too large for a NOTIFY (hundreds of receivers): no answer can come, the
-                // defaults go at once.
-                guard !offline || announcement.payload() != nil else {
-                    state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(returning: .missing)
-                    return
-                }
-                Task { await elsewhere.announce(announcement) }
-            }
+            Task { await elsewhere.announce(announcement) }
         }
     }
 
@@ -370,7 +396,7 @@ final class InterceptorHub: Sendable {
         if let next { expireRequests(at: next) }
         for pending in expired {
             if pending.kind != .offline { metrics.interceptionTimeouts.increment() }
-            pending.continuation.resume(returning: .timedOut)
+            pending.resume(.timedOut)
         }
     }
 
