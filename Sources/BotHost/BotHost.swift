@@ -119,10 +119,6 @@ public actor BotHost {
             botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
             configLocator: configuration.configLocator, commands: configuration.commands,
             http: AsyncHTTPTransport(), httpPolicies: configuration.httpPolicies)
-        if options.localEndpoint != nil {
-            // Deliveries are handled on the Lua thread, where their hooks run (see `start()`).
-            options.inboundExecutor = runtime.taskExecutor
-        }
         let client = IMClient(
             clientId: configuration.clientID, tag: configuration.tag,
             deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
@@ -151,13 +147,14 @@ public actor BotHost {
         let router = router
         await runtime.onAsyncResults { result in await router.finish(result) }
         let events = client.events()
-        // Events are routed on the Lua thread, where their hooks run: a delivery, its hooks and the reply
-        // cross no other thread on the way (in process, the client reads there too), and a hook's answer
-        // comes back without a hop to Swift's pool. The Lua thread still runs one call at a time.
-        let luaThread = runtime.taskExecutor
+        // Events are routed on Swift's pool, not with the Lua thread as the tasks' preferred executor: this
+        // actor and the bot's IMClient are default actors, and a default actor entered from a task that
+        // prefers the Lua thread runs there, with every other task that calls it at that moment, which then
+        // keeps running on the Lua thread (an event loop) after it leaves: a caller's blocking `wait()`
+        // crashed on NIO's check, and anybody's code would delay the hooks (issue 30, tried and not kept).
         if reviewsInProcess {
             // Interception requests are direct calls that never enter the event stream: route in order.
-            eventTask = Task(executorPreference: luaThread) { [weak self] in
+            eventTask = Task { [weak self] in
                 for await event in events {
                     guard let self else { return }
                     await self.route(event)
@@ -178,7 +175,7 @@ public actor BotHost {
                 }
                 routing.finish()
             }
-            routingTask = Task(executorPreference: luaThread) { [weak self] in
+            routingTask = Task { [weak self] in
                 for await event in routed {
                     guard let self else { return }
                     await self.route(event)

@@ -29,11 +29,6 @@ public actor PluginRuntime {
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { thread.loop.executor.asUnownedSerialExecutor() }
 
-    /// The Lua thread as a task executor: a task that prefers it (`Task(executorPreference:)`) runs its
-    /// nonisolated code and default actors' methods there too, so its calls into the runtime, and their
-    /// answers, cost no thread hand-off (the in-process bot host routes its events so; issue 30).
-    package nonisolated var taskExecutor: any TaskExecutor { thread }
-
     /// - Parameters:
     ///   - directory: the plugins directory (`*.lua` files, `name/init.lua` folders, `lib/` modules).
     ///   - store: state and translation cache.
@@ -319,21 +314,14 @@ public actor PluginRuntime {
     }
 }
 
-/// The one thread every Lua call runs on: a single-threaded NIO event loop, the runtime's serial executor and,
-/// for tasks that prefer it, their task executor (NIO 2.101's `EventLoop` is a `SerialExecutor` but not a
-/// `TaskExecutor`). A task keeps its preferred executor alive, so the thread ends when neither the runtime nor
-/// such a task is left, never under a task that still has work for it.
-private final class LuaThread: TaskExecutor {
+/// The one thread every Lua call runs on: a single-threaded NIO event loop, the runtime's serial executor. It
+/// is not offered as a task executor (`Task(executorPreference:)`): default actors entered from such a task
+/// would run there, with the other tasks calling them, which then stay on the Lua thread (see BotHost.start).
+private final class LuaThread: Sendable {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let loop: any EventLoop
 
     init() { loop = group.next() }
 
     deinit { group.shutdownGracefully { _ in } }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        // From the Lua thread itself this is a queue append; from another thread it wakes the loop once.
-        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
 }

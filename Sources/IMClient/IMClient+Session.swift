@@ -95,8 +95,8 @@ extension IMClient {
             return .failure(IMError(.clientClosed, "the client was closed"))
         }
         if let inbox = link.localInbox {
-            // In process: what arrived since the last look is handled as one batch, where the options say.
-            Task(executorPreference: options.inboundExecutor) { [weak self] in
+            // In process: what arrived since the last look is handled as one batch.
+            Task { [weak self] in
                 while let commands = await inbox.next() { await self?.receive(commands, on: link) }
                 await self?.linkEnded(link)
             }

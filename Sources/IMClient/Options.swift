@@ -45,9 +45,6 @@ public struct IMClientOptions: Sendable {
     /// LeanCloud's SDKs send it: the server registers it for this client (`apns` for 64 hex digits, else `fcm`)
     /// with the client's `deviceId`, and `close()` removes it. Other providers: `IMClient.registerDevice`.
     public var deviceToken: String?
-    /// With `localEndpoint`: where the client handles what the server sends (nil: Swift's shared pool). The
-    /// in-process bot host passes its Lua thread, so a delivery, its hooks and the reply run on one thread.
-    package var inboundExecutor: (any TaskExecutor)?
 
     /// Options for a server at `url` (for example `ws://127.0.0.1:8080/ws`).
     public init(url: String) {
