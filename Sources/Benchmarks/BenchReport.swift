@@ -165,7 +165,9 @@ extension BenchReport {
         }
         if let hooks {
             lines.append(
-                "hooks: \(number(hooks.trivialCallsPerSecond)) trivial calls/s, \(number(hooks.pipelineEventsPerSecond)) pipeline events/s")
+                "hooks: \(number(hooks.trivialCallsPerSecond)) trivial calls/s (\(number(hooks.trivialCPUMicrosPerCall, 3)) µs CPU each), "
+                    + "\(number(hooks.pipelineEventsPerSecond)) pipeline events/s (\(number(hooks.pipelineCPUMicrosPerEvent, 2)) µs CPU each)"
+            )
         }
         if let media { lines += media.summaryLines }
         if let push { lines += push.summaryLines }
