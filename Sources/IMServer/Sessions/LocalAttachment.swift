@@ -1,5 +1,4 @@
 import IMCore
-import NIOPosix
 import Synchronization
 
 /// In-process clients (the bot host of `hookbot run`, benchmarks): a connection kind whose commands cross
@@ -50,9 +49,6 @@ final class LocalAttachments: Sendable {
 
 /// One in-process connection's commands, handled one at a time in the order they were sent by a task that
 /// exists only while some wait (an idle attachment holds no task, as an idle WebSocket session holds none).
-/// The task runs on the event loop that sent the first of them when the sender is on one (the bot host
-/// sends from its Lua thread): starting it then wakes no other thread, and the command reaches the message
-/// pipeline from there. From anywhere else it runs on Swift's pool, as before.
 private final class LocalCommands: Sendable {
     private struct State {
         var queue: [Command] = []
@@ -110,9 +106,7 @@ private final class LocalCommands: Sendable {
             return true
         }
         guard start else { return }
-        Task(executorPreference: MultiThreadedEventLoopGroup.currentEventLoop.map { EventLoopTaskExecutor($0) }) {
-            await self.drain()
-        }
+        Task { await self.drain() }
     }
 
     private enum Next {
