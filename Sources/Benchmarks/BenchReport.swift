@@ -54,6 +54,9 @@ struct ModerationRun: Encodable {
     var latencyMs: LatencyStats
     var overheadP50Ms: Double
     var overheadP99Ms: Double
+    /// How long the server held each message in review (request to verdict applied), measured in the server: the
+    /// interception's overhead without the run-to-run noise of comparing two servers' end-to-end latencies.
+    var holdMs: LatencyStats
     var efficiency: Efficiency
     /// The same messages sent all at once (no waiting between sends).
     var burst: BurstResult
@@ -133,7 +136,9 @@ extension BenchReport {
         if let w1a { add("w1a ping-pong x1", "\(number(w1a.repliesPerSecond))/s", w1a.latencyMs, w1a.efficiency) }
         if let w1b { add("w1b ping-pong x\(w1b.inFlight)", "\(number(w1b.repliesPerSecond))/s", w1b.latencyMs, w1b.efficiency) }
         func add(_ name: String, burst burstName: String, _ run: ModerationRun) {
-            add(name, "leaked \(run.leaked), +\(number(run.overheadP50Ms, 3)) ms", run.latencyMs, run.efficiency)
+            add(
+                name, "leaked \(run.leaked), +\(number(run.overheadP50Ms, 3)) ms, held \(number(run.holdMs.p50, 3)) ms",
+                run.latencyMs, run.efficiency)
             rows.append([
                 "\(burstName) x\(run.burst.messages)",
                 "leaked \(run.burst.leaked), policy \(run.burst.policyDecisions), \(number(run.burst.messagesPerSecond))/s",

@@ -260,14 +260,17 @@ struct Bench {
     {
         let (run, efficiency, burst) = try await hub.whileRunning {
             let meter = Meter(servers: [hub.server], bot: hub)
+            _ = hub.server.takeInterceptionHoldTimes()
             let run = try await deliveryRun(port: hub.port, messages: messages, prefix: prefix)
-            return (run, meter.finish(), try await burstRun(hub: hub, messages: messages))
+            let holds = hub.server.takeInterceptionHoldTimes()
+            return ((run, holds), meter.finish(), try await burstRun(hub: hub, messages: messages))
         }
-        let stats = LatencyStats(run.latencies)
+        let stats = LatencyStats(run.0.latencies)
         return ModerationRun(
-            delivered: run.delivered, leaked: run.leaked, latencyMs: stats,
+            delivered: run.0.delivered, leaked: run.0.leaked, latencyMs: stats,
             overheadP50Ms: LatencyStats.round(stats.p50 - without.p50),
-            overheadP99Ms: LatencyStats.round(stats.p99 - without.p99), efficiency: efficiency, burst: burst)
+            overheadP99Ms: LatencyStats.round(stats.p99 - without.p99), holdMs: LatencyStats(run.1), efficiency: efficiency,
+            burst: burst)
     }
 
     /// A sends every message at once (every tenth forbidden); counts what B received and what the

@@ -98,6 +98,11 @@ public final class IMServer: Sendable {
     /// Counters of the interception role.
     public var interceptionStats: InterceptionStats { service.interceptors.stats }
 
+    /// How long interception held each message reviewed since the last call (the newest 8,192 at most), in
+    /// milliseconds, oldest first: from the review's request to its verdict's application, the time a message
+    /// spends in review that it would not spend without an interceptor.
+    public func takeInterceptionHoldTimes() -> [Double] { service.interception.holds.take() }
+
     /// Starts listening in the background and returns the bound port.
     public func start() async throws -> Int {
         service.goingAway.store(false, ordering: .sequentiallyConsistent)

@@ -26,6 +26,8 @@ final class ServerMetrics: Sendable {
     let interceptionRequests: Counter
     private let interceptionVerdicts: [String: Counter]
     let interceptionTimeouts: Counter
+    /// From a message's review request to its verdict's application.
+    let interceptionHold: Timer
     private let policyDecisions = Mutex<[String: Counter]>([:])
     /// Connections the server closed to protect itself, by reason (see `ConnectionGuard`).
     private let connectionsRefused: [ConnectionGuard.Reason: Counter]
@@ -56,6 +58,7 @@ final class ServerMetrics: Sendable {
         commitLatency = Timer(label: "hookbot_commit_latency_seconds", factory: factory)
         commitBatchSize = Recorder(label: "hookbot_commit_batch_messages", factory: factory)
         interceptionRequests = Counter(label: "hookbot_interception_requests_total", factory: factory)
+        interceptionHold = Timer(label: "hookbot_interception_hold_seconds", factory: factory)
         interceptionVerdicts = Dictionary(
             uniqueKeysWithValues: ["allow", "drop", "modify"].map { verdict in
                 (verdict, Counter(label: "hookbot_interception_verdicts_total", dimensions: [("verdict", verdict)], factory: factory))

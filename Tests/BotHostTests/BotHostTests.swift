@@ -431,6 +431,11 @@ import Testing
             let stats = harness.server.server.interceptionStats
             #expect(stats.policyApplied == 0, "no message was decided by the failure policy")
             #expect(stats.timeouts == 0)
+            // The server measured how long each message was held in review: at least the hook's 100 ms.
+            let holds = harness.server.server.takeInterceptionHoldTimes()
+            #expect(holds.count == 6, "one hold per reviewed message: \(holds)")
+            #expect(holds.allSatisfy { $0 >= 99 && $0 < Double(shipped.server.interceptionDeadlineMillis) }, "\(holds)")
+            #expect(harness.server.server.takeInterceptionHoldTimes().isEmpty, "taken once")
             await bot.stop()
         }
     }

@@ -41,6 +41,8 @@ final class MetricsTests: XCTestCase {
         XCTAssertEqual(delta(#"hookbot_interception_verdicts_total{verdict="allow"}"#), 4)
         XCTAssertEqual(delta(#"hookbot_interception_verdicts_total{verdict="drop"}"#), 1)
         XCTAssertEqual(delta("hookbot_interception_timeouts_total"), 0)
+        // Each reviewed message's hold (request to verdict applied), the blocked one too.
+        XCTAssertEqual(delta("hookbot_interception_hold_seconds_count"), 5)
         // Moderation ran for the five reviews and for the bot's own pong; the greeter for the four delivered.
         XCTAssertEqual(delta(#"hookbot_hook_calls_total{hook="moderation",plugin="moderation"}"#), 6)
         XCTAssertEqual(delta(#"hookbot_hook_duration_seconds_count{hook="moderation",plugin="moderation"}"#), 6)

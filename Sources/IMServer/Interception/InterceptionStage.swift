@@ -17,6 +17,9 @@ final class InterceptionStage: Sendable {
         var token: UInt64
         var message: OutgoingMessage
         var verdict: Verdict?
+        /// When the review was asked (`ServerMetrics.now()`): how long interception held the message is measured
+        /// from here to its verdict's application.
+        var submitted: UInt64
     }
 
     /// One conversation's messages under review, in submission order.
@@ -37,6 +40,8 @@ final class InterceptionStage: Sendable {
     /// Bounds the reviews in flight; `IMService` enters before `submit`, the stage leaves once decided.
     let admission: ReviewAdmission
     private let state = Mutex(State())
+    /// How long the last messages were held by interception (see `HoldTimes`).
+    let holds = HoldTimes()
 
     init(hub: InterceptorHub, pipeline: MessagePipeline, metrics: ServerMetrics, admission: ReviewAdmission) {
         self.hub = hub
@@ -47,9 +52,11 @@ final class InterceptionStage: Sendable {
 
     /// Starts reviewing `message`; its verdict is applied after those of the conversation's earlier messages.
     func submit(_ message: OutgoingMessage) {
+        let submitted = ServerMetrics.now()
         let token = state.withLock { state -> UInt64 in
             state.nextToken &+= 1
-            state.lanes[message.cid, default: Lane()].pending.append(Pending(token: state.nextToken, message: message))
+            state.lanes[message.cid, default: Lane()].pending.append(
+                Pending(token: state.nextToken, message: message, submitted: submitted))
             return state.nextToken
         }
         // Asked from here (the event loop or task that received the message); the verdict is applied where
@@ -59,23 +66,28 @@ final class InterceptionStage: Sendable {
 
     /// Records a verdict; unless another task is at it, applies the conversation's decided head of line.
     private func decided(_ token: UInt64, in cid: String, _ verdict: Verdict) {
-        var ready = state.withLock { state -> [(OutgoingMessage, Verdict)] in
+        var ready = state.withLock { state -> [(Pending, Verdict)] in
             guard let index = state.lanes[cid]?.pending.firstIndex(where: { $0.token == token }) else { return [] }
             state.lanes[cid]?.pending[index].verdict = verdict
             return Self.takeDecided(cid, &state, claiming: true)
         }
         while !ready.isEmpty {
-            for (message, verdict) in ready { apply(verdict, to: message) }
+            for (pending, verdict) in ready {
+                apply(verdict, to: pending.message)
+                let held = ServerMetrics.now() &- pending.submitted
+                metrics.interceptionHold.recordNanoseconds(Int64(clamping: held))
+                holds.record(nanoseconds: held)
+            }
             ready = state.withLock { Self.takeDecided(cid, &$0, claiming: false) }
         }
     }
 
     /// The lane's decided messages from its head. A caller that gets some applies them and asks again
     /// (`claiming` false) until it gets none, which ends its turn; while it applies, other callers get none.
-    private static func takeDecided(_ cid: String, _ state: inout State, claiming: Bool) -> [(OutgoingMessage, Verdict)] {
+    private static func takeDecided(_ cid: String, _ state: inout State, claiming: Bool) -> [(Pending, Verdict)] {
         guard var lane = state.lanes[cid], !(claiming && lane.applying) else { return [] }
         let count = lane.pending.prefix { $0.verdict != nil }.count
-        let taken = lane.pending.prefix(count).map { ($0.message, $0.verdict!) }
+        let taken = lane.pending.prefix(count).map { ($0, $0.verdict!) }
         lane.pending.removeFirst(count)
         lane.applying = !taken.isEmpty
         state.lanes[cid] = lane.pending.isEmpty && !lane.applying ? nil : lane
