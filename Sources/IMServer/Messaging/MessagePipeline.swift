@@ -192,8 +192,14 @@ final class MessagePipeline: Sendable {
                 state.cursorMoves.removeAll()
                 state.batchesStarted += 1
             }
+            // Only the batch's conversations' timestamps: handing over the whole cache (up to 10,000 entries) made
+            // `finish`'s merge copy it while the batch still held it, once per batch.
+            var known: [String: Int64] = [:]
+            for message in state.queue where known[message.cid] == nil {
+                if let t = state.lastTimestamps[message.cid] { known[message.cid] = t }
+            }
             return MessageBatch(
-                messages: state.queue, moves: state.cursorMoves, knownTimestamps: state.lastTimestamps, now: Identifiers.nowMillis(),
+                messages: state.queue, moves: state.cursorMoves, knownTimestamps: known, now: Identifiers.nowMillis(),
                 roomMembers: roomMembers)
         }
     }

@@ -1,0 +1,84 @@
+import Foundation
+import GRDB
+import HookbotTestSupport
+import IMCore
+import XCTest
+
+/// The SQLite store's batch transaction (`SQLiteStore.batchWriter`: its own cached `BEGIN IMMEDIATE` and `COMMIT`
+/// around the batch, and a lean read of the target conversation).
+final class WriterBatchTests: XCTestCase {
+    /// A batch whose statement fails is rolled back whole: the sender gets 4200, nothing of it is stored, the
+    /// conversation's `lm` does not move, and the next batch on the same connection commits and is delivered.
+    func testAFailedBatchIsRolledBackAndTheNextOneCommits() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "the SQLite store's transaction")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"], name: "猫和老鼠")
+        let before = try await tom.sendText("早上好 ☀️", to: cid)
+        let beforeT = try XCTUnwrap(before.t)
+        let first = try await jerry.nextMessage()
+        XCTAssertEqual(first.text, "早上好 ☀️")
+
+        // Another connection to the file (as an operator's sqlite3 would be) makes every insert of a text with
+        // "boom" fail inside the server's transaction; the server's cached statements are prepared again.
+        let pool = try DatabasePool(path: server.databasePath)
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER refuse_boom BEFORE INSERT ON messages WHEN NEW.data LIKE '%boom%'
+                    BEGIN SELECT RAISE(ABORT, 'boom refused'); END
+                    """)
+        }
+        let failed = try await tom.sendText("boom 💥 @Jerry", to: cid)
+        XCTAssertEqual(failed.code, IMErrorCode.internalError.rawValue, "\(failed)")
+        XCTAssertNil(failed.uid)
+        let lm = try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT lm FROM conversations WHERE id = ?", arguments: [cid]) }
+        XCTAssertEqual(lm, beforeT, "the failed batch's lm update was rolled back")
+
+        let after = try await tom.sendText("再试一次 🐭", to: cid)
+        let afterT = try XCTUnwrap(after.t)
+        XCTAssertGreaterThan(afterT, beforeT)
+        let delivered = try await jerry.nextMessage()
+        XCTAssertEqual(delivered.text, "再试一次 🐭")
+        XCTAssertEqual(delivered.id, after.uid)
+        let stored = try await pool.read { db in
+            try String.fetchAll(db, sql: "SELECT data FROM messages WHERE cid = ? ORDER BY t", arguments: [cid])
+        }
+        XCTAssertEqual(stored.count, 2)
+        XCTAssertFalse(stored.contains { $0.contains("boom") })
+        let lmAfter = try await pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT lm FROM conversations WHERE id = ?", arguments: [cid])
+        }
+        XCTAssertEqual(lmAfter, afterT)
+        try pool.close()
+    }
+
+    /// The batch reads only whether the target exists and is a chat room: a message to a conversation that
+    /// does not exist, or to an expired temporary one, is refused with 4401, and one sent at the same time to a
+    /// conversation that exists (often in the same batch) commits.
+    func testMissingAndExpiredConversationsAreRefusedInABatchThatCommitsTheRest() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "the SQLite store's batch")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        var start = Command(cmd: .conv, op: .start)
+        start.m = ["Jerry"]
+        start.tempConv = true
+        let temporary = try required(try await tom.request(start).cid)
+        let pool = try DatabasePool(path: server.databasePath)
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE conversations SET expires_at = 1 WHERE id = ?", arguments: [temporary])
+        }
+        try pool.close()
+        async let missing = tom.sendText("你在吗？", to: "no-such-conversation")
+        async let expired = tom.sendText("过期了", to: temporary)
+        async let stored = tom.sendText("在的 👋", to: cid)
+        let (missingAck, expiredAck, storedAck) = try await (missing, expired, stored)
+        XCTAssertEqual(missingAck.code, IMErrorCode.invalidMessagingTarget.rawValue, "\(missingAck)")
+        XCTAssertEqual(expiredAck.code, IMErrorCode.invalidMessagingTarget.rawValue, "\(expiredAck)")
+        XCTAssertNil(storedAck.code)
+        let delivered = try await jerry.nextMessage()
+        XCTAssertEqual(delivered.text, "在的 👋")
+        XCTAssertEqual(delivered.id, storedAck.uid)
+    }
+}
