@@ -210,7 +210,7 @@ let package = Package(
             name: "BotHostTests",
             dependencies: [
                 "BotHost", "BotHub", "IMCore", "IMServer", "IMClient", "HookRuntime", "HookbotTestSupport", "PushProviders",
-                .crypto, .cryptoExtras,
+                .crypto, .cryptoExtras, .nioPosix,
             ]),
         .testTarget(
             name: "ConsoleTests",

@@ -34,6 +34,13 @@ public actor BotHost {
     /// Whether interception requests arrive as direct calls (in-process attachment) rather than as events.
     private let reviewsInProcess: Bool
 
+    /// The Lua thread, as the plugin runtime's (and, made by `make`, the bot's client's): an event's way from
+    /// the client through the routing and the hooks to the reply's way back into the client takes no hop. A
+    /// caller on another executor hops onto it for the call and off it when the call returns (an actor with
+    /// a custom executor is not given up in place, as a default actor is); so what only reads counters
+    /// (`statistics`) is nonisolated, and waits for no hook.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { runtime.unownedExecutor }
+
     public init(
         configuration: BotConfiguration, client: IMClient, runtime: PluginRuntime,
         logger: Logger = Logger(label: "hookbot.bot"), metrics: any MetricsFactory = NOOPMetricsHandler.instance
@@ -119,6 +126,8 @@ public actor BotHost {
             botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
             configLocator: configuration.configLocator, commands: configuration.commands,
             http: AsyncHTTPTransport(), httpPolicies: configuration.httpPolicies)
+        // The bot's client runs on the Lua thread with the host and the plugins (see `unownedExecutor`).
+        options.executor = runtime.executor
         let client = IMClient(
             clientId: configuration.clientID, tag: configuration.tag,
             deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
@@ -129,8 +138,9 @@ public actor BotHost {
         return host
     }
 
-    /// The live counters.
-    public var statistics: BotStats { counters.snapshot }
+    /// The live counters. Nonisolated (the counters are not actor state): reading them never waits for the Lua
+    /// thread, whatever a hook is doing there.
+    public nonisolated var statistics: BotStats { get async { counters.snapshot } }
 
     /// Loads the plugins, logs in (forced, so a restarted bot takes over its tag), and starts routing,
     /// hot reload and timers.
@@ -146,21 +156,19 @@ public actor BotHost {
         }
         let router = router
         await runtime.onAsyncResults { result in await router.finish(result) }
-        let events = client.events()
-        // Events are routed on Swift's pool, not with the Lua thread as the tasks' preferred executor: this
-        // actor and the bot's IMClient are default actors, and a default actor entered from a task that
-        // prefers the Lua thread runs there, with every other task that calls it at that moment, which then
-        // keeps running on the Lua thread (an event loop) after it leaves: a caller's blocking `wait()`
-        // crashed on NIO's check, and anybody's code would delay the hooks (issue 30, tried and not kept).
+        // Events are routed on the Lua thread, this actor's executor, not with it as the tasks' preferred
+        // executor: default actors entered from such a task run there, with every other task that calls them
+        // at that moment, which then keep running on the Lua thread (an event loop) after they leave (issue
+        // 30, tried and not kept).
         if reviewsInProcess {
-            // Interception requests are direct calls that never enter the event stream: route in order.
-            eventTask = Task { [weak self] in
-                for await event in events {
-                    guard let self else { return }
-                    await self.route(event)
-                }
-            }
+            // Interception requests are direct calls that never enter the event stream: route in order. The
+            // queue's reader waits on the runtime (the same executor, without keeping this host alive), so a
+            // batch of events is routed where the client emitted it, with no hop.
+            let queue = client.eventQueue()
+            let host = WeakHost(self)
+            eventTask = Task { [runtime] in await Self.route(queue, to: host, on: runtime) }
         } else {
+            let events = client.events()
             // Interception requests are answered as they arrive; everything else is routed in order, on a
             // task of its own, so that a slow hook never holds up a verdict.
             let (routed, routing) = AsyncStream<IMEvent>.makeStream()
@@ -296,6 +304,16 @@ public actor BotHost {
 
     // MARK: Routing
 
+    /// Routes the events of `queue` in order, on the runtime's executor (the host's).
+    private static func route(_ queue: IMEventQueue, to host: WeakHost, on runtime: isolated PluginRuntime) async {
+        while let events = await queue.next() {
+            for event in events {
+                guard let host = host.value, !Task.isCancelled else { return }
+                await host.route(event)
+            }
+        }
+    }
+
     func route(_ event: IMEvent) async {
         logger.debug("event", metadata: ["event": "\(event)"])
         switch event {
@@ -365,4 +383,10 @@ public actor BotHost {
     nonisolated func count(_ update: (inout BotStats) -> Void) {
         counters.update(update)
     }
+}
+
+/// A host held without keeping it alive (its routing task).
+struct WeakHost: Sendable {
+    weak var value: BotHost?
+    init(_ value: BotHost) { self.value = value }
 }

@@ -28,6 +28,10 @@ public actor PluginRuntime {
     public nonisolated let members: ConversationMembers
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { thread.loop.executor.asUnownedSerialExecutor() }
+    /// The serial executor every Lua call runs on (the Lua thread). The bot host and its SDK client run on it
+    /// too, so that an event's way from the client through the routing to the hooks and the reply back into
+    /// the client takes no hop.
+    public nonisolated var executor: any SerialExecutor { thread.loop.executor }
 
     /// - Parameters:
     ///   - directory: the plugins directory (`*.lua` files, `name/init.lua` folders, `lib/` modules).
@@ -314,9 +318,11 @@ public actor PluginRuntime {
     }
 }
 
-/// The one thread every Lua call runs on: a single-threaded NIO event loop, the runtime's serial executor. It
-/// is not offered as a task executor (`Task(executorPreference:)`): default actors entered from such a task
-/// would run there, with the other tasks calling them, which then stay on the Lua thread (see BotHost.start).
+/// The one thread every Lua call runs on: a single-threaded NIO event loop, the serial executor of the runtime
+/// (and of the bot host and its client). It is not offered as a task executor (`Task(executorPreference:)`):
+/// default actors entered from such a task would run there, with the other tasks calling them, which then
+/// stay on the Lua thread. Actors with it as their serial executor do not: a caller leaves it when the call
+/// returns (Swift gives up a custom executor's thread only by hopping off it).
 private final class LuaThread: Sendable {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let loop: any EventLoop

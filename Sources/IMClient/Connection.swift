@@ -25,7 +25,7 @@ final class Link: Sendable {
 
     private enum Transport: Sendable {
         case webSocket(WebSocketChannel)
-        case local(LocalConnection, LocalInbox)
+        case local(LocalConnection, LocalInbox<Command>)
     }
 
     private init(id: Int, inbound: AsyncStream<Frame>, transport: Transport, maxFrameSize: Int = .max) {
@@ -40,7 +40,7 @@ final class Link: Sendable {
         id: Int, to endpoint: any LocalEndpoint,
         review: HookReviewer?
     ) throws(IMError) -> Link {
-        let inbox = LocalInbox()
+        let inbox = LocalInbox<Command>()
         guard
             let connection = endpoint.connectLocally(
                 receive: { inbox.append($0) }, closed: { inbox.finish() }, review: review)
@@ -52,7 +52,7 @@ final class Link: Sendable {
     }
 
     /// An in-process link's received commands (nil for a WebSocket, whose frames arrive on `inbound`).
-    var localInbox: LocalInbox? {
+    var localInbox: LocalInbox<Command>? {
         if case .local(_, let inbox) = transport { inbox } else { nil }
     }
 

@@ -23,7 +23,9 @@ extension IMConversation {
     /// Mutes members: their messages are refused (4905) until `seconds` pass (nil: until unmuted).
     /// Returns the ids muted.
     @discardableResult
-    public func muteMembers(_ ids: [String], seconds: Int? = nil, reason: String? = nil) async throws(IMError) -> [String] {
+    nonisolated(nonsending) public func muteMembers(_ ids: [String], seconds: Int? = nil, reason: String? = nil) async throws(IMError)
+        -> [String]
+    {
         var command = memberControl(.addShutup)
         command.m = ids
         command.duration = seconds
@@ -33,14 +35,14 @@ extension IMConversation {
 
     /// Lifts members' mutes (during a conversation-wide mute: lets them speak). Returns the ids unmuted.
     @discardableResult
-    public func unmuteMembers(_ ids: [String]) async throws(IMError) -> [String] {
+    nonisolated(nonsending) public func unmuteMembers(_ ids: [String]) async throws(IMError) -> [String] {
         var command = memberControl(.removeShutup)
         command.m = ids
         return try await client.request(command).allowedPids ?? []
     }
 
     /// Mutes every member but the owner and managers (for `seconds`, or until `unmuteAll`).
-    public func muteAll(seconds: Int? = nil, reason: String? = nil) async throws(IMError) {
+    nonisolated(nonsending) public func muteAll(seconds: Int? = nil, reason: String? = nil) async throws(IMError) {
         var command = memberControl(.addShutup)
         command.all = true
         command.duration = seconds
@@ -49,14 +51,14 @@ extension IMConversation {
     }
 
     /// Lifts a conversation-wide mute (and its exceptions).
-    public func unmuteAll() async throws(IMError) {
+    nonisolated(nonsending) public func unmuteAll() async throws(IMError) {
         var command = memberControl(.removeShutup)
         command.all = true
         _ = try await client.request(command)
     }
 
     /// The members muted by name, a page at a time.
-    public func mutedMembers(limit: Int = 10, next: String? = nil) async throws(IMError) -> IMMemberPage {
+    nonisolated(nonsending) public func mutedMembers(limit: Int = 10, next: String? = nil) async throws(IMError) -> IMMemberPage {
         var command = memberControl(.queryShutup)
         command.limit = limit
         command.next = next
@@ -67,21 +69,21 @@ extension IMConversation {
     /// Blocks clients: members among them are removed, and none may join or be added (4315) until
     /// unblocked. Returns the ids blocked.
     @discardableResult
-    public func blockMembers(_ ids: [String]) async throws(IMError) -> [String] {
+    nonisolated(nonsending) public func blockMembers(_ ids: [String]) async throws(IMError) -> [String] {
         var command = blockList(.block)
         command.toPids = ids
         return try await client.request(command).allowedPids ?? []
     }
 
     @discardableResult
-    public func unblockMembers(_ ids: [String]) async throws(IMError) -> [String] {
+    nonisolated(nonsending) public func unblockMembers(_ ids: [String]) async throws(IMError) -> [String] {
         var command = blockList(.unblock)
         command.toPids = ids
         return try await client.request(command).allowedPids ?? []
     }
 
     /// The blocked client ids, a page at a time.
-    public func blockedMembers(limit: Int = 10, next: String? = nil) async throws(IMError) -> IMMemberPage {
+    nonisolated(nonsending) public func blockedMembers(limit: Int = 10, next: String? = nil) async throws(IMError) -> IMMemberPage {
         var command = blockList(.query)
         command.limit = limit
         command.next = next
@@ -90,7 +92,7 @@ extension IMConversation {
     }
 
     /// Makes a member a manager or a plain member again (the owner only).
-    public func updateMemberRole(_ member: String, to role: IMMemberRole) async throws(IMError) {
+    nonisolated(nonsending) public func updateMemberRole(_ member: String, to role: IMMemberRole) async throws(IMError) {
         var command = memberControl(.memberInfoUpdate)
         command.targetClientId = member
         command.role = role.rawValue

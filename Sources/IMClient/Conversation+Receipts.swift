@@ -18,7 +18,7 @@ public struct IMMemberReceipt: Sendable, Equatable {
 extension IMConversation {
     /// Each other member's delivery and read marks (`conv max-read` with `queryAllMembers`), by client id:
     /// who has received and read what in a group. Members only (4317).
-    public func memberReceipts() async throws(IMError) -> [IMMemberReceipt] {
+    nonisolated(nonsending) public func memberReceipts() async throws(IMError) -> [IMMemberReceipt] {
         var query = Command(cmd: .conv, op: .maxRead)
         query.cid = id
         query.queryAllMembers = true
@@ -30,7 +30,8 @@ extension IMConversation {
 
     /// The newest `limit` stored messages of one type (`_lctype`, e.g. `MessageType.text.rawValue`), oldest
     /// first; before `timestamp` when given, to page back.
-    public func messages(ofType type: Int, beforeTimestamp timestamp: Int64? = nil, limit: Int = 20) async throws(IMError)
+    nonisolated(nonsending) public func messages(ofType type: Int, beforeTimestamp timestamp: Int64? = nil, limit: Int = 20)
+        async throws(IMError)
         -> [IMMessage]
     {
         try await client.history(id, before: timestamp.map { (nil, $0) }, after: nil, limit: limit, type: type)

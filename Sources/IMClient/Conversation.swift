@@ -54,94 +54,102 @@ public struct IMConversation: Sendable, Identifiable, Hashable {
 
     /// Sends a message; returns it with its server id and timestamp once the server stored it.
     @discardableResult
-    public func send(_ content: IMMessageContent, options: IMSendOptions = .default) async throws(IMError) -> IMMessage {
+    nonisolated(nonsending) public func send(_ content: IMMessageContent, options: IMSendOptions = .default) async throws(IMError)
+        -> IMMessage
+    {
         try await client.sendMessage(content, to: id, options: options)
     }
 
     /// Writes a message without waiting for its ack; await `message()` on the result for the ack. Messages
     /// submitted one after another are sent in that order, so many can be in flight at once.
-    public func submit(_ content: IMMessageContent, options: IMSendOptions = .default) async throws(IMError) -> IMPendingMessage {
+    nonisolated(nonsending) public func submit(_ content: IMMessageContent, options: IMSendOptions = .default) async throws(IMError)
+        -> IMPendingMessage
+    {
         try await client.submitMessage(content, to: id, options: options)
     }
 
     /// Sends a message of a registered custom type.
     @discardableResult
-    public func send(_ message: some IMCustomMessage, options: IMSendOptions = .default) async throws(IMError) -> IMMessage {
+    nonisolated(nonsending) public func send(_ message: some IMCustomMessage, options: IMSendOptions = .default) async throws(IMError)
+        -> IMMessage
+    {
         try await client.sendMessage(.custom(message), to: id, options: options)
     }
 
     /// Sends a cmd message (`action` must not start with `_` or `hookbot.`) to the online members.
     @discardableResult
-    public func sendCmd(action: String, ext: [String: JSONValue] = [:]) async throws(IMError) -> IMCmdMessage {
+    nonisolated(nonsending) public func sendCmd(action: String, ext: [String: JSONValue] = [:]) async throws(IMError) -> IMCmdMessage {
         try await client.sendCmd(action: action, ext: ext, to: id)
     }
 
     /// Recalls a message this client sent (within the server's recall window).
     @discardableResult
-    public func recall(_ message: IMMessage) async throws(IMError) -> IMMessage {
+    nonisolated(nonsending) public func recall(_ message: IMMessage) async throws(IMError) -> IMMessage {
         try await client.recall(messageId: message.id, timestamp: message.timestamp, in: id)
     }
 
     /// Recalls a message by id and timestamp.
     @discardableResult
-    public func recall(messageId: String, timestamp: Int64) async throws(IMError) -> IMMessage {
+    nonisolated(nonsending) public func recall(messageId: String, timestamp: Int64) async throws(IMError) -> IMMessage {
         try await client.recall(messageId: messageId, timestamp: timestamp, in: id)
     }
 
     /// Marks the conversation read up to `message`, or up to the last message this client has seen in it.
-    public func markRead(upTo message: IMMessage? = nil) async throws(IMError) {
+    nonisolated(nonsending) public func markRead(upTo message: IMMessage? = nil) async throws(IMError) {
         try await client.markRead(id, upTo: message.map { ($0.id, $0.timestamp) })
     }
 
     // MARK: History
 
     /// The newest `limit` stored messages, oldest first.
-    public func messages(limit: Int = 20) async throws(IMError) -> [IMMessage] {
+    nonisolated(nonsending) public func messages(limit: Int = 20) async throws(IMError) -> [IMMessage] {
         try await client.history(id, before: nil, after: nil, limit: limit)
     }
 
     /// The `limit` stored messages just before a message (its timestamp and optionally its id), oldest first:
     /// pass the first message of the previous page to page backwards.
-    public func messages(beforeTimestamp timestamp: Int64, messageId: String? = nil, limit: Int = 20) async throws(IMError) -> [IMMessage] {
+    nonisolated(nonsending) public func messages(beforeTimestamp timestamp: Int64, messageId: String? = nil, limit: Int = 20)
+        async throws(IMError) -> [IMMessage]
+    {
         try await client.history(id, before: (messageId, timestamp), after: nil, limit: limit)
     }
 
     /// The `limit` stored messages before `message`, oldest first.
-    public func messages(before message: IMMessage, limit: Int = 20) async throws(IMError) -> [IMMessage] {
+    nonisolated(nonsending) public func messages(before message: IMMessage, limit: Int = 20) async throws(IMError) -> [IMMessage] {
         try await messages(beforeTimestamp: message.timestamp, messageId: message.id, limit: limit)
     }
 
     /// The newest `limit` stored messages after `timestamp`, oldest first.
-    public func messages(afterTimestamp timestamp: Int64, limit: Int = 20) async throws(IMError) -> [IMMessage] {
+    nonisolated(nonsending) public func messages(afterTimestamp timestamp: Int64, limit: Int = 20) async throws(IMError) -> [IMMessage] {
         try await client.history(id, before: nil, after: timestamp, limit: limit)
     }
 
     // MARK: Membership
 
     /// Joins the conversation (for a chat room: enters it while online; rejoined after reconnects).
-    public func join() async throws(IMError) {
+    nonisolated(nonsending) public func join() async throws(IMError) {
         try await client.join(id, chatRoom: isChatRoom)
     }
 
     /// Adds members; returns the ids the server added.
     @discardableResult
-    public func add(members: [String]) async throws(IMError) -> [String] {
+    nonisolated(nonsending) public func add(members: [String]) async throws(IMError) -> [String] {
         try await client.addMembers(members, to: id)
     }
 
     /// Leaves the conversation.
-    public func quit() async throws(IMError) {
+    nonisolated(nonsending) public func quit() async throws(IMError) {
         try await client.quit(id)
     }
 
     /// Removes (kicks) members; returns the ids the server removed.
     @discardableResult
-    public func remove(members: [String]) async throws(IMError) -> [String] {
+    nonisolated(nonsending) public func remove(members: [String]) async throws(IMError) -> [String] {
         try await client.removeMembers(members, from: id)
     }
 
     /// The number of members (for a chat room: clients online in it).
-    public func countMembers() async throws(IMError) -> Int {
+    nonisolated(nonsending) public func countMembers() async throws(IMError) -> Int {
         try await client.countMembers(id)
     }
 
@@ -151,7 +159,9 @@ public struct IMConversation: Sendable, Identifiable, Hashable {
     /// objects) set to the given values; `removingAttributes` paths are deleted; other attributes stay.
     /// Returns the update time (ms).
     @discardableResult
-    public func update(name: String? = nil, attributes: [String: JSONValue] = [:], removingAttributes: [String] = [])
+    nonisolated(nonsending) public func update(
+        name: String? = nil, attributes: [String: JSONValue] = [:], removingAttributes: [String] = []
+    )
         async throws(IMError) -> Int64?
     {
         var patch: [String: JSONValue] = [:]
@@ -163,21 +173,21 @@ public struct IMConversation: Sendable, Identifiable, Hashable {
 
     /// Applies a raw patch (keys `name` or `attr.<path>`, `{"__op": "Delete"}` deletes). Returns the update time.
     @discardableResult
-    public func update(patch: [String: JSONValue]) async throws(IMError) -> Int64? {
+    nonisolated(nonsending) public func update(patch: [String: JSONValue]) async throws(IMError) -> Int64? {
         try await client.updateConversation(id, patch: patch)
     }
 
     /// Stops offline notifications of this conversation for this client.
-    public func mute() async throws(IMError) {
+    nonisolated(nonsending) public func mute() async throws(IMError) {
         try await client.setMuted(id, true)
     }
 
-    public func unmute() async throws(IMError) {
+    nonisolated(nonsending) public func unmute() async throws(IMError) {
         try await client.setMuted(id, false)
     }
 
     /// The conversation's current data; nil when it no longer exists.
-    public func fetch() async throws(IMError) -> IMConversation? {
+    nonisolated(nonsending) public func fetch() async throws(IMError) -> IMConversation? {
         try await client.fetchConversation(id: id)
     }
 }

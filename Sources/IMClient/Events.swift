@@ -94,10 +94,33 @@ public enum IMEvent: Sendable {
     case undecodable(String)
 }
 
+/// A queue of an `IMClient`'s events (`IMClient.eventQueue()`), read in batches: every event emitted after it
+/// was made, in order, as `events()` gives them. Unlike an `AsyncStream`, a reader that waits in `next()`
+/// is resumed on its own executor: an actor reading it (the bot host, on its thread) handles each batch
+/// without a hop through Swift's pool. Buffers without limit, as `events()` does.
+public final class IMEventQueue: Sendable {
+    let inbox: LocalInbox<IMEvent>
+
+    init(onFinish: @escaping @Sendable () -> Void) { inbox = LocalInbox(onFinish: onFinish) }
+
+    /// The events emitted since the last call, in order, waiting for the next when there is none; nil once
+    /// the queue has ended (`finish()`, the client went away, or the reading task was cancelled). Runs on
+    /// the caller's executor. One reader at a time.
+    public nonisolated(nonsending) func next() async -> [IMEvent]? { await inbox.next() }
+
+    /// Ends the queue: the reader gets what is left, then nil.
+    public func finish() { inbox.finish() }
+}
+
 /// Fans events out to every subscriber. Each subscriber buffers without limit.
 final class EventHub: Sendable {
+    private enum Subscriber {
+        case stream(AsyncStream<IMEvent>.Continuation)
+        case queue(IMEventQueue)
+    }
+
     private struct State {
-        var subscribers: [Int: AsyncStream<IMEvent>.Continuation] = [:]
+        var subscribers: [Int: Subscriber] = [:]
         var next = 0
         var finished = false
     }
@@ -106,25 +129,50 @@ final class EventHub: Sendable {
 
     func subscribe() -> AsyncStream<IMEvent> {
         let (stream, continuation) = AsyncStream<IMEvent>.makeStream()
-        let id = state.withLock { state -> Int? in
-            if state.finished { return nil }
-            state.next += 1
-            state.subscribers[state.next] = continuation
-            return state.next
-        }
-        guard let id else {
+        guard let id = add(.stream(continuation)) else {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
-        }
+        continuation.onTermination = { [weak self] _ in self?.remove(id) }
         return stream
+    }
+
+    func queue() -> IMEventQueue {
+        let id = Mutex<Int?>(nil)
+        let queue = IMEventQueue { [weak self] in
+            if let id = id.withLock({ $0 }) { self?.remove(id) }
+        }
+        guard let added = add(.queue(queue)) else {
+            queue.finish()
+            return queue
+        }
+        id.withLock { $0 = added }
+        // Finished (its reader cancelled) before it had an id to remove.
+        if queue.inbox.isFinished { remove(added) }
+        return queue
+    }
+
+    private func add(_ subscriber: Subscriber) -> Int? {
+        state.withLock { state -> Int? in
+            if state.finished { return nil }
+            state.next += 1
+            state.subscribers[state.next] = subscriber
+            return state.next
+        }
+    }
+
+    private func remove(_ id: Int) {
+        _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
     }
 
     func emit(_ event: IMEvent) {
         let subscribers = state.withLock { Array($0.subscribers.values) }
-        for subscriber in subscribers { subscriber.yield(event) }
+        for subscriber in subscribers {
+            switch subscriber {
+            case .stream(let continuation): continuation.yield(event)
+            case .queue(let queue): queue.inbox.append(event)
+            }
+        }
     }
 
     /// Ends every subscription.
@@ -134,6 +182,11 @@ final class EventHub: Sendable {
             defer { state.subscribers.removeAll() }
             return Array(state.subscribers.values)
         }
-        for subscriber in subscribers { subscriber.finish() }
+        for subscriber in subscribers {
+            switch subscriber {
+            case .stream(let continuation): continuation.finish()
+            case .queue(let queue): queue.finish()
+            }
+        }
     }
 }

@@ -95,11 +95,10 @@ extension IMClient {
             return .failure(IMError(.clientClosed, "the client was closed"))
         }
         if let inbox = link.localInbox {
-            // In process: what arrived since the last look is handled as one batch.
-            Task { [weak self] in
-                while let commands = await inbox.next() { await self?.receive(commands, on: link) }
-                await self?.linkEnded(link)
-            }
+            // In process: what arrived since the last look is handled as one batch, on the client's executor
+            // (the waiting task is on `queue`, which shares it, and does not keep the client alive).
+            let client = WeakClient(self)
+            Task { [queue] in await Self.readLocal(inbox, of: link, for: client, on: queue) }
         } else {
             Task { [weak self] in
                 for await frame in link.inbound {
@@ -128,6 +127,16 @@ extension IMClient {
                 continuation.resume(returning: .failure(error))
             }
         }
+    }
+
+    /// Hands an in-process link's deliveries to the client as they arrive. Runs on `queue` (the client's
+    /// executor): a delivery resumes it there, and the client's `receive` runs with no hop.
+    static func readLocal(_ inbox: LocalInbox<Command>, of link: Link, for client: WeakClient, on queue: isolated any Actor) async {
+        while let commands = await inbox.next() {
+            guard let client = client.value else { return }
+            await client.receive(commands, on: link)
+        }
+        await client.value?.linkEnded(link)
     }
 
     func failLogin(_ error: IMError) {

@@ -23,6 +23,14 @@ public actor IMClient {
     public internal(set) var state: IMClientState = .closed
 
     let hub = EventHub()
+    /// The actor whose executor this client runs on (`unownedExecutor`), and where the in-process link's
+    /// reading task waits without keeping the client alive.
+    nonisolated let queue: any Actor
+    private nonisolated let executor: UnownedSerialExecutor
+
+    /// `options.executor`, or, without one, the executor of a default actor of the client's own, so that the
+    /// client behaves as a default actor (Swift's pool; a caller's task may carry on where the actor ran).
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor }
     let logger: Logger
     var link: Link?
     var login: Login?
@@ -103,6 +111,8 @@ public actor IMClient {
         self.registry = registry
         self.logger = logger ?? Logger(label: "hookbot.client.\(clientId)")
         seen = RecentIDs(capacity: options.deduplicationWindow)
+        queue = options.executor.map { ClientQueueOnExecutor($0) } ?? ClientQueue()
+        executor = queue.unownedExecutor
     }
 
     deinit {
@@ -115,4 +125,26 @@ public actor IMClient {
     public nonisolated func events() -> AsyncStream<IMEvent> {
         hub.subscribe()
     }
+
+    /// Like `events()`, as an `IMEventQueue` read in batches, whose reader resumes on its own executor: for a
+    /// reader that is an actor (the bot host routes events with no hop through Swift's pool).
+    public nonisolated func eventQueue() -> IMEventQueue {
+        hub.queue()
+    }
+}
+
+/// The default actor that lends its executor to a client without `IMClientOptions.executor`.
+actor ClientQueue {}
+
+/// An actor on the executor of `IMClientOptions.executor`.
+actor ClientQueueOnExecutor {
+    let executor: any SerialExecutor
+    init(_ executor: any SerialExecutor) { self.executor = executor }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+}
+
+/// A client held without keeping it alive (tasks that outlive a dropped client).
+struct WeakClient: Sendable {
+    weak var value: IMClient?
+    init(_ value: IMClient) { self.value = value }
 }

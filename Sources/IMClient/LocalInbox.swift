@@ -1,65 +1,82 @@
 import IMCore
 import Synchronization
 
-/// What an in-process server sent on a link, until the client's reading task takes it: everything that
-/// arrived since its last look, in order, as one batch (so acks of messages that arrived together leave as
-/// one `ack`, with no task of their own). The server appends from whatever thread it delivers on; the
-/// reader, when it waits, is resumed once per burst. Unbounded as the `AsyncStream` it replaces: the server
-/// bounds what it sends a connection (its outbound limits), not this queue.
-final class LocalInbox: Sendable {
+/// Values handed from one thread to a reading task: everything that arrived since its last look, in order,
+/// as one batch. What an in-process server sent on a link (so acks of messages that arrived together leave
+/// as one `ack`, with no task of their own), and a client's events for an `IMEventQueue`. Writers append
+/// from whatever thread they are on; the reader, when it waits, is resumed once per burst, on the executor
+/// it waits on (`next()` is `nonisolated(nonsending)`: an actor's reader resumes on the actor's executor
+/// with no hop through Swift's pool, which `AsyncStream` would take). Unbounded as the `AsyncStream` it
+/// replaces: the server bounds what it sends a connection (its outbound limits), not this queue.
+final class LocalInbox<Element: Sendable>: Sendable {
     private struct State {
-        var commands: [Command] = []
-        var reader: CheckedContinuation<[Command]?, Never>?
+        var items: [Element] = []
+        var reader: CheckedContinuation<[Element]?, Never>?
         var finished = false
+        var onFinish: (@Sendable () -> Void)?
     }
 
     private let state = Mutex(State())
-    /// Finishes with the connection (`ended()` waits for it).
+    /// Finishes with the inbox (`ended()` waits for it).
     private let end = AsyncStream<Never>.makeStream()
 
-    /// A command the server sent (ignored after `finish`).
-    func append(_ command: Command) {
-        let reader = state.withLock { state -> CheckedContinuation<[Command]?, Never>? in
+    init(onFinish: (@Sendable () -> Void)? = nil) {
+        state.withLock { $0.onFinish = onFinish }
+    }
+
+    var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// Appends a value (ignored after `finish`).
+    func append(_ item: Element) {
+        let reader = state.withLock { state -> CheckedContinuation<[Element]?, Never>? in
             guard !state.finished else { return nil }
             guard let reader = state.reader else {
-                state.commands.append(command)
+                state.items.append(item)
                 return nil
             }
             state.reader = nil
             return reader
         }
-        reader?.resume(returning: [command])
+        reader?.resume(returning: [item])
     }
 
-    /// The connection ended: the reader gets what is left, then nil.
+    /// No more values: the reader gets what is left, then nil.
     func finish() {
-        let reader = state.withLock { state in
+        let (reader, onFinish) = state.withLock { state in
+            let onFinish = state.finished ? nil : state.onFinish
             state.finished = true
+            state.onFinish = nil
             defer { state.reader = nil }
-            return state.reader
+            return (state.reader, onFinish)
         }
         reader?.resume(returning: nil)
         end.continuation.finish()
+        onFinish?()
     }
 
-    /// Everything received since the last call, waiting for the next command when there is none; nil once
-    /// the connection has ended and everything was taken. One reader at a time.
-    func next() async -> [Command]? {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> [Command]?? in
-                if !state.commands.isEmpty {
-                    defer { state.commands = [] }
-                    return .some(state.commands)
+    /// Everything appended since the last call, waiting for the next value when there is none; nil once the
+    /// inbox has finished and everything was taken, or when the reading task is cancelled (which finishes
+    /// it). Resumes on the caller's executor. One reader at a time.
+    nonisolated(nonsending) func next() async -> [Element]? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> [Element]?? in
+                    if !state.items.isEmpty {
+                        defer { state.items = [] }
+                        return .some(state.items)
+                    }
+                    if state.finished { return .some(nil) }
+                    state.reader = continuation
+                    return .none
                 }
-                if state.finished { return .some(nil) }
-                state.reader = continuation
-                return .none
+                if let ready { continuation.resume(returning: ready) }
             }
-            if let ready { continuation.resume(returning: ready) }
+        } onCancel: {
+            finish()
         }
     }
 
-    /// Returns once the connection has ended (one caller: the link's `closeAndWait`).
+    /// Returns once the inbox has finished (one caller: the link's `closeAndWait`).
     func ended() async {
         for await _ in end.stream {}
     }

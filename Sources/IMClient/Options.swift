@@ -19,6 +19,12 @@ public struct IMClientOptions: Sendable {
     /// Like `interceptionReviewer`, with the request and the answer as `hook request` and `hook verdict`
     /// commands; used when `interceptionReviewer` is nil.
     public var interceptionHandler: (@Sendable (Command) async -> Command)?
+    /// The serial executor the client's actor runs on; nil: as any actor's, Swift's shared pool. A host that
+    /// calls the client from an executor of its own passes it, so that its calls and the client's handling of
+    /// what arrives (deliveries of an in-process link included) run there with no hop: the bot host gives its
+    /// client the Lua thread. The client then shares that executor: a long job there delays it. Code on other
+    /// executors hops onto it for each call and leaves it when the call returns.
+    public var executor: (any SerialExecutor)?
     /// Delay before the first reconnect attempt; each further attempt doubles it, up to `reconnectMaxDelay`.
     /// Every delay is randomised between half and all of its value (jitter).
     public var reconnectBaseDelay: Duration = .milliseconds(500)

@@ -37,7 +37,7 @@ final class ReplySlot: Sendable {
         if let ready { observer(ready) }
     }
 
-    func value() async -> Result<Command, IMError> {
+    nonisolated(nonsending) func value() async -> Result<Command, IMError> {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> Result<Command, IMError>? in
                 if let result = state.result { return result }
@@ -60,7 +60,7 @@ public struct IMPendingMessage: Sendable {
     let options: IMSendOptions
 
     /// Waits for the server's ack and returns the stored (or transient) message.
-    public func message() async throws(IMError) -> IMMessage {
+    nonisolated(nonsending) public func message() async throws(IMError) -> IMMessage {
         let ack = try await slot.value().get()
         if let error = IMError(reply: ack) { throw error }
         guard let id = ack.uid, let timestamp = ack.t else { throw IMError(.unexpectedReply, "ack without uid or t") }
