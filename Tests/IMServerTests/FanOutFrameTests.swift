@@ -51,6 +51,86 @@ final class FanOutFrameTests: XCTestCase {
         XCTAssertEqual(server.server.queuedOutboundBytes, 0)
     }
 
+    /// A chat room's members get a burst of messages that the server commits in a few batches, so each socket
+    /// is written several frames at once (copied into one buffer, except those too large to copy): every member
+    /// reads every message once, in the order sent, as well-formed frames; a member who left the room, and one
+    /// who disconnected, get none of the next burst while the others get all of it.
+    func testAChatRoomBurstArrivesWholeAndInOrder() async throws {
+        let server = try await startServer()
+        let open = { (name: String) throws -> RawWebSocket in
+            let socket = try RawWebSocket(port: server.port)
+            var login = Command(cmd: .session, op: .open, i: 1)
+            login.peerId = name
+            try socket.sendText(JSONCommandCodec().encode(login))
+            XCTAssertTrue(try socket.readUntil(timeout: 5, occurrences: 1, of: #""op":"opened""#), name)
+            return socket
+        }
+        let host = try open("主持人")
+        try host.sendText(#"{"cmd":"conv","op":"start","i":2,"transient":true,"attr":{"name":"大厅 🏮"}}"#)
+        var started = ""
+        XCTAssertTrue(
+            try host.readUntil(timeout: 5) { received in
+                started =
+                    Self.frames(in: received).map { String(decoding: $0, as: UTF8.self) }.first { $0.contains(#""op":"started""#) } ?? ""
+                return !started.isEmpty
+            })
+        let cid = try required(try JSONCommandCodec().decode(started).cid)
+        let names = (0..<12).map { ["小明", "Jerry", "🐱-fan", "Ана"][$0 % 4] + "-\($0)" }
+        var members: [RawWebSocket?] = []
+        for name in names {
+            let member = try open(name)
+            try member.sendText(#"{"cmd":"conv","op":"join","i":2,"cid":"\#(cid)"}"#)
+            XCTAssertTrue(try member.readUntil(timeout: 5, occurrences: 1, of: #""op":"added""#), name)
+            members.append(member)
+        }
+
+        // Sent back to back: they arrive while the first commit is written, so later ones share batches. Every
+        // seventh is about 21 KB, more than the server copies into one buffer.
+        func burst(_ round: String, serial: Int) throws -> [String] {
+            let texts = (0..<30).map { k in
+                k % 7 == 3 ? "\(round) \(k) " + String(repeating: "猫", count: 7_000) : "\(round) 第\(k)条 @小明-0 你好 👋 \(k)"
+            }
+            for (k, text) in texts.enumerated() {
+                var direct = Command(cmd: .direct, i: serial + k)
+                direct.cid = cid
+                direct.msg = text
+                try host.sendText(JSONCommandCodec().encode(direct))
+            }
+            return texts
+        }
+        func messages(of socket: RawWebSocket, count: Int, _ name: String, timeout: Double = 10) throws -> [String] {
+            var texts: [String] = []
+            _ = try socket.readUntil(timeout: timeout) { received in
+                texts = Self.frames(in: received).compactMap { frame in
+                    let command = try? JSONCommandCodec().decode(String(decoding: frame, as: UTF8.self))
+                    return command?.cmd == .direct ? command?.msg : nil
+                }
+                return texts.count >= count
+            }
+            return texts
+        }
+        let first = try burst("一", serial: 10)
+        for (member, name) in zip(members, names) {
+            XCTAssertEqual(try messages(of: try required(member), count: first.count, name), first, "\(name) got the burst once, in order")
+        }
+
+        // One member leaves the room, another disconnects: the next burst goes to the ten others only.
+        let leaver = try required(members[0])
+        try leaver.sendText(#"{"cmd":"conv","op":"remove","i":3,"cid":"\#(cid)","m":["\#(names[0])"]}"#)
+        XCTAssertTrue(try leaver.readUntil(timeout: 5, occurrences: 1, of: #""op":"removed""#))
+        members[1] = nil // closes its socket
+        try await Task.sleep(for: .milliseconds(200))
+        let second = try burst("二", serial: 100)
+        for (member, name) in zip(members, names).dropFirst(2) {
+            XCTAssertEqual(try messages(of: try required(member), count: first.count + second.count, name), first + second, name)
+        }
+        // (Read after the others got the whole burst: what went to the leaver would have gone with it.)
+        XCTAssertEqual(try messages(of: leaver, count: first.count + 1, names[0], timeout: 0.5), first, "who left gets nothing more")
+        let deadline = ContinuousClock.now + .seconds(5)
+        while server.server.queuedOutboundBytes > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        XCTAssertEqual(server.server.queuedOutboundBytes, 0, "every byte queued for the room was counted as written")
+    }
+
     /// The payloads of the server's frames after the upgrade response in `bytes`; fails the test on a frame that
     /// is masked, not final, or whose length is not in its shortest form (RFC 6455 section 5.2).
     private static func frames(in bytes: [UInt8]) -> [[UInt8]] {

@@ -5,6 +5,9 @@ final class ChatRooms: Sendable {
     private struct State {
         var roomOf: [UInt64: String] = [:]
         var occupants: [String: [UInt64: Connection]] = [:]
+        /// `occupants`' connections of a room as an array, made on the first fan-out after a change: a big
+        /// room's every message then shares one array instead of copying (and retaining) all its members.
+        var lists: [String: [Connection]] = [:]
     }
 
     private let state = Mutex(State())
@@ -14,9 +17,13 @@ final class ChatRooms: Sendable {
     func enter(_ connection: Connection, room cid: String) -> String? {
         state.withLock { state in
             let previous = state.roomOf[connection.id]
-            if let previous, previous != cid { state.occupants[previous]?[connection.id] = nil }
+            if let previous, previous != cid {
+                state.occupants[previous]?[connection.id] = nil
+                state.lists[previous] = nil
+            }
             state.roomOf[connection.id] = cid
             state.occupants[cid, default: [:]][connection.id] = connection
+            state.lists[cid] = nil
             return previous == cid ? nil : previous
         }
     }
@@ -27,12 +34,19 @@ final class ChatRooms: Sendable {
             guard let current = state.roomOf[connection.id], cid == nil || cid == current else { return }
             state.roomOf[connection.id] = nil
             state.occupants[current]?[connection.id] = nil
+            state.lists[current] = nil
             if state.occupants[current]?.isEmpty == true { state.occupants[current] = nil }
         }
     }
 
     func connections(in cid: String) -> [Connection] {
-        state.withLock { Array(($0.occupants[cid] ?? [:]).values) }
+        state.withLock { state in
+            if let list = state.lists[cid] { return list }
+            guard let occupants = state.occupants[cid] else { return [] }
+            let list = Array(occupants.values)
+            state.lists[cid] = list
+            return list
+        }
     }
 
     /// Distinct client ids present in the room.

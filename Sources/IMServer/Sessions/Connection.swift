@@ -83,20 +83,37 @@ final class Connection: Sendable {
         return named
     }
 
-    /// Sends a conversation message, or holds it until the backlog has gone out.
-    func deliver(messageID: String, _ command: Command) {
-        deliver(messageID: messageID, SharedFrame(command))
-    }
-
     /// Sends a message that goes to many connections, encoded once per wire format (where the transport
-    /// names sessions, the protobuf encoding gets `peerId` appended; JSON is encoded again).
-    func deliver(messageID: String, _ shared: SharedFrame, via outbox: Outbox? = nil) {
-        let encoded = shared.encoded(for: format, using: transport.encoder)
+    /// names sessions, the protobuf encoding gets `peerId` appended; JSON is encoded again), or holds it until
+    /// the backlog has gone out. Not to a connection of `sender` (nor to one without a login when `sender` is
+    /// nil): returns whether it was delivered. `encoded` is the caller's memo of the last format's encoding.
+    fileprivate func deliver(
+        messageID: String, _ shared: SharedFrame, sender: String?, via outbox: Outbox, encoded memo: inout SharedFrame.Memo?
+    ) -> Bool {
+        let transport = transport
+        let names = transport.namesSessions
+        // One lock on the fast path (a logged-in, ready session): whether it is the sender's, and its state.
+        let (isSender, clientID, ready, closed) = state.withLock { state in
+            (state.identity?.clientID == sender, names ? state.identity?.clientID : nil, state.ready, state.closed)
+        }
+        if isSender { return false }
+        let format = transport.format
+        let encoded: SharedFrame.Encoded
+        if let memo, memo.format == format {
+            encoded = memo.encoded
+        } else {
+            encoded = shared.encoded(for: format, using: transport.encoder)
+            memo = (format, encoded)
+        }
         var frame = encoded.framed
-        if transport.namesSessions, shared.command.peerId == nil, let clientID {
+        if names, shared.command.peerId == nil, let clientID {
             frame =
                 FrameCodec.naming(encoded.payload, format: format, peerID: clientID)
                 ?? transport.encoder(named(shared.command, clientID))
+        }
+        if ready {
+            if !closed { transport.write(frame, via: outbox) }
+            return true
         }
         let sendNow = state.withLock { state -> Bool in
             if state.ready { return !state.closed }
@@ -104,6 +121,7 @@ final class Connection: Sendable {
             return false
         }
         if sendNow { transport.write(frame, via: outbox) }
+        return true
     }
 
     /// Releases held messages, skipping those already sent as backlog.
@@ -141,6 +159,9 @@ final class SharedFrame: Sendable {
 
     init(_ command: Command) { self.command = command }
 
+    /// A wire format and its `Encoded`, remembered across the receivers of a fan-out (most share one format).
+    typealias Memo = (format: WireFormat, encoded: Encoded)
+
     /// Delivers a message (`Connection.deliver`) to `connections`, except `skipped` and the sender's own
     /// connections; returns to how many. The frames go through `outbox` (the caller sends it), or through
     /// one of their own sent before this returns.
@@ -149,9 +170,9 @@ final class SharedFrame: Sendable {
     ) -> Int {
         let out = outbox ?? Outbox()
         var delivered = 0
-        for connection in connections where connection !== skipped && connection.clientID != sender {
-            connection.deliver(messageID: messageID, self, via: out)
-            delivered += 1
+        var memo: Memo?
+        for connection in connections where connection !== skipped {
+            if connection.deliver(messageID: messageID, self, sender: sender, via: out, encoded: &memo) { delivered += 1 }
         }
         if outbox == nil { out.send() }
         return delivered

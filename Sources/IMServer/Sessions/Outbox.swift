@@ -8,53 +8,66 @@ import NIOCore
 /// Written here because NIO batches writes only within a channel; across channels of a loop the caller
 /// has to group them.
 final class Outbox {
-    private var loops: [(loop: any EventLoop, items: [(WebSocketSession.Writer, Connection.Outbound)])] = []
+    /// One event loop's frames.
+    private struct Loop {
+        let loop: any EventLoop
+        /// Whether `send` runs off this loop (then the loop writes copies of shared frames: see `add`).
+        let remote: Bool
+        var items: [(WebSocketSession.Writer, Connection.Outbound)] = []
+        /// The last shared frame queued for this loop and the loop's copy of it. The original is kept (not only
+        /// its address): freed, its memory could hold the next message's frame at the same address.
+        var shared: (original: ByteBuffer, copy: ByteBuffer)?
+    }
+
+    private var loops: [Loop] = []
+    /// The index in `loops` of the last frame's loop: a fan-out's receivers come in runs of a loop or two.
+    private var last = 0
 
     /// Queues `frame` for `writer`'s session (the transport counted it already).
     func add(_ frame: Connection.Outbound, for writer: WebSocketSession.Writer) {
-        let loop = writer.channel.eventLoop
-        if let index = loops.firstIndex(where: { $0.loop === loop }) {
-            loops[index].items.append((writer, frame))
+        let loop = writer.eventLoop
+        let index: Int
+        if last < loops.count, loops[last].loop === loop {
+            index = last
+        } else if let found = loops.firstIndex(where: { $0.loop === loop }) {
+            index = found
         } else {
-            loops.append((loop, [(writer, frame)]))
+            index = loops.count
+            loops.append(Loop(loop: loop, remote: !loop.inEventLoop))
         }
+        last = index
+        guard loops[index].remote, case .framed(let buffer) = frame else {
+            return loops[index].items.append((writer, frame))
+        }
+        // Each event loop writes a copy of its own of a shared frame buffer (one per run of items that share it:
+        // a message's frame for its receivers). Every socket write retains and releases its buffer; with one
+        // buffer for all receivers, the event loops and the thread that queued the frames take turns at its
+        // reference count's cache line.
+        if let shared = loops[index].shared, Self.address(of: shared.original) == Self.address(of: buffer) {
+            return loops[index].items.append((writer, .framed(shared.copy)))
+        }
+        var copy = writer.channel.allocator.buffer(capacity: buffer.readableBytes)
+        copy.writeImmutableBuffer(buffer)
+        loops[index].shared = (buffer, copy)
+        loops[index].items.append((writer, .framed(copy)))
+    }
+
+    private static func address(of buffer: ByteBuffer) -> UnsafeRawPointer? {
+        buffer.withUnsafeReadableBytes { UnsafeRawPointer($0.baseAddress) }
     }
 
     /// Hands every queued frame to its event loop; the outbox is empty again.
     func send() {
         let loops = loops
         self.loops = []
-        for (loop, items) in loops {
-            if loop.inEventLoop {
+        last = 0
+        for entry in loops {
+            let items = entry.items
+            if entry.loop.inEventLoop {
                 WebSocketSession.Writer.write(items)
             } else {
-                let items = Self.withFramesOfTheirOwn(items)
-                loop.execute { WebSocketSession.Writer.write(items) }
+                entry.loop.execute { WebSocketSession.Writer.write(items) }
             }
         }
-    }
-
-    /// `items` with each shared frame buffer replaced by a copy for this event loop (one per run of items
-    /// that share it: a message's frame for its receivers). Every socket write retains and releases its
-    /// buffer; with one buffer for all receivers, the event loops and the thread that queued the frames take
-    /// turns at its reference count's cache line.
-    private static func withFramesOfTheirOwn(
-        _ items: [(WebSocketSession.Writer, Connection.Outbound)]
-    ) -> [(WebSocketSession.Writer, Connection.Outbound)] {
-        var items = items
-        var last: (original: UnsafeRawPointer?, copy: ByteBuffer)?
-        for index in items.indices {
-            guard case .framed(let buffer) = items[index].1 else { continue }
-            let original = buffer.withUnsafeReadableBytes { UnsafeRawPointer($0.baseAddress) }
-            if let last, last.original == original {
-                items[index].1 = .framed(last.copy)
-                continue
-            }
-            var copy = items[index].0.channel.allocator.buffer(capacity: buffer.readableBytes)
-            copy.writeImmutableBuffer(buffer)
-            last = (original, copy)
-            items[index].1 = .framed(copy)
-        }
-        return items
     }
 }

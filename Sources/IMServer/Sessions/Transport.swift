@@ -15,7 +15,6 @@ import Synchronization
 final class Transport: Sendable {
     private struct State {
         var sessions: [Connection] = []
-        var multiplexed = false
     }
 
     let remoteAddress: String
@@ -44,6 +43,8 @@ final class Transport: Sendable {
     /// The id of the connection `openFirst` opens.
     let firstConnectionID: UInt64
     private let state = Mutex(State())
+    /// Whether the transport has carried two sessions (read once per delivery: not under `state`'s lock).
+    private let multiplexed = Atomic<Bool>(false)
 
     /// A transport that hands what it sends to `emit`; `finish` runs once, when its last session closes.
     init(
@@ -142,7 +143,7 @@ final class Transport: Sendable {
 
     /// Whether what is sent names its session in `peerId`.
     var namesSessions: Bool {
-        format == .protobuf || format == .protobufBase64 || state.withLock { $0.multiplexed }
+        format == .protobuf || format == .protobufBase64 || multiplexed.load(ordering: .acquiring)
     }
 
     /// The connection that handles `command`: for `session open`, the connection waiting for a login or a
@@ -158,7 +159,7 @@ final class Transport: Sendable {
                 }
                 let connection = Connection(id: allocateID(), transport: self)
                 state.sessions.append(connection)
-                state.multiplexed = true
+                multiplexed.store(true, ordering: .releasing)
                 return connection
             }
             let loggedIn = state.sessions.filter { $0.identity != nil }

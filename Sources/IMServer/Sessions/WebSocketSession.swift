@@ -95,10 +95,13 @@ final class WebSocketSession: ChannelDuplexHandler {
     /// Writes frames from any thread, in the order they are handed over.
     final class Writer: Sendable {
         let channel: any Channel
+        /// The channel's event loop (read once per frame by `Outbox`: a stored reference, not a call).
+        let eventLoop: any EventLoop
         let session: NIOLoopBound<WebSocketSession>
 
         init(channel: any Channel, session: NIOLoopBound<WebSocketSession>) {
             self.channel = channel
+            self.eventLoop = channel.eventLoop
             self.session = session
         }
 
@@ -141,8 +144,12 @@ final class WebSocketSession: ChannelDuplexHandler {
     /// just under NIO's frame encoder, so they pass it by. Set in `install`.
     private var frames: ChannelHandlerContext?
     /// The last frame written since the last flush, held back so that it carries the one promise that counts
-    /// every frame written since the previous one as written (not a promise per frame).
+    /// every frame written since the previous one as written (not a promise per frame). Frames written after it
+    /// before the flush are copied into it (`coalescing`), up to `coalescedBytes`.
     private var lastFrame: ByteBuffer?
+    /// Whether `lastFrame` is a buffer of this session's own that later frames are appended to (a fan-out's
+    /// frame is shared by every receiver and is never written into).
+    private var coalescing = false
     /// Bytes (`Transport.size(of:)`) of the frames written since the last promise, `lastFrame`'s included.
     private var unsettled = 0
     /// Whether `Writer.write(_:)` has this session in the batch it is writing.
@@ -362,10 +369,37 @@ final class WebSocketSession: ChannelDuplexHandler {
             transport.written(bytes: size)
             return close(code: code, reason: reason)
         }
-        if let previous = lastFrame { frames?.write(NIOAny(previous), promise: nil) }
-        lastFrame = bytes
         unsettled += size
+        coalesce(bytes)
         if flush { self.flush() }
+    }
+
+    /// At most this many bytes of frames are copied into one buffer before it is handed to NIO.
+    static let coalescedBytes = 16_384
+
+    /// Makes `bytes` the end of what `flush()` sends: a session's frames of one batch (a committed batch of a
+    /// big room's messages: several frames per socket) go to NIO as one buffer, so the channel pipeline, its
+    /// pending-writes queue and the socket's objects are walked once per socket and batch, not once per frame.
+    /// Small frames are copied (cheaper than a pipeline write each); one that would pass `coalescedBytes` is
+    /// written separately.
+    private func coalesce(_ bytes: ByteBuffer) {
+        guard var buffer = lastFrame else {
+            lastFrame = bytes
+            return
+        }
+        guard buffer.readableBytes + bytes.readableBytes <= Self.coalescedBytes, let frames else {
+            frames?.write(NIOAny(buffer), promise: nil)
+            (lastFrame, coalescing) = (bytes, false)
+            return
+        }
+        lastFrame = nil // `buffer` is the only reference now: appending to it does not copy it
+        if !coalescing {
+            var own = frames.channel.allocator.buffer(capacity: 2 * (buffer.readableBytes + bytes.readableBytes))
+            own.writeImmutableBuffer(buffer)
+            (buffer, coalescing) = (own, true)
+        }
+        buffer.writeImmutableBuffer(bytes)
+        lastFrame = buffer
     }
 
     /// Sends what `write(_:flush: false)` queued; its last frame carries the promise that counts them all as
@@ -374,6 +408,7 @@ final class WebSocketSession: ChannelDuplexHandler {
         guard let last = lastFrame else { return }
         let bytes = unsettled
         lastFrame = nil
+        coalescing = false
         unsettled = 0
         let transport = transport!
         guard let frames else { return transport.written(bytes: bytes) }
