@@ -28,8 +28,8 @@ public actor BotHost {
     private var routingTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
     /// Interception requests being answered over the WebSocket, so `stop()` can let them finish.
-    private var interceptions: [Int: Task<Void, Never>] = [:]
-    private var nextInterception = 0
+    /// Not actor state: the event task starts them without waiting for the Lua thread.
+    private nonisolated let interceptions = Mutex<(next: Int, running: [Int: Task<Void, Never>])>((0, [:]))
 
     /// Whether interception requests arrive as direct calls (in-process attachment) rather than as events.
     private let reviewsInProcess: Bool
@@ -126,8 +126,12 @@ public actor BotHost {
             botID: configuration.clientID, reach: ConversationReach(), metrics: metrics,
             configLocator: configuration.configLocator, commands: configuration.commands,
             http: AsyncHTTPTransport(), httpPolicies: configuration.httpPolicies)
-        // The bot's client runs on the Lua thread with the host and the plugins (see `unownedExecutor`).
-        options.executor = runtime.executor
+        if options.localEndpoint != nil {
+            // In process, the bot's client runs on the Lua thread with the host and the plugins (see
+            // `unownedExecutor`): a delivery reaches the hooks and a reply the server with no hop. Over a
+            // WebSocket it stays on Swift's pool, so that a verdict goes out while a hook runs.
+            options.executor = runtime.executor
+        }
         let client = IMClient(
             clientId: configuration.clientID, tag: configuration.tag,
             deviceId: "hookbot-\(configuration.clientID)", options: options, logger: logger)
@@ -176,7 +180,7 @@ public actor BotHost {
                 for await event in events {
                     guard let self else { break }
                     if case .unhandled(let command) = event, command.cmd == .hook, command.op == .request {
-                        await self.answerRemotely(command)
+                        self.answerRemotely(command)
                     } else {
                         routing.yield(event)
                     }
@@ -254,7 +258,7 @@ public actor BotHost {
     public func stop() async {
         await runtime.stopWatching()
         timerTask?.cancel()
-        for task in interceptions.values { await task.value }
+        for task in interceptions.withLock({ Array($0.running.values) }) { await task.value }
         await client.close()
         eventTask?.cancel()
         await eventTask?.value
@@ -289,16 +293,19 @@ public actor BotHost {
         await router.finish(HookResult(actions: report.actions))
     }
 
-    /// Answers an interception request that came over the WebSocket.
-    private func answerRemotely(_ request: Command) {
-        nextInterception += 1
-        let id = nextInterception
-        interceptions[id] = Task {
-            let verdict = await self.verdict(for: request)
-            do { try await self.client.sendWithoutReply(verdict) } catch {
-                self.logger.warning("could not answer an interception request", metadata: ["error": "\(error)"])
+    /// Answers an interception request that came over the WebSocket, off the actor (started at once, whatever
+    /// a hook is doing on the Lua thread; the review waits there only for its own hook call).
+    private nonisolated func answerRemotely(_ request: Command) {
+        interceptions.withLock { interceptions in
+            interceptions.next += 1
+            let id = interceptions.next
+            interceptions.running[id] = Task {
+                let verdict = await self.verdict(for: request)
+                do { try await self.client.sendWithoutReply(verdict) } catch {
+                    self.logger.warning("could not answer an interception request", metadata: ["error": "\(error)"])
+                }
+                _ = self.interceptions.withLock { $0.running.removeValue(forKey: id) }
             }
-            self.interceptions[id] = nil
         }
     }
 

@@ -31,7 +31,7 @@ extension IMClient {
     /// Writes a request now, so requests leave in the order they are enqueued (or queues it while paused),
     /// and returns the slot its reply will arrive in.
     func enqueue(_ command: Command, policy: LossPolicy) throws(IMError) -> (serial: Int, slot: ReplySlot) {
-        switch state {
+        switch connectionState {
         case .opened, .opening, .paused, .resuming: break
         case .closed, .kicked: throw IMError(.clientNotOpen, "open the client first")
         }
@@ -40,7 +40,7 @@ extension IMClient {
         command.i = serial
         let slot = ReplySlot()
         pending[serial] = PendingRequest(command: command, policy: policy, slot: slot)
-        if let link, state == .opened {
+        if let link, connectionState == .opened {
             write(serial, on: link)
         } else {
             arm(serial, after: options.sendTimeout, IMError(.sendTimeout, "not sent: the client stayed disconnected"))
@@ -50,7 +50,7 @@ extension IMClient {
 
     /// Sends a command without waiting for anything; it is lost when the client is not connected.
     func post(_ command: Command) throws(IMError) {
-        guard let link, state == .opened else { throw IMError(.clientNotOpen, "not connected") }
+        guard let link, connectionState == .opened else { throw IMError(.clientNotOpen, "not connected") }
         try link.send(command)
     }
 

@@ -7,7 +7,7 @@ extension IMClient {
     /// Logs in. `force` (the default) takes the tag from any other device; a non-forced open fails with
     /// 4111 when another device holds the tag. Returns at once when already open.
     public func open(force: Bool = true) async throws(IMError) {
-        switch state {
+        switch connectionState {
         case .opened, .paused, .resuming: return
         case .opening: throw IMError(.invalidArgument, "open() is already in progress")
         case .closed, .kicked: break
@@ -15,11 +15,11 @@ extension IMClient {
         if let error = ClientID.validate(clientId) { throw error }
         epoch += 1
         let epoch = epoch
-        state = .opening
+        connectionState = .opening
         let result = await connectAndLogin(reopen: !force, resuming: false, epoch: epoch)
         if case .failure(let error) = result {
-            if state == .opening, epoch == self.epoch {
-                state = .closed
+            if connectionState == .opening, epoch == self.epoch {
+                connectionState = .closed
                 failAll(error)
             }
             throw error
@@ -28,15 +28,15 @@ extension IMClient {
 
     /// Logs out and closes the connection. Waiting requests fail with `CLIENT_CLOSED`; no reconnect follows.
     public func close() async {
-        if case .kicked = state {
-            state = .closed
+        if case .kicked = connectionState {
+            connectionState = .closed
             return
         }
-        guard state != .closed else { return }
+        guard connectionState != .closed else { return }
         epoch += 1
         reconnectTask?.cancel()
         reconnectTask = nil
-        state = .closed
+        connectionState = .closed
         rejoinSerial = nil
         failLogin(IMError(.clientClosed, "close() was called during login"))
         failAll(IMError(.clientClosed, "the client was closed"))
@@ -175,7 +175,7 @@ extension IMClient {
 
     /// The session is fully restored: waiting requests go out.
     func finishLogin(resuming: Bool) {
-        state = .opened
+        connectionState = .opened
         hub.emit(resuming ? .resumed : .opened)
         flushPending()
     }
@@ -198,9 +198,9 @@ extension IMClient {
         }
         guard let link, link.id == ended.id else { return }
         self.link = nil
-        guard state == .opened || rejoinSerial != nil else { return }
+        guard connectionState == .opened || rejoinSerial != nil else { return }
         rejoinSerial = nil
-        state = .paused
+        connectionState = .paused
         hub.emit(.paused(IMError(.connectionLost, "the connection to \(options.url) was lost")))
         for serial in pending.keys.sorted() {
             guard let request = pending[serial], request.written else { continue }
@@ -226,7 +226,7 @@ extension IMClient {
             attempt += 1
             try? await Task.sleep(for: delay)
             guard epoch == self.epoch, !Task.isCancelled else { return }
-            state = .resuming
+            connectionState = .resuming
             hub.emit(.resuming(attempt: attempt))
             switch await connectAndLogin(reopen: true, resuming: true, epoch: epoch) {
             case .success:
@@ -249,7 +249,7 @@ extension IMClient {
                 return
             case .failure(let error):
                 logger.debug("reconnect failed", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
-                state = .paused
+                connectionState = .paused
             }
         }
     }
@@ -257,7 +257,7 @@ extension IMClient {
     /// The server logged this client out.
     func kicked(_ error: IMError) {
         epoch += 1
-        state = .kicked(error)
+        connectionState = .kicked(error)
         endSession(error)
         hub.emit(.kickedOffline(error))
     }
@@ -265,7 +265,7 @@ extension IMClient {
     /// A reconnect failed with a server error other than 4111: stop for good.
     func giveUp(_ error: IMError) {
         epoch += 1
-        state = .closed
+        connectionState = .closed
         endSession(error)
         hub.emit(.closed(error))
     }

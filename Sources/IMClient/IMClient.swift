@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import Logging
+import Synchronization
 
 /// A client id logged in to a Hookbot server: LeanCloud's `AVIMClient` in async Swift.
 ///
@@ -19,8 +20,16 @@ public actor IMClient {
     /// Custom message types received messages are decoded to.
     public nonisolated let registry: IMMessageRegistry
 
-    /// The connection state.
-    public internal(set) var state: IMClientState = .closed
+    /// The connection state. Read without entering the client's executor: a client on a busy executor (the bot's,
+    /// on the Lua thread) answers at once.
+    public nonisolated var state: IMClientState {
+        get async { publishedState.withLock { $0 } }
+    }
+    /// The connection state as the client changes it; `state` reads a copy.
+    var connectionState: IMClientState = .closed {
+        didSet { publishedState.withLock { $0 = connectionState } }
+    }
+    private nonisolated let publishedState = Mutex<IMClientState>(.closed)
 
     let hub = EventHub()
     /// The actor whose executor this client runs on (`unownedExecutor`), and where the in-process link's

@@ -168,7 +168,7 @@ extension IMClient {
     /// The last login's session token; still good while the client is paused or resuming (the server keeps
     /// it), gone after `close()` or a kick.
     private func requireToken() throws(IMError) -> String {
-        switch state {
+        switch connectionState {
         case .opened, .paused, .resuming:
             if let sessionToken { return sessionToken }
         case .closed, .opening, .kicked:

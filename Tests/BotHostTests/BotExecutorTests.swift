@@ -84,4 +84,37 @@ import Testing
             #expect(!Self.onEventLoop)
         }
     }
+
+    /// A hook that spins to its deadline holds the Lua thread for that long; what the console and the admin socket
+    /// read of the host and its client meanwhile (the counters, the client's state: `GET /ready`) answers at once.
+    @Test func aSpinningHookDoesNotHoldUpStatusReads() async throws {
+        try await BotHarness.start(attachment: .inProcess).whileRunning { harness in
+            try harness.write("spin.lua", "return { name = 'spin', on_receive = function(msg, ctx) while true do end end }")
+            let bot = try await harness.bot {
+                $0.plugins.limits.instructionBudget = 0
+                $0.plugins.limits.deadline = 0.8
+            }
+            let chat = try await harness.conversationWithBot()
+            for k in 1...3 { _ = try await chat.conversation.submit(.text("转圈 \(k) 🌀")) }
+            // Sent: the Lua thread spins for about 2.4 s from now.
+            try await Task.sleep(for: .milliseconds(200))
+            var slowest = Duration.zero
+            let until = ContinuousClock.now + .seconds(1.5)
+            while ContinuousClock.now < until {
+                let asked = ContinuousClock.now
+                let state = await bot.client.state
+                let stats = await bot.statistics
+                slowest = max(slowest, asked.duration(to: .now))
+                #expect(state == .opened)
+                #expect(stats.verdicts >= 0)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(slowest < .milliseconds(200), "status reads waited \(slowest) for the spinning hook")
+            // The hook was in fact holding the Lua thread: the runtime answers only after it.
+            let asked = ContinuousClock.now
+            _ = await bot.runtime.plugins
+            #expect(asked.duration(to: .now) > .milliseconds(100))
+            await bot.stop()
+        }
+    }
 }
