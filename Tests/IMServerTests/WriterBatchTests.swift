@@ -81,4 +81,62 @@ final class WriterBatchTests: XCTestCase {
         XCTAssertEqual(delivered.text, "在的 👋")
         XCTAssertEqual(delivered.id, storedAck.uid)
     }
+
+    /// A batch reads a conversation's members and row once and later batches keep them
+    /// (`BatchTargets`); a member removed or added through the server changes who the next message reaches,
+    /// and whether a sender is a member.
+    func testMembershipChangesThroughTheServerReachTheNextBatch() async throws {
+        let server = try await startServer()
+        let (tom, jerry, bob) = try await server.login("Tom", "Jerry", "Bob")
+        let cid = try await tom.startConversation(members: ["Jerry"], name: "周末")
+        try await tom.sendText("一起吃饭吗？", to: cid)
+        let first = try await jerry.nextMessage()
+        XCTAssertEqual(first.text, "一起吃饭吗？")
+
+        let removed = try await tom.request(Command.conv(.remove, cid, members: ["Jerry"]))
+        XCTAssertEqual(removed.op, .removed, "\(removed)")
+        let added = try await tom.request(Command.conv(.add, cid, members: ["Bob"]))
+        XCTAssertEqual(added.op, .added, "\(added)")
+        let sent = try await tom.sendText("周六中午 🍜", to: cid)
+        XCTAssertNil(sent.code)
+        let toBob = try await bob.nextMessage()
+        XCTAssertEqual(toBob.text, "周六中午 🍜")
+        let toJerry = await jerry.settle { $0.cmd == .direct }
+        XCTAssertTrue(toJerry.isEmpty, "removed before the message: \(toJerry)")
+        let refused = try await jerry.sendText("我也去", to: cid)
+        XCTAssertEqual(refused.code, IMErrorCode.invalidMessagingTarget.rawValue, "\(refused)")
+    }
+
+    /// Changes another connection commits to the file (an operator's `sqlite3`, another process) are seen by the
+    /// next batch too (`PRAGMA data_version`): members deleted and inserted, a temporary conversation expired.
+    func testChangesCommittedByAnotherConnectionReachTheNextBatch() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "the SQLite store's batch")
+        let server = try await startServer()
+        let (tom, jerry, bob) = try await server.login("Tom", "Jerry", "Bob")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        var start = Command(cmd: .conv, op: .start)
+        start.m = ["Jerry"]
+        start.tempConv = true
+        let temporary = try required(try await tom.request(start).cid)
+        try await tom.sendText("你好 @Jerry", to: cid)
+        try await tom.sendText("临时的 ⏳", to: temporary)
+        for _ in 0..<2 { _ = try await jerry.nextMessage() }
+
+        let pool = try DatabasePool(path: server.databasePath)
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM members WHERE cid = ? AND client_id = 'Jerry'", arguments: [cid])
+            try db.execute(
+                sql: "INSERT INTO members (cid, client_id, joined_at, delivered_t, read_t) VALUES (?, 'Bob', 1, 0, 0)", arguments: [cid])
+            try db.execute(sql: "UPDATE conversations SET expires_at = 1 WHERE id = ?", arguments: [temporary])
+        }
+        try pool.close()
+        let sent = try await tom.sendText("换人了 🐱", to: cid)
+        XCTAssertNil(sent.code)
+        let toBob = try await bob.nextMessage()
+        XCTAssertEqual(toBob.text, "换人了 🐱")
+        let toJerry = await jerry.settle { $0.cmd == .direct }
+        XCTAssertTrue(toJerry.isEmpty, "\(toJerry)")
+        let expired = try await tom.sendText("还在吗", to: temporary)
+        XCTAssertEqual(expired.code, IMErrorCode.invalidMessagingTarget.rawValue, "\(expired)")
+    }
 }

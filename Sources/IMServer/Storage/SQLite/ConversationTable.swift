@@ -57,14 +57,6 @@ enum ConversationTable {
         ).map(ConversationRecord.init)
     }
 
-    /// Whether the conversation is a chat room (transient), or nil when there is none with this id (or it
-    /// expired at `now`): all a message batch needs of it, without decoding the whole row as `find` does.
-    static func transient(_ db: Database, id: String, now: Int64) throws -> Bool? {
-        try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT transient FROM conversations WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)"),
-            arguments: [id, now])
-    }
-
     /// Deletes expired temporary conversations with their members and messages; returns how many.
     @discardableResult
     static func purgeExpired(_ db: Database, now: Int64) throws -> Int {

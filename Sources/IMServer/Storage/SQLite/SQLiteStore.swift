@@ -6,12 +6,15 @@ import Logging
 /// The embedded store: one SQLite file in WAL mode (GRDB), written by one node.
 final class SQLiteStore: ServerStore {
     let db: DatabasePool
+    /// The conversations message batches store into, kept between batches.
+    let batchTargets = BatchTargets()
 
     /// Opens (and migrates) the file, after checking its integrity for at most `integrityCheckSeconds` (0
     /// skips the check); a damaged file throws `DamagedDatabase`.
     init(path: String, synchronousFull: Bool, integrityCheckSeconds: Int = 0, logger: Logger? = nil) throws {
         db = try SQLiteSchema.open(
             path: path, synchronousFull: synchronousFull, integrityCheckSeconds: integrityCheckSeconds, logger: logger)
+        try db.writeWithoutTransaction { [batchTargets] db in try batchTargets.install(on: db) }
     }
 
     func ping() async throws {
@@ -229,7 +232,7 @@ final class SQLiteStore: ServerStore {
     // MARK: Messages
 
     var batchWriter: BatchWriter {
-        .blocking { [db] batch in
+        .blocking { [db, batchTargets] batch in
             // The transaction without GRDB's `write`: it runs `BEGIN IMMEDIATE` and `COMMIT` through `execute(sql:)`,
             // which parses both again on every call (a tenth of the writer thread's time for a one-message batch,
             // perf, issue 30 round 6). The same statements, cached; GRDB still runs them (transaction observers,
@@ -237,7 +240,8 @@ final class SQLiteStore: ServerStore {
             try db.writeWithoutTransaction { db in
                 try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
                 do {
-                    let result = try Self.commit(db, batch)
+                    try batchTargets.validate(db)
+                    let result = try Self.commit(db, batch, targets: batchTargets)
                     try MessageTable.advanceCursors(db, batch.moves)
                     try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
                     return result
@@ -252,7 +256,7 @@ final class SQLiteStore: ServerStore {
 
     /// Stores a batch's messages: each must go to a conversation that exists, from a member, once per
     /// dedupe token, with a timestamp above the conversation's newest.
-    private static func commit(_ db: Database, _ batch: MessageBatch) throws -> BatchResult {
+    private static func commit(_ db: Database, _ batch: MessageBatch, targets: BatchTargets) throws -> BatchResult {
         var timestamps: [String: Int64] = [:]
         /// Per conversation of the batch: whether it is a chat room, or nil when it does not exist.
         var conversations: [String: Bool?] = [:]
@@ -264,20 +268,16 @@ final class SQLiteStore: ServerStore {
             if let cached = conversations[message.cid] {
                 transient = cached
             } else {
-                transient = try ConversationTable.transient(db, id: message.cid, now: batch.now)
+                let target = try targets.target(db, cid: message.cid, now: batch.now)
+                transient = target?.transient
                 conversations[message.cid] = transient
+                if let target { memberLists[message.cid] = target.transient ? batch.roomMembers(message.cid) : target.members }
             }
             guard let transient else {
                 outcomes.append(.failed(IMError(.invalidMessagingTarget, "conversation \(message.cid) does not exist")))
                 continue
             }
-            let members: [String]
-            if let cached = memberLists[message.cid] {
-                members = cached
-            } else {
-                members = transient ? batch.roomMembers(message.cid) : try ConversationTable.members(db, cid: message.cid)
-                memberLists[message.cid] = members
-            }
+            let members = memberLists[message.cid] ?? []
             guard members.contains(message.from) else {
                 outcomes.append(.failed(IMError(.invalidMessagingTarget, "\(message.from) is not a member of \(message.cid)")))
                 continue
