@@ -4,6 +4,8 @@ import HookbotTestSupport
 import IMCore
 import XCTest
 
+@testable import IMServer
+
 /// The SQLite store's batch transaction (`SQLiteStore.batchWriter`: its own cached `BEGIN IMMEDIATE` and `COMMIT`
 /// around the batch, and a lean read of the target conversation).
 final class WriterBatchTests: XCTestCase {
@@ -138,5 +140,20 @@ final class WriterBatchTests: XCTestCase {
         XCTAssertTrue(toJerry.isEmpty, "\(toJerry)")
         let expired = try await tom.sendText("还在吗", to: temporary)
         XCTAssertEqual(expired.code, IMErrorCode.invalidMessagingTarget.rawValue, "\(expired)")
+    }
+
+    /// Message ids: 22 base-62 characters, a prefix drawn once per process and a counter, so ids of one process
+    /// sort in the order they were given.
+    func testMessageIDsAreBase62WithOnePrefixAndAnIncreasingCounter() {
+        let ids = (0..<200).map { _ in Identifiers.messageID() }
+        let alphabet = Set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+        for id in ids {
+            XCTAssertEqual(id.count, 22, id)
+            XCTAssertTrue(id.allSatisfy(alphabet.contains), id)
+            XCTAssertEqual(id.prefix(10), ids[0].prefix(10))
+        }
+        // Other tests run in parallel threads may take ids in between: strictly increasing, not consecutive.
+        XCTAssertEqual(ids, ids.sorted())
+        XCTAssertEqual(Set(ids).count, ids.count)
     }
 }
