@@ -1,4 +1,5 @@
 import NIOCore
+import Synchronization
 
 /// Frames for many WebSocket sessions, collected while a fan-out (or a committed batch) is sent, then
 /// written with one event-loop task per event loop and one flush per session, instead of a task and a
@@ -65,9 +66,55 @@ final class Outbox {
             let items = entry.items
             if entry.loop.inEventLoop {
                 WebSocketSession.Writer.write(items)
-            } else {
-                entry.loop.execute { WebSocketSession.Writer.write(items) }
+            } else if let first = items.first {
+                first.0.writes.submit(items)
             }
         }
+    }
+}
+
+/// The frames other threads hand to one event loop, written by one task of that loop: frames handed over while
+/// the task waits to run join it. When the loop is behind (a big room's committed batches come faster than its
+/// sockets take them), the next batches' frames go out with the waiting ones, several messages per socket write,
+/// instead of a task, a pass over the sockets and a system call per socket for each batch. Every frame sent to
+/// a WebSocket from another thread goes through here, so a session's frames keep the order they were handed over in.
+final class LoopWrites: Sendable {
+    private typealias Items = [(WebSocketSession.Writer, Connection.Outbound)]
+
+    let loop: any EventLoop
+    private let pending = Mutex<(items: Items, scheduled: Bool)>(([], false))
+    /// One per event loop, kept for the process's life (a server has a few loops; each entry holds its loop, so
+    /// no other loop can take its identifier).
+    private static let all = Mutex<[ObjectIdentifier: LoopWrites]>([:])
+
+    private init(_ loop: any EventLoop) { self.loop = loop }
+
+    /// The queue of `loop`.
+    static func of(_ loop: any EventLoop) -> LoopWrites {
+        all.withLock { all in
+            if let writes = all[ObjectIdentifier(loop)] { return writes }
+            let writes = LoopWrites(loop)
+            all[ObjectIdentifier(loop)] = writes
+            return writes
+        }
+    }
+
+    /// Queues frames of this loop's sessions (from another thread); a task of the loop writes them.
+    func submit(_ items: [(WebSocketSession.Writer, Connection.Outbound)]) {
+        let schedule = pending.withLock { pending in
+            if pending.items.isEmpty { pending.items = items } else { pending.items.append(contentsOf: items) }
+            defer { pending.scheduled = true }
+            return !pending.scheduled
+        }
+        if schedule { loop.execute { self.run() } }
+    }
+
+    private func run() {
+        let items = pending.withLock { pending in
+            pending.scheduled = false
+            defer { pending.items = [] }
+            return pending.items
+        }
+        WebSocketSession.Writer.write(items)
     }
 }

@@ -98,19 +98,21 @@ final class WebSocketSession: ChannelDuplexHandler {
         /// The channel's event loop (read once per frame by `Outbox`: a stored reference, not a call).
         let eventLoop: any EventLoop
         let session: NIOLoopBound<WebSocketSession>
+        /// Where frames from other threads wait for the event loop (with the other sessions' of the loop).
+        let writes: LoopWrites
 
         init(channel: any Channel, session: NIOLoopBound<WebSocketSession>) {
             self.channel = channel
             self.eventLoop = channel.eventLoop
             self.session = session
+            self.writes = LoopWrites.of(channel.eventLoop)
         }
 
         func write(_ frame: Connection.Outbound) {
-            if channel.eventLoop.inEventLoop {
+            if eventLoop.inEventLoop {
                 session.value.write(frame, flush: true)
             } else {
-                let session = session
-                channel.eventLoop.execute { session.value.write(frame, flush: true) }
+                writes.submit([(self, frame)])
             }
         }
 
