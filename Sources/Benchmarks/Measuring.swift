@@ -114,6 +114,9 @@ struct Efficiency: Encodable {
     /// On PostgreSQL: every transaction the nodes ran per 1,000 (the pipeline's, presence, announcements,
     /// interception relays, logins…).
     var databaseTransactionsPer1000Messages: Double?
+    /// On SQLite: CPU microseconds of the message pipeline's writer thread (all nodes') per stored message: the
+    /// batches' commits and their hand-off to the event loops, apart from the clients sharing this process.
+    var writerCPUMicrosPerMessage: Double?
 }
 
 /// Measures `Efficiency` between its creation and `finish()`.
@@ -124,6 +127,7 @@ struct Meter {
     let botCPU: Double?
     let storage: (transactions: Int, messages: Int)
     let databaseTransactions: Int?
+    let writerCPU: Double?
 
     init(servers: [IMServer], bot: BenchHub?) {
         self.servers = servers
@@ -131,6 +135,12 @@ struct Meter {
         botCPU = bot?.botCPUSeconds
         storage = Self.storageStats(servers)
         databaseTransactions = Self.databaseTransactions(servers)
+        writerCPU = Self.writerCPU(servers)
+    }
+
+    private static func writerCPU(_ servers: [IMServer]) -> Double? {
+        let seconds = servers.compactMap(\.writerCPUSeconds)
+        return seconds.count == servers.count ? seconds.reduce(0, +) : nil
     }
 
     private static func databaseTransactions(_ servers: [IMServer]) -> Int? {
@@ -157,7 +167,10 @@ struct Meter {
             cpuSecondsPer1000Messages: per1000(cpuNow - cpu),
             botCPUSecondsPer1000Messages: botCPU.flatMap { start in botNow.map { per1000($0 - start) } },
             transactionsPer1000Messages: per1000(Double(now.transactions - storage.transactions)),
-            databaseTransactionsPer1000Messages: databaseTransactions)
+            databaseTransactionsPer1000Messages: databaseTransactions,
+            writerCPUMicrosPerMessage: writerCPU.flatMap { start in
+                Self.writerCPU(servers).map { (($0 - start) / Double(stored) * 1e6 * 10).rounded() / 10 }
+            })
     }
 }
 

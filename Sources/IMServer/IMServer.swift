@@ -80,6 +80,9 @@ public final class IMServer: Sendable {
     /// Transactions committed by the message pipeline, and the messages they stored.
     public var storageStats: (transactions: Int, messages: Int) { service.storageCounters.snapshot }
 
+    /// CPU seconds used so far by the message pipeline's writer thread (SQLite), or nil (PostgreSQL).
+    public var writerCPUSeconds: Double? { service.storageCounters.writerCPUSeconds }
+
     /// Whether the interceptor with this client id is logged in (readiness checks, benchmarks).
     public func isInterceptorAttached(_ clientID: String) -> Bool { service.interceptors.isAttached(clientID) }
 

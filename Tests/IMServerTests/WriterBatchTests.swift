@@ -156,4 +156,23 @@ final class WriterBatchTests: XCTestCase {
         XCTAssertEqual(ids, ids.sorted())
         XCTAssertEqual(Set(ids).count, ids.count)
     }
+
+    /// `IMServer.writerCPUSeconds` (what `hookbot bench` reports as `writerCPUMicrosPerMessage`): the SQLite
+    /// pipeline's writer thread's CPU clock, which grows as batches commit; nil on PostgreSQL.
+    func testTheWriterThreadsCPUTimeGrowsWithStoredMessages() async throws {
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        try await tom.sendText("热身", to: cid)
+        guard TestDatabase.backend == .sqlite else {
+            XCTAssertNil(server.server.writerCPUSeconds)
+            return
+        }
+        let before = try XCTUnwrap(server.server.writerCPUSeconds)
+        for k in 0..<100 { try await tom.sendText("第 \(k) 条 ✉️", to: cid) }
+        for _ in 0..<101 { _ = try await jerry.nextMessage() }
+        let after = try XCTUnwrap(server.server.writerCPUSeconds)
+        XCTAssertGreaterThan(after, before)
+        XCTAssertLessThan(after - before, 10, "CPU seconds, not another unit")
+    }
 }

@@ -96,6 +96,8 @@ final class MessagePipeline: Sendable {
         self.rooms = rooms
         self.logger = logger
         writer = thread.next()
+        // SQLite commits on this thread: its CPU clock is the pipeline's cost (`StorageCounters.writerCPUSeconds`).
+        if case .blocking = writeBatch { writer.execute { [counters] in counters.noteWriterThread() } }
     }
 
     deinit {
@@ -300,4 +302,22 @@ public final class StorageCounters: Sendable {
 
     /// Transactions the message pipeline committed, and the messages they stored.
     public var snapshot: (transactions: Int, messages: Int) { state.withLock { $0 } }
+
+    /// The CPU clock of the pipeline's writer thread (SQLite), read from any thread.
+    private let writerClock = Mutex<clockid_t?>(nil)
+
+    /// Called on the writer thread once.
+    func noteWriterThread() {
+        var clock = clockid_t()
+        if pthread_getcpuclockid(pthread_self(), &clock) == 0 { writerClock.withLock { $0 = clock } }
+    }
+
+    /// CPU seconds used so far by the pipeline's writer thread: with SQLite, the thread that takes each batch, commits
+    /// it and hands its deliveries and acks to the event loops. Nil with PostgreSQL (batches commit on Swift's pool).
+    public var writerCPUSeconds: Double? {
+        guard let clock = writerClock.withLock({ $0 }) else { return nil }
+        var time = timespec()
+        guard clock_gettime(clock, &time) == 0 else { return nil }
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
 }
