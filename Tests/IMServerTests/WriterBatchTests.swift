@@ -9,6 +9,28 @@ import XCTest
 /// The SQLite store's batch transaction (`SQLiteStore.batchWriter`: its own cached `BEGIN IMMEDIATE` and `COMMIT`
 /// around the batch, and a lean read of the target conversation).
 final class WriterBatchTests: XCTestCase {
+    /// `sender`'s `text` is stored in `cid`, reaches `receiver` and not `excluded`.
+    private func assertStored(
+        _ text: String, from sender: TestClient, in cid: String, reaches receiver: TestClient, notReaching excluded: TestClient,
+        file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let ack = try await sender.sendText(text, to: cid)
+        XCTAssertNil(ack.code, "\(ack)", file: file, line: line)
+        let received = try await receiver.nextMessage()
+        XCTAssertEqual(received.text, text, file: file, line: line)
+        XCTAssertEqual(received.id, ack.uid, file: file, line: line)
+        let toExcluded = await excluded.settle { $0.cmd == .direct }
+        XCTAssertTrue(toExcluded.isEmpty, "no longer a member: \(toExcluded)", file: file, line: line)
+    }
+
+    /// A temporary conversation of `client` with `members`.
+    private func startTemporary(by client: TestClient, with members: [String]) async throws -> String {
+        var start = Command(cmd: .conv, op: .start)
+        start.m = members
+        start.tempConv = true
+        return try required(try await client.request(start).cid)
+    }
+
     /// A batch whose statement fails is rolled back whole: the sender gets 4200, nothing of it is stored, the
     /// conversation's `lm` does not move, and the next batch on the same connection commits and is delivered.
     func testAFailedBatchIsRolledBackAndTheNextOneCommits() async throws {
@@ -63,10 +85,7 @@ final class WriterBatchTests: XCTestCase {
         let server = try await startServer()
         let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"])
-        var start = Command(cmd: .conv, op: .start)
-        start.m = ["Jerry"]
-        start.tempConv = true
-        let temporary = try required(try await tom.request(start).cid)
+        let temporary = try await startTemporary(by: tom, with: ["Jerry"])
         let pool = try DatabasePool(path: server.databasePath)
         try await pool.write { db in
             try db.execute(sql: "UPDATE conversations SET expires_at = 1 WHERE id = ?", arguments: [temporary])
@@ -99,12 +118,7 @@ final class WriterBatchTests: XCTestCase {
         XCTAssertEqual(removed.op, .removed, "\(removed)")
         let added = try await tom.request(Command.conv(.add, cid, members: ["Bob"]))
         XCTAssertEqual(added.op, .added, "\(added)")
-        let sent = try await tom.sendText("周六中午 🍜", to: cid)
-        XCTAssertNil(sent.code)
-        let toBob = try await bob.nextMessage()
-        XCTAssertEqual(toBob.text, "周六中午 🍜")
-        let toJerry = await jerry.settle { $0.cmd == .direct }
-        XCTAssertTrue(toJerry.isEmpty, "removed before the message: \(toJerry)")
+        try await assertStored("周六中午 🍜", from: tom, in: cid, reaches: bob, notReaching: jerry)
         let refused = try await jerry.sendText("我也去", to: cid)
         XCTAssertEqual(refused.code, IMErrorCode.invalidMessagingTarget.rawValue, "\(refused)")
     }
@@ -116,10 +130,7 @@ final class WriterBatchTests: XCTestCase {
         let server = try await startServer()
         let (tom, jerry, bob) = try await server.login("Tom", "Jerry", "Bob")
         let cid = try await tom.startConversation(members: ["Jerry"])
-        var start = Command(cmd: .conv, op: .start)
-        start.m = ["Jerry"]
-        start.tempConv = true
-        let temporary = try required(try await tom.request(start).cid)
+        let temporary = try await startTemporary(by: tom, with: ["Jerry"])
         try await tom.sendText("你好 @Jerry", to: cid)
         try await tom.sendText("临时的 ⏳", to: temporary)
         for _ in 0..<2 { _ = try await jerry.nextMessage() }
@@ -132,12 +143,7 @@ final class WriterBatchTests: XCTestCase {
             try db.execute(sql: "UPDATE conversations SET expires_at = 1 WHERE id = ?", arguments: [temporary])
         }
         try pool.close()
-        let sent = try await tom.sendText("换人了 🐱", to: cid)
-        XCTAssertNil(sent.code)
-        let toBob = try await bob.nextMessage()
-        XCTAssertEqual(toBob.text, "换人了 🐱")
-        let toJerry = await jerry.settle { $0.cmd == .direct }
-        XCTAssertTrue(toJerry.isEmpty, "\(toJerry)")
+        try await assertStored("换人了 🐱", from: tom, in: cid, reaches: bob, notReaching: jerry)
         let expired = try await tom.sendText("还在吗", to: temporary)
         XCTAssertEqual(expired.code, IMErrorCode.invalidMessagingTarget.rawValue, "\(expired)")
     }
