@@ -4,10 +4,11 @@
 // (IMClient) inside the measured process; here they are lean JSON WebSocket clients in Node, so the
 // server's CPU per round trip / delivery is read from its own process (/proc/<pid>/stat) alone.
 //
-//   node scripts/outside-bench.js [--binary .build/release/hookbot] [--only w1a,w1b,w3] [--relaxed-sync] [--quick]
+//   node scripts/outside-bench.js [--binary .build/release/hookbot] [--only w1a,w1b,w3,w4] [--relaxed-sync] [--quick]
 //
 // w1a / w1b start `hookbot run` (embedded server, bot in process, the same ping -> pong and word-filter
-// plugins as `hookbot bench`); w3 starts `hookbot server`. Prints one JSON object. Needs Node and the `ws`
+// plugins as `hookbot bench`); w3 and w4 (one chat room of 5,000 members, only with --only w4) start `hookbot
+// server`. Prints one JSON object. Needs Node and the `ws`
 // package (Debian's node-ws: `make bench-outside` installs both).
 'use strict';
 module.paths.push('/usr/share/nodejs');
@@ -289,11 +290,127 @@ async function fanOut(messages, members) {
   }
 }
 
+/**
+ * w4: one chat room (a transient conversation) of `members` online members, as `hookbot bench`'s w4: the speaker
+ * sends `messages` messages (Chinese and ASCII) with at most 10 not yet delivered to every member; every member counts
+ * what it receives, every 50th reads the send time written into the text. Members connect from 127.0.0.2-9 (no
+ * address runs short of ephemeral ports) and do not acknowledge (LeanCloud's SDKs do not ack chat-room messages).
+ */
+async function bigRoom(messages, members) {
+  const addresses = 8;
+  const server = await startHookbot('w4', (dir, port) => [
+    'server', '--port', String(port), '--db', path.join(dir, 'server.sqlite'), '--log-level', 'error',
+    '--max-connections-per-address', String(Math.ceil(members / addresses) + 64),
+    ...(relaxed ? ['--relaxed-sync'] : []),
+  ]);
+  const sockets = [];
+  try {
+    const speaker = new Client(server.port, 'w4-speaker');
+    await speaker.open();
+    const started = await speaker.request({ cmd: 'conv', op: 'start', transient: true, attr: { name: '大厅 lobby' } });
+    if (!started.cid) throw new Error(`conv start failed: ${JSON.stringify(started)}`);
+    const cid = started.cid;
+    const directPrefix = Buffer.from('{"cmd":"direct"');
+    const samples = [];
+    let delivered = 0;
+    let lastDelivery = 0n;
+    let closed = 0;
+    let waiter = null; // [condition, resolve] of the speaker waiting for deliveries or acks
+    const progress = () => {
+      if (waiter && waiter[0]()) {
+        const resolve = waiter[1];
+        waiter = null;
+        resolve();
+      }
+    };
+    const until = (condition) => (condition() ? Promise.resolve() : new Promise((resolve) => (waiter = [condition, resolve])));
+    const join = (m) =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(`ws://127.0.0.1:${server.port}/ws`, {
+          perMessageDeflate: false, localAddress: `127.0.0.${2 + (m % addresses)}`,
+        });
+        const sampled = m % 50 === 0;
+        let joined = false;
+        ws.once('error', reject);
+        ws.on('close', () => {
+          if (joined) closed++;
+        });
+        ws.once('open', () => ws.send(JSON.stringify({ cmd: 'session', op: 'open', i: 1, peerId: `w4-m${m}` })));
+        ws.on('message', (data) => {
+          if (joined) {
+            if (data.length < directPrefix.length || data.compare(directPrefix, 0, directPrefix.length, 0, directPrefix.length) !== 0) return;
+            delivered++;
+            lastDelivery = process.hrtime.bigint();
+            if (sampled) {
+              const text = data.toString();
+              const at = text.indexOf('t=');
+              if (at >= 0) samples.push(Number(lastDelivery - BigInt(text.slice(at + 2).match(/^\d+/)[0])) / 1e6);
+            }
+            progress();
+            return;
+          }
+          const text = data.toString();
+          if (text.includes('"op":"opened"')) ws.send(JSON.stringify({ cmd: 'conv', op: 'join', i: 2, cid }));
+          else if (text.includes('"op":"added"')) {
+            joined = true;
+            sockets.push(ws);
+            resolve();
+          } else if (text.includes('"cmd":"error"') || text.includes('"code"')) reject(new Error(`w4-m${m}: ${text}`));
+        });
+      });
+    for (let m = 0; m < members; m += 200) {
+      await Promise.all(Array.from({ length: Math.min(200, members - m) }, (_, k) => join(m + k)));
+    }
+
+    let acked = 0;
+    const serverCPU = cpuSeconds(server.pid);
+    const clientCPU = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    for (let k = 0; k < messages; k++) {
+      // At most 10 messages acknowledged but not yet delivered to every member (as `hookbot bench`'s w4).
+      await until(() => k - acked < 10 && (k - 10) * members <= delivered);
+      const text = `第${k}条 message ${k} t=${process.hrtime.bigint()}`;
+      speaker.request({ cmd: 'direct', cid, msg: text }).then((ack) => {
+        if (ack.code) throw new Error(`message ${k} refused: ${JSON.stringify(ack)}`);
+        acked++;
+        progress();
+      });
+    }
+    const expected = messages * members;
+    let seen = -1;
+    let quietSince = Date.now();
+    while (delivered < expected && Date.now() - quietSince < 30000) {
+      await sleep(20);
+      if (delivered !== seen) [seen, quietSince] = [delivered, Date.now()];
+    }
+    const cpu = cpuSeconds(server.pid) - serverCPU;
+    const client = process.cpuUsage(clientCPU);
+    const elapsed = Number(lastDelivery - t0) / 1e9;
+    speaker.close();
+    return {
+      messages,
+      members,
+      deliveries: delivered,
+      missing: expected - delivered,
+      closedMembers: closed,
+      deliveriesPerSecond: Math.round(delivered / elapsed),
+      latencyMs: latency(samples),
+      serverCPUMicrosPerDelivery: Math.round((cpu / Math.max(delivered, 1)) * 1e8) / 100,
+      clientCPUMicrosPerDelivery: Math.round(((client.user + client.system) / Math.max(delivered, 1)) * 100) / 100,
+    };
+  } finally {
+    for (const ws of sockets) ws.terminate();
+    await server.stop();
+  }
+}
+
 (async () => {
   const report = { binary, synchronous: relaxed ? 'normal' : 'full', cores: os.cpus().length };
   if (only.includes('w1a')) report.w1a = await pingPong(Math.round(2000 * scale), 200, 1);
   if (only.includes('w1b')) report.w1b = await pingPong(Math.round(10000 * scale), 200, 50);
   if (only.includes('w3')) report.w3 = await fanOut(Math.round(2000 * scale), 50);
+  // w4 runs only when named (5,000 WebSockets in this process); --quick: 1,000 members, 100 messages.
+  if (only.includes('w4')) report.w4 = await bigRoom(scale < 1 ? 100 : 1000, scale < 1 ? 1000 : 5000);
   console.log(JSON.stringify(report, null, 2));
 })().catch((error) => {
   console.error(error);
