@@ -313,7 +313,7 @@ public actor BotHost {
 
     /// Routes the events of `queue` in order, on the runtime's executor (the host's).
     private static func route(_ queue: IMEventQueue, to host: WeakHost, on runtime: isolated PluginRuntime) async {
-        while let events = await queue.next() {
+        while let events = await queue.next(isolation: runtime) {
             for event in events {
                 guard let host = host.value, !Task.isCancelled else { return }
                 await host.route(event)

@@ -104,9 +104,11 @@ public final class IMEventQueue: Sendable {
     init(onFinish: @escaping @Sendable () -> Void) { inbox = LocalInbox(onFinish: onFinish) }
 
     /// The events emitted since the last call, in order, waiting for the next when there is none; nil once
-    /// the queue has ended (`finish()`, the client went away, or the reading task was cancelled). Runs on
-    /// the caller's executor. One reader at a time.
-    public nonisolated(nonsending) func next() async -> [IMEvent]? { await inbox.next() }
+    /// the queue has ended (`finish()`, the client went away, or the reading task was cancelled). Resumes
+    /// on the caller's executor (`isolation`). One reader at a time.
+    public func next(isolation: isolated (any Actor)? = #isolation) async -> [IMEvent]? {
+        await inbox.next(isolation: isolation)
+    }
 
     /// Ends the queue: the reader gets what is left, then nil.
     public func finish() { inbox.finish() }

@@ -132,7 +132,7 @@ extension IMClient {
     /// Hands an in-process link's deliveries to the client as they arrive. Runs on `queue` (the client's
     /// executor): a delivery resumes it there, and the client's `receive` runs with no hop.
     static func readLocal(_ inbox: LocalInbox<Command>, of link: Link, for client: WeakClient, on queue: isolated any Actor) async {
-        while let commands = await inbox.next() {
+        while let commands = await inbox.next(isolation: queue) {
             guard let client = client.value else { return }
             await client.receive(commands, on: link)
         }

@@ -5,8 +5,8 @@ import Synchronization
 /// as one batch. What an in-process server sent on a link (so acks of messages that arrived together leave
 /// as one `ack`, with no task of their own), and a client's events for an `IMEventQueue`. Writers append
 /// from whatever thread they are on; the reader, when it waits, is resumed once per burst, on the executor
-/// it waits on (`next()` is `nonisolated(nonsending)`: an actor's reader resumes on the actor's executor
-/// with no hop through Swift's pool, which `AsyncStream` would take). Unbounded as the `AsyncStream` it
+/// it waits on (`next(isolation:)`: an actor's reader resumes on the actor's executor with no hop through
+/// Swift's pool, which `AsyncStream` would take). Unbounded as the `AsyncStream` it
 /// replaces: the server bounds what it sends a connection (its outbound limits), not this queue.
 final class LocalInbox<Element: Sendable>: Sendable {
     private struct State {
@@ -56,10 +56,13 @@ final class LocalInbox<Element: Sendable>: Sendable {
 
     /// Everything appended since the last call, waiting for the next value when there is none; nil once the
     /// inbox has finished and everything was taken, or when the reading task is cancelled (which finishes
-    /// it). Resumes on the caller's executor. One reader at a time.
-    nonisolated(nonsending) func next() async -> [Element]? {
+    /// it). Resumes on the caller's executor (`isolation`). One reader at a time.
+    func next(isolation: isolated (any Actor)? = #isolation) async -> [Element]? {
+        // The continuation is made and resumed in the caller's isolation, named explicitly: a
+        // `nonisolated(nonsending)` function's operation closure for `withTaskCancellationHandler` runs on
+        // Swift's pool (measured: one more thread woken per batch, as with an `AsyncStream`).
         await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await withCheckedContinuation(isolation: isolation) { continuation in
                 let ready = state.withLock { state -> [Element]?? in
                     if !state.items.isEmpty {
                         defer { state.items = [] }
