@@ -60,6 +60,27 @@ function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
 }
 
+/**
+ * CPU seconds used so far by each thread of process `pid`, summed per thread name without NIO's `-#k` suffix. In
+ * `hookbot run`, NIO-ELT-2 is the message pipeline's writer (SQLite commits), NIO-SGLTN-1 the WebSocket event loop,
+ * NIO-ELT-3 the Lua thread and `…default-qos` Swift's pool.
+ */
+function threadCPUSeconds(pid) {
+  const byName = {};
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/-#\d+$/, '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    byName[name] = (byName[name] || 0) + (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+  }
+  return byName;
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A JSON client of the realtime protocol: requests with `i`, deliveries acknowledged once per turn. */
@@ -210,11 +231,17 @@ async function pingPong(messages, warmup, inFlight) {
     };
     await run(warmup, 1000000);
     const serverCPU = cpuSeconds(hub.pid);
+    const threadCPU = threadCPUSeconds(hub.pid);
     const clientCPU = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     const samples = await run(messages, 0);
     const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
     const server = cpuSeconds(hub.pid) - serverCPU;
+    const threads = {};
+    for (const [name, seconds] of Object.entries(threadCPUSeconds(hub.pid))) {
+      const micros = Math.round(((seconds - (threadCPU[name] || 0)) / messages) * 1e6);
+      if (micros > 0) threads[name] = micros;
+    }
     const client = process.cpuUsage(clientCPU);
     user.close();
     return {
@@ -223,6 +250,7 @@ async function pingPong(messages, warmup, inFlight) {
       repliesPerSecond: Math.round(messages / elapsed),
       latencyMs: latency(samples),
       serverCPUMicrosPerRoundTrip: Math.round((server / messages) * 1e6),
+      serverThreadCPUMicrosPerRoundTrip: threads,
       clientCPUMicrosPerRoundTrip: Math.round(((client.user + client.system) / messages)),
     };
   } finally {
