@@ -86,7 +86,7 @@ final class FanOutFrameTests: XCTestCase {
 
         // Sent back to back: they arrive while the first commit is written, so later ones share batches. Every
         // seventh is about 21 KB, more than the server copies into one buffer.
-        func burst(_ round: String, serial: Int) throws -> [String] {
+        func burst(_ round: String, serial: Int, from sender: RawWebSocket) throws -> [String] {
             let texts = (0..<30).map { k in
                 k % 7 == 3 ? "\(round) \(k) " + String(repeating: "猫", count: 7_000) : "\(round) 第\(k)条 @小明-0 你好 👋 \(k)"
             }
@@ -94,25 +94,41 @@ final class FanOutFrameTests: XCTestCase {
                 var direct = Command(cmd: .direct, i: serial + k)
                 direct.cid = cid
                 direct.msg = text
-                try host.sendText(JSONCommandCodec().encode(direct))
+                try sender.sendText(JSONCommandCodec().encode(direct))
             }
             return texts
+        }
+        /// The deliveries and message acks a socket received, in order, once there are `count` or `timeout` passed.
+        func received(by socket: RawWebSocket, count: Int, timeout: Double = 10) throws -> [Command] {
+            var commands: [Command] = []
+            _ = try socket.readUntil(timeout: timeout) { received in
+                commands = Self.frames(in: received).compactMap { frame in
+                    let command = try? JSONCommandCodec().decode(String(decoding: frame, as: UTF8.self))
+                    return command?.cmd == .direct || command?.uid != nil ? command : nil
+                }
+                return commands.count >= count
+            }
+            return commands
         }
         func messages(of socket: RawWebSocket, count: Int, _ name: String, timeout: Double = 10) throws -> [String] {
-            var texts: [String] = []
-            _ = try socket.readUntil(timeout: timeout) { received in
-                texts = Self.frames(in: received).compactMap { frame in
-                    let command = try? JSONCommandCodec().decode(String(decoding: frame, as: UTF8.self))
-                    return command?.cmd == .direct ? command?.msg : nil
-                }
-                return texts.count >= count
-            }
-            return texts
+            try received(by: socket, count: count, timeout: timeout).compactMap { $0.cmd == .direct ? $0.msg : nil }
         }
-        let first = try burst("一", serial: 10)
+        // The host and a member send at once: every member gets both senders' messages in one order (the commit
+        // order), and each sender gets its acks where its messages fall in that order.
+        let first = try burst("一", serial: 10, from: host)
+        let other = try burst("甲", serial: 10, from: try required(members[2]))
+        let order = try received(by: try required(members[3]), count: 60).map(\.id)
+        XCTAssertEqual(order.count, 60)
         for (member, name) in zip(members, names) {
-            XCTAssertEqual(try messages(of: try required(member), count: first.count, name), first, "\(name) got the burst once, in order")
+            let commands = try received(by: try required(member), count: 60)
+            XCTAssertEqual(commands.map { $0.cmd == .direct ? $0.id : $0.uid }, order, "\(name): every message once, acks in place")
+            let texts = commands.compactMap { $0.cmd == .direct ? $0.msg : nil }
+            XCTAssertEqual(texts.filter { first.contains($0) }, first, name)
+            XCTAssertEqual(texts.filter { other.contains($0) }, name == names[2] ? [] : other, name)
         }
+        let hostView = try received(by: host, count: 60)
+        XCTAssertEqual(hostView.map { $0.cmd == .direct ? $0.id : $0.uid }, order, "the host's acks where its messages fall")
+        XCTAssertEqual(hostView.compactMap { $0.cmd == .direct ? $0.msg : nil }, other)
 
         // One member leaves the room, another disconnects: the next burst goes to the ten others only.
         let leaver = try required(members[0])
@@ -120,12 +136,13 @@ final class FanOutFrameTests: XCTestCase {
         XCTAssertTrue(try leaver.readUntil(timeout: 5, occurrences: 1, of: #""op":"removed""#))
         members[1] = nil // closes its socket
         try await Task.sleep(for: .milliseconds(200))
-        let second = try burst("二", serial: 100)
+        let second = try burst("二", serial: 100, from: host)
         for (member, name) in zip(members, names).dropFirst(2) {
-            XCTAssertEqual(try messages(of: try required(member), count: first.count + second.count, name), first + second, name)
+            let texts = try messages(of: try required(member), count: 60 + second.count, name)
+            XCTAssertEqual(Array(texts.dropFirst(name == names[2] ? 30 : 60)), second, name)
         }
         // (Read after the others got the whole burst: what went to the leaver would have gone with it.)
-        XCTAssertEqual(try messages(of: leaver, count: first.count + 1, names[0], timeout: 0.5), first, "who left gets nothing more")
+        XCTAssertEqual(try messages(of: leaver, count: 61, names[0], timeout: 0.5).count, 60, "who left gets nothing more")
         let deadline = ContinuousClock.now + .seconds(5)
         while server.server.queuedOutboundBytes > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         XCTAssertEqual(server.server.queuedOutboundBytes, 0, "every byte queued for the room was counted as written")

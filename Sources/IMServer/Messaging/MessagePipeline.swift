@@ -219,7 +219,7 @@ final class MessagePipeline: Sendable {
             }
             // The batch's deliveries and acks leave together: one event-loop task per loop, one flush per socket.
             let outbox = Outbox()
-            for (message, outcome) in zip(batch.messages, result.outcomes) { publish(message, outcome, via: outbox) }
+            publish(batch.messages, result.outcomes, via: outbox)
             outbox.send()
         case .failure(let error):
             logger.error(
@@ -235,6 +235,59 @@ final class MessagePipeline: Sendable {
             return ready
         }
         for waiter in ready { waiter.resume() }
+    }
+
+    /// Publishes a committed batch's messages in order; consecutive messages stored to one chat room as a run
+    /// (`publishRoomRun`).
+    private func publish(_ messages: [OutgoingMessage], _ outcomes: [BatchOutcome], via outbox: Outbox) {
+        var start = 0
+        while start < messages.count {
+            var end = start + 1
+            if fansOutLocally, case .stored(let first, _, true) = outcomes[start] {
+                while end < messages.count, case .stored(let next, _, true) = outcomes[end], next.cid == first.cid { end += 1 }
+            }
+            if end - start > 1 {
+                publishRoomRun(messages[start..<end], outcomes[start..<end], via: outbox)
+            } else {
+                publish(messages[start], outcomes[start], via: outbox)
+            }
+            start = end
+        }
+    }
+
+    /// Publishes consecutive messages stored to one chat room (`publish` for each, in effect): each occupant
+    /// gets the run's messages one after the other, and a sender's connection its ack right after its message's
+    /// turn, the order `publish` one message at a time gives each connection. A big room's connections,
+    /// transports and writers are touched once per run instead of once per message (with thousands of members
+    /// they do not stay in the caches from one message to the next).
+    private func publishRoomRun(_ messages: ArraySlice<OutgoingMessage>, _ outcomes: ArraySlice<BatchOutcome>, via outbox: Outbox) {
+        var run: [(id: String, frame: SharedFrame, sender: String?)] = []
+        var acks: [(to: Connection, ack: Command)] = []
+        var cid = ""
+        for (message, outcome) in zip(messages, outcomes) {
+            guard case .stored(let record, _, _) = outcome else { continue }
+            metrics.messagesStored.increment()
+            if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
+            run.append((record.id, SharedFrame(Self.directCommand(record)), record.from))
+            var ack = Command(cmd: .ack, i: message.serial)
+            ack.uid = record.id
+            ack.t = record.t
+            acks.append((message.sender, ack))
+            cid = record.cid
+        }
+        var acked = [Bool](repeating: false, count: acks.count)
+        let delivered = SharedFrame.deliver(run, to: rooms.connections(in: cid), via: outbox) { connection, k in
+            guard connection === acks[k].to else { return }
+            connection.send(acks[k].ack, via: outbox)
+            acked[k] = true
+        }
+        metrics.messagesDelivered.increment(by: delivered)
+        for (message, outcome) in zip(messages, outcomes) {
+            guard case .stored(let record, let members, let room) = outcome else { continue }
+            ServerMetrics.record(metrics.deliveryLatency, since: message.received)
+            pushes?.messageStored(record, members: members, room: room, pushData: message.pushData)
+        }
+        for (k, ack) in acks.enumerated() where !acked[k] { ack.to.send(ack.ack, via: outbox) }
     }
 
     private func publish(_ message: OutgoingMessage, _ outcome: BatchOutcome, via outbox: Outbox? = nil) {

@@ -178,6 +178,25 @@ final class SharedFrame: Sendable {
         return delivered
     }
 
+    /// Delivers consecutive messages to the same connections connection by connection, each message as `deliver`
+    /// does (not to its sender's connections): each connection gets them in order, and `after(connection, k)` runs
+    /// right after message `k`'s turn on it. Returns the number of deliveries.
+    static func deliver(
+        _ messages: [(id: String, frame: SharedFrame, sender: String?)], to connections: [Connection], via outbox: Outbox,
+        after: (Connection, Int) -> Void
+    ) -> Int {
+        var delivered = 0
+        var memos = [Memo?](repeating: nil, count: messages.count)
+        for connection in connections {
+            for k in messages.indices {
+                let (id, frame, sender) = messages[k]
+                if connection.deliver(messageID: id, frame, sender: sender, via: outbox, encoded: &memos[k]) { delivered += 1 }
+                after(connection, k)
+            }
+        }
+        return delivered
+    }
+
     func encoded(for format: WireFormat, using encode: (Command) -> Connection.Outbound) -> Encoded {
         if let frame = encoded.withLock({ $0[format] }) { return frame }
         let payload = encode(command)

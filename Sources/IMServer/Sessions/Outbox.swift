@@ -15,9 +15,12 @@ final class Outbox {
         /// Whether `send` runs off this loop (then the loop writes copies of shared frames: see `add`).
         let remote: Bool
         var items: [(WebSocketSession.Writer, Connection.Outbound)] = []
-        /// The last shared frame queued for this loop and the loop's copy of it. The original is kept (not only
-        /// its address): freed, its memory could hold the next message's frame at the same address.
-        var shared: (original: ByteBuffer, copy: ByteBuffer)?
+        /// The shared frames queued for this loop and the loop's copy of each. The originals are kept (not only
+        /// their addresses): freed, their memory could hold a later message's frame at the same address.
+        var shared: [(original: ByteBuffer, copy: ByteBuffer)] = []
+        /// The index in `shared` of the last frame queued: a fan-out queues one message's frame for many
+        /// receivers (the same entry again), a chat room's run a receiver's messages one after the other (the next).
+        var lastShared = 0
     }
 
     private var loops: [Loop] = []
@@ -44,13 +47,23 @@ final class Outbox {
         // a message's frame for its receivers). Every socket write retains and releases its buffer; with one
         // buffer for all receivers, the event loops and the thread that queued the frames take turns at its
         // reference count's cache line.
-        if let shared = loops[index].shared, Self.address(of: shared.original) == Self.address(of: buffer) {
-            return loops[index].items.append((writer, .framed(shared.copy)))
+        if let k = Self.index(of: buffer, in: loops[index].shared, near: loops[index].lastShared) {
+            loops[index].lastShared = k
+            return loops[index].items.append((writer, .framed(loops[index].shared[k].copy)))
         }
         var copy = writer.channel.allocator.buffer(capacity: buffer.readableBytes)
         copy.writeImmutableBuffer(buffer)
-        loops[index].shared = (buffer, copy)
+        loops[index].lastShared = loops[index].shared.count
+        loops[index].shared.append((buffer, copy))
         loops[index].items.append((writer, .framed(copy)))
+    }
+
+    /// Where `buffer` is among `shared`'s originals: looked for at `last`, then after it, then everywhere.
+    private static func index(of buffer: ByteBuffer, in shared: [(original: ByteBuffer, copy: ByteBuffer)], near last: Int) -> Int? {
+        let address = address(of: buffer)
+        if last < shared.count, Self.address(of: shared[last].original) == address { return last }
+        if last + 1 < shared.count, Self.address(of: shared[last + 1].original) == address { return last + 1 }
+        return shared.firstIndex { Self.address(of: $0.original) == address }
     }
 
     private static func address(of buffer: ByteBuffer) -> UnsafeRawPointer? {
