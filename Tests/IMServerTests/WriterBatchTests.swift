@@ -181,4 +181,32 @@ final class WriterBatchTests: XCTestCase {
         XCTAssertGreaterThan(after, before)
         XCTAssertLessThan(after - before, 10, "CPU seconds, not another unit")
     }
+
+    /// Acks of messages the last batches stored move delivery cursors without a lookup (`RecentMessages`): an ack
+    /// that names a recent message of another conversation moves nothing, a true one moves its conversation's.
+    func testAcksOfRecentMessagesMoveOnlyTheirOwnConversationsCursor() async throws {
+        let server = try await startServer()
+        let tom = try await server.login("Tom")
+        let work = try await tom.startConversation(members: ["Jerry"], name: "工作")
+        let home = try await tom.startConversation(members: ["Jerry"], name: "家")
+        let jerry = try await server.login("Jerry")
+        let monday = try await tom.sendText("周一开会 📅", to: work)
+        let dinner = try await tom.sendText("晚饭吃什么？🍲", to: home)
+        for _ in 0..<2 { _ = try await jerry.nextMessage() }
+        for cid in [work, home] {
+            // First claimed for the other conversation (moves nothing), then for its own.
+            var ack = Command(cmd: .ack)
+            ack.cid = cid
+            ack.mid = dinner.uid
+            _ = try await jerry.request(ack)
+        }
+        await jerry.close()
+
+        let again = try await server.login("Jerry")
+        let redelivered = try await again.nextMessage()
+        XCTAssertEqual(redelivered.id, monday.uid)
+        XCTAssertEqual(redelivered.offline, true)
+        let more = await again.settle { $0.cmd == .direct }
+        XCTAssertTrue(more.isEmpty, "the dinner message was acknowledged: \(more)")
+    }
 }

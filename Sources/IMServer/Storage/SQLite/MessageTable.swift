@@ -69,8 +69,10 @@ enum MessageTable {
     }
 
     /// Moves each delivery cursor forward (never back) to the newest stored message of that conversation
-    /// among the acknowledged ones, or at or before the acknowledged range's end.
-    static func advanceCursors(_ db: Database, _ moves: [CursorKey: CursorMove]) throws {
+    /// among the acknowledged ones, or at or before the acknowledged range's end. `recent` answers for the
+    /// messages the last batches stored without a lookup.
+    static func advanceCursors(_ db: Database, _ moves: [CursorKey: CursorMove], recent: RecentMessages? = nil) throws {
+        guard !moves.isEmpty else { return }
         let update = try db.cachedStatement(
             sql: "UPDATE members SET delivered_t = MAX(delivered_t, ?) WHERE cid = ? AND client_id = ?")
         let timestamp = try db.cachedStatement(sql: "SELECT t FROM messages WHERE id = ? AND cid = ?")
@@ -89,6 +91,8 @@ enum MessageTable {
                 let found: Int64?
                 if let known = timestamps[lookup] {
                     found = known
+                } else if let t = recent?.timestamp(of: id, in: key.cid) {
+                    found = t
                 } else {
                     found = try Int64.fetchOne(timestamp, arguments: [id, key.cid])
                     timestamps[lookup] = found

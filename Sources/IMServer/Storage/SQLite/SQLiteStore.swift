@@ -8,6 +8,8 @@ final class SQLiteStore: ServerStore {
     let db: DatabasePool
     /// The conversations message batches store into, kept between batches.
     let batchTargets = BatchTargets()
+    /// The messages the last batches stored, for the delivery cursors that their acks move.
+    let recentMessages = RecentMessages()
 
     /// Opens (and migrates) the file, after checking its integrity for at most `integrityCheckSeconds` (0
     /// skips the check); a damaged file throws `DamagedDatabase`.
@@ -232,7 +234,7 @@ final class SQLiteStore: ServerStore {
     // MARK: Messages
 
     var batchWriter: BatchWriter {
-        .blocking { [db, batchTargets] batch in
+        .blocking { [db, batchTargets, recentMessages] batch in
             // The transaction without GRDB's `write`: it runs `BEGIN IMMEDIATE` and `COMMIT` through `execute(sql:)`,
             // which parses both again on every call (a tenth of the writer thread's time for a one-message batch,
             // perf, issue 30 round 6). The same statements, cached; GRDB still runs them (transaction observers,
@@ -242,8 +244,9 @@ final class SQLiteStore: ServerStore {
                 do {
                     try batchTargets.validate(db)
                     let result = try Self.commit(db, batch, targets: batchTargets)
-                    try MessageTable.advanceCursors(db, batch.moves)
+                    try MessageTable.advanceCursors(db, batch.moves, recent: recentMessages)
                     try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                    recentMessages.remember(result.outcomes)
                     return result
                 } catch {
                     // A failed statement or commit may leave the transaction open (or SQLite may have ended it).
