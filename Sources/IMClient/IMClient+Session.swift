@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import Logging
+import NIOCore
 
 /// Opening and closing: login, the link's end, reconnecting with backoff, being kicked or giving up.
 extension IMClient {
@@ -98,7 +99,14 @@ extension IMClient {
             // In process: what arrived since the last look is handled as one batch, on the client's executor
             // (the waiting task is on `queue`, which shares it, and does not keep the client alive).
             let client = WeakClient(self)
-            Task { [queue] in await Self.readLocal(inbox, of: link, for: client, on: queue) }
+            if let loop = options.executor as? any EventLoop {
+                // On a NIO loop (the bot's Lua thread): each burst is a job on the loop, no task waits for it.
+                inbox.deliver(
+                    on: loop, { commands in client.value?.assumeIsolated { $0.receive(commands, on: link) } },
+                    ended: { client.value?.assumeIsolated { $0.linkEnded(link) } })
+            } else {
+                Task { [queue] in await Self.readLocal(inbox, of: link, for: client, on: queue) }
+            }
         } else {
             Task { [weak self] in
                 for await frame in link.inbound {

@@ -1,4 +1,5 @@
 import IMCore
+import NIOCore
 import Synchronization
 
 /// Values handed from one thread to a reading task: everything that arrived since its last look, in order,
@@ -14,6 +15,23 @@ final class LocalInbox<Element: Sendable>: Sendable {
         var reader: CheckedContinuation<[Element]?, Never>?
         var finished = false
         var onFinish: (@Sendable () -> Void)?
+        /// Instead of a reader: where each burst is handed on (`deliver(on:_:ended:)`).
+        var pusher: Pusher?
+        var scheduled = false
+        var endDelivered = false
+
+        /// The pusher's loop when a push has to be scheduled now (one at a time).
+        mutating func schedulePush() -> (any EventLoop)? {
+            guard let pusher, !scheduled, !endDelivered else { return nil }
+            scheduled = true
+            return pusher.loop
+        }
+    }
+
+    private struct Pusher {
+        let loop: any EventLoop
+        let handle: @Sendable ([Element]) -> Void
+        let ended: @Sendable () -> Void
     }
 
     private let state = Mutex(State())
@@ -28,28 +46,60 @@ final class LocalInbox<Element: Sendable>: Sendable {
 
     /// Appends a value (ignored after `finish`).
     func append(_ item: Element) {
+        var push: (any EventLoop)?
         let reader = state.withLock { state -> CheckedContinuation<[Element]?, Never>? in
             guard !state.finished else { return nil }
             guard let reader = state.reader else {
                 state.items.append(item)
+                push = state.schedulePush()
                 return nil
             }
             state.reader = nil
             return reader
         }
         reader?.resume(returning: [item])
+        push?.execute { self.push() }
+    }
+
+    /// Hands every burst to `handle` as a job on `loop`, and then, once finished, calls `ended` there, instead of a
+    /// reader waiting in `next()`: a writer on another thread wakes the loop's thread directly, where a resumed
+    /// continuation would first wake one of Swift's pool threads that then hops to the loop (measured: a
+    /// continuation resumes through the global executor even when made in the reader's isolation).
+    func deliver(
+        on loop: any EventLoop, _ handle: @escaping @Sendable ([Element]) -> Void, ended: @escaping @Sendable () -> Void
+    ) {
+        let push = state.withLock { state -> (any EventLoop)? in
+            state.pusher = Pusher(loop: loop, handle: handle, ended: ended)
+            return state.schedulePush()
+        }
+        push?.execute { self.push() }
+    }
+
+    /// On the pusher's loop: what arrived since the last push, then the end once finished and empty.
+    private func push() {
+        let (items, pusher, end) = state.withLock { state -> ([Element], Pusher?, Bool) in
+            state.scheduled = false
+            defer { state.items = [] }
+            let end = state.finished && !state.endDelivered
+            if end { state.endDelivered = true }
+            return (state.items, state.pusher, end)
+        }
+        guard let pusher else { return }
+        if !items.isEmpty { pusher.handle(items) }
+        if end { pusher.ended() }
     }
 
     /// No more values: the reader gets what is left, then nil.
     func finish() {
-        let (reader, onFinish) = state.withLock { state in
+        let (reader, onFinish, push) = state.withLock { state in
             let onFinish = state.finished ? nil : state.onFinish
             state.finished = true
             state.onFinish = nil
             defer { state.reader = nil }
-            return (state.reader, onFinish)
+            return (state.reader, onFinish, state.schedulePush())
         }
         reader?.resume(returning: nil)
+        push?.execute { self.push() }
         end.continuation.finish()
         onFinish?()
     }
