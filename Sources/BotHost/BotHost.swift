@@ -5,6 +5,7 @@ import HookRuntime
 import IMClient
 import IMCore
 import Logging
+import NIOCore
 import Synchronization
 
 /// The bot host: logs in as a client id, hands everything that arrives to its routing core (`MessageRouter`,
@@ -25,6 +26,9 @@ public actor BotHost {
     /// The paths the last messages took (the console's trace view).
     public nonisolated let traces = MessageTraceStore.fromEnvironment()
     private var eventTask: Task<Void, Never>?
+    /// In process: the client's events, routed by a task started per arrival (`routeArrivals`).
+    private var eventQueue: IMEventQueue?
+    private var routingArrivals = false
     private var routingTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
     /// Interception requests being answered over the WebSocket, so `stop()` can let them finish.
@@ -165,12 +169,22 @@ public actor BotHost {
         // at that moment, which then keep running on the Lua thread (an event loop) after they leave (issue
         // 30, tried and not kept).
         if reviewsInProcess {
-            // Interception requests are direct calls that never enter the event stream: route in order. The
-            // queue's reader waits on the runtime (the same executor, without keeping this host alive), so a
-            // batch of events is routed where the client emitted it, with no hop.
+            // Interception requests are direct calls that never enter the event stream: route in order. The client
+            // emits on the Lua thread, this host's executor too: each arrival starts the routing there, as a task
+            // isolated to the host (enqueued on the Lua loop directly; a task waiting in `next()` would be resumed
+            // through Swift's pool first), one at a time, in order.
             let queue = client.eventQueue()
+            eventQueue = queue
             let host = WeakHost(self)
-            eventTask = Task { [runtime] in await Self.route(queue, to: host, on: runtime) }
+            let loop = runtime.executor as? any EventLoop
+            queue.onArrival {
+                guard let bot = host.value else { return }
+                if loop?.inEventLoop == true {
+                    bot.assumeIsolated { $0.routeArrivals() }
+                } else {
+                    Task { await bot.routeArrivals() }
+                }
+            }
         } else {
             let events = client.events()
             // Interception requests are answered as they arrive; everything else is routed in order, on a
@@ -260,6 +274,7 @@ public actor BotHost {
         timerTask?.cancel()
         for task in interceptions.withLock({ Array($0.running.values) }) { await task.value }
         await client.close()
+        eventQueue?.finish()
         eventTask?.cancel()
         await eventTask?.value
         await routingTask?.value
@@ -311,14 +326,19 @@ public actor BotHost {
 
     // MARK: Routing
 
-    /// Routes the events of `queue` in order, on the runtime's executor (the host's).
-    private static func route(_ queue: IMEventQueue, to host: WeakHost, on runtime: isolated PluginRuntime) async {
-        while let events = await queue.next(isolation: runtime) {
-            for event in events {
-                guard let host = host.value, !Task.isCancelled else { return }
-                await host.route(event)
-            }
+    /// Starts routing what arrived on `eventQueue`, unless a routing task is at it (it takes what arrives meanwhile).
+    private func routeArrivals() {
+        guard !routingArrivals, let queue = eventQueue else { return }
+        routingArrivals = true
+        eventTask = Task { await self.routeQueued(queue) }
+    }
+
+    /// Routes the events of `queue` in order until none is left.
+    private func routeQueued(_ queue: IMEventQueue) async {
+        while let events = queue.take(), !events.isEmpty, !Task.isCancelled {
+            for event in events { await route(event) }
         }
+        routingArrivals = false
     }
 
     func route(_ event: IMEvent) async {

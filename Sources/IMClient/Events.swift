@@ -112,6 +112,16 @@ public final class IMEventQueue: Sendable {
 
     /// Ends the queue: the reader gets what is left, then nil.
     public func finish() { inbox.finish() }
+
+    /// Calls `handler` on the emitting thread (inside the client's executor), right after events were queued while
+    /// no reader waits in `next()`: for a reader on the client's executor that starts its own handling there
+    /// (an isolated task is enqueued on the executor directly, where a waiting `next()` is resumed through
+    /// Swift's global executor first), reading with `take()`.
+    public func onArrival(_ handler: @escaping @Sendable () -> Void) { inbox.onArrival(handler) }
+
+    /// The events queued now, without waiting: empty when there are none; nil once the queue has ended and
+    /// everything was taken.
+    public func take() -> [IMEvent]? { inbox.take() }
 }
 
 /// Fans events out to every subscriber. Each subscriber buffers without limit.

@@ -19,6 +19,8 @@ final class LocalInbox<Element: Sendable>: Sendable {
         var pusher: Pusher?
         var scheduled = false
         var endDelivered = false
+        /// Told, on the appending thread, that values were queued while no reader waits (`onArrival`).
+        var onArrival: (@Sendable () -> Void)?
 
         /// The pusher's loop when a push has to be scheduled now (one at a time).
         mutating func schedulePush() -> (any EventLoop)? {
@@ -47,11 +49,13 @@ final class LocalInbox<Element: Sendable>: Sendable {
     /// Appends a value (ignored after `finish`).
     func append(_ item: Element) {
         var push: (any EventLoop)?
+        var arrival: (@Sendable () -> Void)?
         let reader = state.withLock { state -> CheckedContinuation<[Element]?, Never>? in
             guard !state.finished else { return nil }
             guard let reader = state.reader else {
                 state.items.append(item)
                 push = state.schedulePush()
+                arrival = state.onArrival
                 return nil
             }
             state.reader = nil
@@ -59,6 +63,22 @@ final class LocalInbox<Element: Sendable>: Sendable {
         }
         reader?.resume(returning: [item])
         push?.execute { self.push() }
+        arrival?()
+    }
+
+    /// Calls `handler` on the appending thread right after values were queued while no reader waits in `next()`:
+    /// for a reader that starts its handling there and reads with `take()`.
+    func onArrival(_ handler: @escaping @Sendable () -> Void) {
+        state.withLock { $0.onArrival = handler }
+    }
+
+    /// What is queued now, without waiting: empty when nothing is; nil once finished and everything was taken.
+    func take() -> [Element]? {
+        state.withLock { state in
+            if state.items.isEmpty { return state.finished ? nil : [] }
+            defer { state.items = [] }
+            return state.items
+        }
     }
 
     /// Hands every burst to `handle` as a job on `loop`, and then, once finished, calls `ended` there, instead of a
