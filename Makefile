@@ -119,13 +119,14 @@ bench-cluster: deps postgres
 	scripts/with-postgres.sh sh -c '.build/release/hookbot bench --only w1b,w3 --database "$$HOOKBOT_TEST_POSTGRES_URL" --nodes 2 --summary && \
 		.build/release/hookbot bench --only w1b,w3 --database "$$HOOKBOT_TEST_POSTGRES_URL" --nodes 1 --summary'
 
-## The outside harness (release build): w1a, w1b and w3 measured by a separate Node client process over WebSockets,
+## The outside harness (release build): w1a, w1b, w3 and w4 measured by a separate Node client process over WebSockets,
 ## the server's CPU read from its own process (docs/PERFORMANCE.md, "The outside harness").
 bench-outside: deps node
 	@$(MAKE) --no-print-directory apt-install PACKAGES="node-ws"
 	$(SWIFT) build -c release --product hookbot
 	node scripts/outside-bench.js --binary .build/release/hookbot
 	node scripts/outside-bench.js --binary .build/release/hookbot --relaxed-sync --only w1a,w1b
+	node scripts/outside-bench.js --binary .build/release/hookbot --only w4
 
 clean:
 	rm -rf .build
