@@ -95,9 +95,10 @@ public enum IMEvent: Sendable {
 }
 
 /// A queue of an `IMClient`'s events (`IMClient.eventQueue()`), read in batches: every event emitted after it
-/// was made, in order, as `events()` gives them. Unlike an `AsyncStream`, a reader that waits in `next()`
-/// is resumed on its own executor: an actor reading it (the bot host, on its thread) handles each batch
-/// without a hop through Swift's pool. Buffers without limit, as `events()` does.
+/// was made, in order, as `events()` gives them. A reader that waits in `next()` is resumed through Swift's
+/// pool (as an `AsyncStream`'s reader is), then goes on in its own isolation; a reader on the client's
+/// executor (the bot host, on its thread) can instead start its handling there from `onArrival` and read with
+/// `take()`, without that hop. Buffers without limit, as `events()` does.
 public final class IMEventQueue: Sendable {
     let inbox: LocalInbox<IMEvent>
 

@@ -137,8 +137,9 @@ extension IMClient {
         }
     }
 
-    /// Hands an in-process link's deliveries to the client as they arrive. Runs on `queue` (the client's
-    /// executor): a delivery resumes it there, and the client's `receive` runs with no hop.
+    /// Hands an in-process link's deliveries to the client as they arrive, for a client not on a NIO loop. Runs on
+    /// `queue` (the client's executor, without keeping the client alive), so the client's `receive` needs no hop
+    /// once the reader is resumed.
     static func readLocal(_ inbox: LocalInbox<Command>, of link: Link, for client: WeakClient, on queue: isolated any Actor) async {
         while let commands = await inbox.next(isolation: queue) {
             guard let client = client.value else { return }

@@ -135,8 +135,8 @@ public actor IMClient {
         hub.subscribe()
     }
 
-    /// Like `events()`, as an `IMEventQueue` read in batches, whose reader resumes on its own executor: for a
-    /// reader that is an actor (the bot host routes events with no hop through Swift's pool).
+    /// Like `events()`, as an `IMEventQueue` read in batches; a reader on the client's executor can start its
+    /// handling from `onArrival`, with no hop through Swift's pool (the bot host routes events so).
     public nonisolated func eventQueue() -> IMEventQueue {
         hub.queue()
     }

@@ -5,10 +5,11 @@ import Synchronization
 /// Values handed from one thread to a reading task: everything that arrived since its last look, in order,
 /// as one batch. What an in-process server sent on a link (so acks of messages that arrived together leave
 /// as one `ack`, with no task of their own), and a client's events for an `IMEventQueue`. Writers append
-/// from whatever thread they are on; the reader, when it waits, is resumed once per burst, on the executor
-/// it waits on (`next(isolation:)`: an actor's reader resumes on the actor's executor with no hop through
-/// Swift's pool, which `AsyncStream` would take). Unbounded as the `AsyncStream` it
-/// replaces: the server bounds what it sends a connection (its outbound limits), not this queue.
+/// from whatever thread they are on; the reader, when it waits, is resumed once per burst (a continuation is
+/// resumed through Swift's global executor, then the reader goes on in its isolation), or, instead of a reader,
+/// each burst is a job on a NIO loop (`deliver(on:_:ended:)`), or the appender calls `onArrival` and the reader
+/// takes what is there (`take()`). Unbounded as the `AsyncStream` it replaces: the server bounds what it sends a
+/// connection (its outbound limits), not this queue.
 final class LocalInbox<Element: Sendable>: Sendable {
     private struct State {
         var items: [Element] = []
