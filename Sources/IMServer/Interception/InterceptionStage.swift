@@ -73,10 +73,11 @@ final class InterceptionStage: Sendable {
         }
         while !ready.isEmpty {
             for (pending, verdict) in ready {
-                apply(verdict, to: pending.message)
+                // Recorded as the verdict is applied, before its effects (a refusal, a delivery) can be seen.
                 let held = ServerMetrics.now() &- pending.submitted
                 metrics.interceptionHold.recordNanoseconds(Int64(clamping: held))
                 holds.record(nanoseconds: held)
+                apply(verdict, to: pending.message)
             }
             ready = state.withLock { Self.takeDecided(cid, &$0, claiming: false) }
         }
