@@ -114,20 +114,33 @@ final class FanOutFrameTests: XCTestCase {
             try received(by: socket, count: count, timeout: timeout).compactMap { $0.cmd == .direct ? $0.msg : nil }
         }
         // The host and a member send at once: every member gets both senders' messages in one order (the commit
-        // order), and each sender gets its acks where its messages fall in that order.
+        // order), and each sender gets its acks where its messages fall in that order. On PostgreSQL a batch's acks
+        // can reach its sender before an earlier batch's deliveries (batches commit as tasks there; so it was before
+        // round 6 too, at b7027b4): there each sender's acks are checked to be complete, the deliveries' order in full.
         let first = try burst("一", serial: 10, from: host)
         let other = try burst("甲", serial: 10, from: try required(members[2]))
         let order = try received(by: try required(members[3]), count: 60).map(\.id)
         XCTAssertEqual(order.count, 60)
+        func inOrder(_ commands: [Command], _ what: String) {
+            let ids = commands.map { $0.cmd == .direct ? $0.id : $0.uid }
+            guard TestDatabase.backend == .sqlite else {
+                XCTAssertEqual(ids.count, order.count, what)
+                XCTAssertEqual(Set(ids), Set(order), what)
+                let delivered = commands.filter { $0.cmd == .direct }.map(\.id)
+                XCTAssertEqual(delivered, order.filter { Set(delivered).contains($0) }, "\(what): deliveries in commit order")
+                return
+            }
+            XCTAssertEqual(ids, order, what)
+        }
         for (member, name) in zip(members, names) {
             let commands = try received(by: try required(member), count: 60)
-            XCTAssertEqual(commands.map { $0.cmd == .direct ? $0.id : $0.uid }, order, "\(name): every message once, acks in place")
+            inOrder(commands, "\(name): every message once, acks in place")
             let texts = commands.compactMap { $0.cmd == .direct ? $0.msg : nil }
             XCTAssertEqual(texts.filter { first.contains($0) }, first, name)
             XCTAssertEqual(texts.filter { other.contains($0) }, name == names[2] ? [] : other, name)
         }
         let hostView = try received(by: host, count: 60)
-        XCTAssertEqual(hostView.map { $0.cmd == .direct ? $0.id : $0.uid }, order, "the host's acks where its messages fall")
+        inOrder(hostView, "the host's acks where its messages fall")
         XCTAssertEqual(hostView.compactMap { $0.cmd == .direct ? $0.msg : nil }, other)
 
         // One member leaves the room, another disconnects: the next burst goes to the ten others only.
