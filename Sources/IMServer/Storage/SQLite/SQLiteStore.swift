@@ -261,26 +261,27 @@ final class SQLiteStore: ServerStore {
     /// dedupe token, with a timestamp above the conversation's newest.
     private static func commit(_ db: Database, _ batch: MessageBatch, targets: BatchTargets) throws -> BatchResult {
         var timestamps: [String: Int64] = [:]
-        /// Per conversation of the batch: whether it is a chat room, or nil when it does not exist.
-        var conversations: [String: Bool?] = [:]
-        var memberLists: [String: [String]] = [:]
+        /// Per conversation of the batch, nil when it does not exist; a chat room's members are its connections.
+        var seen: [String: BatchTargets.Target?] = [:]
         var outcomes: [BatchOutcome] = []
         outcomes.reserveCapacity(batch.messages.count)
         for message in batch.messages {
-            let transient: Bool?
-            if let cached = conversations[message.cid] {
-                transient = cached
+            let target: BatchTargets.Target?
+            if let known = seen[message.cid] {
+                target = known
             } else {
-                let target = try targets.target(db, cid: message.cid, now: batch.now)
-                transient = target?.transient
-                conversations[message.cid] = transient
-                if let target { memberLists[message.cid] = target.transient ? batch.roomMembers(message.cid) : target.members }
+                target = try targets.target(db, cid: message.cid, now: batch.now).map { found in
+                    var target = found
+                    if found.transient { target.members = batch.roomMembers(message.cid) }
+                    return target
+                }
+                seen[message.cid] = target
             }
-            guard let transient else {
+            guard let target else {
                 outcomes.append(.failed(IMError(.invalidMessagingTarget, "conversation \(message.cid) does not exist")))
                 continue
             }
-            let members = memberLists[message.cid] ?? []
+            let (transient, members) = (target.transient, target.members)
             guard members.contains(message.from) else {
                 outcomes.append(.failed(IMError(.invalidMessagingTarget, "\(message.from) is not a member of \(message.cid)")))
                 continue
