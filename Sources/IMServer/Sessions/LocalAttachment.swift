@@ -72,7 +72,7 @@ private final class LocalCommands: Sendable {
 
     /// Queues a command (dropped once the connection is closing, as a closed stream drops it).
     func send(_ command: Command) {
-        startDrainingIf { state in
+        startDrainingIf(immediately: true) { state in
             guard !state.closing else { return false }
             state.queue.append(command)
             return true
@@ -81,7 +81,7 @@ private final class LocalCommands: Sendable {
 
     /// Ends the connection after the commands already sent.
     func close() {
-        startDrainingIf { state in
+        startDrainingIf(immediately: false) { state in
             guard !state.closing else { return false }
             state.closing = true
             return true
@@ -99,14 +99,24 @@ private final class LocalCommands: Sendable {
         }
     }
 
-    private func startDrainingIf(_ change: (inout State) -> Bool) {
+    /// Starts the task that handles what is queued, unless one is at it. `immediately`: the task runs on the
+    /// sender's thread until it first waits (the bot host sends from its Lua thread: a reply's way through
+    /// `IMService.handle` to `MessagePipeline.enqueue` does not wait, so the Lua thread wakes the writer thread
+    /// itself instead of waking a pool thread that then wakes it; issue 30). After a wait the task goes on on
+    /// Swift's pool. A close starts it on the pool: its end runs `IMService.transportClosed` and the `closed`
+    /// callback, which a caller of `close` (possibly under a lock of its own) must not run inline.
+    private func startDrainingIf(immediately: Bool, _ change: (inout State) -> Bool) {
         let start = state.withLock { state in
             guard change(&state), !state.draining else { return false }
             state.draining = true
             return true
         }
         guard start else { return }
-        Task { await self.drain() }
+        if immediately {
+            Task.immediate { await self.drain(endingOnAnotherTask: true) }
+        } else {
+            Task { await self.drain(endingOnAnotherTask: false) }
+        }
     }
 
     private enum Next {
@@ -115,7 +125,9 @@ private final class LocalCommands: Sendable {
         case idle
     }
 
-    private func drain() async {
+    /// Handles what is queued until nothing is, then ends the connection once it is closing. `endingOnAnotherTask`:
+    /// the end runs on a task of its own, not inline on a sender's thread (see `startDrainingIf`).
+    private func drain(endingOnAnotherTask: Bool) async {
         while true {
             let next = state.withLock { state -> Next in
                 if !state.queue.isEmpty, let handle = state.handle {
@@ -140,8 +152,11 @@ private final class LocalCommands: Sendable {
             case .commands(let commands, let handle):
                 for command in commands { await handle(command) }
             case .end(let end, let waiters):
-                end()
-                for waiter in waiters { waiter.resume() }
+                let ending = {
+                    end()
+                    for waiter in waiters { waiter.resume() }
+                }
+                if endingOnAnotherTask { Task { ending() } } else { ending() }
                 return
             case .idle:
                 return
