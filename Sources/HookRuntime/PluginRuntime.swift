@@ -141,9 +141,12 @@ public actor PluginRuntime {
     /// Calls a disabled plugin again; false if it is not loaded.
     @discardableResult public func enable(name: String) -> Bool { engine.enable(name: name) }
 
-    /// Stops hot reload and unloads every plugin.
+    /// Stops hot reload, unloads every plugin and lets go of the `onAsyncResults` handler.
     @discardableResult public func shutdown() -> ReloadReport {
         stopWatching()
+        // The handler is the host's router, which holds this runtime: kept, the pair (and the host's client, its
+        // Lua thread, its state files and, attached in process, the server) would never be freed.
+        asyncResults = nil
         return engine.shutdown()
     }
 

@@ -97,20 +97,24 @@ final class WebSocketSession: ChannelDuplexHandler {
         let channel: any Channel
         /// The channel's event loop (read once per frame by `Outbox`: a stored reference, not a call).
         let eventLoop: any EventLoop
-        let session: NIOLoopBound<WebSocketSession>
+        /// Weak: the session holds its transport, which holds this writer; a strong reference here made a cycle
+        /// that kept every WebSocket's session, transport and, through the transport, its server alive after the
+        /// connection closed. The channel's pipeline and the session's drain task keep the session; once both are
+        /// done with it (the session has ended), nothing more is written to it.
+        let session: NIOLoopBound<WeakSession>
         /// Where frames from other threads wait for the event loop (with the other sessions' of the loop).
         let writes: LoopWrites
 
-        init(channel: any Channel, session: NIOLoopBound<WebSocketSession>) {
+        init(channel: any Channel, session: WebSocketSession) {
             self.channel = channel
             self.eventLoop = channel.eventLoop
-            self.session = session
+            self.session = NIOLoopBound(WeakSession(session), eventLoop: channel.eventLoop)
             self.writes = LoopWrites.of(channel.eventLoop)
         }
 
         func write(_ frame: Connection.Outbound) {
             if eventLoop.inEventLoop {
-                session.value.write(frame, flush: true)
+                session.value.session?.write(frame, flush: true)
             } else {
                 writes.submit([(self, frame)])
             }
@@ -120,7 +124,7 @@ final class WebSocketSession: ChannelDuplexHandler {
         static func write(_ items: [(Writer, Connection.Outbound)]) {
             var written: [WebSocketSession] = []
             for (writer, frame) in items {
-                let session = writer.session.value
+                guard let session = writer.session.value.session else { continue }
                 session.write(frame, flush: false)
                 if !session.inBatch {
                     session.inBatch = true
@@ -185,7 +189,7 @@ final class WebSocketSession: ChannelDuplexHandler {
     ) throws -> Transport {
         let session = WebSocketSession(
             service: service, connectionGuard: connectionGuard, settings: settings, format: format, logger: logger, onEnd: onEnd)
-        let transport = makeTransport(Writer(channel: channel, session: NIOLoopBound(session, eventLoop: channel.eventLoop)))
+        let transport = makeTransport(Writer(channel: channel, session: session))
         session.transport = transport
         let bypass = FrameBypass()
         try channel.pipeline.syncOperations.addHandler(
@@ -442,6 +446,12 @@ final class WebSocketSession: ChannelDuplexHandler {
         let channel = context.channel
         closeDeadline = context.eventLoop.scheduleTask(in: TimeAmount(settings.closeTimeout)) { channel.close(promise: nil) }
     }
+}
+
+/// A session held without keeping it alive (its writer's reference).
+struct WeakSession {
+    weak var session: WebSocketSession?
+    init(_ session: WebSocketSession) { self.session = session }
 }
 
 /// Passes the session's whole frames (`ServerFrame`) on to the socket: placed just under NIO's

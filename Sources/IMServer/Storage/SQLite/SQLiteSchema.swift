@@ -35,7 +35,9 @@ enum SQLiteSchema {
     /// runs out of time is interrupted and logged, and the file is served.
     static func checkIntegrity(_ pool: DatabasePool, path: String, seconds: Int, logger: Logger?) throws {
         let started = ContinuousClock.now
-        let deadline = DispatchWorkItem { pool.interrupt() }
+        // Weak: a cancelled work item stays queued, with what it captured, until its time; a strong capture kept
+        // the pool (its five file descriptors) open for `seconds` after a server that stopped sooner.
+        let deadline = DispatchWorkItem { [weak pool] in pool?.interrupt() }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds), execute: deadline)
         defer { deadline.cancel() }
         let problems: [String]

@@ -1,0 +1,160 @@
+import BotHost
+import BotHub
+import Foundation
+import HookRuntime
+import HookbotTestSupport
+import IMClient
+import IMServer
+import Logging
+import XCTest
+
+/// A server and its bot are freed once stopped: their threads end and their files close. Three cycles kept them:
+/// a WebSocket session and its transport held each other (through the transport's writer), and the transport held
+/// its server; a bot's plugin runtime and its router held each other (the router as the runtime's `onAsyncResults`
+/// handler), and through the router the bot's client, and through that, attached in process, the server; a
+/// cancelled integrity-check deadline held the server's SQLite pool for 30 s. Each stopped server kept its message
+/// pipeline's writer thread and its database open, each bot its Lua thread and state file: a whole test run reached
+/// ~4,800 open descriptors, and Foundation's `Process.run` crashes more often the more a process has open.
+final class LifecycleLeakTests: XCTestCase {
+    static let greeter = """
+        return {
+          name = "greeter",
+          on_receive = function(msg, ctx)
+            if msg.text == "你好 👋" then ctx.reply("你好，" .. msg.from .. "！🎉") end
+          end,
+        }
+        """
+
+    /// Tom and Jerry talk with the bot, over each attachment; then everything stops, three times over.
+    func testAStoppedServerAndItsBotAreFreed() async throws {
+        for attachment in BotAttachment.allCases {
+            try await expectFreed("a server and its bot (\(attachment))") { try await self.conversation(attachment) }
+        }
+    }
+
+    /// `hookbot run`'s hub (what the console tests start), the bot attached in process and over a WebSocket.
+    func testAStoppedEmbeddedHubIsFreed() async throws {
+        for attachment in BotAttachment.allCases {
+            try await expectFreed("an embedded hub (\(attachment))") { try await self.hub(attachment) }
+        }
+    }
+
+    /// Runs `cycle` once (what the first run makes lazily, such as NIO's shared event loops, is not a leak), then three
+    /// times more, and waits until what those made is freed and the process has no more event-loop threads and open
+    /// descriptors than before them.
+    private func expectFreed(_ what: String, _ cycle: () async throws -> Freed) async throws {
+        _ = try await cycle()
+        let before = ProcessResources()
+        var freed: [Freed] = []
+        for _ in 0..<3 { freed.append(try await cycle()) }
+        try await waitUntil(
+            "\(what) to be freed: \(freed.map(\.alive)) still alive; before \(before), now \(ProcessResources())"
+        ) {
+            freed.allSatisfy { $0.alive.isEmpty } && ProcessResources().isAtMost(before)
+        }
+    }
+
+    /// A server with the bot as its interceptor; Tom says hello in Chinese to the bot and Jerry, and the bot answers.
+    private func conversation(_ attachment: BotAttachment) async throws -> Freed {
+        let harness = try await BotHarness.start(attachment: attachment)
+        try harness.write("greeter.lua", Self.greeter)
+        let bot = try await harness.bot()
+        let chat = try await harness.conversationWithBot(["Jerry"])
+        try await chat.expectReply(to: "你好 👋", "你好，Tom！🎉")
+        let freed = Freed(server: harness.server.server, bot: bot, clients: chat.clients)
+        for client in chat.clients { await client.close() }
+        await bot.stop()
+        await harness.server.stop()
+        return freed
+    }
+
+    /// An embedded hub; Tom joins its lobby and says hello.
+    private func hub(_ attachment: BotAttachment) async throws -> Freed {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-leak-\(UUID().uuidString)")
+        let plugins = directory.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.greeter.write(to: plugins.appendingPathComponent("greeter.lua"), atomically: true, encoding: .utf8)
+        var configuration = BotConfiguration()
+        configuration.plugins.directory = plugins
+        configuration.plugins.watchInterval = 0
+        configuration.statePath = directory.appendingPathComponent("state.sqlite").path
+        configuration.server.database = directory.appendingPathComponent("hub.sqlite").path
+        configuration.server.port = 0
+        configuration.server.attachment = attachment
+        configuration.adminSocketPath = nil
+        var logger = Logger(label: "leak-test-hub")
+        logger.logLevel = .critical
+        let hub = try await EmbeddedHub.start(configuration: configuration, logger: logger)
+        var options = IMClientOptions(port: hub.port)
+        options.requestTimeout = .seconds(10)
+        let tom = IMClient(clientId: "Tom", options: options)
+        let events = EventLog(tom)
+        try await tom.open()
+        let lobby = tom.conversation(hub.lobbyID)
+        try await lobby.join()
+        _ = try await lobby.send(.text("你好 👋"))
+        let answer = try await events.message(from: hub.bot.configuration.clientID, in: hub.lobbyID)
+        XCTAssertEqual(answer.content.text, "你好，Tom！🎉")
+        let freed = Freed(server: hub.server, bot: hub.bot, clients: [tom])
+        await tom.close()
+        await hub.stop()
+        return freed
+    }
+}
+
+/// Weak references to what one cycle made.
+private struct Freed: @unchecked Sendable {
+    weak var server: IMServer?
+    weak var bot: BotHost?
+    weak var runtime: PluginRuntime?
+    weak var botClient: IMClient?
+    let clients: [Weak]
+
+    struct Weak {
+        weak var client: IMClient?
+    }
+
+    init(server: IMServer, bot: BotHost, clients: [IMClient]) {
+        self.server = server
+        self.bot = bot
+        runtime = bot.runtime
+        botClient = bot.client
+        self.clients = clients.map { Weak(client: $0) }
+    }
+
+    /// What is still alive.
+    var alive: [String] {
+        var alive: [String] = []
+        if server != nil { alive.append("server") }
+        if bot != nil { alive.append("bot") }
+        if runtime != nil { alive.append("plugin runtime") }
+        if botClient != nil { alive.append("bot's client") }
+        for client in clients where client.client != nil { alive.append("client \(client.client?.clientId ?? "")") }
+        return alive
+    }
+}
+
+/// The event-loop threads (a `MultiThreadedEventLoopGroup`'s `NIO-ELT-…`; NIO's shared loops, made once, are
+/// `NIO-SGLTN-…`) and the open file descriptors of this process, from /proc.
+private struct ProcessResources: CustomStringConvertible {
+    let eventLoopThreads: Int
+    let descriptors: Int
+
+    init() {
+        let files = FileManager.default
+        let tasks = (try? files.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        eventLoopThreads =
+            tasks.filter { task in
+                let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
+                return name?.hasPrefix("NIO-ELT") == true
+            }.count
+        descriptors = ((try? files.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count
+    }
+
+    func isAtMost(_ other: ProcessResources) -> Bool {
+        eventLoopThreads <= other.eventLoopThreads && descriptors <= other.descriptors
+    }
+
+    var description: String { "\(eventLoopThreads) event-loop threads, \(descriptors) descriptors" }
+}
