@@ -33,7 +33,26 @@ public final class Console: Sendable {
     public let token: String
     public let logs: LogBuffer
     private let settings: BotConfiguration
-    private let target = Mutex<Target?>(nil)
+    /// What `attach` was given, held weakly: the console's routes belong to the server (`IMServer.addRoutes`), and
+    /// a strong reference back to it (or to its bot, whose client holds the server when attached in process)
+    /// made a cycle that kept a stopped server, its bot and their threads and files alive.
+    private let attached = Mutex<Attached?>(nil)
+
+    private struct Attached {
+        weak var bot: BotHost?
+        weak var server: IMServer?
+        let hasServer: Bool
+        let lobbyID: String?
+
+        /// The target, or nil once what it showed is gone.
+        var target: Target? {
+            guard let bot, server != nil || !hasServer else { return nil }
+            return Target(bot: bot, server: server, lobbyID: lobbyID)
+        }
+    }
+
+    /// What the console shows now, if anything.
+    private var target: Target? { attached.withLock { $0?.target } }
     private let assets: ConsoleAssets
     /// The moderation page's undo and the config editor (ModerationActions.swift, ConfigEditor.swift).
     let moderation = ModerationActions()
@@ -50,11 +69,15 @@ public final class Console: Sendable {
     }
 
     /// Shows this bot (and server) from now on.
-    public func attach(_ target: Target) { self.target.withLock { $0 = target } }
+    public func attach(_ target: Target) {
+        attached.withLock {
+            $0 = Attached(bot: target.bot, server: target.server, hasServer: target.server != nil, lobbyID: target.lobbyID)
+        }
+    }
 
     /// Nil when the attached bot is logged in, else why not (a condition of `GET /ready`).
     public func botNotReadyReason() async -> String? {
-        guard let bot = target.withLock({ $0?.bot }) else { return "the bot is starting" }
+        guard let bot = target?.bot else { return "the bot is starting" }
         let state = await bot.client.state
         return state == .opened ? nil : "the bot is not logged in (\(state))"
     }
@@ -149,7 +172,7 @@ public final class Console: Sendable {
 
     /// Runs `body` with the target, or answers 503 while no bot is attached.
     func withBot(_ body: (Target) async -> Response) async -> Response {
-        guard let target = target.withLock({ $0 }) else { return HTTPJSON.error(.serviceUnavailable, "the bot is starting") }
+        guard let target else { return HTTPJSON.error(.serviceUnavailable, "the bot is starting") }
         return await body(target)
     }
 
@@ -183,7 +206,7 @@ public final class Console: Sendable {
     // MARK: Answers
 
     private func info() -> Response {
-        let target = target.withLock { $0 }
+        let target = target
         return HTTPJSON.response(
             .ok,
             InfoView(
@@ -216,7 +239,7 @@ public final class Console: Sendable {
         if let host, host.wholeMatch(of: /[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?/) != nil {
             connect += " ws://\(host) wss://\(host)"
         }
-        if let socket = chatSocket(target.withLock { $0 }), let scheme = socket.scheme, let host = socket.host {
+        if let socket = chatSocket(target), let scheme = socket.scheme, let host = socket.host {
             let authority = "\(host.contains(":") ? "[\(host)]" : host)\(socket.port.map { ":\($0)" } ?? "")"
             let web = scheme.lowercased() == "wss" ? "https" : "http"
             connect += " \(scheme)://\(authority) \(web)://\(authority)"

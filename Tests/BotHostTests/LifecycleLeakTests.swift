@@ -39,23 +39,8 @@ final class LifecycleLeakTests: XCTestCase {
         }
     }
 
-    /// Runs `cycle` once (what the first run makes lazily, such as NIO's shared event loops, is not a leak), then three
-    /// times more, and waits until what those made is freed and the process has no more event-loop threads and open
-    /// descriptors than before them.
-    private func expectFreed(_ what: String, _ cycle: () async throws -> Freed) async throws {
-        _ = try await cycle()
-        let before = ProcessResources()
-        var freed: [Freed] = []
-        for _ in 0..<3 { freed.append(try await cycle()) }
-        try await waitUntil(
-            "\(what) to be freed: \(freed.map(\.alive)) still alive; before \(before), now \(ProcessResources())"
-        ) {
-            freed.allSatisfy { $0.alive.isEmpty } && ProcessResources().isAtMost(before)
-        }
-    }
-
     /// A server with the bot as its interceptor; Tom says hello in Chinese to the bot and Jerry, and the bot answers.
-    private func conversation(_ attachment: BotAttachment) async throws -> Freed {
+    private func conversation(_ attachment: BotAttachment) async throws -> @Sendable () -> [String] {
         let harness = try await BotHarness.start(attachment: attachment)
         try harness.write("greeter.lua", Self.greeter)
         let bot = try await harness.bot()
@@ -65,11 +50,11 @@ final class LifecycleLeakTests: XCTestCase {
         for client in chat.clients { await client.close() }
         await bot.stop()
         await harness.server.stop()
-        return freed
+        return { freed.alive }
     }
 
     /// An embedded hub; Tom joins its lobby and says hello.
-    private func hub(_ attachment: BotAttachment) async throws -> Freed {
+    private func hub(_ attachment: BotAttachment) async throws -> @Sendable () -> [String] {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-leak-\(UUID().uuidString)")
         let plugins = directory.appendingPathComponent("plugins")
         try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
@@ -99,7 +84,7 @@ final class LifecycleLeakTests: XCTestCase {
         let freed = Freed(server: hub.server, bot: hub.bot, clients: [tom])
         await tom.close()
         await hub.stop()
-        return freed
+        return { freed.alive }
     }
 }
 
@@ -133,28 +118,4 @@ private struct Freed: @unchecked Sendable {
         for client in clients where client.client != nil { alive.append("client \(client.client?.clientId ?? "")") }
         return alive
     }
-}
-
-/// The event-loop threads (a `MultiThreadedEventLoopGroup`'s `NIO-ELT-…`; NIO's shared loops, made once, are
-/// `NIO-SGLTN-…`) and the open file descriptors of this process, from /proc.
-private struct ProcessResources: CustomStringConvertible {
-    let eventLoopThreads: Int
-    let descriptors: Int
-
-    init() {
-        let files = FileManager.default
-        let tasks = (try? files.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        eventLoopThreads =
-            tasks.filter { task in
-                let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
-                return name?.hasPrefix("NIO-ELT") == true
-            }.count
-        descriptors = ((try? files.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count
-    }
-
-    func isAtMost(_ other: ProcessResources) -> Bool {
-        eventLoopThreads <= other.eventLoopThreads && descriptors <= other.descriptors
-    }
-
-    var description: String { "\(eventLoopThreads) event-loop threads, \(descriptors) descriptors" }
 }

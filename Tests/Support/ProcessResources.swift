@@ -1,0 +1,43 @@
+import Foundation
+
+/// The event-loop threads (a `MultiThreadedEventLoopGroup`'s `NIO-ELT-…`; NIO's shared loops, made once, are
+/// `NIO-SGLTN-…`) and the open file descriptors of this process, from /proc.
+public struct ProcessResources: CustomStringConvertible, Sendable {
+    public let eventLoopThreads: Int
+    public let descriptors: Int
+
+    public init() {
+        let files = FileManager.default
+        let tasks = (try? files.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        eventLoopThreads =
+            tasks.filter { task in
+                let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
+                return name?.hasPrefix("NIO-ELT") == true
+            }.count
+        descriptors = ((try? files.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count
+    }
+
+    public func isAtMost(_ other: ProcessResources) -> Bool {
+        eventLoopThreads <= other.eventLoopThreads && descriptors <= other.descriptors
+    }
+
+    public var description: String { "\(eventLoopThreads) event-loop threads, \(descriptors) descriptors" }
+}
+
+/// Checks that what `cycle` starts and stops is freed: runs it once (what the first run makes lazily, such as NIO's
+/// shared event loops, is not a leak), then `times` more, and waits until each run's `alive` (what it made and is
+/// still referenced, from weak references) is empty and the process has no more event-loop threads and open
+/// descriptors than before them; throws `Timeout` saying what is left otherwise.
+public func expectFreed(
+    _ what: String, times: Int = 3, timeout: Duration = .seconds(10), _ cycle: () async throws -> @Sendable () -> [String]
+) async throws {
+    _ = try await cycle()
+    let before = ProcessResources()
+    var runs: [@Sendable () -> [String]] = []
+    for _ in 0..<times { runs.append(try await cycle()) }
+    try await waitUntil(
+        "\(what) to be freed: \(runs.map { $0() }) still alive; before \(before), now \(ProcessResources())", timeout: timeout
+    ) {
+        runs.allSatisfy { $0().isEmpty } && ProcessResources().isAtMost(before)
+    }
+}
