@@ -182,6 +182,47 @@ final class WriterBatchTests: XCTestCase {
         XCTAssertLessThan(after - before, 10, "CPU seconds, not another unit")
     }
 
+    /// A resend with the same dedupe token is found by the insert itself (`ON CONFLICT … DO NOTHING` on the dedupe
+    /// index): in the same batch or a later one it is acked as the first, stored and delivered once, and moves neither
+    /// the conversation's timestamps nor its `lm`; another sender's message with the same token is its own.
+    func testResendsWithADedupeTokenAreStoredOnceInTheSameBatchAndLater() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "the SQLite store's insert")
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"], name: "周末 🏕️")
+        // Sent back to back (one read on the server, so usually one batch): the second is a resend of the first.
+        async let first = tom.sendText("周六去露营 ⛺️ @Jerry", to: cid, dedupeToken: "camp-1")
+        async let resent = tom.sendText("周六去露营 ⛺️ @Jerry", to: cid, dedupeToken: "camp-1")
+        async let other = tom.sendText("带上吉他 🎸", to: cid, dedupeToken: "camp-2")
+        let (a, b, c) = try await (first, resent, other)
+        for ack in [a, b, c] { XCTAssertNil(ack.code, "\(ack)") }
+        XCTAssertEqual(a.uid, b.uid)
+        XCTAssertEqual(a.t, b.t)
+        XCTAssertNotEqual(a.uid, c.uid)
+        // Jerry's own message with Tom's token is not a resend of Tom's.
+        let jerrys = try await jerry.sendText("好呀！", to: cid, dedupeToken: "camp-1")
+        XCTAssertNil(jerrys.code, "\(jerrys)")
+        XCTAssertNotEqual(jerrys.uid, a.uid)
+        // A later batch: the resend is acked as the original, and nothing moves.
+        let late = try await tom.sendText("带上吉他 🎸", to: cid, dedupeToken: "camp-2")
+        XCTAssertEqual(late.uid, c.uid)
+        XCTAssertEqual(late.t, c.t)
+
+        var delivered: [String] = []
+        for _ in 0..<2 { delivered.append(try required(try await jerry.nextMessage().id)) }
+        XCTAssertEqual(Set(delivered), [try required(a.uid), try required(c.uid)])
+        let more = await jerry.settle { $0.cmd == .direct }
+        XCTAssertTrue(more.isEmpty, "a resend was delivered again: \(more)")
+        let logs = try required(try await tom.history(cid, limit: 10).logs)
+        XCTAssertEqual(logs.map(\.msgId).sorted(), [a.uid, c.uid, jerrys.uid].compactMap { $0 }.sorted())
+        let newest = try required(logs.map(\.timestamp).max())
+        XCTAssertEqual(newest, jerrys.t)
+        let pool = try DatabasePool(path: server.databasePath)
+        let lm = try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT lm FROM conversations WHERE id = ?", arguments: [cid]) }
+        XCTAssertEqual(lm, newest, "a resend does not move lm")
+        try pool.close()
+    }
+
     /// Acks of messages the last batches stored move delivery cursors without a lookup (`RecentMessages`): an ack
     /// that names a recent message of another conversation moves nothing, a true one moves its conversation's.
     func testAcksOfRecentMessagesMoveOnlyTheirOwnConversationsCursor() async throws {

@@ -14,15 +14,27 @@ extension MessageRecord {
 /// Message history, offline backlog and delivery cursors.
 enum MessageTable {
     static func insert(_ db: Database, _ m: MessageRecord, dedupeToken: String?, recipients: [String]? = nil) throws {
+        _ = try insert(db, m, dedupeToken: dedupeToken, recipients: recipients, unlessDuplicate: false)
+    }
+
+    /// Inserts `m`, or, with `unlessDuplicate`, nothing when its sender already stored a message with this dedupe
+    /// token (the insert's own probe of `messages_by_dedupe_token` answers, instead of a SELECT before every insert);
+    /// returns whether it was inserted. Any other constraint (the id, `(cid, t)`) still fails the statement.
+    static func insert(
+        _ db: Database, _ m: MessageRecord, dedupeToken: String?, recipients: [String]?, unlessDuplicate: Bool
+    ) throws -> Bool {
         let audience = recipients.map(ClientIDList.text)
         let mentions = m.mentionPids.map(ClientIDList.text)
+        // The conflict target names the partial unique index (its WHERE included), so DO NOTHING covers that index only.
+        let onDuplicate = unlessDuplicate ? " ON CONFLICT (from_id, dt) WHERE dt IS NOT NULL DO NOTHING" : ""
         try db.cachedStatement(
             sql: """
                 INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all, bin)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)\(onDuplicate)
                 """
         ).execute(
             arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken, audience, mentions, m.mentionAll, m.binary])
+        return !unlessDuplicate || db.changesCount > 0
     }
 
     /// SQL condition: the message is visible to the client bound twice after it (sender, or in the audience).
