@@ -55,10 +55,11 @@ extension IMClient {
     }
 
     func write(_ serial: Int, on link: Link) {
-        guard let request = pending[serial] else { return }
-        pending[serial]?.written = true
+        // In place (see `receive`): the request is not copied out of `pending`.
+        guard let index = pending.index(forKey: serial) else { return }
+        pending.values[index].written = true
         do throws(IMError) {
-            try link.send(request.command)
+            try link.send(pending.values[index].command)
         } catch {
             return resolve(serial, .failure(error))
         }
@@ -74,9 +75,9 @@ extension IMClient {
     }
 
     func arm(_ serial: Int, after delay: Duration, _ error: IMError) {
-        guard pending[serial] != nil else { return }
-        pending[serial]?.deadline = ContinuousClock.now.advanced(by: delay)
-        pending[serial]?.expiry = error
+        guard let index = pending.index(forKey: serial) else { return }
+        pending.values[index].deadline = ContinuousClock.now.advanced(by: delay)
+        pending.values[index].expiry = error
         if sweeper == nil {
             sweeper = Task { [weak self] in
                 while let self, await self.sweepExpired() {
