@@ -168,7 +168,7 @@ extension XCTestCase {
         configure: (inout BotConfiguration) -> Void = { _ in }
     ) async throws -> ConsoleHarness {
         let harness = try await ConsoleHarness.start(plugins: plugins, base: base, configure: configure)
-        addTeardownBlock { await harness.stop() }
+        addTeardownBlock(releasing: harness) { await $0.stop() }
         return harness
     }
 }

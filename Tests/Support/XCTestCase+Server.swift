@@ -11,14 +11,14 @@ extension XCTestCase {
         directory: URL? = nil, port: Int = 0, logger: Logger? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerHarness {
         let server = try await ServerHarness.start(directory: directory, port: port, logger: logger, configure: configure)
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         return server
     }
 
     /// A client of `server` for `clientID`, opened; it closes when the test ends, before the server stops.
     public func openedClient(of server: ServerHarness, _ clientID: String) async throws -> IMClient {
         let client = server.client(clientID)
-        addTeardownBlock { await client.close() }
+        addTeardownBlock(releasing: client) { await $0.close() }
         try await client.open()
         return client
     }
@@ -33,7 +33,7 @@ extension XCTestCase {
         var made: [IMClient] = []
         for clientID in repeat each clientIDs {
             let client = server.client(String(clientID))
-            addTeardownBlock { await client.close() }
+            addTeardownBlock(releasing: client) { await $0.close() }
             made.append(client)
         }
         let logs = try await HookbotTestSupport.openClients(made)
