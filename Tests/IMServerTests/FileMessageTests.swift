@@ -3,6 +3,8 @@ import HookbotTestSupport
 import IMCore
 import XCTest
 
+@testable import IMServer
+
 /// Typed file messages (`_lcfile.objId`) get the stored file's url and metaData from the server.
 final class FileMessageTests: XCTestCase {
     func fileObject(_ text: String?) throws -> [String: Any] {
@@ -71,6 +73,20 @@ final class FileMessageTests: XCTestCase {
         let editedMeta = try fileObject(event.patches?.first?.data)["metaData"] as? [String: Any]
         XCTAssertEqual(editedMeta?["width"] as? Int, 320)
         XCTAssertEqual(editedMeta?["height"] as? Int, 200)
+    }
+
+    /// The pre-check that spares ordinary texts a parse: the key `"_lcfile"` anywhere in the UTF-8 bytes, and only it.
+    func testThePreCheckFindsTheFileKeyAnywhereAndNothingElse() {
+        let image = #"{"_lctype":-2,"_lctext":"日落 🌇","_lcfile":{"objId":"abc"}}"#
+        XCTAssertTrue(FileMessageFill.mentionsFile(image))
+        XCTAssertTrue(FileMessageFill.mentionsFile(#""_lcfile""#), "the whole text is the key")
+        XCTAssertTrue(FileMessageFill.mentionsFile(#"{"_lctext":"猫","_lcfile""#), "at the very end")
+        XCTAssertFalse(FileMessageFill.mentionsFile(#"{"_lctype":-1,"_lctext":"ping 42 @Jerry 🎉"}"#))
+        XCTAssertFalse(FileMessageFill.mentionsFile(#"{"_lcfil":1,"_lcfiles":2,"lcfile":3}"#), "near misses")
+        XCTAssertFalse(FileMessageFill.mentionsFile(#""_lcfile"#), "shorter than the key")
+        XCTAssertFalse(FileMessageFill.mentionsFile(""))
+        // A string that is not stored as contiguous UTF-8 (bridged from NSString) is searched too.
+        XCTAssertTrue(FileMessageFill.mentionsFile(String(NSString(string: image))))
     }
 
     func testUnknownAndOrdinaryMessagesAreUntouched() async throws {

@@ -22,15 +22,33 @@ enum FileMessageFill {
     /// The key whose presence in a message's text makes it worth parsing.
     private static let fileKey = Array("\"_lcfile\"".utf8)
 
+    /// Whether `text` holds `fileKey`, searched in the string's UTF-8 bytes. Written out because both ready searches
+    /// cost a few % of a thread per message here (issue 30): Foundation's `String.contains` goes through NSString's
+    /// search, and the standard library's `firstRange(of:)` on a UTF-8 view builds a Z-array per call (glibc's
+    /// `memmem` is not visible to Swift).
+    static func mentionsFile(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            fileKey.withUnsafeBufferPointer { key in
+                guard let base = bytes.baseAddress, let keyBase = key.baseAddress, let first = key.first, bytes.count >= key.count else {
+                    return false
+                }
+                for start in 0...(bytes.count - key.count) where bytes[start] == first {
+                    if memcmp(base + start, keyBase, key.count) == 0 { return true }
+                }
+                return false
+            }
+        }
+    }
+
     /// `text` with `_lcfile` filled from the record its `objId` names, or, for a URL-only file (no `objId`), with
     /// the `objId` of the external file record of that URL (`ExternalFiles`); nil when the message is left as is.
     /// Throws 4109 (`frameTooLong`) when the filled text passes `maxMessageBytes` plus `headroomBytes`.
     static func filled(
         _ text: String, sender: String, media: any MediaStore, external: (any ExternalFileTable)?, urls: MediaURLs, maxMessageBytes: Int
     ) async throws -> String? {
-        // Ordinary text messages cost one search of their UTF-8 bytes, no parse (Foundation's `contains` on a String
-        // went through NSString's search: a few % of a thread's time per message, issue 30).
-        guard text.utf8.first == UInt8(ascii: "{"), text.utf8.firstRange(of: fileKey) != nil else { return nil }
+        // Ordinary text messages cost one search of their UTF-8 bytes, no parse.
+        guard text.utf8.first == UInt8(ascii: "{"), mentionsFile(text) else { return nil }
         guard case .object(var message) = JSONValue.parse(text), let type = message["_lctype"]?.intValue,
             fileTypes.contains(type), case .object(var file) = message["_lcfile"]
         else { return nil }
