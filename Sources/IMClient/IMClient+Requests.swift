@@ -55,11 +55,10 @@ extension IMClient {
     }
 
     func write(_ serial: Int, on link: Link) {
-        // In place (see `receive`): the request is not copied out of `pending`.
-        guard let index = pending.index(forKey: serial) else { return }
-        pending.values[index].written = true
+        guard let request = pending[serial] else { return }
+        request.written = true
         do throws(IMError) {
-            try link.send(pending.values[index].command)
+            try link.send(request.command)
         } catch {
             return resolve(serial, .failure(error))
         }
@@ -75,9 +74,9 @@ extension IMClient {
     }
 
     func arm(_ serial: Int, after delay: Duration, _ error: IMError) {
-        guard let index = pending.index(forKey: serial) else { return }
-        pending.values[index].deadline = ContinuousClock.now.advanced(by: delay)
-        pending.values[index].expiry = error
+        guard let request = pending[serial] else { return }
+        request.deadline = ContinuousClock.now.advanced(by: delay)
+        request.expiry = error
         if sweeper == nil {
             sweeper = Task { [weak self] in
                 while let self, await self.sweepExpired() {

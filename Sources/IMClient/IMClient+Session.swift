@@ -214,7 +214,7 @@ extension IMClient {
         for serial in pending.keys.sorted() {
             guard let request = pending[serial], request.written else { continue }
             if request.policy == .resend {
-                pending[serial]?.written = false
+                request.written = false
                 arm(serial, after: options.sendTimeout, IMError(.sendTimeout, "not sent: the connection did not come back in time"))
             } else {
                 resolve(serial, .failure(IMError(.connectionLost, "the connection was lost before the reply")))

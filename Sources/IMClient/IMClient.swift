@@ -92,14 +92,23 @@ public actor IMClient {
         case fail
     }
 
-    struct PendingRequest {
-        var command: Command
-        var policy: LossPolicy
+    /// A request waiting for its reply; a class, so reading or marking one in `pending` does not copy its `Command`
+    /// (a struct of dozens of retained fields) for every command received and request written (issue 30). Only the
+    /// client's own isolation touches it.
+    final class PendingRequest {
+        let command: Command
+        let policy: LossPolicy
         var written = false
         /// When the request fails with `expiry` unless its reply has come (see `sweepExpired`).
         var deadline: ContinuousClock.Instant?
         var expiry: IMError?
-        var slot: ReplySlot
+        let slot: ReplySlot
+
+        init(command: Command, policy: LossPolicy, slot: ReplySlot) {
+            self.command = command
+            self.policy = policy
+            self.slot = slot
+        }
     }
 
     /// Resolves requests past their deadline; one task per client while requests are pending, instead

@@ -5,15 +5,15 @@ import IMCore
 /// (no `i`) turned into events.
 extension IMClient {
     func receive(_ command: Command, on link: Link) {
-        // The login and the pending requests are read in place: binding `login` or reading `pending[serial]` copies
-        // the whole value (a `Command` among its fields) for every command received (issue 30).
+        // The login is read in place: binding it copies the whole value (a `Command` among its fields) for every
+        // command received (issue 30).
         if let serial = command.i, serial == login?.serial, login?.link.id == link.id, let login {
             return completeLogin(login, reply: command)
         }
         guard self.link?.id == link.id else { return }
         if let serial = command.i {
             if serial == rejoinSerial { return completeRejoin(command) }
-            if let index = pending.index(forKey: serial), pending.values[index].written { resolve(serial, .success(command)) }
+            if pending[serial]?.written == true { resolve(serial, .success(command)) }
             return
         }
         if command.cmd == .session, command.op == .closed {
