@@ -3,6 +3,7 @@ import Foundation
 import HookRuntime
 import IMClient
 import IMCore
+import NIOCore
 import Synchronization
 
 /// Answering the server's interception requests: the routing core's review decides before delivery.
@@ -14,10 +15,42 @@ extension BotHost {
         return await verdict(for: request).command(id: command.id)
     }
 
-    /// The verdict for one interception request. Runs off the actor: the plugins' review is one call on
-    /// the Lua thread, bounded by `reviewBudget` so the answer reaches the server before its deadline.
-    /// What the review asked for (warn, mute, replies) runs after the verdict has been given.
-    nonisolated func verdict(for request: HookRequest) async -> HookVerdict {
+    /// `router.review` with `trace` as the current trace, on the caller's executor. The closure captures
+    /// `isolation` so that it runs there: without, Swift 6.3 runs it, and the nonsending review in it, on its
+    /// pool, a hop from the Lua thread and back per review.
+    private func review(
+        _ message: HookMessage, until: ContinuousClock.Instant, tracedBy trace: MessageTrace?,
+        isolation: isolated (any Actor)? = #isolation
+    ) async -> MessageRouter.Review {
+        await MessageTrace.$current.withValue(trace) {
+            _ = isolation
+            return await router.review(message, until: until)
+        }
+    }
+
+    /// Answers an in-process interception request by calling `answered` on the Lua thread, where the server
+    /// applies the verdict (`HookAnswerer`): the request moves from the server's thread to the Lua thread once,
+    /// and nothing waits on Swift's pool in between (issue 30).
+    nonisolated func answer(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) {
+        // The review's task is started on the Lua loop, isolated to the host, so that it also ends there: a task
+        // started on the server's thread would end on Swift's pool, one more wake-up per review.
+        guard let loop = runtime.executor as? any EventLoop else {
+            Task { await self.startReview(request, then: answered) }
+            return
+        }
+        loop.execute { self.assumeIsolated { $0.startReview(request, then: answered) } }
+    }
+
+    private func startReview(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) {
+        Task { answered(await verdict(for: request)) }
+    }
+
+    /// The verdict for one interception request, on the caller's executor: the Lua thread for the in-process
+    /// bot (`answer`), Swift's pool for requests that came over the WebSocket (which so never wait for the Lua
+    /// thread but for the plugins' review, one call there, bounded by `reviewBudget` so the answer reaches the
+    /// server before its deadline). What the review asked for (warn, mute, replies) runs after the verdict has
+    /// been given.
+    nonisolated(nonsending) func verdict(for request: HookRequest) async -> HookVerdict {
         let asked = ContinuousClock.now
         let until = ContinuousClock.now.advanced(by: reviewBudget)
         var review: MessageRouter.Review?
@@ -45,7 +78,7 @@ extension BotHost {
             traced?.reviewed("the server asked for a review (\(request.kind.rawValue), budget \(reviewBudget))")
             trace = traced
             await knowSender(sent.from, in: sent.cid, until: until)
-            review = await MessageTrace.$current.withValue(traced) { await router.review(message, until: until) }
+            review = await self.review(message, until: until, tracedBy: traced)
             if case .message = request, runtime.reach?.contains(sent.cid) == false, review?.decision.drops != true {
                 // Delivered where the bot is no member: no delivery reaches the bot to count it.
                 router.plugins.members.counted(sent.from, in: sent.cid)
@@ -92,7 +125,7 @@ extension BotHost {
     /// How often one conversation is asked for at most.
     static let memberQueryInterval = 1.0
 
-    nonisolated func knowSender(_ user: String, in cid: String, until: ContinuousClock.Instant) async {
+    nonisolated(nonsending) func knowSender(_ user: String, in cid: String, until: ContinuousClock.Instant) async {
         let members = router.plugins.members
         guard members.member(user, of: cid) == nil, runtime.reach?.contains(cid) != true,
             members.claimQuery(of: cid, now: Date().timeIntervalSince1970, every: Self.memberQueryInterval)
@@ -150,8 +183,21 @@ final class Reviewer: Sendable {
     struct Reference { weak var host: BotHost? }
     let host = Mutex(Reference())
 
-    func answer(_ request: HookRequest) async -> HookVerdict {
-        guard let host = host.withLock({ $0.host }) else { return .allow }
-        return await host.verdict(for: request)
+    func answer(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) {
+        guard let host = host.withLock({ $0.host }) else { return answered(.allow) }
+        host.answer(request, then: answered)
+    }
+}
+
+/// The server in process as the bot's client sees it, with the bot host as the interceptor that answers by
+/// callback (`connectLocally(receive:closed:answering:)`) whatever the client asks to attach with.
+struct AnsweringEndpoint: LocalEndpoint {
+    let base: any LocalEndpoint
+    let answerer: HookAnswerer
+
+    func connectLocally(
+        receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void, review: HookReviewer?
+    ) -> LocalConnection? {
+        base.connectLocally(receive: receive, closed: closed, answering: answerer)
     }
 }

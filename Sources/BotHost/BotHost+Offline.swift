@@ -10,7 +10,7 @@ extension BotHost {
     /// for a while), `allow` for the defaults, `drop` for no push at all, or `pushes` mapping each changed
     /// receiver to the changes of its notification (null removes a field) or no push. The chain runs within
     /// the server's deadline (`deadlineMillis`, 1 s when not given) less 20 % (at least 20 ms).
-    nonisolated func offlineVerdict(for request: HookRequest) async -> HookVerdict {
+    nonisolated(nonsending) func offlineVerdict(for request: HookRequest) async -> HookVerdict {
         guard
             case .offline(
                 let cid, let messageID, let from, let stored, let mentionPids, let mentionAll, let content, let ids, let notification,

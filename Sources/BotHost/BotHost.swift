@@ -118,8 +118,9 @@ public actor BotHost {
         }
         let reviewer = Reviewer()
         let reviewsInProcess = options.localEndpoint != nil && configuration.interceptorSecret != nil
-        if reviewsInProcess {
-            options.interceptionReviewer = { request in await reviewer.answer(request) }
+        if reviewsInProcess, let endpoint = options.localEndpoint {
+            // Verdicts by callback (`HookAnswerer`): given on the Lua thread, applied there by the server.
+            options.localEndpoint = AnsweringEndpoint(base: endpoint) { request, answer in reviewer.answer(request, then: answer) }
         }
         let store = try HookStateStore(path: configuration.statePath, quota: configuration.plugins.stateQuota)
         var pluginLogger = logger

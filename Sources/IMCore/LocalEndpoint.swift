@@ -12,6 +12,26 @@ public protocol LocalEndpoint: Sendable {
         receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
         review: HookReviewer?
     ) -> LocalConnection?
+
+    /// `connectLocally(receive:closed:review:)` with an interceptor that answers through a callback
+    /// (`HookAnswerer`): the server applies each verdict on the thread that gives it, with no task waiting for
+    /// it. An endpoint that does not implement it gets the default, which waits for the answer as `review` does.
+    func connectLocally(
+        receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
+        answering: HookAnswerer?
+    ) -> LocalConnection?
+}
+
+extension LocalEndpoint {
+    public func connectLocally(
+        receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
+        answering: HookAnswerer?
+    ) -> LocalConnection? {
+        let review = answering.map { answerer -> HookReviewer in
+            { request in await withCheckedContinuation { answered in answerer(request) { answered.resume(returning: $0) } } }
+        }
+        return connectLocally(receive: receive, closed: closed, review: review)
+    }
 }
 
 /// The client's side of a connection made with `LocalEndpoint.connectLocally`.
@@ -30,3 +50,10 @@ public struct LocalConnection: Sendable {
 /// An interceptor attached in process: answers a hook request with a direct call. nil is not a verdict
 /// (the server's failure policy decides, as for an invalid answer over a WebSocket).
 public typealias HookReviewer = @Sendable (HookRequest) async -> HookVerdict?
+
+/// An interceptor attached in process that answers a hook request by calling `answer` once with its verdict (nil
+/// is not a verdict, as for `HookReviewer`), from whichever thread has it: the server carries the verdict on
+/// from there (an in-process bot answers from its Lua thread, so its verdict reaches the message pipeline with
+/// no hop through Swift's pool). It must not block; an answer never given is decided by the failure policy at
+/// the deadline, and a second one is ignored.
+public typealias HookAnswerer = @Sendable (HookRequest, _ answer: @escaping @Sendable (HookVerdict?) -> Void) -> Void

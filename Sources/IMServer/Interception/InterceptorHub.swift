@@ -216,14 +216,21 @@ final class InterceptorHub: Sendable {
     /// a `hook request` command otherwise.
     private func send(_ request: HookRequest, id: String, to connection: Connection) {
         guard let review = connection.review else { return connection.send(request.command(id: id)) }
-        // Started on the asking task's thread: the reviewer runs here until it first waits (the bot host's
-        // hop to its Lua thread), instead of on a pool thread woken for it. The deadline's timer is already set.
-        Task.immediate {
-            let verdict = await review(request)
+        // The answer is settled, and the verdict applied, on the thread that gives it: for the in-process bot
+        // its Lua thread, so no task waits for the answer and no pool thread is woken to carry it on
+        // (issue 30). The deadline's timer is already set.
+        review(request) { verdict in
             _ = self.settle(
                 id, from: connection, verdict: { _ in verdict },
                 command: { verdict?.command(id: id) ?? Command(cmd: .hook, op: .verdict) })
         }
+    }
+
+    /// An in-process interceptor that answers as an async call (`HookReviewer`), as one that answers by callback:
+    /// the call starts on the asking thread and runs there until it first waits (the reviewer's hop to a thread of
+    /// its own), instead of on a pool thread woken for it; its answer is carried on where the call returns.
+    static func answerer(waitingFor review: @escaping HookReviewer) -> HookAnswerer {
+        { request, answer in Task.immediate { answer(await review(request)) } }
     }
 
     private func resume(_ pending: Pending, with verdict: HookVerdict?) {

@@ -58,7 +58,7 @@ final class Connection: Sendable {
     /// The wire format frames are encoded in; fan-out encodes each message once per format.
     var format: WireFormat { transport.format }
     /// Answers interception requests directly (in-process interceptors).
-    var review: HookReviewer? { transport.review }
+    var review: HookAnswerer? { transport.review }
 
     var identity: Identity? { state.withLock { $0.identity } }
     /// Whether `close` has been called.

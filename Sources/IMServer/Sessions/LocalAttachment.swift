@@ -15,7 +15,7 @@ final class LocalAttachments: Sendable {
     /// Starts serving a new in-process connection.
     func attach(
         allocateID: @escaping @Sendable () -> UInt64, service: IMService, receive: @escaping @Sendable (Command) -> Void,
-        closed: @escaping @Sendable () -> Void, review: HookReviewer?
+        closed: @escaping @Sendable () -> Void, review: HookAnswerer?
     ) -> LocalConnection {
         let commands = LocalCommands()
         let transport = Transport(
@@ -171,8 +171,16 @@ extension IMServer: LocalEndpoint {
         receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
         review: HookReviewer?
     ) -> LocalConnection? {
+        connectLocally(receive: receive, closed: closed, answering: review.map(InterceptorHub.answerer(waitingFor:)))
+    }
+
+    /// Attaches an in-process client whose verdicts come by callback; nil when the server is not running.
+    public func connectLocally(
+        receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
+        answering: HookAnswerer?
+    ) -> LocalConnection? {
         guard isRunning else { return nil }
         return locals.attach(
-            allocateID: { [self] in allocateConnectionID() }, service: service, receive: receive, closed: closed, review: review)
+            allocateID: { [self] in allocateConnectionID() }, service: service, receive: receive, closed: closed, review: answering)
     }
 }

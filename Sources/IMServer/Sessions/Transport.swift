@@ -21,7 +21,7 @@ final class Transport: Sendable {
     /// The wire format frames are encoded in.
     let format: WireFormat
     /// Answers interception requests with a direct call instead of a `hook request` frame (in-process only).
-    let review: HookReviewer?
+    let review: HookAnswerer?
     /// LeanCloud protocol version 3 (`lc.*.3`): logins get unread notices instead of pushed offline
     /// messages; clients pull what they missed with `logs`.
     let notifiesUnreadOnly: Bool
@@ -50,7 +50,7 @@ final class Transport: Sendable {
     init(
         remoteAddress: String, format: WireFormat, encoder: @escaping @Sendable (Command) -> Connection.Outbound,
         emit: @escaping @Sendable (Connection.Outbound) -> Void, finish: @escaping @Sendable () -> Void,
-        review: HookReviewer? = nil, notifiesUnreadOnly: Bool = false,
+        review: HookAnswerer? = nil, notifiesUnreadOnly: Bool = false,
         overflowBytes: Int = .max, overflow: @escaping @Sendable () -> Void = {},
         writer: WebSocketSession.Writer? = nil, allocateID: @escaping @Sendable () -> UInt64
     ) {
