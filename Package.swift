@@ -196,7 +196,7 @@ let package = Package(
             name: "fuzz-protobuf-command", dependencies: ["FuzzSupport", "IMCore", "IMProto"], path: "Fuzz/ProtobufCommand"),
         .executableTarget(name: "fuzz-toml-config", dependencies: ["FuzzSupport", "HookbotConfig"], path: "Fuzz/TOMLConfig"),
         .testTarget(name: "PluginTesterTests", dependencies: ["PluginTester", "HookRuntime", "HookbotTestSupport"]),
-        .testTarget(name: "IMCoreTests", dependencies: ["IMCore"]),
+        .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "HookbotTestSupport"]),
         .testTarget(name: "MediaImagingTests", dependencies: ["MediaImaging", "CVips"]),
         .testTarget(name: "HookRuntimeTests", dependencies: ["HookRuntime"]),
         .target(

@@ -1,4 +1,5 @@
 import Foundation
+import HookbotTestSupport
 import XCTest
 
 #if canImport(FoundationNetworking)
@@ -20,7 +21,7 @@ final class WebDriver: @unchecked Sendable {
         let id: String
     }
 
-    private let process: Process
+    private let process: ChildProcess
     private let base: String
     private let session: String
 
@@ -35,12 +36,8 @@ final class WebDriver: @unchecked Sendable {
     /// Starts chromedriver and a headless browser window of `width`×`height`.
     static func start(width: Int = 1280, height: Int = 800) async throws -> WebDriver {
         let port = try freePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: driverPath)
-        process.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            URL(fileURLWithPath: driverPath), ["--port=\(port)", "--allowed-ips=127.0.0.1"], output: .discarded, error: .discarded)
         let base = "http://127.0.0.1:\(port)"
         do {
             let deadline = ContinuousClock.now + .seconds(20)
@@ -77,12 +74,12 @@ final class WebDriver: @unchecked Sendable {
             }
             return WebDriver(process: process, base: base, session: session)
         } catch {
-            process.terminate()
+            process.signal()
             throw error
         }
     }
 
-    private init(process: Process, base: String, session: String) {
+    private init(process: ChildProcess, base: String, session: String) {
         self.process = process
         self.base = base
         self.session = session
@@ -91,10 +88,8 @@ final class WebDriver: @unchecked Sendable {
     /// Ends the browser session and chromedriver.
     func quit() async {
         _ = try? await command("DELETE", "")
-        process.terminate()
-        // Polled rather than `waitUntilExit()`, which never returned when called from a task here.
-        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.signal()
+        if (try? await process.waitForExit(timeout: .seconds(5))) == nil { process.signal(SIGKILL) }
     }
 
     func open(_ url: String) async throws { _ = try await command("POST", "/url", ["url": url]) }

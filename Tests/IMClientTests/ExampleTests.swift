@@ -1,25 +1,15 @@
 import Foundation
+import HookbotTestSupport
 import XCTest
 
 /// Runs `examples/TomAndJerry` (the `tom-and-jerry-example` executable) and checks its conversation.
 final class ExampleTests: XCTestCase {
     func testTomAndJerryExampleRuns() async throws {
         let binary = try XCTUnwrap(Self.exampleURL(), "build the tom-and-jerry-example executable first (swift build)")
-        let process = Process()
-        process.executableURL = binary
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let killer = Task {
-            try await Task.sleep(for: .seconds(60))
-            process.terminate()
-        }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        killer.cancel()
-        let text = String(decoding: data, as: UTF8.self)
-        XCTAssertEqual(process.terminationStatus, 0, text)
+        let process = try ChildProcess(binary, error: .discarded)
+        let status = try await process.waitForExit(timeout: .seconds(60)).status
+        let text = process.printed
+        XCTAssertEqual(status, 0, text)
         for line in ["Jerry got: Jerry, wake up!", "Tom got: Five more minutes…", "Jerry got a poke of strength 3", "done"] {
             XCTAssertTrue(text.contains(line), "missing '\(line)' in:\n\(text)")
         }

@@ -278,13 +278,10 @@ final class ClusterTests: XCTestCase {
 
     /// Runs a statement on the throwaway cluster with psql.
     private func psql(_ statement: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["psql", "-q", "-v", "ON_ERROR_STOP=1", try XCTUnwrap(TestDatabase.clusterURL), "-c", statement]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, "psql -c \(statement)")
+        let (status, output) = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["psql", "-q", "-v", "ON_ERROR_STOP=1", try XCTUnwrap(TestDatabase.clusterURL), "-c", statement])
+        XCTAssertEqual(status, 0, "psql -c \(statement): \(output)")
     }
 
     /// Clients on all three nodes (separate `hookbot server` processes) send as fast as they can; one node

@@ -52,16 +52,11 @@ final class DamagedStoreTests: XCTestCase {
 
         // The command-line server exits with that message.
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "build the hookbot executable first (swift build)")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["server", "--port", "\(ServerProcess.freePort())", "--log-level", "warning", "--db", path]
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        XCTAssertNotEqual(process.terminationStatus, 0)
+        let process = try ChildProcess(
+            binary, ["server", "--port", "\(ServerProcess.freePort())", "--log-level", "warning", "--db", path], output: .discarded)
+        let status = try await process.waitForExit(timeout: .seconds(30)).status
+        let output = process.printed
+        XCTAssertNotEqual(status, 0)
         XCTAssertTrue(output.contains("the database \(path) is damaged"), output)
 
         // With the check skipped the file is served (the operator's choice), and it was not modified: in

@@ -434,16 +434,7 @@ final class MediaRouteTests: XCTestCase {
 
     /// Runs a tool to its end; its exit status and what it wrote.
     static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        try runProcess(URL(fileURLWithPath: tool), arguments)
     }
 
     /// A full disk, for real: the media directory on a 1 MiB tmpfs the test mounts (skipped where `mount`

@@ -145,8 +145,8 @@ final class ReverseProxyTests: XCTestCase {
 /// nginx in the foreground with a configuration of the test's (its own pid, logs and temporary folders
 /// in `directory`), under a shell that stops it when the test process goes away, so that it never
 /// outlives the test even when the test crashes.
-private final class NginxProcess: @unchecked Sendable {
-    private let process = Process()
+private final class NginxProcess: Sendable {
+    private let process: ChildProcess
     private let directory: URL
 
     init(directory: URL) throws {
@@ -177,11 +177,7 @@ private final class NginxProcess: @unchecked Sendable {
             while kill -0 \(getpid()) 2>/dev/null && kill -0 $n 2>/dev/null; do sleep 0.2; done
             kill -TERM $n 2>/dev/null; wait $n
             """
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", command], output: .discarded, error: .discarded)
     }
 
     /// Waits until nginx answers TLS on `port`; throws with nginx's error log when it does not.
@@ -198,7 +194,7 @@ private final class NginxProcess: @unchecked Sendable {
     /// Stops nginx and waits for it.
     func stop() {
         guard process.isRunning else { return }
-        process.terminate()
+        process.signal()
         process.waitUntilExit()
     }
 }

@@ -24,18 +24,9 @@ public func builtHookbot() throws -> URL {
 }
 
 /// Runs an executable to its end (in `directory` if given): its exit status (a signal shows as 128 + n) and
-/// its standard output and error together.
+/// its standard output and error together. Blocks the calling thread while it runs.
 public func runProcess(_ binary: URL, _ arguments: [String], in directory: URL? = nil) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = binary
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = directory }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
-    return (status, text)
+    let process = try ChildProcess(binary, arguments, in: directory)
+    let status = process.waitUntilExit().status
+    return (status, process.printed)
 }

@@ -2,11 +2,11 @@ import Foundation
 import HookbotTestSupport
 
 /// The `hookbot server` executable running as a child process.
-final class ServerProcess: @unchecked Sendable {
-    let process: Process
+final class ServerProcess: Sendable {
+    let process: ChildProcess
     let port: Int
 
-    private init(process: Process, port: Int) {
+    private init(process: ChildProcess, port: Int) {
         self.process = process
         self.port = port
     }
@@ -25,12 +25,8 @@ final class ServerProcess: @unchecked Sendable {
         var lastError: (any Error)?
         for _ in 0..<5 {
             let port = freePort()
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = ["server", "--port", "\(port)", "--log-level", "warning"] + store
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ChildProcess(
+                binary, ["server", "--port", "\(port)", "--log-level", "warning"] + store, output: .discarded, error: .discarded)
             for _ in 0..<200 {
                 if !process.isRunning { break }
                 if let client = try? await TestClient.connect(port: port) {
@@ -39,14 +35,15 @@ final class ServerProcess: @unchecked Sendable {
                 }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            process.terminate()
+            process.signal()
             lastError = Timeout(waitingFor: "hookbot server on port \(port)")
         }
         throw lastError ?? Timeout(waitingFor: "hookbot server")
     }
 
+    /// Kills the server (SIGKILL) and waits until it has exited.
     func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.signal(SIGKILL)
         process.waitUntilExit()
     }
 }
