@@ -14,6 +14,12 @@ enum HookMapping {
                 id: message.id, cid: message.conversationId, from: message.from, type: MessageType.text.rawValue,
                 timestamp: message.timestamp, transient: message.isTransient, binary: bytes.base64EncodedString())
         }
+        if case .typed(let typed) = message.content {
+            // Decoded once, by the client: not encoded again here and parsed a third time (issue 30).
+            return HookMessage(
+                id: message.id, cid: message.conversationId, from: message.from, typed: typed, timestamp: message.timestamp,
+                transient: message.isTransient)
+        }
         return HookMessage(
             id: message.id, cid: message.conversationId, from: message.from, body: message.content.body,
             timestamp: message.timestamp, transient: message.isTransient)

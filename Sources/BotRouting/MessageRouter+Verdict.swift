@@ -38,6 +38,12 @@ extension HookMessage {
                 transient: transient)
             return
         }
+        self.init(id: id, cid: cid, from: from, typed: typed, timestamp: timestamp, transient: transient)
+    }
+
+    /// A typed message body already decoded (what `init(id:cid:from:body:timestamp:transient:)` makes of its JSON),
+    /// for a caller that has it: the bot host's client decodes every message it receives.
+    public init(id: String, cid: String, from: String, typed: TypedMessage, timestamp: Int64, transient: Bool) {
         var attrs = typed.attributes ?? [:]
         if !typed.fields.isEmpty { attrs["fields"] = .object(typed.fields) }
         self.init(
