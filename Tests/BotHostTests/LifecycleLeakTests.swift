@@ -46,7 +46,12 @@ final class LifecycleLeakTests: XCTestCase {
         let bot = try await harness.bot()
         let chat = try await harness.conversationWithBot(["Jerry"])
         try await chat.expectReply(to: "你好 👋", "你好，Tom！🎉")
-        let freed = Freed(server: harness.server.server, bot: bot, clients: chat.clients)
+        let freed = WeakReferences(
+            [
+                "server": harness.server.server, "bot": bot, "plugin runtime": bot.runtime, "bot's client": bot.client,
+                "Tom": chat.clients[0],
+                "Jerry": chat.clients[1],
+            ])
         for client in chat.clients { await client.close() }
         await bot.stop()
         await harness.server.stop()
@@ -81,41 +86,10 @@ final class LifecycleLeakTests: XCTestCase {
         _ = try await lobby.send(.text("你好 👋"))
         let answer = try await events.message(from: hub.bot.configuration.clientID, in: hub.lobbyID)
         XCTAssertEqual(answer.content.text, "你好，Tom！🎉")
-        let freed = Freed(server: hub.server, bot: hub.bot, clients: [tom])
+        let freed = WeakReferences(
+            ["server": hub.server, "bot": hub.bot, "plugin runtime": hub.bot.runtime, "bot's client": hub.bot.client, "Tom": tom])
         await tom.close()
         await hub.stop()
         return { freed.alive }
-    }
-}
-
-/// Weak references to what one cycle made.
-private struct Freed: @unchecked Sendable {
-    weak var server: IMServer?
-    weak var bot: BotHost?
-    weak var runtime: PluginRuntime?
-    weak var botClient: IMClient?
-    let clients: [Weak]
-
-    struct Weak {
-        weak var client: IMClient?
-    }
-
-    init(server: IMServer, bot: BotHost, clients: [IMClient]) {
-        self.server = server
-        self.bot = bot
-        runtime = bot.runtime
-        botClient = bot.client
-        self.clients = clients.map { Weak(client: $0) }
-    }
-
-    /// What is still alive.
-    var alive: [String] {
-        var alive: [String] = []
-        if server != nil { alive.append("server") }
-        if bot != nil { alive.append("bot") }
-        if runtime != nil { alive.append("plugin runtime") }
-        if botClient != nil { alive.append("bot's client") }
-        for client in clients where client.client != nil { alive.append("client \(client.client?.clientId ?? "")") }
-        return alive
     }
 }

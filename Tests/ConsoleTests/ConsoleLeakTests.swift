@@ -18,18 +18,10 @@ final class ConsoleLeakTests: XCTestCase {
             XCTAssertEqual(answer, "pong, Tom!")
             let greeter = try await harness.plugin("greeter")
             XCTAssertEqual(greeter["name"] as? String, "greeter")
-            let freed = Freed(server: harness.hub.server, bot: harness.hub.bot, console: harness.console)
+            let freed = WeakReferences(["server": harness.hub.server, "bot": harness.hub.bot, "console": harness.console])
             await tom.close()
             await harness.stop()
             return { freed.alive }
         }
     }
-}
-
-private struct Freed: @unchecked Sendable {
-    weak var server: IMServer?
-    weak var bot: BotHost?
-    weak var console: Console?
-
-    var alive: [String] { [server.map { _ in "server" }, bot.map { _ in "bot" }, console.map { _ in "console" }].compactMap { $0 } }
 }

@@ -1,7 +1,10 @@
 import Foundation
 
 /// The event-loop threads (a `MultiThreadedEventLoopGroup`'s `NIO-ELT-…`; NIO's shared loops, made once, are
-/// `NIO-SGLTN-…`) and the open file descriptors of this process, from /proc.
+/// `NIO-SGLTN-…`) and the open descriptors other than sockets (files, pipes, event loops' epoll and event
+/// descriptors) of this process, from /proc. Sockets are left out: HTTP clients (URLSession) keep connections to
+/// stopped servers in their caches for a while, and a stopped server's listening socket closes whether or not the
+/// server is freed.
 public struct ProcessResources: CustomStringConvertible, Sendable {
     public let eventLoopThreads: Int
     public let descriptors: Int
@@ -14,14 +17,17 @@ public struct ProcessResources: CustomStringConvertible, Sendable {
                 let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
                 return name?.hasPrefix("NIO-ELT") == true
             }.count
-        descriptors = ((try? files.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count
+        descriptors =
+            ((try? files.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).filter { fd in
+                (try? files.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"))?.hasPrefix("socket:") != true
+            }.count
     }
 
     public func isAtMost(_ other: ProcessResources) -> Bool {
         eventLoopThreads <= other.eventLoopThreads && descriptors <= other.descriptors
     }
 
-    public var description: String { "\(eventLoopThreads) event-loop threads, \(descriptors) descriptors" }
+    public var description: String { "\(eventLoopThreads) event-loop threads, \(descriptors) descriptors (sockets aside)" }
 }
 
 /// Checks that what `cycle` starts and stops is freed: runs it once (what the first run makes lazily, such as NIO's
@@ -40,4 +46,21 @@ public func expectFreed(
     ) {
         runs.allSatisfy { $0().isEmpty } && ProcessResources().isAtMost(before)
     }
+}
+
+/// Named weak references (what a test started), for `expectFreed`: `alive` names those still referenced elsewhere.
+public struct WeakReferences: @unchecked Sendable {
+    private struct Entry {
+        let name: String
+        weak var object: AnyObject?
+    }
+
+    private let entries: [Entry]
+
+    public init(_ objects: KeyValuePairs<String, AnyObject>) {
+        entries = objects.map { Entry(name: $0.key, object: $0.value) }
+    }
+
+    /// The names of the objects still alive.
+    public var alive: [String] { entries.filter { $0.object != nil }.map(\.name) }
 }
