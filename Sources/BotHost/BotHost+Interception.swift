@@ -42,15 +42,25 @@ extension BotHost {
     }
 
     private func startReview(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) {
-        Task { answered(await verdict(for: request)) }
+        // Run at once, here on the Lua thread, until the review first waits (if it does), rather than in the loop's
+        // next turn.
+        Task.immediate { await review(request) { answered($0) } }
     }
 
-    /// The verdict for one interception request, on the caller's executor: the Lua thread for the in-process
-    /// bot (`answer`), Swift's pool for requests that came over the WebSocket (which so never wait for the Lua
-    /// thread but for the plugins' review, one call there, bounded by `reviewBudget` so the answer reaches the
-    /// server before its deadline). What the review asked for (warn, mute, replies) runs after the verdict has
-    /// been given.
+    /// The verdict for one interception request (see `review(_:answering:)`).
     nonisolated(nonsending) func verdict(for request: HookRequest) async -> HookVerdict {
+        var given = HookVerdict.allow
+        await review(request) { given = $0 }
+        return given
+    }
+
+    /// Reviews one interception request on the caller's executor: the Lua thread for the in-process bot
+    /// (`answer`), Swift's pool for requests that came over the WebSocket (which so never wait for the Lua thread
+    /// but for the plugins' review, one call there, bounded by `reviewBudget` so the answer reaches the server
+    /// before its deadline). `answered` gets the verdict as soon as it is known, once: what only records the
+    /// review (its trace) comes after it, and what the review asked for (warn, mute, replies) runs after it on a
+    /// task of its own.
+    nonisolated(nonsending) func review(_ request: HookRequest, answering answered: (HookVerdict) -> Void) async {
         let asked = ContinuousClock.now
         let until = ContinuousClock.now.advanced(by: reviewBudget)
         var review: MessageRouter.Review?
@@ -67,7 +77,7 @@ extension BotHost {
         switch request {
         case .offline:
             // Offline receivers: the on_offline chain, with the deadline the request carries.
-            return await offlineVerdict(for: request)
+            return answered(await offlineVerdict(for: request))
         case .message, .edit:
             guard let sent, let body = sent.body else { break }
             let message = HookMessage(
@@ -95,15 +105,19 @@ extension BotHost {
             }
         }
         count { $0.verdicts += 1 }
-        guard let review else { return .allow }
+        guard let review else { return answered(.allow) }
         let verdict = review.verdict(sentBody: original?.body, undecided: "review budget of \(reviewBudget) exhausted")
+        answered(verdict)
         if let trace, let original {
             let took = asked.duration(to: .now)
             let micros = Int(took.components.seconds * 1_000_000 + took.components.attoseconds / 1_000_000_000_000)
             trace.reviewed(micros: micros, "answered \(verdict.name)" + (verdict.reason.map { ": \($0)" } ?? ""))
+            // Where the bot is no member no delivery reaches it to continue the trace: nothing waits for one (such
+            // entries only pushed out the others of the store's bounded list).
             switch (review.decision, verdict) {
-            case (.modify(let approved), _): traces.awaitDelivery(trace, as: approved)
             case (_, .drop): break
+            case _ where runtime.reach?.contains(original.message.cid) == false: break
+            case (.modify(let approved), _): traces.awaitDelivery(trace, as: approved)
             default: traces.awaitDelivery(trace, as: original.message)
             }
         }
@@ -112,7 +126,6 @@ extension BotHost {
             let router = router
             Task { await MessageTrace.$current.withValue(trace) { await router.finish(followUp) } }
         }
-        return verdict
     }
 }
 
