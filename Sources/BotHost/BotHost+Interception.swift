@@ -85,7 +85,7 @@ extension BotHost {
                 transient: false)
             original = (message, body)
             let traced = traces.review(message)
-            traced?.reviewed("the server asked for a review (\(request.kind.rawValue), budget \(reviewBudget))")
+            traced?.reviewed("the server asked for a review (\(request.kind.rawValue), budget \(reviewBudgetText))")
             trace = traced
             await knowSender(sent.from, in: sent.cid, until: until)
             review = await self.review(message, until: until, tracedBy: traced)

@@ -22,6 +22,9 @@ public actor BotHost {
     nonisolated let counters = BotCounters()
     /// How long one interception review may run: the server's deadline less a safety margin.
     nonisolated let reviewBudget: Duration
+    /// The budget as the review's trace says it, formatted once (`Duration`'s description costs a tenth of a
+    /// review on the Lua thread).
+    nonisolated let reviewBudgetText: String
     nonisolated let metrics: BotMetrics
     /// The paths the last messages took (the console's trace view).
     public nonisolated let traces = MessageTraceStore.fromEnvironment()
@@ -65,6 +68,7 @@ public actor BotHost {
         self.runtime = runtime
         self.logger = logger
         reviewBudget = configuration.reviewBudget
+        reviewBudgetText = "\(configuration.reviewBudget)"
         let counters = counters
         let botMetrics = self.metrics
         let report: @Sendable (RoutingNote) -> Void = { note in
