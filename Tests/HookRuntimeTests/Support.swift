@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import Logging
+import Synchronization
 import XCTest
 
 @testable import HookRuntime
@@ -66,7 +67,10 @@ extension XCTestCase {
         file: StaticString = #filePath, line: UInt = #line
     ) -> (Fixture, PluginEngine) {
         let fixture = Fixture()
-        addTeardownBlock { withExtendedLifetime(fixture) {} }
+        // Held until the test ends, then let go: XCTest on Linux keeps teardown blocks until the process ends, and a
+        // block that captured the fixture kept its state file open and its folder on disk for the rest of the run.
+        let held = Mutex<Fixture?>(fixture)
+        addTeardownBlock { _ = held.withLock { $0.take() } }
         for (name, source) in plugins { fixture.write(name, source) }
         let engine = fixture.runtime(limits: limits, config: config)
         XCTAssertEqual(engine.loadAll().errors, [], "loading \(plugins.map(\.0))", file: file, line: line)
