@@ -42,9 +42,9 @@ extension BotHost {
     }
 
     private func startReview(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) {
-        // Run at once, here on the Lua thread, until the review first waits (if it does), rather than in the loop's
-        // next turn.
-        Task.immediate { await review(request) { answered($0) } }
+        // Enqueued on the host's executor, the Lua loop, which runs it in its next turn. (`Task.immediate` would not
+        // run it here at once: inside a plain `execute` the runtime does not know it is on the loop, and enqueues too.)
+        Task { await review(request) { answered($0) } }
     }
 
     /// The verdict for one interception request (see `review(_:answering:)`).
