@@ -8,10 +8,10 @@ import XCTest
 final class AdminSocketTests: XCTestCase {
     func testStatsPluginsAndReloadOverTheSocket() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try harness.write("echo.lua", "return { name = 'echo', on_receive = function(msg, ctx) ctx.reply(msg.text) end }")
         let bot = try await harness.bot()
-        addTeardownBlock { await bot.stop() }
+        addTeardownBlock(releasing: bot) { await $0.stop() }
         let path = harness.server.directory.appendingPathComponent("admin-\(UUID().uuidString.prefix(8)).sock").path
         let socket = try await AdminSocket(path: path, bot: bot, logger: .init(label: "admin-test"))
 
@@ -41,15 +41,15 @@ final class AdminSocketTests: XCTestCase {
     /// a running bot that Tom and Jerry are chatting with (in Chinese, with emoji), one of its plugins failing.
     func testTheHookbotCommandsTalkToARunningBot() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try harness.write("echo.lua", "return { name = 'echo', on_receive = function(msg, ctx) ctx.reply('回声：' .. msg.text) end }")
         try harness.write(
             "fragile.lua", "return { name = 'fragile', on_receive = function(msg, ctx) error('不行 ' .. msg.text) end }")
         let bot = try await harness.bot()
-        addTeardownBlock { await bot.stop() }
+        addTeardownBlock(releasing: bot) { await $0.stop() }
         let path = harness.server.directory.appendingPathComponent("admin-\(UUID().uuidString.prefix(8)).sock").path
         let socket = try await AdminSocket(path: path, bot: bot, logger: .init(label: "admin-test"))
-        addTeardownBlock { await socket.close() }
+        addTeardownBlock(releasing: socket) { await $0.close() }
 
         let tom = harness.server.client("Tom")
         let jerry = harness.server.client("Jerry")

@@ -26,7 +26,7 @@ final class BotLocaleTests: XCTestCase {
 
     func testMembersReadTheBotInTheirLanguageAcrossARestart() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try copyShipped(["autoreply", "lang"], to: harness.plugins)
         // every answer at once (no cooldown), and the shipped FAQ
         let settings: JSONValue = ["cooldown": 0, "faq_module": "faq"]
@@ -61,7 +61,7 @@ final class BotLocaleTests: XCTestCase {
 
         // a new bot on the same state file: 小明's choice holds, Tom still reads English
         let second = try await harness.bot { $0.plugins.config["autoreply"] = settings }
-        addTeardownBlock { await second.stop() }
+        addTeardownBlock(releasing: second) { await $0.stop() }
         _ = try await mings.send(.text("!lang"))
         try await expect("你的语言：中文（zh-CN），是你自己选的。可选：en, zh-CN；!lang reset 恢复为本会话的语言。")
         _ = try await conversation.send(.text("!lang"))

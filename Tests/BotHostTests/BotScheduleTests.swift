@@ -45,7 +45,7 @@ final class BotScheduleTests: XCTestCase {
     /// A server and a bot host with the alarm plugin, and Tom's conversation with the bot.
     private func startAlarmBot() async throws -> (BotHarness, BotHost, BotConversation) {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try harness.write("alarm.lua", Self.plugin)
         let bot = try await harness.bot()
         return (harness, bot, try await harness.conversationWithBot())
@@ -59,7 +59,7 @@ final class BotScheduleTests: XCTestCase {
 
         // The next bot host on the same state file, well before the alarm is due: it rings on time.
         let second = try await harness.bot()
-        addTeardownBlock { await second.stop() }
+        addTeardownBlock(releasing: second) { await $0.stop() }
         try await chat.expectReply(to: "!jobs", "1 at ring; standup cron 0 9 * * MON-FRI")
         try await chat.expectBot("⏰ drink water 🥤")
         try await chat.expectReply(to: "!jobs", "standup cron 0 9 * * MON-FRI")
@@ -73,7 +73,7 @@ final class BotScheduleTests: XCTestCase {
         // Both fall due while no bot runs; the next one starts two seconds late.
         try await Task.sleep(for: .milliseconds(2500))
         let second = try await harness.bot()
-        addTeardownBlock { await second.stop() }
+        addTeardownBlock(releasing: second) { await $0.stop() }
         // "once": run late, marked as a catch-up; "skip": dropped. The ping's pong comes after the one ring.
         try await chat.expectBot("⏰ tea (late)")
         try await chat.expectReply(to: "ping", "pong")

@@ -32,7 +32,7 @@ final class CardBotTests: XCTestCase {
 
     func testAMemberClicksACardAndEveryoneSeesItUpdated() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try harness.write("lunch.lua", Self.lunch)
         let bot = try await harness.bot()
         defer { withExtendedLifetime(bot) {} }

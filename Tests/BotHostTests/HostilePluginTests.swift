@@ -18,7 +18,7 @@ final class HostilePluginTests: XCTestCase {
 
     func testHostilePluginsAreStoppedWhileModerationAndRepliesKeepWorking() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try harness.write("mod.lua", BotHostTests.moderation)
         try harness.write(
             "ping.lua",
@@ -95,7 +95,7 @@ final class HostilePluginTests: XCTestCase {
     /// process stays under the ceiling, and the same plugin's command answers throughout.
     func testLogBombIsCutAndTheBotKeepsAnswering() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try harness.write(
             "bomb.lua",
             """

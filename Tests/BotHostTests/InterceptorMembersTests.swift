@@ -12,9 +12,9 @@ import XCTest
 final class InterceptorMembersTests: XCTestCase {
     func testNewMemberRulesHoldWhereTheBotOnlyReviews() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         let bot = try await RaidTests.shippedBot(harness)
-        addTeardownBlock { await bot.stop() }
+        addTeardownBlock(releasing: bot) { await $0.stop() }
         let clients = ["member01", "member02", "新人"].map { harness.server.client($0) }
         let logs = try await openClients(clients)
         let (owner, founder, newcomer) = (clients[0], clients[1], clients[2])

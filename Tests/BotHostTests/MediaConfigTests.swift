@@ -2,6 +2,7 @@ import BotHost
 import BotHub
 import Foundation
 import HookbotConfig
+import HookbotTestSupport
 import IMServer
 import XCTest
 
@@ -143,7 +144,7 @@ final class MediaConfigTests: XCTestCase {
         configuration.appID = "media-app"
         configuration.masterKey = "media-key"
         let hub = try await EmbeddedHub.start(configuration: configuration)
-        addTeardownBlock { await hub.stop() }
+        addTeardownBlock(releasing: hub) { await $0.stop() }
         XCTAssertEqual(hub.server.configuration.media.directory, directory.appendingPathComponent("uploads").path)
         XCTAssertEqual(hub.server.configuration.media.maxUploadBytes, 3 << 20)
         XCTAssertEqual(hub.server.configuration.media.quotaBytes, 5 << 20)

@@ -63,7 +63,7 @@ final class MemberKnowledgeTests: XCTestCase {
 
     func testFoundersJoinTimesRolesCountsAndTheLockThroughARealServer() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try harness.write("probe.lua", Self.plugin)
         let bot = try await harness.bot()
         let clients = ["Tom", "Jerry", "Eve", "Zed"].map { harness.server.client($0) }

@@ -23,9 +23,9 @@ final class RaidTests: XCTestCase {
 
     func testAJoinWaveIsLockedAndContained() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         let bot = try await Self.shippedBot(harness)
-        addTeardownBlock { await bot.stop() }
+        addTeardownBlock(releasing: bot) { await $0.stop() }
         let loaded = await bot.router.plugins.plugins.map(\.name)
         XCTAssertTrue(loaded.contains("gatekeeper") && loaded.contains("moderation"), "\(loaded)")
 
@@ -197,9 +197,9 @@ final class RaidTests: XCTestCase {
     /// and may post. (The bot opening the 1:1 chat itself: ScreeningDMTests.)
     func testANewcomerAnswersInAOneToOneChatAndMayPost() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         let bot = try await Self.shippedBot(harness, gatekeeper: ["screening": true, "dm": false, "ask_in_group": true])
-        addTeardownBlock { await bot.stop() }
+        addTeardownBlock(releasing: bot) { await $0.stop() }
         let (cid, clients, logs, muted) = try await Self.newcomerJoins(harness, "newbie", group: "screened")
         let newbie = clients[2]
         XCTAssertEqual(muted, 300)

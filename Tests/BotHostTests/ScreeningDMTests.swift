@@ -12,9 +12,9 @@ import XCTest
 final class ScreeningDMTests: XCTestCase {
     func testTheBotAsksInAOneToOneChatItOpensAndTheAnswerThereLiftsTheMute() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         let bot = try await RaidTests.shippedBot(harness, gatekeeper: ["screening": true, "language": "both"])
-        addTeardownBlock { await bot.stop() }
+        addTeardownBlock(releasing: bot) { await $0.stop() }
         let (cid, clients, logs, muted) = try await RaidTests.newcomerJoins(harness, "小明", group: "screened 群")
         let newbie = clients[2]
         XCTAssertEqual(muted, 300)

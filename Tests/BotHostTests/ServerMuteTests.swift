@@ -12,7 +12,7 @@ import XCTest
 final class ServerMuteTests: XCTestCase {
     func testPluginMutesAndBlocksThroughTheServer() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try harness.write(
             "hush.lua",
             """
@@ -82,7 +82,7 @@ final class ServerMuteTests: XCTestCase {
     /// `roles = {"manager"}` on a command: the managers and the owner of the conversation it is used in.
     func testCommandRolesFollowConversationRoles() async throws {
         let harness = try await BotHarness.start(attachment: .inProcess)
-        addTeardownBlock { await harness.server.stop() }
+        addTeardownBlock(releasing: harness.server) { await $0.stop() }
         try harness.write(
             "mods.lua",
             """

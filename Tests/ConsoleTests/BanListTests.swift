@@ -72,7 +72,7 @@ final class BanListTests: XCTestCase {
         let hub = try await ConsoleHarness.start(plugins: Self.shippedPlugins()) {
             $0.plugins.config["banlist"] = ["moderators": ["alice"]]
         }
-        addTeardownBlock { await hub.stop() }
+        addTeardownBlock(releasing: hub) { await $0.stop() }
         let (alice, aliceLog) = try await client("alice", hub)
         let (spammer, spammerLog) = try await client("Spammer", hub)
         let (raider, _) = try await client("raid-7", hub)
@@ -149,14 +149,14 @@ final class BanListTests: XCTestCase {
             $0.plugins.config["banlist"] = ["moderators": ["alice"]]
             $0.webhooks.secrets = ["banlist": Self.secret]
         }
-        addTeardownBlock { await publisher.stop() }
+        addTeardownBlock(releasing: publisher) { await $0.stop() }
         let listURL = "http://127.0.0.1:\(publisher.port)/hooks/banlist/list.json"
         // The subscriber: fetches it every second through its HTTP allow-list.
         let subscriber = try await ConsoleHarness.start(plugins: Self.shippedPlugins()) {
             $0.plugins.config["banlist"] = ["subscribe": [["url": .string(listURL), "token": .string(Self.secret), "every": 1]]]
             $0.httpPolicies["banlist"] = HTTPPolicy(hosts: ["127.0.0.1:\(publisher.port)"])
         }
-        addTeardownBlock { await subscriber.stop() }
+        addTeardownBlock(releasing: subscriber) { await $0.stop() }
 
         let (alice, aliceLog) = try await client("alice", publisher)
         let there = try await alice.createConversation(members: ["modbot"]).id

@@ -35,7 +35,7 @@ final class ConsoleCardTests: XCTestCase {
         try requireBrowser()
         let harness = try await startConsole(plugins: ["lunch.lua": Self.lunch])
         let (jerry, lobby, jerryEvents) = try await harness.lobbyMember("Jerry")
-        addTeardownBlock { await jerry.close() }
+        addTeardownBlock(releasing: jerry) { await $0.close() }
         try await withBrowser(width: 1280, height: 800, screenshot: "card") { browser in
             try await browser.logIntoLobby(harness)
             try await browser.sendFromComposer("!lunch")

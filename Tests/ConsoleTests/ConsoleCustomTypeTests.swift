@@ -37,7 +37,7 @@ final class ConsoleCustomTypeTests: XCTestCase {
 
     private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
         let (jerry, lobby, _) = try await harness.lobbyMember("Jerry")
-        addTeardownBlock { await jerry.close() }
+        addTeardownBlock(releasing: jerry) { await $0.close() }
         try await browser.logIntoLobby(harness, adminToken: false)
 
         // The composer's form for the registered type, filled in as a member would.

@@ -24,13 +24,13 @@ final class ConsoleMediaTests: XCTestCase {
             $0.server.maxUploadMB = 1
             $0.server.media.quotaBytes = 1 << 20
         }
-        addTeardownBlock { await harness.stop() }
+        addTeardownBlock(releasing: harness) { await $0.stop() }
         try await withBrowser(height: 900, screenshot: "console-media") { try await exercise($0, harness) }
     }
 
     private func exercise(_ browser: WebDriver, _ harness: ConsoleHarness) async throws {
         let (jerry, lobby, events) = try await harness.lobbyMember("Jerry")
-        addTeardownBlock { await jerry.close() }
+        addTeardownBlock(releasing: jerry) { await $0.close() }
         try await browser.open("\(harness.base)/")
         try await browser.logIn(as: "Tom")
         try await browser.waitUntil(
@@ -180,12 +180,12 @@ final class ConsoleMediaTests: XCTestCase {
     func testARemoteBotsConsoleUploadsToItsServer() async throws {
         try requireBrowser()
         let server = try await ServerHarness.start()
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         let remote = try await RemoteBotConsole.start(server: server)
-        addTeardownBlock { await remote.stop() }
+        addTeardownBlock(releasing: remote) { await $0.stop() }
         let jerry = server.client("Jerry")
         let events = EventLog(jerry)
-        addTeardownBlock { await jerry.close() }
+        addTeardownBlock(releasing: jerry) { await $0.close() }
         try await withBrowser(screenshot: "remote-media") { browser in
             try await jerry.open()
             let photos = try await jerry.createConversation(name: "photos", members: ["Tom"])
@@ -229,9 +229,9 @@ final class ConsoleMediaTests: XCTestCase {
             $0.server.media.signedURLs = true
             $0.server.media.urlTTL = 1
         }
-        addTeardownBlock { await harness.stop() }
+        addTeardownBlock(releasing: harness) { await $0.stop() }
         let (jerry, _, events) = try await harness.lobbyMember("Jerry")
-        addTeardownBlock { await jerry.close() }
+        addTeardownBlock(releasing: jerry) { await $0.close() }
         try await withBrowser(screenshot: "signed-url") { first in
             try await logIn(first, harness, as: "Tom")
             let png = TestMedia.png(width: 200, height: 120)

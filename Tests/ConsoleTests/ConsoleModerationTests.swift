@@ -13,7 +13,7 @@ final class ConsoleModerationTests: XCTestCase {
         try requireBrowser()
         let (harness, scratch) = try await ModerationAPITests.demo()
         defer { try? FileManager.default.removeItem(at: scratch) }
-        addTeardownBlock { await harness.stop() }
+        addTeardownBlock(releasing: harness) { await $0.stop() }
         try await withBrowser(height: 900, screenshot: "moderation") { try await exercise($0, harness) }
     }
 

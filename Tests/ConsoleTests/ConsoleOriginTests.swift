@@ -17,7 +17,7 @@ final class ConsoleOriginTests: XCTestCase {
     func testALinkToAForeignAPIReachesNothingThere() async throws {
         try requireBrowser()
         let evil = try await RecordingWebServer.start()
-        addTeardownBlock { await evil.stop() }
+        addTeardownBlock(releasing: evil) { await $0.stop() }
         let harness = try await startConsole()
         try await withBrowser(screenshot: "origin") { browser in
             // The tab holds the token, as after opening the URL `hookbot run` prints.

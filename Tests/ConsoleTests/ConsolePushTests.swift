@@ -49,15 +49,15 @@ final class ConsolePushTests: XCTestCase {
 
     func testTheAPIListsThePushesOfflineMembersGotWithCountsPerProvider() async throws {
         let (gateway, url, received) = try await Self.startGateway()
-        addTeardownBlock { await gateway.triggerGracefulShutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.triggerGracefulShutdown() }
         let harness = try await Self.start(gateway: url)
-        addTeardownBlock { await harness.stop() }
+        addTeardownBlock(releasing: harness) { await $0.stop() }
         try await offlineJerry(harness)
 
         let unauthorized = try await harness.http("GET", "/api/pushes")
         XCTAssertEqual(unauthorized.status, 401)
         let (tom, lobby, _) = try await harness.lobbyMember("Tom")
-        addTeardownBlock { await tom.close() }
+        addTeardownBlock(releasing: tom) { await $0.close() }
         _ = try await lobby.send(.text("cheese is in the kitchen"))
         try await eventually("the push") { received.count == 1 }
         var answer = try await harness.admin("GET", "/api/pushes").object()
@@ -88,9 +88,9 @@ final class ConsolePushTests: XCTestCase {
     func testAnOfflineMembersPushAppearsInTheChatsLastPushesPanel() async throws {
         try requireBrowser()
         let (gateway, url, received) = try await Self.startGateway()
-        addTeardownBlock { await gateway.triggerGracefulShutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.triggerGracefulShutdown() }
         let harness = try await Self.start(gateway: url)
-        addTeardownBlock { await harness.stop() }
+        addTeardownBlock(releasing: harness) { await $0.stop() }
         try await offlineJerry(harness)
         try await withBrowser(width: 1280, height: 800, screenshot: "push") { browser in
             try await browser.logIntoLobby(harness)

@@ -27,10 +27,10 @@ final class ConsoleScheduleTests: XCTestCase {
 
     func testRemindersRingAreListedAndCancelledInTheConsole() async throws {
         let harness = try await ConsoleHarness.startDemo()
-        addTeardownBlock { await harness.stop() }
+        addTeardownBlock(releasing: harness) { await $0.stop() }
         let lobbyID = harness.hub.lobbyID
         let (tom, lobby, events) = try await harness.lobbyMember("Tom")
-        addTeardownBlock { await tom.close() }
+        addTeardownBlock(releasing: tom) { await $0.close() }
 
         _ = try await lobby.send(.text("!remind me in 2s drink water 🥤"))
         let set = try await botSays(events, lobbyID)

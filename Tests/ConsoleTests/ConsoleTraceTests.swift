@@ -18,7 +18,7 @@ final class ConsoleTraceTests: XCTestCase {
 
         // Jerry, on the SDK, says hello first; then Tom's message is refused.
         let (jerry, lobby, _) = try await harness.lobbyMember("Jerry")
-        addTeardownBlock { await jerry.close() }
+        addTeardownBlock(releasing: jerry) { await $0.close() }
         _ = try await lobby.send(.text("大家好 👋"))
         let blockedText = "看这个 scam 🎁"
         try await browser.sendFromComposer(blockedText)

@@ -34,7 +34,7 @@ final class TraceAPITests: XCTestCase {
     func testABlockedMessageAndAnAnsweredOneTellWhatHappened() async throws {
         let harness = try await startConsole()
         let (tom, lobby, _) = try await harness.lobbyMember("Tom")
-        addTeardownBlock { await tom.close() }
+        addTeardownBlock(releasing: tom) { await $0.close() }
 
         let ping = try await lobby.send(.text("ping"))
         let blockedText = "快来看 scam 链接 🎁"
@@ -114,7 +114,7 @@ final class TraceAPITests: XCTestCase {
             """
         let harness = try await startConsole(plugins: plugins) { $0.replyLimit = 2 }
         let (tom, lobby, _) = try await harness.lobbyMember("Tom")
-        addTeardownBlock { await tom.close() }
+        addTeardownBlock(releasing: tom) { await $0.close() }
 
         let first = try await lobby.send(.text("!roll"))
         try await harness.eventuallyAdmin("/api/trace/\(first.id)", contains: "Tom rolled 4")

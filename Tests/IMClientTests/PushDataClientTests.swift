@@ -30,7 +30,7 @@ final class PushDataClientTests: XCTestCase {
         _ = try await jerry.registerDevice(IMPushDevice(provider: .webhook, token: "jerry-phone", deviceId: "phone"))
         await jerry.close() // logout: the devices of this login's device id go, the phone's stays
         let tom = try await openedClient(of: server, "Tom")
-        addTeardownBlock { await tom.close() }
+        addTeardownBlock(releasing: tom) { await $0.close() }
         let conversation = try await tom.createConversation(name: "kitchen", members: ["Jerry"])
 
         // docs/PUSH.md, as written:

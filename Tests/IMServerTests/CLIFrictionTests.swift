@@ -113,7 +113,7 @@ final class CLIFrictionTests: XCTestCase {
         defer { server.kill() }
         let jerry = try await TestClient.login("Jerry", port: server.port)
         let lobby = try await jerry.startConversation(members: ["Jerry"], name: "午餐")
-        addTeardownBlock { await jerry.close() }
+        addTeardownBlock(releasing: jerry) { await $0.close() }
 
         let chat = try LineProcess(binary: binary, arguments: ["chat", "--as", "Tom", "--conversation", lobby, "--port", "\(server.port)"])
         defer { chat.stop() }

@@ -13,7 +13,7 @@ final class DurabilityTests: XCTestCase {
         await tom.close()
 
         let second = try await first.restarted()
-        addTeardownBlock { await second.stop() }
+        addTeardownBlock(releasing: second) { await $0.stop() }
         let tomAgain = try await second.login("Tom")
         let restoredIDs = try await tomAgain.history(cid).logs?.map(\.msgId)
         XCTAssertEqual(restoredIDs, uids)

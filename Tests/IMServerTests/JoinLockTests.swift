@@ -71,7 +71,7 @@ final class JoinLockTests: XCTestCase {
         await eve.close()
         await zed.close()
         let again = try await server.restarted()
-        addTeardownBlock { await again.stop() }
+        addTeardownBlock(releasing: again) { await $0.stop() }
         let (zedAgain, owner) = try await again.login("Zed", "Tom")
         let stillLocked = try await join(zedAgain, group)
         XCTAssertEqual(stillLocked.code, 4308, "\(stillLocked)")

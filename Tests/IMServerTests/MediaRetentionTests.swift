@@ -56,7 +56,7 @@ final class MediaRetentionTests: XCTestCase {
         XCTAssertEqual(young.files, [])
         // Past the grace (and across a restart: the references are in the database, written with the messages).
         let restarted = try await server.restarted()
-        addTeardownBlock { await restarted.stop() }
+        addTeardownBlock(releasing: restarted) { await $0.stop() }
         let dry = try await restarted.server.collectUnreferencedMedia(grace: .seconds(3600), now: nowMillis + 2 * Self.hour, dryRun: true)
         XCTAssertEqual(dry.files.map(\.id), [loose])
         let dryKept = try await exists(restarted, loose)
@@ -212,7 +212,7 @@ final class MediaRetentionTests: XCTestCase {
 
         // A server on the same database serves the kept file and no longer knows the other.
         let restarted = try await server.restarted()
-        addTeardownBlock { await restarted.stop() }
+        addTeardownBlock(releasing: restarted) { await $0.stop() }
         let keptServed = try await exists(restarted, kept)
         XCTAssertTrue(keptServed)
         let looseServed = try await exists(restarted, loose)
@@ -253,7 +253,7 @@ final class MediaRetentionTests: XCTestCase {
             await store.shutdown()
         }
         let restarted = try await server.restarted()
-        addTeardownBlock { await restarted.stop() }
+        addTeardownBlock(releasing: restarted) { await $0.stop() }
         // The migration found the file message, the escaped URL and the avatar; the recalled message names nothing.
         let run = try await restarted.server.collectUnreferencedMedia(grace: .zero, now: nowMillis + Self.hour)
         XCTAssertEqual(run.files.map(\.id), [loose])

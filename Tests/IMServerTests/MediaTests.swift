@@ -316,7 +316,7 @@ final class MediaRouteTests: XCTestCase {
         let id = try XCTUnwrap(up.json["id"] as? String)
 
         let server = try await first.restarted()
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         let got = try await call(server.port, "GET", "/media/\(id)/cat.png")
         XCTAssertEqual(got.status, 200)
         XCTAssertEqual(got.body, elf)

@@ -111,7 +111,7 @@ final class MediaThumbnailTests: XCTestCase {
 
         // After a restart the cache is still there: no job.
         let restarted = try await server.restarted()
-        addTeardownBlock { await restarted.stop() }
+        addTeardownBlock(releasing: restarted) { await $0.stop() }
         let third = try await call(restarted.port, "GET", thumb)
         XCTAssertEqual(third.headers["x-hookbot-thumbnail"], "hit")
         XCTAssertEqual(third.body, first.body)

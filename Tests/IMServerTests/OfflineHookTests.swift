@@ -71,10 +71,10 @@ final class OfflineHookTests: XCTestCase {
 
     func testTheAnswerRewritesOneReceiverDropsAnotherAndReleasesTheRestAtOnce() async throws {
         let gateway = try await PushGateway(secret: PushPipelineTests.secret) { _ in 204 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         // A long hold: pushes that arrive well before it were released by the answer.
         let server = try await start(gateway: gateway, deadline: 5000)
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         for member in ["Jerry", "Spike", "Tyke"] { try await server.registerOffline(member, token: "\(member)-phone") }
         try await server.registerOffline("Tyke", token: "Tyke-tablet")
         let requests = PushTestBox<[Command]>([])
@@ -136,7 +136,7 @@ final class OfflineHookTests: XCTestCase {
         try XCTSkipIf(TestDatabase.backend == .postgres, "one SQLite file across the kill")
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "build the hookbot executable first (swift build)")
         let gateway = try await PushGateway(secret: PushPipelineTests.secret) { _ in 204 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-offline-kill-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -209,10 +209,10 @@ final class OfflineHookTests: XCTestCase {
 
     func testNoAnswerWaitsForTheHoldWhileABadAnswerUnhookedOrNoInterceptorSendTheDefaultsAtOnce() async throws {
         let gateway = try await PushGateway(secret: PushPipelineTests.secret) { _ in 204 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         let hold = 1500
         let server = try await start(gateway: gateway, deadline: hold)
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         try await server.registerOffline("Jerry", token: "jerry-phone")
         let mode = PushTestBox("silent")
         let requests = PushTestBox<[Command]>([])

@@ -35,12 +35,12 @@ final class PushClusterTests: XCTestCase {
         let url = try TestDatabase.postgresURL(schema: TestDatabase.schemaName())
         // The service takes 20 ms an answer, so neither node can drain the queue alone before the other looks.
         let service = try await LoopbackPushService(delay: .milliseconds(20))
-        addTeardownBlock { await service.shutdown() }
+        addTeardownBlock(releasing: service) { await $0.shutdown() }
         let few: @Sendable (inout ServerConfiguration) -> Void = { $0.push.queue.workers = 4 }
         let a = try await node(url, service, configure: few)
-        addTeardownBlock { await a.stop() }
+        addTeardownBlock(releasing: a) { await $0.stop() }
         let b = try await node(url, service, configure: few)
-        addTeardownBlock { await b.stop() }
+        addTeardownBlock(releasing: b) { await $0.stop() }
         let members = (0..<30).map { "c\($0)" }
         try await PushScaleTests.register(a, members, provider: "webhook") { "\($0)-phone" }
         let tom = try await a.login("Tom")
@@ -70,15 +70,15 @@ final class PushClusterTests: XCTestCase {
         try XCTSkipUnless(TestDatabase.backend == .postgres, "the PostgreSQL pass runs it (HOOKBOT_TEST_BACKEND=postgres)")
         let url = try TestDatabase.postgresURL(schema: TestDatabase.schemaName())
         let hanging = try await LoopbackPushService(answer: { _ in nil })
-        addTeardownBlock { await hanging.shutdown() }
+        addTeardownBlock(releasing: hanging) { await $0.shutdown() }
         let healthy = try await LoopbackPushService()
-        addTeardownBlock { await healthy.shutdown() }
+        addTeardownBlock(releasing: healthy) { await $0.shutdown() }
         let a = try await node(url, hanging) { configuration in
             configuration.push.queue.claimTimeout = .milliseconds(1500)
             configuration.push.queue.workers = 6 // all six held by hanging sends: A claims nothing more
             configuration.push.http.requestTimeout = .seconds(60)
         }
-        addTeardownBlock { await a.stop() }
+        addTeardownBlock(releasing: a) { await $0.stop() }
         let members = (0..<6).map { "h\($0)" }
         try await PushScaleTests.register(a, members, provider: "webhook") { "\($0)-phone" }
         let tom = try await a.login("Tom")
@@ -88,7 +88,7 @@ final class PushClusterTests: XCTestCase {
         _ = try await hanging.waitFor(count: 6, timeout: .seconds(10))
         let claimed = ContinuousClock.now // A holds all six (its requests hang) from about now
         let b = try await node(url, healthy)
-        addTeardownBlock { await b.stop() }
+        addTeardownBlock(releasing: b) { await $0.stop() }
 
         let received = try await healthy.waitFor(count: 6, timeout: .seconds(20))
         let settled = await healthy.settle()

@@ -38,12 +38,12 @@ final class PushDataTests: XCTestCase {
 
     func testPushDataFromTheSwiftSDKReachesAnOfflineMember() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         let server = try await startServer { configure(&$0, gateway: gateway) }
         try await server.registerOffline("Jerry", token: "jerry-phone")
         let tom = server.client("Tom")
         try await tom.open()
-        addTeardownBlock { await tom.close() }
+        addTeardownBlock(releasing: tom) { await $0.close() }
         let conversation = try await tom.createConversation(name: "kitchen", members: ["Jerry"])
 
         let typed = IMPushData(
@@ -106,7 +106,7 @@ final class PushDataTests: XCTestCase {
 
     func testPushDataFromAJSONFrameAndAProtobufFrameAndBadOnesRefusedWithACode() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         let server = try await startServer { configure(&$0, gateway: gateway) }
         try await server.registerOffline("Jerry", token: "jerry-phone")
         let tom = try await server.login("Tom")
@@ -169,7 +169,7 @@ final class PushDataTests: XCTestCase {
 
     func testTemplatesPerConversationFromTheConfigurationAndTheConversationsAttribute() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         let first = try await ServerHarness.start { configure(&$0, gateway: gateway) }
         try await first.registerOffline("Jerry", token: "jerry-phone")
         let setup = try await first.login("Tom")
@@ -192,7 +192,7 @@ final class PushDataTests: XCTestCase {
         }
         let tom = server.client("Tom")
         try await tom.open()
-        addTeardownBlock { await tom.close() }
+        addTeardownBlock(releasing: tom) { await $0.close() }
         func conversation(_ name: String) async throws -> IMConversation {
             let found = try await tom.fetchConversation(id: cids[name]!)
             return try XCTUnwrap(found)
@@ -271,7 +271,7 @@ final class PushDataTests: XCTestCase {
     /// status) and one it answers 503 past its max age (expired, not retry), counted per outcome.
     func testTheRecordOfPushesShowsRejectedAndExpiredPushesWithTheReason() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { token in token == "refused" ? 400 : 503 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         let server = try await startServer {
             configure(&$0, gateway: gateway)
             $0.push.queue.maxAge = .milliseconds(1)

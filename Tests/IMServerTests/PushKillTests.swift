@@ -16,7 +16,7 @@ final class PushKillTests: XCTestCase {
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "build the hookbot executable first (swift build)")
         let refusing = PushTestBox(true)
         let service = try await LoopbackPushService(answer: { _ in refusing.withLock { $0 } ? 503 : 204 })
-        addTeardownBlock { await service.shutdown() }
+        addTeardownBlock(releasing: service) { await $0.shutdown() }
         let directory = try makeTemporaryDirectory("hookbot-push-kill")
         let settings = directory.appendingPathComponent("push.toml")
         try """

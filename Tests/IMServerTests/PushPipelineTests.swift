@@ -35,7 +35,7 @@ final class PushPipelineTests: XCTestCase {
 
     func testOfflineMembersGetOneNotificationWithTextAndBadgeButNotOnlineMutedTransientOrCmd() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         let server = try await startServer { configure(&$0, gateway: gateway) }
         try await server.registerOffline("Jerry", token: "jerry-phone")
         try await server.registerOffline("Spike", token: "spike-phone")
@@ -100,7 +100,7 @@ final class PushPipelineTests: XCTestCase {
     /// devices of all receivers are read in one query).
     func testEveryOfflineMemberOfAGroupGetsOnePushPerDevice() async throws {
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         let server = try await startServer { configure(&$0, gateway: gateway) }
         let members = (1...30).map { "member-\($0)" }
         for member in members { try await server.registerOffline(member, token: "\(member)-phone") }
@@ -129,7 +129,7 @@ final class PushPipelineTests: XCTestCase {
             default: return 204
             }
         }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         let server = try await startServer { configure(&$0, gateway: gateway) }
         try await server.registerOffline("Jerry", token: "gone")
         try await server.registerOffline("Spike", token: "flaky")
@@ -166,7 +166,7 @@ final class PushPipelineTests: XCTestCase {
         // The first gateway never answers (each attempt times out and is retried); the server is stopped with
         // the push still queued, and the next server, on the same file, sends it to a gateway that answers.
         let silent = try await PushGateway(secret: Self.secret, hang: true) { _ in 204 }
-        addTeardownBlock { await silent.shutdown() }
+        addTeardownBlock(releasing: silent) { await $0.shutdown() }
         let first = try await ServerHarness.start { configure(&$0, gateway: silent) }
         try await first.registerOffline("Jerry", token: "jerry-phone")
         let tom = try await first.login("Tom")
@@ -181,7 +181,7 @@ final class PushPipelineTests: XCTestCase {
         }
 
         let gateway = try await PushGateway(secret: Self.secret) { _ in 204 }
-        addTeardownBlock { await gateway.shutdown() }
+        addTeardownBlock(releasing: gateway) { await $0.shutdown() }
         _ = try await startServer(directory: first.directory) { configure(&$0, gateway: gateway) }
         let pushes = try await gateway.waitFor(count: 1)
         XCTAssertEqual(pushes.first?.json?["notification"]?["body"], "Tom: before the restart")

@@ -71,7 +71,7 @@ final class PushScaleTests: XCTestCase {
         // covers the shared queue there).
         try XCTSkipIf(TestDatabase.backend == .postgres, "SQLite pass only")
         let service = try await LoopbackPushService(gated: true)
-        addTeardownBlock { await service.shutdown() }
+        addTeardownBlock(releasing: service) { await $0.shutdown() }
         let server = try await startServer { configuration in
             Self.configure(&configuration, [Self.webhook("webhook", service)])
             configuration.push.queue.workers = 64
@@ -113,13 +113,13 @@ final class PushScaleTests: XCTestCase {
     /// waiting for their timeout; then the timeouts fire and those pushes are tried again.
     func testAHangingProviderDoesNotHoldUpAnotherOne() async throws {
         let hanging = try await LoopbackPushService(answer: { _ in nil })
-        addTeardownBlock { await hanging.shutdown() }
+        addTeardownBlock(releasing: hanging) { await $0.shutdown() }
         let closedWhenDelivered = PushTestBox<Int?>(nil)
         let healthy = try await LoopbackPushService(answer: { _ in
             closedWhenDelivered.withLock { if $0 == nil { $0 = hanging.closedConnections } }
             return 204
         })
-        addTeardownBlock { await healthy.shutdown() }
+        addTeardownBlock(releasing: healthy) { await $0.shutdown() }
         let server = try await startServer { configuration in
             Self.configure(&configuration, [Self.webhook("slowhook", hanging), Self.webhook("webhook", healthy)])
             configuration.push.queue.workers = 8
@@ -147,7 +147,7 @@ final class PushScaleTests: XCTestCase {
     /// `[push.<name>] rate`: 30 pushes at 20 per second take at least 29/20 s from the first to the last.
     func testAProviderRateSpacesItsPushes() async throws {
         let service = try await LoopbackPushService(answer: { _ in 204 })
-        addTeardownBlock { await service.shutdown() }
+        addTeardownBlock(releasing: service) { await $0.shutdown() }
         let server = try await startServer { configuration in
             Self.configure(&configuration, [Self.webhook("webhook", service, rate: 20)])
         }

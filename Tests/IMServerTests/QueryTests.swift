@@ -37,7 +37,7 @@ final class QueryTests: XCTestCase {
 
     func testLargeMemberListsAreAnsweredOrRefusedNeverAnInternalError() async throws {
         let (server, tom, _) = try await seeded()
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         let many: [JSONValue] = (0..<998).map { .string("user\($0)") }
         let awaited1 = try await names(tom, ["m": ["$all": .array(many)]])
         XCTAssertEqual(awaited1, [])
@@ -55,7 +55,7 @@ final class QueryTests: XCTestCase {
 
     func testRegularExpressionsThatCouldRunForeverAreRefused() async throws {
         let (server, tom, _) = try await seeded()
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         for pattern in ["(a|aa)*c", "(a+)+b", "(x*)*", "(a)\\1", ".*.*.*b", "((ab)+c)*"] {
             var query = Command(cmd: .conv, op: .query)
             query.where = ["attr.topic": ["$regex": .string(pattern)]]
@@ -75,7 +75,7 @@ final class QueryTests: XCTestCase {
 
     func testOperators() async throws {
         let (server, tom, ids) = try await seeded()
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         let cases: [(JSONValue, [String])] = [
             (["name": "beta"], ["beta"]),
             (["attr.level": ["$ne": 2]], ["alpha", "delta", "gamma"]),
@@ -106,7 +106,7 @@ final class QueryTests: XCTestCase {
 
     func testSortLimitSkipAndLastMessageOrder() async throws {
         let (server, tom, ids) = try await seeded()
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         let observed1 = try await names(tom, .object([:]), sort: "-name")
         XCTAssertEqual(observed1, ["gamma", "delta", "beta", "alpha"])
         let observed2 = try await names(tom, .object([:]), sort: "attr.level", limit: 2, skip: 1)
@@ -121,7 +121,7 @@ final class QueryTests: XCTestCase {
 
     func testInvalidQueriesGetClearErrors() async throws {
         let (server, tom, _) = try await seeded()
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock(releasing: server) { await $0.stop() }
         let bad: [(JSONValue, String)] = [
             (["color": "red"], "unknown field 'color'"),
             (["attr.x') OR 1=1 --": 1], "invalid attribute path"),

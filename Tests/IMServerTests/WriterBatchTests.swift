@@ -250,4 +250,32 @@ final class WriterBatchTests: XCTestCase {
         let more = await again.settle { $0.cmd == .direct }
         XCTAssertTrue(more.isEmpty, "the dinner message was acknowledged: \(more)")
     }
+
+    /// `RecentMessages` keeps at most its capacity and always the newest half of it: two generations, the older
+    /// dropped whole when the newer fills (no removal per message). What it answers is what the batch stored,
+    /// for that conversation only; a failed or duplicate outcome is not remembered.
+    func testRecentMessagesKeepTheNewestWithinTheirCapacity() {
+        let recent = RecentMessages(capacity: 8)
+        let cids = ["工作群", "家 🏠"]
+        var records: [MessageRecord] = []
+        for k in 0..<21 {
+            let record = MessageRecord(
+                id: "msg-\(k)", cid: cids[k % 2], from: k % 3 == 0 ? "Tom" : "小明", data: "第 \(k) 条 🎉", t: 1_000 + Int64(k),
+                receipt: false, priority: nil)
+            records.append(record)
+            // Sometimes a batch of two, with a failed and a duplicate outcome among them.
+            recent.remember([
+                .failed(IMError(.invalidMessagingTarget, "not a member")), .stored(record, members: ["Tom", "小明"], room: false),
+                .duplicate(MessageRecord(id: "dup-\(k)", cid: record.cid, from: "Tom", data: "重发", t: 1, receipt: false, priority: nil)),
+            ])
+            XCTAssertLessThanOrEqual(recent.count, 8)
+            for newest in records.suffix(4) {
+                XCTAssertEqual(recent.timestamp(of: newest.id, in: newest.cid), newest.t, "after \(k): \(newest.id)")
+                XCTAssertNil(recent.timestamp(of: newest.id, in: newest.cid == cids[0] ? cids[1] : cids[0]))
+            }
+            XCTAssertNil(recent.timestamp(of: "dup-\(k)", in: record.cid))
+        }
+        for old in records.prefix(12) { XCTAssertNil(recent.timestamp(of: old.id, in: old.cid), old.id) }
+        XCTAssertEqual(recent.count, 5)
+    }
 }

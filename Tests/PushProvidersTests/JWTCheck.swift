@@ -1,5 +1,6 @@
 @preconcurrency import Crypto
 import Foundation
+import HookbotTestSupport
 import IMCore
 import PushProviders
 import XCTest
@@ -62,7 +63,7 @@ extension XCTestCase {
     /// when a client is dropped without shutdown).
     func pushClient(_ settings: PushHTTPSettings = PushHTTPSettings()) throws -> PushHTTPClient {
         let http = try PushHTTPClient(settings: settings)
-        addTeardownBlock { try? await http.shutdown() }
+        addTeardownBlock(releasing: http) { try? await $0.shutdown() }
         return http
     }
 }
