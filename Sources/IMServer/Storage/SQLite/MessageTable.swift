@@ -25,17 +25,18 @@ enum MessageTable {
     ) throws -> Bool {
         let audience = recipients.map(ClientIDList.text)
         let mentions = m.mentionPids.map(ClientIDList.text)
-        // The conflict target names the partial unique index (its WHERE included), so DO NOTHING covers that index only.
-        let onDuplicate = unlessDuplicate ? " ON CONFLICT (from_id, dt) WHERE dt IS NOT NULL DO NOTHING" : ""
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all, bin)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)\(onDuplicate)
-                """
-        ).execute(
+        // Constant texts: the statement cache is keyed by the SQL text, which was built anew for every message.
+        try db.cachedStatement(sql: unlessDuplicate ? insertUnlessDuplicateSQL : insertSQL).execute(
             arguments: [m.id, m.cid, m.from, m.data, m.t, m.receipt, m.priority, dedupeToken, audience, mentions, m.mentionAll, m.binary])
         return !unlessDuplicate || db.changesCount > 0
     }
+
+    private static let insertSQL = """
+        INSERT INTO messages (id, cid, from_id, data, t, receipt, priority, dt, recipients, mention_pids, mention_all, bin)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+    /// The conflict target names the partial unique index (its WHERE included), so DO NOTHING covers that index only.
+    private static let insertUnlessDuplicateSQL = insertSQL + " ON CONFLICT (from_id, dt) WHERE dt IS NOT NULL DO NOTHING"
 
     /// SQL condition: the message is visible to the client bound twice after it (sender, or in the audience).
     static let visibleTo = "(recipients IS NULL OR from_id = ? OR EXISTS (SELECT 1 FROM json_each(messages.recipients) WHERE value = ?))"
