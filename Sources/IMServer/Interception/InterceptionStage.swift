@@ -86,12 +86,15 @@ final class InterceptionStage: Sendable {
     /// The lane's decided messages from its head. A caller that gets some applies them and asks again
     /// (`claiming` false) until it gets none, which ends its turn; while it applies, other callers get none.
     private static func takeDecided(_ cid: String, _ state: inout State, claiming: Bool) -> [(Pending, Verdict)] {
-        guard var lane = state.lanes[cid], !(claiming && lane.applying) else { return [] }
-        let count = lane.pending.prefix { $0.verdict != nil }.count
-        let taken = lane.pending.prefix(count).map { ($0, $0.verdict!) }
-        lane.pending.removeFirst(count)
-        lane.applying = !taken.isEmpty
-        state.lanes[cid] = lane.pending.isEmpty && !lane.applying ? nil : lane
+        // The lane is changed where it is kept: a copy taken out of the dictionary and stored back copied its
+        // array of pending messages on every verdict (issue 30: this runs on the interceptor's thread before the
+        // hold ends).
+        guard let index = state.lanes.index(forKey: cid), !(claiming && state.lanes.values[index].applying) else { return [] }
+        let count = state.lanes.values[index].pending.prefix { $0.verdict != nil }.count
+        let taken = state.lanes.values[index].pending.prefix(count).map { ($0, $0.verdict!) }
+        state.lanes.values[index].pending.removeFirst(count)
+        state.lanes.values[index].applying = !taken.isEmpty
+        if taken.isEmpty && state.lanes.values[index].pending.isEmpty { state.lanes.remove(at: index) }
         return taken
     }
 
