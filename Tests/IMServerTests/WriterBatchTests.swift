@@ -278,4 +278,45 @@ final class WriterBatchTests: XCTestCase {
         for old in records.prefix(12) { XCTAssertNil(recent.timestamp(of: old.id, in: old.cid), old.id) }
         XCTAssertEqual(recent.count, 5)
     }
+
+    /// Acks ride with the next message, or get a transaction of their own once they waited the pipeline's delay
+    /// (`MessagePipeline.cursorDelay`); an ack recorded after a message took the earlier ones along waits its own full
+    /// delay (the timer is set again for it). None is lost on the way: a chat at conversation pace, each message
+    /// acknowledged before the next is sent, then a last ack alone; every cursor lands and nothing is redelivered.
+    func testAcksBetweenMessagesAllLandWhetherTheyRideAlongOrWaitAlone() async throws {
+        let server = try await startServer()
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"], name: "周末 🏕️")
+        var newest: Int64 = 0
+        for k in 1...12 {
+            let sent = try await tom.sendText("第 \(k) 条：周六几点出发？⛺️ @Jerry", to: cid)
+            XCTAssertNil(sent.code, "\(sent)")
+            let received = try await jerry.nextMessage()
+            XCTAssertEqual(received.id, sent.uid)
+            var ack = Command(cmd: .ack)
+            ack.cid = cid
+            ack.mid = received.id
+            _ = try await jerry.request(ack)
+            newest = try required(sent.t)
+            // Sometimes a pause longer than the delay, so that some acks are written alone.
+            if k % 4 == 0 { try await Task.sleep(for: .milliseconds(12)) }
+        }
+        let pool = try DatabasePool(path: server.databasePath)
+        defer { try? pool.close() }
+        var cursor: Int64? = nil
+        for _ in 0..<200 where cursor != newest {
+            cursor = try await pool.read { db in
+                try Int64.fetchOne(db, sql: "SELECT delivered_t FROM members WHERE cid = ? AND client_id = ?", arguments: [cid, "Jerry"])
+            }
+            if cursor != newest { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        XCTAssertEqual(cursor, newest, "the last ack, alone, is written within the delay")
+        let stats = server.server.storageStats
+        XCTAssertEqual(stats.messages, 12)
+        XCTAssertLessThanOrEqual(stats.transactions, 12 + 12, "an ack gets at most one transaction of its own")
+        await jerry.close()
+        let again = try await server.login("Jerry")
+        let redelivered = await again.settle { $0.cmd == .direct }
+        XCTAssertTrue(redelivered.isEmpty, "every ack was written: \(redelivered)")
+    }
 }

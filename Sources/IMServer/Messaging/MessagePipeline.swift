@@ -54,6 +54,8 @@ final class MessagePipeline: Sendable {
         var drainQueued = false
         /// A delayed drain for cursor moves alone is scheduled.
         var drainDelayed = false
+        /// When the oldest of `cursorMoves` was recorded (nil when none is pending).
+        var movesSince: NIODeadline?
         var batchesStarted = 0
         var batchesFinished = 0
         var flushWaiters: [(batch: Int, continuation: CheckedContinuation<Void, Never>)] = []
@@ -131,21 +133,42 @@ final class MessagePipeline: Sendable {
     /// timestamp `through` (a range ack); written with the next transaction.
     func advance(_ key: CursorKey, acknowledging messageIDs: [String], through: Int64? = nil) {
         guard !messageIDs.isEmpty || through != nil else { return }
-        let schedule = state.withLock { state in
+        let schedule = state.withLock { state -> NIODeadline? in
+            if state.cursorMoves.isEmpty { state.movesSince = .now() }
             state.cursorMoves[key, default: CursorMove()].add(messageIDs, through: through)
-            guard !state.drainQueued, !state.drainDelayed else { return false }
+            guard !state.drainQueued, !state.drainDelayed else { return nil }
             state.drainDelayed = true
-            return true
+            return .now() + cursorDelay
         }
-        if schedule {
-            writer.scheduleTask(in: cursorDelay) {
-                // One step from "delayed" to "queued", so `flush` never sees moves pending and no drain.
-                let run = self.state.withLock { state -> Bool in
-                    state.drainDelayed = false
-                    defer { state.drainQueued = true }
-                    return !state.drainQueued
+        if let schedule { scheduleDelayedDrain(at: schedule) }
+    }
+
+    /// The drain for cursor moves alone, once the oldest pending move has waited `cursorDelay`. A message batch
+    /// that came first took the moves along; moves recorded after it get their own full wait (the timer is set
+    /// again for them) instead of a transaction of their own as soon as the timer set for earlier ones fires.
+    private func scheduleDelayedDrain(at deadline: NIODeadline) {
+        writer.scheduleTask(deadline: deadline) {
+            // One step from "delayed" to "queued" (or "delayed" again), so `flush` never sees moves pending and
+            // no drain.
+            enum Next {
+                case drain
+                case wait(NIODeadline)
+                case nothing
+            }
+            let next = self.state.withLock { state -> Next in
+                state.drainDelayed = false
+                if state.drainQueued { return .nothing }
+                if state.queue.isEmpty, let since = state.movesSince, since + self.cursorDelay > .now() {
+                    state.drainDelayed = true
+                    return .wait(since + self.cursorDelay)
                 }
-                if run { self.startDrain() }
+                state.drainQueued = true
+                return .drain
+            }
+            switch next {
+            case .drain: self.startDrain()
+            case .wait(let later): self.scheduleDelayedDrain(at: later)
+            case .nothing: break
             }
         }
     }
@@ -182,16 +205,30 @@ final class MessagePipeline: Sendable {
         }
     }
 
-    /// Takes everything queued as the next batch, or ends the drain when nothing is.
+    /// Takes everything queued as the next batch, or ends the drain when nothing is. Cursor moves alone that have
+    /// not waited `cursorDelay` end it too, with the delayed drain set for them: acks recorded while a batch
+    /// committed (a receiver's ack of the message just delivered) wait for the next message to ride along with,
+    /// as acks recorded while the writer idles do, instead of a transaction of their own right after the batch.
     private func nextBatch() -> MessageBatch? {
-        state.withLock { state -> MessageBatch? in
+        var delayUntil: NIODeadline?
+        defer { if let delayUntil { scheduleDelayedDrain(at: delayUntil) } }
+        return state.withLock { state -> MessageBatch? in
             if state.queue.isEmpty && state.cursorMoves.isEmpty {
                 state.drainQueued = false
+                return nil
+            }
+            if state.queue.isEmpty, let since = state.movesSince, since + cursorDelay > .now() {
+                state.drainQueued = false
+                if !state.drainDelayed {
+                    state.drainDelayed = true
+                    delayUntil = since + cursorDelay
+                }
                 return nil
             }
             defer {
                 state.queue.removeAll(keepingCapacity: true)
                 state.cursorMoves.removeAll()
+                state.movesSince = nil
                 state.batchesStarted += 1
             }
             // Only the batch's conversations' timestamps: handing over the whole cache (up to 10,000 entries) made
