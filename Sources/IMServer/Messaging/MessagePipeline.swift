@@ -56,6 +56,13 @@ final class MessagePipeline: Sendable {
         var drainDelayed = false
         /// When the oldest of `cursorMoves` was recorded (nil when none is pending).
         var movesSince: NIODeadline?
+
+        /// When the pending cursor moves may have a transaction of their own, if they are all there is to write and
+        /// that is still to come (the oldest has not waited `delay`); nil when they can be written now.
+        func movesWaiting(_ delay: TimeAmount) -> NIODeadline? {
+            guard queue.isEmpty, let since = movesSince, since + delay > .now() else { return nil }
+            return since + delay
+        }
         var batchesStarted = 0
         var batchesFinished = 0
         var flushWaiters: [(batch: Int, continuation: CheckedContinuation<Void, Never>)] = []
@@ -158,9 +165,9 @@ final class MessagePipeline: Sendable {
             let next = self.state.withLock { state -> Next in
                 state.drainDelayed = false
                 if state.drainQueued { return .nothing }
-                if state.queue.isEmpty, let since = state.movesSince, since + self.cursorDelay > .now() {
+                if let later = state.movesWaiting(self.cursorDelay) {
                     state.drainDelayed = true
-                    return .wait(since + self.cursorDelay)
+                    return .wait(later)
                 }
                 state.drainQueued = true
                 return .drain
@@ -217,11 +224,11 @@ final class MessagePipeline: Sendable {
                 state.drainQueued = false
                 return nil
             }
-            if state.queue.isEmpty, let since = state.movesSince, since + cursorDelay > .now() {
+            if let later = state.movesWaiting(cursorDelay) {
                 state.drainQueued = false
                 if !state.drainDelayed {
                     state.drainDelayed = true
-                    delayUntil = since + cursorDelay
+                    delayUntil = later
                 }
                 return nil
             }
