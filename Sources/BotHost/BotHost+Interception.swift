@@ -193,11 +193,10 @@ struct SecretSignatureProvider: IMSignatureProvider {
 /// Answers in-process interception requests for the bot host it is given once the host exists (the
 /// client that carries the requests is made before the host).
 final class Reviewer: Sendable {
-    struct Reference { weak var host: BotHost? }
-    let host = Mutex(Reference())
+    let host = Mutex(Weak<BotHost>(nil))
 
     func answer(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) {
-        guard let host = host.withLock({ $0.host }) else { return answered(.allow) }
+        guard let host = host.withLock({ $0.value }) else { return answered(.allow) }
         host.answer(request, then: answered)
     }
 }

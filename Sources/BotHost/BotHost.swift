@@ -147,7 +147,7 @@ public actor BotHost {
         let host = BotHost(
             configuration: configuration, client: client, runtime: runtime, logger: logger,
             metrics: metrics, reviewsInProcess: reviewsInProcess)
-        reviewer.host.withLock { $0.host = host }
+        reviewer.host.withLock { $0.value = host }
         return host
     }
 
@@ -180,7 +180,7 @@ public actor BotHost {
             // through Swift's pool first), one at a time, in order.
             let queue = client.eventQueue()
             eventQueue = queue
-            let host = WeakHost(self)
+            let host = Weak(self)
             let loop = runtime.executor as? any EventLoop
             queue.onArrival {
                 guard let bot = host.value else { return }
@@ -415,10 +415,4 @@ public actor BotHost {
     nonisolated func count(_ update: (inout BotStats) -> Void) {
         counters.update(update)
     }
-}
-
-/// A host held without keeping it alive (its routing task).
-struct WeakHost: Sendable {
-    weak var value: BotHost?
-    init(_ value: BotHost) { self.value = value }
 }

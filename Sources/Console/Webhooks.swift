@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import HookRuntime
 import Hummingbird
+import IMCore
 import IMServer
 import NIOCore
 import Synchronization
@@ -14,15 +15,11 @@ import Synchronization
 /// sha256=<hex HMAC-SHA256 of the body>`. Unknown plugin: 404; wrong or missing secret: 401; body over the
 /// limit: 413; a path that cannot be normalised (`normalizedPath`): 400 — and nothing runs.
 public final class Webhooks: Sendable {
-    private struct WeakHost {
-        weak var value: BotHost?
-    }
-
     private let secrets: [String: String]
     private let maxBytes: Int
     /// Weak: these routes belong to the server, and the bot's client holds the server when attached in process (a
     /// cycle that kept a stopped server and its bot alive).
-    private let bot = Mutex<WeakHost?>(nil)
+    private let bot = Mutex(Weak<BotHost>(nil))
 
     public init(configuration: BotConfiguration) {
         secrets = configuration.webhooks.secrets
@@ -30,7 +27,7 @@ public final class Webhooks: Sendable {
     }
 
     /// Routes webhooks to this bot from now on.
-    public func attach(_ bot: BotHost) { self.bot.withLock { $0 = WeakHost(value: bot) } }
+    public func attach(_ bot: BotHost) { self.bot.withLock { $0 = Weak(bot) } }
 
     public func register(on router: Router<BasicRequestContext>) {
         router.post("/hooks/:plugin") { [self] request, context in await answer(request, context, path: []) }
@@ -97,7 +94,7 @@ public final class Webhooks: Sendable {
                 return HTTPJSON.error(.unauthorized, "the signature does not match the body")
             }
         }
-        guard let bot = bot.withLock({ $0?.value }) else { return HTTPJSON.error(.serviceUnavailable, "the bot is starting") }
+        guard let bot = bot.withLock({ $0.value }) else { return HTTPJSON.error(.serviceUnavailable, "the bot is starting") }
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName] = field.value }
         let query = Dictionary(request.uri.queryParameters.map { (String($0.key), String($0.value)) }) { first, _ in first }

@@ -98,7 +98,7 @@ extension IMClient {
         if let inbox = link.localInbox {
             // In process: what arrived since the last look is handled as one batch, on the client's executor
             // (the waiting task is on `queue`, which shares it, and does not keep the client alive).
-            let client = WeakClient(self)
+            let client = Weak(self) // tasks that outlive a dropped client
             if let loop = options.executor as? any EventLoop {
                 // On a NIO loop (the bot's Lua thread): each burst is a job on the loop, no task waits for it.
                 inbox.deliver(
@@ -140,7 +140,7 @@ extension IMClient {
     /// Hands an in-process link's deliveries to the client as they arrive, for a client not on a NIO loop. Runs on
     /// `queue` (the client's executor, without keeping the client alive), so the client's `receive` needs no hop
     /// once the reader is resumed.
-    static func readLocal(_ inbox: LocalInbox<Command>, of link: Link, for client: WeakClient, on queue: isolated any Actor) async {
+    static func readLocal(_ inbox: LocalInbox<Command>, of link: Link, for client: Weak<IMClient>, on queue: isolated any Actor) async {
         while let commands = await inbox.next(isolation: queue) {
             guard let client = client.value else { return }
             await client.receive(commands, on: link)

@@ -160,9 +160,3 @@ actor ClientQueueOnExecutor {
     init(_ executor: any SerialExecutor) { self.executor = executor }
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 }
-
-/// A client held without keeping it alive (tasks that outlive a dropped client).
-struct WeakClient: Sendable {
-    weak var value: IMClient?
-    init(_ value: IMClient) { self.value = value }
-}

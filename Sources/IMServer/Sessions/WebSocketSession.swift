@@ -101,20 +101,20 @@ final class WebSocketSession: ChannelDuplexHandler {
         /// that kept every WebSocket's session, transport and, through the transport, its server alive after the
         /// connection closed. The channel's pipeline and the session's drain task keep the session; once both are
         /// done with it (the session has ended), nothing more is written to it.
-        let session: NIOLoopBound<WeakSession>
+        let session: NIOLoopBound<Weak<WebSocketSession>>
         /// Where frames from other threads wait for the event loop (with the other sessions' of the loop).
         let writes: LoopWrites
 
         init(channel: any Channel, session: WebSocketSession) {
             self.channel = channel
             self.eventLoop = channel.eventLoop
-            self.session = NIOLoopBound(WeakSession(session), eventLoop: channel.eventLoop)
+            self.session = NIOLoopBound(Weak(session), eventLoop: channel.eventLoop)
             self.writes = LoopWrites.of(channel.eventLoop)
         }
 
         func write(_ frame: Connection.Outbound) {
             if eventLoop.inEventLoop {
-                session.value.session?.write(frame, flush: true)
+                session.value.value?.write(frame, flush: true)
             } else {
                 writes.submit([(self, frame)])
             }
@@ -124,7 +124,7 @@ final class WebSocketSession: ChannelDuplexHandler {
         static func write(_ items: [(Writer, Connection.Outbound)]) {
             var written: [WebSocketSession] = []
             for (writer, frame) in items {
-                guard let session = writer.session.value.session else { continue }
+                guard let session = writer.session.value.value else { continue }
                 session.write(frame, flush: false)
                 if !session.inBatch {
                     session.inBatch = true
@@ -446,12 +446,6 @@ final class WebSocketSession: ChannelDuplexHandler {
         let channel = context.channel
         closeDeadline = context.eventLoop.scheduleTask(in: TimeAmount(settings.closeTimeout)) { channel.close(promise: nil) }
     }
-}
-
-/// A session held without keeping it alive (its writer's reference).
-struct WeakSession {
-    weak var session: WebSocketSession?
-    init(_ session: WebSocketSession) { self.session = session }
 }
 
 /// Passes the session's whole frames (`ServerFrame`) on to the socket: placed just under NIO's
