@@ -164,13 +164,16 @@ let package = Package(
             name: "BotHub",
             dependencies: ["BotHost", "IMClient", "IMCore", "IMServer", .logging]
         ),
+        // Child processes started with `posix_spawn` (not Foundation's `Process`, see ChildProcess.swift): the tests'
+        // servers and tools, and the benchmark's `hookbot server` and remote bot.
+        .target(name: "ChildProcesses"),
         // The benchmark workloads of `hookbot bench` (hook dispatch, ping-pong, moderation, fan-out, RSS, media):
         // only the command-line tool links them.
         .target(
             name: "Benchmarks",
             dependencies: [
-                "BotHost", "BotHub", "HookRuntime", "IMClient", "IMCore", "IMServer", "MediaImaging", "CVips", "PushProviders",
-                .asyncHTTPClient, .crypto, .nioPosix, .hummingbirdWSClient, .logging, .nioCore, .nioHTTP1,
+                "BotHost", "BotHub", "ChildProcesses", "HookRuntime", "IMClient", "IMCore", "IMServer", "MediaImaging", "CVips",
+                "PushProviders", .asyncHTTPClient, .crypto, .nioPosix, .hummingbirdWSClient, .logging, .nioCore, .nioHTTP1,
                 .nioWebSocket,
             ]
         ),
@@ -202,7 +205,7 @@ let package = Package(
         .target(
             name: "HookbotTestSupport",
             dependencies: [
-                "IMClient", "IMServer", "IMCore", "IMSignatures",
+                "ChildProcesses", "IMClient", "IMServer", "IMCore", "IMSignatures",
                 .nioCore, .nioPosix, .nioSSL, .nioTLS,
             ],
             path: "Tests/Support"),

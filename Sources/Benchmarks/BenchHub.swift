@@ -1,5 +1,6 @@
 import BotHost
 import BotHub
+import ChildProcesses
 import Foundation
 import IMCore
 import IMServer
@@ -12,7 +13,7 @@ struct BenchHub {
     let port: Int
     let botID: String
     /// The bot's process when it runs separately.
-    let botProcess: Process?
+    let botProcess: ChildProcess?
     private let stopAll: @Sendable () async -> Void
 
     func stop() async { await stopAll() }
@@ -69,28 +70,26 @@ struct BenchHub {
         interception_deadline_ms = \(configuration.server.interceptionDeadlineMillis)
         \(try pluginTables(configuration.plugins.config))
         """.write(to: toml, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.currentDirectoryURL = directory
-        process.arguments = [
-            "run", "--server", "ws://127.0.0.1:\(port)/ws", "--interceptor-secret", secret,
-            "--config", toml.path, "--log-level", "error",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath(),
+            [
+                "run", "--server", "ws://127.0.0.1:\(port)/ws", "--interceptor-secret", secret,
+                "--config", toml.path, "--log-level", "error",
+            ],
+            in: directory, output: .discarded, error: .inherited)
         for _ in 0..<300 where !server.isInterceptorAttached(configuration.clientID) {
             try await Task.sleep(for: .milliseconds(50))
         }
         guard server.isInterceptorAttached(configuration.clientID) else {
-            process.terminate()
+            process.signal()
             await server.stop()
             throw BenchError(message: "the remote bot did not log in")
         }
         return BenchHub(
             server: server, port: port, botID: configuration.clientID, botProcess: process,
             stopAll: {
-                process.terminate()
-                process.waitUntilExit()
+                process.signal()
+                _ = try? await process.waitForExit(timeout: .seconds(30))
                 await server.stop()
             })
     }

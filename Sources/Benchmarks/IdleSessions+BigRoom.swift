@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import IMCore
 import NIOCore
@@ -37,8 +38,8 @@ struct BigRoomBenchmark {
         let (process, port) = try IdleSessionsBenchmark.startServer(
             in: root.appendingPathComponent("w4"), perAddress: members / addresses + 64)
         defer {
-            process.terminate()
-            process.waitUntilExit()
+            process.signal()
+            _ = process.waitUntilExit()
         }
         let clients = IdleClients(group: MultiThreadedEventLoopGroup.singleton, port: port)
         defer { clients.closeAll() }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import IMCore
 import NIOCore
@@ -52,8 +53,8 @@ struct IdleSessionsBenchmark {
         let total = steps.max() ?? 0
         let (process, port) = try Self.startServer(in: root.appendingPathComponent("idle"), perAddress: total / addresses + 64)
         defer {
-            process.terminate()
-            process.waitUntilExit()
+            process.signal()
+            _ = process.waitUntilExit()
         }
         let clients = IdleClients(group: MultiThreadedEventLoopGroup.singleton, port: port)
         defer { clients.closeAll() }
@@ -134,19 +135,19 @@ struct IdleSessionsBenchmark {
     /// Starts `hookbot server` (this executable) as a child process on a random port, its SQLite file in `directory`,
     /// allowing `perAddress` connections from one address. `HOOKBOT_BENCH_IDLE_SERVER` names another build's binary
     /// to run instead (a before/after comparison in one sitting).
-    static func startServer(in directory: URL, perAddress: Int) throws -> (process: Process, port: Int) {
+    static func startServer(in directory: URL, perAddress: Int) throws -> (process: ChildProcess, port: Int) {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let port = Int.random(in: 30000..<60000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        if let server = ProcessInfo.processInfo.environment["HOOKBOT_BENCH_IDLE_SERVER"] {
-            process.executableURL = URL(fileURLWithPath: server)
-        }
-        process.arguments = [
-            "server", "--port", "\(port)", "--db", directory.appendingPathComponent("s.sqlite").path, "--log-level", "error",
-            "--max-connections-per-address", "\(perAddress)",
-        ]
-        try process.run()
+        let executable =
+            ProcessInfo.processInfo.environment["HOOKBOT_BENCH_IDLE_SERVER"].map { URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let process = try ChildProcess(
+            executable,
+            [
+                "server", "--port", "\(port)", "--db", directory.appendingPathComponent("s.sqlite").path, "--log-level", "error",
+                "--max-connections-per-address", "\(perAddress)",
+            ],
+            output: .inherited, error: .inherited)
         return (process, port)
     }
 

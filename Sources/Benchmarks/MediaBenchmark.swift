@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CVips
+import ChildProcesses
 import Foundation
 import HummingbirdWSClient
 import Logging
@@ -334,10 +335,10 @@ extension MediaBenchResult {
 
 /// `hookbot server` (this executable) as a child process on a free loopback port.
 final class ServerProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     let port: Int
 
-    private init(process: Process, port: Int) {
+    private init(process: ChildProcess, port: Int) {
         self.process = process
         self.port = port
     }
@@ -346,14 +347,14 @@ final class ServerProcess: Sendable {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         for _ in 0..<5 {
             let port = Int.random(in: 30000..<60000)
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = [
-                "server", "--port", "\(port)", "--db", directory.appendingPathComponent("server.sqlite").path,
-                "--media-dir", directory.appendingPathComponent("store").path, "--max-upload-bytes", "\(maxUploadBytes)",
-                "--log-level", "error", "--max-connections-per-address", "2048",
-            ]
-            try process.run()
+            let process = try ChildProcess(
+                executable,
+                [
+                    "server", "--port", "\(port)", "--db", directory.appendingPathComponent("server.sqlite").path,
+                    "--media-dir", directory.appendingPathComponent("store").path, "--max-upload-bytes", "\(maxUploadBytes)",
+                    "--log-level", "error", "--max-connections-per-address", "2048",
+                ],
+                output: .inherited, error: .inherited)
             for _ in 0..<200 where process.isRunning {
                 if let response = try? await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/ready"), timeout: .seconds(2)),
                     response.status == .ok
@@ -363,14 +364,14 @@ final class ServerProcess: Sendable {
                 }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            if process.isRunning { process.terminate() } // did not answer: try another port
+            if process.isRunning { process.signal() } // did not answer: try another port
         }
         throw BenchError(message: "hookbot server did not start")
     }
 
     func stop() {
-        process.terminate()
-        process.waitUntilExit()
+        process.signal()
+        _ = process.waitUntilExit()
     }
 
     /// A field of /proc/<pid>/status in MB.

@@ -34,6 +34,20 @@ final class ChildProcessTests: XCTestCase {
         XCTAssertEqual(try runProcess(shell, ["-c", script]).output, "out\nerr\n")
     }
 
+    /// An inherited stream is this process's own descriptor (`hookbot bench`'s servers log to its terminal), the
+    /// others still captured or discarded.
+    func testAStreamCanBeInherited() throws {
+        let ours = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/2")
+        let child = try ChildProcess(shell, ["-c", "readlink /proc/$$/fd/2"], error: .inherited)
+        XCTAssertEqual(child.waitUntilExit(), .exited(0))
+        XCTAssertEqual(child.printed, "\(ours)\n")
+        // (The link is read in a subshell: dash redirects a command's streams in the shell itself while it runs.)
+        let script = "link=$(readlink /proc/$$/fd/1); echo \"$link\" >&2"
+        let quiet = try ChildProcess(shell, ["-c", script], output: .discarded, error: .captured)
+        quiet.waitUntilExit()
+        XCTAssertEqual(quiet.printed, "/dev/null\n")
+    }
+
     /// SIGTERM, then SIGKILL for a child that ignores it; the signal is reported, the shell's way too.
     func testSignalsEndItAndAreReported() async throws {
         let stubborn = try ChildProcess(shell, ["-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"])

@@ -106,13 +106,6 @@ public func waitUntil(
     }
 }
 
-public struct Timeout: Error, CustomStringConvertible {
-    public init(waitingFor: String) { self.waitingFor = waitingFor }
-
-    public var waitingFor: String
-    public var description: String { "timed out waiting for \(waitingFor)" }
-}
-
 /// Records a client's events from the moment it is created; tests take them out in order.
 public final class EventLog: Sendable {
     private let inbox = Inbox<IMEvent>()

@@ -6,14 +6,16 @@ import Foundation
     import Darwin
 #endif
 
-/// A child process of the tests (`hookbot server`, `hookbot chat`, chromedriver, nginx, openssl, psql…), started with
-/// `posix_spawn`; what it writes to its standard output and error can be captured, together, as a shell's `2>&1`.
+/// A child process of the tests (`hookbot server`, `hookbot chat`, chromedriver, nginx, openssl, psql…) or of `hookbot
+/// bench` (`hookbot server`, a remote bot), started with `posix_spawn`; what it writes to its standard output and error
+/// can be captured, together, as a shell's `2>&1`.
 ///
 /// Not Foundation's `Process`: on Linux its `run()` finds the descriptors to close in the child by reading
 /// /proc/self/fd, and over-reads its entries (swift-corelibs-foundation #5472, fixed after Swift 6.3.1): the test
-/// process crashed there with signal 11, more often the more descriptors it had open. Nor swift-subprocess, which
-/// spawns safely, because its `run` keeps a process for the length of a closure and is async only: the tests keep
-/// servers running across awaits and kill them later, and some wait for a tool synchronously (`runProcess`).
+/// process crashed there with signal 11, more often the more descriptors it had open (the benchmark holds thousands
+/// of sockets in some workloads). Nor swift-subprocess, which spawns safely, because its `run` keeps a process for the
+/// length of a closure and is async only: the tests and the benchmark keep servers running across awaits and kill them
+/// later, and some wait for a tool synchronously (`runProcess`).
 /// glibc's `posix_spawn` runs no code of ours between fork and exec; the child's descriptors from 3 up are closed
 /// with `posix_spawn_file_actions_addclosefrom_np`, which glibc does with `close_range` (no directory reads).
 ///
@@ -25,6 +27,8 @@ public final class ChildProcess: Sendable {
         /// Into `printed` (standard output and error together when both are captured).
         case captured
         case discarded
+        /// This process's own (a benchmark's child logging its errors to the same terminal).
+        case inherited
     }
 
     /// How the child ended.
@@ -114,10 +118,10 @@ public final class ChildProcess: Sendable {
             (outputEnd, childOutput) = ends
         }
         for (stream, fd) in [(output, Int32(1)), (error, Int32(2))] {
-            if stream == .captured {
-                posix_spawn_file_actions_adddup2(&actions, childOutput, fd)
-            } else {
-                posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_WRONLY, 0)
+            switch stream {
+            case .captured: posix_spawn_file_actions_adddup2(&actions, childOutput, fd)
+            case .discarded: posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_WRONLY, 0)
+            case .inherited: break // 0-2 are the only descriptors the child inherits
             }
         }
         #if !canImport(Darwin)
@@ -186,11 +190,21 @@ public final class ChildProcess: Sendable {
     /// has not within `timeout`.
     @discardableResult
     public func waitForExit(timeout: Duration = .seconds(10)) async throws -> Termination {
-        try await waitUntil("the process to exit; it printed:\n\(printed)", timeout: timeout, every: .milliseconds(10)) {
-            state.isDone
+        let deadline = ContinuousClock.now + timeout
+        while !state.isDone {
+            guard ContinuousClock.now < deadline else { throw Timeout(waitingFor: "the process to exit; it printed:\n\(printed)") }
+            try await Task.sleep(for: .milliseconds(10))
         }
         return state.waitUntilDone()
     }
+}
+
+/// A wait that ended without what it waited for (the tests' `waitUntil` throws it too).
+public struct Timeout: Error, CustomStringConvertible {
+    public init(waitingFor: String) { self.waitingFor = waitingFor }
+
+    public var waitingFor: String
+    public var description: String { "timed out waiting for \(waitingFor)" }
 }
 
 /// `ChildProcess`'s state, shared with its two threads (which do not hold the `ChildProcess`, so that it can be
