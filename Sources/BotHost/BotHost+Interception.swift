@@ -32,19 +32,19 @@ extension BotHost {
     /// applies the verdict (`HookAnswerer`): the request moves from the server's thread to the Lua thread once,
     /// and nothing waits on Swift's pool in between (issue 30).
     nonisolated func answer(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) {
-        // The review's task is started on the Lua loop, isolated to the host, so that it also ends there: a task
-        // started on the server's thread would end on Swift's pool, one more wake-up per review.
-        guard let loop = runtime.executor as? any EventLoop else {
+        guard let reviewStart else {
             Task { await self.startReview(request, then: answered) }
             return
         }
-        loop.execute { self.assumeIsolated { $0.startReview(request, then: answered) } }
+        // The task's first job is queued on the Lua loop from here, and the review runs in it (the hop onto the
+        // host, whose executor is that loop, takes no job). Given to the loop as a closure that then started an
+        // isolated task, the review ran one job later; a task started here without the preference, even one
+        // isolated to the host, started on Swift's pool, a wake-up more (issue 30, round 8).
+        Task(executorPreference: reviewStart) { await self.startReview(request, then: answered) }
     }
 
-    private func startReview(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) {
-        // Enqueued on the host's executor, the Lua loop, which runs it in its next turn. (`Task.immediate` would not
-        // run it here at once: inside a plain `execute` the runtime does not know it is on the loop, and enqueues too.)
-        Task { await review(request) { answered($0) } }
+    private func startReview(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) async {
+        await review(request) { answered($0) }
     }
 
     /// The verdict for one interception request (see `review(_:answering:)`).
@@ -211,5 +211,22 @@ struct AnsweringEndpoint: LocalEndpoint {
         receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void, review: HookReviewer?
     ) -> LocalConnection? {
         base.connectLocally(receive: receive, closed: closed, answering: answerer)
+    }
+}
+
+/// The Lua loop as the executor an in-process review's task starts on (`BotHost.answer`). A job runs as the loop's
+/// serial executor's, as the loop's own jobs do, so that the task's hop onto the host (whose executor is that loop)
+/// runs in place. Only the review's task (and the child tasks it starts) prefers it: the Lua thread is not offered
+/// to Swift's other work this way.
+final class ReviewStart: TaskExecutor {
+    let loop: any EventLoop
+
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute {
+            job.runSynchronously(isolatedTo: self.loop.executor.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
+        }
     }
 }

@@ -37,6 +37,8 @@ public actor BotHost {
     /// Interception requests being answered over the WebSocket, so `stop()` can let them finish.
     /// Not actor state: the event task starts them without waiting for the Lua thread.
     private nonisolated let interceptions = Mutex<(next: Int, running: [Int: Task<Void, Never>])>((0, [:]))
+    /// Where an in-process review's task starts (`answer`): the Lua loop; nil when the runtime's executor is not one.
+    nonisolated let reviewStart: ReviewStart?
 
     /// Whether interception requests arrive as direct calls (in-process attachment) rather than as events.
     private let reviewsInProcess: Bool
@@ -66,6 +68,7 @@ public actor BotHost {
         self.configuration = configuration
         self.client = client
         self.runtime = runtime
+        reviewStart = (runtime.executor as? any EventLoop).map(ReviewStart.init)
         self.logger = logger
         reviewBudget = configuration.reviewBudget
         reviewBudgetText = "\(configuration.reviewBudget)"

@@ -1,10 +1,12 @@
-import BotHost
 import Foundation
 import HookbotTestSupport
 import IMCore
 import IMServer
 import NIOCore
+import Synchronization
 import Testing
+
+@testable import BotHost
 
 /// The in-process bot answers the server's reviews by callback from its Lua thread, where the server applies the
 /// verdict (issue 30, W2): the review crosses from the server's event loop to the Lua thread once, and no task on
@@ -53,4 +55,43 @@ import Testing
             await bot.stop()
         }
     }
+
+    /// The review starts in the first job the request puts on the Lua loop (issue 30, round 8: the loop's wake-up
+    /// runs the review, not a job that only starts the review's task behind whatever else was queued meanwhile).
+    @Test func theReviewRunsInTheJobTheRequestQueuesOnTheLuaLoop() async throws {
+        try await BotHarness.start(attachment: .inProcess).whileRunning { harness in
+            try harness.write("ads.lua", Self.moderation)
+            let bot = try await harness.bot()
+            let loop = try #require(bot.runtime.executor as? any EventLoop)
+            let cid = "reviewed-in-order"
+            // A known sender: the review asks the server for no members, so it runs to its verdict without waiting.
+            bot.runtime.members.joined(["Tom"], in: cid, at: Date().timeIntervalSince1970, founding: false)
+            let order = Order()
+            let (done, finished) = AsyncStream<Void>.makeStream()
+            // The Lua thread is held while the request and then another job are queued behind it.
+            let gate = DispatchSemaphore(value: 0)
+            loop.execute { gate.wait() }
+            let request = HookRequest.message(
+                cid: cid, from: "Tom", content: .text("加我看广告"), priority: nil, mentionPids: nil)
+            bot.answer(request) { verdict in
+                order.items.withLock { $0.append("verdict: \(verdict?.name ?? "none")") }
+                finished.yield()
+            }
+            loop.execute {
+                order.items.withLock { $0.append("the job queued after the request") }
+                finished.yield()
+            }
+            gate.signal()
+            var events = done.makeAsyncIterator()
+            _ = await events.next()
+            _ = await events.next()
+            #expect(order.items.withLock { $0 } == ["verdict: drop", "the job queued after the request"])
+            await bot.stop()
+        }
+    }
+}
+
+/// What happened, in order, as the threads that did it recorded it.
+private final class Order: Sendable {
+    let items = Mutex<[String]>([])
 }
