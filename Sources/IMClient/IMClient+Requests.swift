@@ -62,7 +62,7 @@ extension IMClient {
         } catch {
             return resolve(serial, .failure(error))
         }
-        arm(serial, after: options.requestTimeout, IMError(.requestTimeout, "no reply within \(options.requestTimeout)"))
+        arm(serial, after: options.requestTimeout, noReply)
     }
 
     /// Writes every waiting request, oldest first.

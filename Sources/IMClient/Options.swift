@@ -42,7 +42,7 @@ public struct IMClientOptions: Sendable {
     public var maxFrameSize: Int = 1 << 20
     /// Signs logins and conversation actions when the server requires signatures.
     public var signatureProvider: (any IMSignatureProvider)?
-    /// How many received message ids are remembered to drop redeliveries.
+    /// How many received message ids are remembered at least to drop redeliveries (up to twice as many are).
     public var deduplicationWindow: Int = 10_000
     /// The server's HTTP address for media uploads and downloads (`http(s)://host:port`, a proxy's path
     /// prefix allowed); nil: from `url`, `ws` becoming `http` and `wss` `https`, same host and port.

@@ -68,4 +68,46 @@ final class InProcessInterceptorTests: XCTestCase {
         await rewriter.close()
         await guardian.close()
     }
+
+    /// A request without a reply in time fails with 9003 and says how long it waited, and what the client was
+    /// sent after it still resolves: a slow interceptor holds Tom's message past his `requestTimeout`.
+    func testARequestWithoutAReplyInTimeFailsWithRequestTimeout() async throws {
+        let server = try await startServer { configuration in
+            configuration.appID = "app"
+            configuration.interception.interceptors = [.init(clientID: "slow", secret: "slow-secret")]
+            configuration.interception.deadlineMillis = 5000
+        }
+        var slow = IMClientOptions(local: server.server)
+        slow.signatureProvider = MasterKeySigner(signer: Signer(appID: "app", masterKey: "slow-secret"))
+        slow.interceptionReviewer = { request in
+            guard case .message(_, _, .text(let body), _, _) = request, TypedMessage.decode(body)?.text == "慢一点 🐢" else {
+                return .allow
+            }
+            try? await Task.sleep(for: .milliseconds(1500))
+            return .allow
+        }
+        let reviewer = IMClient(clientId: "slow", options: slow)
+        addTeardownBlock(releasing: reviewer) { await $0.close() }
+        try await reviewer.open()
+        try await waitUntilInterceptorAttached(server.server, "slow")
+
+        let tom = server.client("Tom") { $0.requestTimeout = .milliseconds(300) }
+        addTeardownBlock(releasing: tom) { await $0.close() }
+        try await tom.open()
+        let conversation = try await tom.createConversation(members: ["Jerry"])
+        do {
+            _ = try await conversation.send(.text("慢一点 🐢"))
+            XCTFail("a message held past the request timeout was acknowledged in time")
+        } catch {
+            XCTAssertEqual(error.code, IMClientErrorCode.requestTimeout.rawValue, "\(error)")
+            XCTAssertEqual(error.detail, "no reply within 0.3 seconds")
+        }
+        // The timeout is the same for every request: a second one held as long fails the same way.
+        do {
+            _ = try await conversation.send(.text("慢一点 🐢"))
+            XCTFail("a second held message was acknowledged in time")
+        } catch {
+            XCTAssertEqual(error.detail, "no reply within 0.3 seconds")
+        }
+    }
 }
