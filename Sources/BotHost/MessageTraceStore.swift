@@ -18,9 +18,24 @@ public final class MessageTraceStore: Sendable {
         /// Index of the oldest trace in `traces` once it is full (a ring).
         var head = 0
         var next = 1
-        /// Reviewed messages not yet delivered to the bot, by `key`.
-        var awaiting: [String: MessageTrace] = [:]
-        var awaitingOrder: [String] = []
+        /// Reviewed messages not yet delivered to the bot, by `key`, each with the number it was added under.
+        var awaiting: [Key: (trace: MessageTrace, added: Int)] = [:]
+        /// The keys in the order they were added, oldest from `awaitingHead` on. A delivery removes its key from
+        /// `awaiting` only (finding it here was a linear search with a removal per message, in a list that is
+        /// full as soon as the bot reviews messages it is not sent); an entry whose number no longer matches
+        /// `awaiting` is stale and skipped, and stale entries are dropped once they outnumber the live ones.
+        var awaitingOrder: [(key: Key, added: Int)] = []
+        var awaitingHead = 0
+        var added = 0
+    }
+
+    /// What a review and the delivery of the same message share: conversation, sender, type and text (no text
+    /// and an empty one are the same). A struct, not a string joined from them for every message.
+    private struct Key: Hashable {
+        let cid: String
+        let from: String
+        let type: Int
+        let text: String
     }
 
     private let state = Mutex(State())
@@ -45,22 +60,37 @@ public final class MessageTraceStore: Sendable {
         guard capacity > 0 else { return }
         let key = Self.key(message)
         state.withLock {
-            if $0.awaiting.updateValue(trace, forKey: key) == nil { $0.awaitingOrder.append(key) }
-            while $0.awaitingOrder.count > capacity {
-                $0.awaiting[$0.awaitingOrder.removeFirst()] = nil
+            if let waiting = $0.awaiting[key] {
+                // Waiting already: the newer review's trace takes the place, not a newer position.
+                $0.awaiting[key] = (trace, waiting.added)
+            } else {
+                $0.added += 1
+                $0.awaiting[key] = (trace, $0.added)
+                $0.awaitingOrder.append((key, $0.added))
             }
+            while $0.awaiting.count > capacity, $0.awaitingHead < $0.awaitingOrder.count {
+                let oldest = $0.awaitingOrder[$0.awaitingHead]
+                $0.awaitingHead += 1
+                if $0.awaiting[oldest.key]?.added == oldest.added { $0.awaiting[oldest.key] = nil }
+            }
+            Self.compact(&$0)
         }
+    }
+
+    /// Drops the order's stale entries (delivered, or pushed out) once they are more than the live ones, so the
+    /// order holds at most about twice `awaiting`'s count plus its capacity, in amortised constant time.
+    private static func compact(_ state: inout State) {
+        guard state.awaitingOrder.count > 2 * state.awaiting.count + 64 else { return }
+        let awaiting = state.awaiting
+        state.awaitingOrder = state.awaitingOrder[state.awaitingHead...].filter { awaiting[$0.key]?.added == $0.added }
+        state.awaitingHead = 0
     }
 
     /// The trace a delivered message's routing adds to: its review's, or a new one (nil when tracing is off).
     public func delivered(_ message: HookMessage) -> MessageTrace? {
         guard capacity > 0 else { return nil }
         let key = Self.key(message)
-        let reviewed: MessageTrace? = state.withLock {
-            guard let trace = $0.awaiting.removeValue(forKey: key) else { return nil }
-            if let index = $0.awaitingOrder.firstIndex(of: key) { $0.awaitingOrder.remove(at: index) }
-            return trace
-        }
+        let reviewed: MessageTrace? = state.withLock { $0.awaiting.removeValue(forKey: key)?.trace }
         guard let reviewed else { return keep(Self.trace(of: message)) }
         reviewed.identify(messageID: message.id)
         reviewed.add(.delivered, "delivered as \(message.id)")
@@ -112,7 +142,7 @@ public final class MessageTraceStore: Sendable {
             messageID: message.id, cid: message.cid, from: message.from, text: message.text ?? "(type \(message.type))")
     }
 
-    private static func key(_ message: HookMessage) -> String {
-        "\(message.cid)\u{0}\(message.from)\u{0}\(message.type)\u{0}\(message.text ?? "")"
+    private static func key(_ message: HookMessage) -> Key {
+        Key(cid: message.cid, from: message.from, type: message.type, text: message.text ?? "")
     }
 }

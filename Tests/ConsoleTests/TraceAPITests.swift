@@ -147,10 +147,55 @@ final class TraceAPITests: XCTestCase {
         XCTAssertEqual(store.trace("m4")?.text, "第4条 🙂")
         let long = MessageTrace(messageID: "x", cid: "c", from: "Tom", text: String(repeating: "长", count: 1000))
         XCTAssertEqual(long.snapshot.text.count, MessageTrace.maxText)
+        // Characters are counted, not bytes: 300 characters of 3 and of 8 bytes each are kept whole.
+        for text in [String(repeating: "长", count: MessageTrace.maxText), String(repeating: "🇫🇷", count: MessageTrace.maxText)] {
+            XCTAssertEqual(MessageTrace(messageID: "x", cid: "c", from: "Tom", text: text).snapshot.text, text)
+        }
+        let ascii = MessageTrace(messageID: "x", cid: "c", from: "Tom", text: String(repeating: "a", count: MessageTrace.maxText + 1))
+        XCTAssertEqual(ascii.snapshot.text, String(repeating: "a", count: MessageTrace.maxText - 1) + "…")
         // Off: no trace is made.
         let off = MessageTraceStore.fromEnvironment(["HOOKBOT_TRACES": "0"])
         XCTAssertNil(off.delivered(HookMessage(id: "m", cid: "c", from: "Tom", text: "hi")))
         XCTAssertEqual(off.recent(limit: 10), [])
         XCTAssertEqual(MessageTraceStore.fromEnvironment([:]).capacity, 500)
+    }
+
+    /// A reviewed message's delivery continues its review's trace; at most `capacity` reviews wait for theirs,
+    /// oldest forgotten first, however many reviews were delivered before (their keys no longer count), and a
+    /// second review of the same message takes the waiting place without moving it.
+    func testReviewsWaitForTheirDeliveryOldestForgottenFirst() throws {
+        let store = MessageTraceStore(capacity: 3)
+        func message(_ text: String, id: String = "") -> HookMessage { HookMessage(id: id, cid: "c", from: "Tom", text: text) }
+        func review(_ text: String) throws -> MessageTrace {
+            let trace = try XCTUnwrap(store.review(message(text)))
+            store.awaitDelivery(trace, as: message(text))
+            return trace
+        }
+        for n in 0..<1_000 {
+            let reviewed = try review("ping \(n % 7)")
+            XCTAssertTrue(store.delivered(message("ping \(n % 7)", id: "p\(n)")) === reviewed)
+        }
+        let a = try review("a")
+        let b = try review("b")
+        _ = try review("c")
+        let c = try review("c") // the same message again: its place, not a newer one
+        let d = try review("d") // a fourth: "a" is forgotten
+        XCTAssertFalse(store.delivered(message("a", id: "ma")) === a)
+        XCTAssertTrue(store.delivered(message("b", id: "mb")) === b)
+        XCTAssertTrue(store.delivered(message("c", id: "mc")) === c)
+        XCTAssertTrue(store.delivered(message("d", id: "md")) === d)
+        XCTAssertEqual(b.snapshot.steps.last?.text, "delivered as mb")
+        // Delivered, none waits any more: a delivery makes a trace of its own.
+        XCTAssertFalse(store.delivered(message("b", id: "mb2")) === b)
+        // Three more wait ("b" again among them), then "e" pushes out "f", the oldest of them: not "b", whose
+        // first review came before.
+        let f = try review("f")
+        let b2 = try review("b")
+        let g = try review("g")
+        let e = try review("e")
+        XCTAssertFalse(store.delivered(message("f", id: "mf")) === f)
+        for (text, trace) in [("b", b2), ("g", g), ("e", e)] {
+            XCTAssertTrue(store.delivered(message(text, id: "m" + text + "2")) === trace, text)
+        }
     }
 }
