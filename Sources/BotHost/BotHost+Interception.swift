@@ -39,8 +39,9 @@ extension BotHost {
         // The task's first job is queued on the Lua loop from here, and the review runs in it (the hop onto the
         // host, whose executor is that loop, takes no job). Given to the loop as a closure that then started an
         // isolated task, the review ran one job later; a task started here without the preference, even one
-        // isolated to the host, started on Swift's pool, a wake-up more (issue 30, round 8).
-        Task(executorPreference: reviewStart) { await self.startReview(request, then: answered) }
+        // isolated to the host, started on Swift's pool, a wake-up more (issue 30, round 8). Detached, as that
+        // task was: it carries none of the asking task's task-locals (a message's trace) or its priority.
+        Task.detached(executorPreference: reviewStart) { await self.startReview(request, then: answered) }
     }
 
     private func startReview(_ request: HookRequest, then answered: @escaping @Sendable (HookVerdict?) -> Void) async {
