@@ -118,7 +118,29 @@ public struct TypedMessage: Sendable, Equatable {
     }
 
     /// The typed JSON body.
-    public func encoded() -> String { jsonValue.jsonString() }
+    public func encoded() -> String {
+        // A message with only a type, a text and attributes (a bot's reply, most of what clients send) is written
+        // directly, in the order `jsonValue`'s sorted keys give ("_lcattrs", "_lctext", "_lctype"), without building
+        // the dictionary and sorting it first (issue 30: a measured share of the bot's sends).
+        guard fields.isEmpty, file == nil, location == nil else { return jsonValue.jsonString() }
+        return JSONOutput.with { output in
+            output.append(.openBrace)
+            if let attributes {
+                output.appendJSONRaw(#""_lcattrs":"#)
+                output.appendJSONObject(attributes)
+                output.append(.comma)
+            }
+            if let text {
+                output.appendJSONRaw(#""_lctext":"#)
+                output.appendJSONString(text)
+                output.append(.comma)
+            }
+            output.appendJSONRaw(#""_lctype":"#)
+            output.appendJSONInt(type)
+            output.append(.closeBrace)
+            return String(decoding: output.bytes, as: UTF8.self)
+        }
+    }
 
     public var jsonValue: JSONValue {
         var object = fields

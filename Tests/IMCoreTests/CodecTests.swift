@@ -61,6 +61,40 @@ final class CodecTests: XCTestCase {
         XCTAssertNil(TypedMessage.decode(#"{"_lctype":"text"}"#))
     }
 
+    /// A message with only a type, a text and attributes is written directly: the same bytes as its `jsonValue`'s
+    /// text (the general path), whatever the text and attributes hold, and the same without them; any other field
+    /// takes the general path.
+    func testATypeAndATextAreWrittenAsTheirJSONValueIs() throws {
+        let texts = [
+            "pong 17", "", "周末一起吃火锅吗？🍲 @Jerry", "quote \" and backslash \\ and /", "line\nbreak\ttab\r\u{8}\u{C}",
+            "nul \u{0} and \u{1F} and \u{7F}", "👨‍👩‍👧‍👦🇫🇷", String(repeating: "长", count: 2_000),
+        ]
+        for type in [MessageType.text.rawValue, -2, 0, 7, Int(Int32.max), Int(Int32.min)] {
+            for text in texts {
+                let message = TypedMessage(type: type, text: text)
+                XCTAssertEqual(message.encoded(), message.jsonValue.jsonString(), "\(type) \(text.prefix(20))")
+                XCTAssertEqual(TypedMessage.decode(message.encoded()), message)
+                for attributes: [String: JSONValue] in [
+                    [:], ["hookbot.hop": 1], ["z": "最后", "a": [1, 2.5, .null, true], "m": ["nested": ["k": .string(text)]], "": false],
+                ] {
+                    let attributed = TypedMessage(type: type, text: text, attributes: attributes)
+                    XCTAssertEqual(attributed.encoded(), attributed.jsonValue.jsonString(), "\(type) \(attributes)")
+                    XCTAssertEqual(TypedMessage.decode(attributed.encoded()), attributed)
+                    let untexted = TypedMessage(type: type, attributes: attributes)
+                    XCTAssertEqual(untexted.encoded(), untexted.jsonValue.jsonString())
+                }
+            }
+            let bare = TypedMessage(type: type)
+            XCTAssertEqual(bare.encoded(), bare.jsonValue.jsonString())
+            XCTAssertEqual(bare.encoded(), "{\"_lctype\":\(type)}")
+        }
+        XCTAssertEqual(TypedMessage.text("hi 👋").encoded(), #"{"_lctext":"hi 👋","_lctype":-1}"#)
+        let withAttributes = TypedMessage(type: -1, text: "hi", attributes: ["k": 1, "b": "x"])
+        XCTAssertEqual(withAttributes.encoded(), #"{"_lcattrs":{"b":"x","k":1},"_lctext":"hi","_lctype":-1}"#)
+        let withFields = TypedMessage(type: 7, text: "lunch?", fields: ["a": true, "z": "last"])
+        XCTAssertEqual(withFields.encoded(), #"{"_lctext":"lunch?","_lctype":7,"a":true,"z":"last"}"#)
+    }
+
     func testClientIDRules() {
         XCTAssertNil(ClientID.validate("Tom"))
         XCTAssertNil(ClientID.validate(String(repeating: "猫", count: 64)))
