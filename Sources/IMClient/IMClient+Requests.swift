@@ -75,27 +75,41 @@ extension IMClient {
 
     func arm(_ serial: Int, after delay: Duration, _ error: IMError) {
         guard let request = pending[serial] else { return }
-        request.deadline = ContinuousClock.now.advanced(by: delay)
+        let deadline = ContinuousClock.now.advanced(by: delay)
+        request.deadline = deadline
         request.expiry = error
-        if sweeper == nil {
-            sweeper = Task { [weak self] in
-                while let self, await self.sweepExpired() {
-                    try? await Task.sleep(for: Self.sweepInterval)
-                }
+        // The sweeper wakes in time for this one too (with one timeout for every request, the usual case).
+        if sweeper != nil, let sweepAt, sweepAt <= deadline { return }
+        sweeper?.cancel()
+        sweepAt = deadline
+        sweeper = Task { [weak self] in
+            var wake = deadline
+            while true {
+                try? await Task.sleep(until: wake, clock: .continuous)
+                guard !Task.isCancelled, let self, let next = await self.sweepExpired() else { return }
+                wake = next
             }
         }
     }
 
-    /// Fails the requests whose deadline has passed; false (and the sweeper ends) once none is pending.
-    func sweepExpired() -> Bool {
+    /// Fails the requests whose deadline has passed and returns the earliest deadline left: nil (and the
+    /// sweeper ends) once none is pending, or when the calling sweeper was replaced by one that wakes earlier.
+    func sweepExpired() -> ContinuousClock.Instant? {
+        guard !Task.isCancelled else { return nil }
+        sweeps += 1
         let now = ContinuousClock.now
+        var earliest: ContinuousClock.Instant?
         for (serial, request) in pending {
-            if let deadline = request.deadline, let expiry = request.expiry, deadline <= now {
+            guard let deadline = request.deadline, let expiry = request.expiry else { continue }
+            if deadline <= now {
                 resolve(serial, .failure(expiry))
+            } else if earliest.map({ deadline < $0 }) ?? true {
+                earliest = deadline
             }
         }
-        if pending.isEmpty { sweeper = nil }
-        return !pending.isEmpty
+        sweepAt = earliest
+        if earliest == nil { sweeper = nil }
+        return earliest
     }
 
     func resolve(_ serial: Int, _ result: Result<Command, IMError>) {

@@ -103,8 +103,37 @@ final class UnitTests: XCTestCase {
             if isNew { inserted.append(id) }
         }
     }
+
+    /// Request deadlines: the sweeper sleeps until the earliest one instead of checking every 20 ms, and a deadline
+    /// earlier than the one it sleeps for (armed later) wakes it in time; a later one is left pending.
+    func testTheSweeperWakesAtTheEarliestDeadlineOnly() async {
+        let client = IMClient(clientId: "Tom", options: IMClientOptions(url: "ws://127.0.0.1:1"))
+        let late = await client.pendingRequest(1, failingAfter: .seconds(60), with: IMError(.requestTimeout, "一分钟 ⏳"))
+        let early = await client.pendingRequest(2, failingAfter: .milliseconds(200), with: IMError(.requestTimeout, "快 🐇"))
+        let next = await client.pendingRequest(3, failingAfter: .milliseconds(400), with: IMError(.requestTimeout, "慢 🐢"))
+        guard case .failure(let first) = await early.value(), case .failure(let second) = await next.value() else {
+            return XCTFail("a request without a reply was answered")
+        }
+        XCTAssertEqual([first.detail, second.detail], ["快 🐇", "慢 🐢"])
+        let (left, sweeps) = await client.sweepState
+        XCTAssertEqual(left, [1], "the request due in a minute is still pending")
+        XCTAssertLessThanOrEqual(sweeps, 3, "one check per deadline (at most one more if a sleep ends early), not every 20 ms")
+        _ = late
+    }
 }
 
 private struct Negative: IMCustomMessage, Codable {
     static let messageType = -9
+}
+
+extension IMClient {
+    /// A written request with no reply yet, failing with `error` after `delay` unless one comes.
+    fileprivate func pendingRequest(_ serial: Int, failingAfter delay: Duration, with error: IMError) -> ReplySlot {
+        let slot = ReplySlot()
+        pending[serial] = PendingRequest(command: Command(cmd: .direct, i: serial), policy: .fail, slot: slot)
+        arm(serial, after: delay, error)
+        return slot
+    }
+
+    fileprivate var sweepState: (pending: [Int], sweeps: Int) { (pending.keys.sorted(), sweeps) }
 }
