@@ -15,15 +15,10 @@ module.paths.push('/usr/share/nodejs');
 const WebSocket = require('ws');
 const { spawn } = require('child_process');
 const fs = require('fs');
-const net = require('net');
 const os = require('os');
 const path = require('path');
 
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const k = args.indexOf(name);
-  return k >= 0 ? args[k + 1] : fallback;
-};
+const { args, option, freePort } = require('./script-support.js');
 const binary = path.resolve(option('--binary', '.build/release/hookbot'));
 const only = option('--only', 'w1a,w1b,w3').split(',');
 const relaxed = args.includes('--relaxed-sync');
@@ -41,17 +36,6 @@ const filterPlugin = `return { name = "filter", moderation = function(msg, ctx)
   end
 end }
 `;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** CPU seconds (user + system) used so far by process `pid`. */
 function cpuSeconds(pid) {

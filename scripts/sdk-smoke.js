@@ -12,11 +12,7 @@
 // lc.proto2base64.3 instead of binary protobuf frames. Exits 1 when a flow fails.
 'use strict';
 module.paths.push('/usr/share/nodejs');
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const k = args.indexOf(name);
-  return k >= 0 ? args[k + 1] : fallback;
-};
+const { args, option, freePort } = require('./script-support.js');
 const WS = require('ws');
 const { spawn } = require('child_process');
 const fs = require('fs'), os = require('os'), path = require('path'), net = require('net');
@@ -47,7 +43,6 @@ const check = async (name, f) => {
 const until = (emitter, event, pred = () => true) => new Promise((res) => {
   const h = (...a) => { if (pred(...a)) { emitter.off(event, h); res(a); } }; emitter.on(event, h);
 });
-const freePort = () => new Promise((res) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
 (async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sdk-smoke-'));
   const port = await freePort();
