@@ -64,7 +64,8 @@ public actor IMClient {
     var lastPatchTime: Int64?
     /// The request serial of the chat room rejoin a reconnect waits for before it counts as resumed.
     var rejoinSerial: Int?
-    var seen: RecentIDs
+    /// The message ids received lately (at least the last `deduplicationWindow`): a redelivery is not emitted twice.
+    var seen: GenerationalMap<String, Void>
     /// The last message seen per conversation (what `markRead()` marks read up to).
     var lastMessages: [String: (id: String, timestamp: Int64)] = [:]
     /// Whether conversations are chat rooms, learnt from creation and queries. The chat room joined last
@@ -136,7 +137,7 @@ public actor IMClient {
         noReply = IMError(.requestTimeout, "no reply within \(options.requestTimeout)")
         self.registry = registry
         self.logger = logger ?? Logger(label: "hookbot.client.\(clientId)")
-        seen = RecentIDs(capacity: options.deduplicationWindow)
+        seen = GenerationalMap(generation: options.deduplicationWindow)
         queue = options.executor.map { ClientQueueOnExecutor($0) } ?? ClientQueue()
         executor = queue.unownedExecutor
     }

@@ -161,25 +161,3 @@ extension IMClient {
         }
     }
 }
-
-/// The most recent ids inserted: at least the last `capacity`, at most twice as many. Two generations of up to
-/// `capacity` ids each; when the newer is full it becomes the older and the older is forgotten at once. (A ring
-/// with one set removal per insert spent more on the removal, which moves the entries after the hole, than on
-/// the insert: measured on the bot's Lua thread, whose client receives every message.)
-struct RecentIDs {
-    private var newer = Set<String>()
-    private var older = Set<String>()
-    let capacity: Int
-
-    init(capacity: Int) { self.capacity = max(1, capacity) }
-
-    /// Inserts `id`; false when it is already present.
-    mutating func insert(_ id: String) -> Bool {
-        guard !older.contains(id), newer.insert(id).inserted else { return false }
-        if newer.count >= capacity {
-            older = newer
-            newer = Set(minimumCapacity: capacity)
-        }
-        return true
-    }
-}

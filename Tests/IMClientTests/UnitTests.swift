@@ -70,40 +70,6 @@ final class UnitTests: XCTestCase {
         XCTAssertEqual(options.reconnectDelay(attempt: 1000, unit: 0.5), .milliseconds(750))
     }
 
-    func testRecentIDsForgetOldest() {
-        var ids = RecentIDs(capacity: 2)
-        XCTAssertTrue(ids.insert("a"))
-        XCTAssertFalse(ids.insert("a"))
-        XCTAssertTrue(ids.insert("b"))
-        XCTAssertTrue(ids.insert("c"))
-        // Up to twice the capacity is remembered: "a" still is, two ids later.
-        XCTAssertFalse(ids.insert("a"))
-        XCTAssertTrue(ids.insert("d"))
-        // Three later ids and "a" is forgotten; the last two never are.
-        XCTAssertTrue(ids.insert("a"))
-        XCTAssertFalse(ids.insert("d"))
-        XCTAssertFalse(ids.insert("a"))
-    }
-
-    /// Whatever the order, an id among the last `capacity` distinct ones is always found, and one with twice
-    /// the capacity of others inserted after it never is (the window is bounded).
-    func testRecentIDsRememberAtLeastTheirCapacity() {
-        let capacity = 50
-        var ids = RecentIDs(capacity: capacity)
-        var generator = SystemRandomNumberGenerator()
-        var inserted: [String] = [] // distinct ids, oldest first
-        for _ in 0..<5_000 {
-            let id = "m\(Int.random(in: 0..<400, using: &generator))"
-            let recent = inserted.suffix(capacity).contains(id)
-            let isNew = ids.insert(id)
-            if recent { XCTAssertFalse(isNew, "\(id) is among the last \(capacity)") }
-            if let at = inserted.lastIndex(of: id), inserted.count - at > 2 * capacity {
-                XCTAssertTrue(isNew, "\(id) came \(inserted.count - at) ids ago")
-            }
-            if isNew { inserted.append(id) }
-        }
-    }
-
     /// Request deadlines: the sweeper sleeps until the earliest one instead of checking every 20 ms, and a deadline
     /// earlier than the one it sleeps for (armed later) wakes it in time; a later one is left pending.
     func testTheSweeperWakesAtTheEarliestDeadlineOnly() async {

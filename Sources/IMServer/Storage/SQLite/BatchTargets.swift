@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IMCore
 import Synchronization
 
 /// What a message batch reads of the conversations it stores into (whether each is a chat room, when it
@@ -115,42 +116,33 @@ final class BatchTargets: Sendable {
 /// an ack of one of them needs no `SELECT t FROM messages` (in w1b those lookups were about 7 % of the writer
 /// thread). Filled only after a commit succeeded; a message's id, conversation and timestamp never change once
 /// stored (edits and recalls keep them), so an entry is what the database would answer. At most `capacity`: two
-/// generations of up to half of it each; when the newer is full it becomes the older and the older is dropped at once.
-/// A ring with one removal per message cost more: each removal from the 8,192-entry dictionary moved the entries
-/// after it (retain and release of their keys; about 1 µs of the writer thread per committed message, issue 30 round 7).
+/// generations of up to half of it each (`GenerationalMap`): a ring with one removal per message cost more (each removal
+/// from the 8,192-entry dictionary moved the entries after it; about 1 µs of the writer thread per committed message,
+/// issue 30 round 7).
 final class RecentMessages: Sendable {
-    private struct State {
-        var newer: [String: (cid: String, t: Int64)] = [:]
-        var older: [String: (cid: String, t: Int64)] = [:]
-    }
-
-    private let state = Mutex(State())
+    private let state: Mutex<GenerationalMap<String, (cid: String, t: Int64)>>
     let capacity: Int
 
-    init(capacity: Int = 8_192) { self.capacity = capacity }
+    init(capacity: Int = 8_192) {
+        self.capacity = capacity
+        state = Mutex(GenerationalMap(generation: max(1, capacity / 2)))
+    }
 
-    /// Remembers a committed batch's stored messages (the oldest half makes room when the newer generation is full).
+    /// Remembers a committed batch's stored messages (the older generation is forgotten when the newer is full).
     func remember(_ outcomes: [BatchOutcome]) {
-        let generation = max(1, capacity / 2)
-        state.withLock { state in
+        state.withLock { recent in
             for outcome in outcomes {
                 guard case .stored(let record, _, _) = outcome else { continue }
-                if state.newer.count >= generation {
-                    swap(&state.newer, &state.older)
-                    state.newer.removeAll(keepingCapacity: true)
-                }
-                state.newer[record.id] = (record.cid, record.t)
+                recent.insert((record.cid, record.t), for: record.id)
             }
         }
     }
 
     /// The timestamp of message `id` when it is a recent one of conversation `cid`.
     func timestamp(of id: String, in cid: String) -> Int64? {
-        state.withLock { state in
-            (state.newer[id] ?? state.older[id]).flatMap { $0.cid == cid ? $0.t : nil }
-        }
+        state.withLock { recent in recent[id].flatMap { $0.cid == cid ? $0.t : nil } }
     }
 
     /// How many messages are remembered (tests).
-    var count: Int { state.withLock { $0.newer.count + $0.older.count } }
+    var count: Int { state.withLock { $0.count } }
 }
