@@ -200,6 +200,11 @@ final class Reviewer: Sendable {
         guard let host = host.withLock({ $0.value }) else { return answered(.allow) }
         host.answer(request, then: answered)
     }
+
+    /// A review is probably on its way (`ReviewHeadsUp`): the host's Lua thread gets ready for it.
+    func headsUp() {
+        host.withLock { $0.value }?.reviewStart?.wakeAhead.headsUp()
+    }
 }
 
 /// The server in process as the bot's client sees it, with the bot host as the interceptor that answers by
@@ -207,11 +212,12 @@ final class Reviewer: Sendable {
 struct AnsweringEndpoint: LocalEndpoint {
     let base: any LocalEndpoint
     let answerer: HookAnswerer
+    let headsUp: ReviewHeadsUp
 
     func connectLocally(
         receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void, review: HookReviewer?
     ) -> LocalConnection? {
-        base.connectLocally(receive: receive, closed: closed, answering: answerer)
+        base.connectLocally(receive: receive, closed: closed, answering: answerer, headsUp: headsUp)
     }
 }
 
@@ -221,13 +227,19 @@ struct AnsweringEndpoint: LocalEndpoint {
 /// to Swift's other work this way.
 final class ReviewStart: TaskExecutor {
     let loop: any EventLoop
+    /// Keeps the Lua thread awake from the server's heads-up until the review's job is queued here.
+    let wakeAhead: LuaWakeAhead
 
-    init(_ loop: any EventLoop) { self.loop = loop }
+    init(_ loop: any EventLoop) {
+        self.loop = loop
+        wakeAhead = LuaWakeAhead(loop: loop)
+    }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         loop.execute {
             job.runSynchronously(isolatedTo: self.loop.executor.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
         }
+        wakeAhead.reviewQueued()
     }
 }

@@ -127,7 +127,8 @@ public actor BotHost {
         let reviewsInProcess = options.localEndpoint != nil && configuration.interceptorSecret != nil
         if reviewsInProcess, let endpoint = options.localEndpoint {
             // Verdicts by callback (`HookAnswerer`): given on the Lua thread, applied there by the server.
-            options.localEndpoint = AnsweringEndpoint(base: endpoint) { request, answer in reviewer.answer(request, then: answer) }
+            options.localEndpoint = AnsweringEndpoint(
+                base: endpoint, answerer: { request, answer in reviewer.answer(request, then: answer) }, headsUp: { reviewer.headsUp() })
         }
         let store = try HookStateStore(path: configuration.statePath, quota: configuration.plugins.stateQuota)
         var pluginLogger = logger

@@ -20,9 +20,25 @@ public protocol LocalEndpoint: Sendable {
         receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
         answering: HookAnswerer?
     ) -> LocalConnection?
+
+    /// `connectLocally(receive:closed:answering:)` with a heads-up (`ReviewHeadsUp`): the server calls `headsUp` when
+    /// a message it will probably ask this interceptor to review has started to arrive, before it has decoded it,
+    /// so that the interceptor can get ready (the bot host wakes its Lua thread). An endpoint that does not
+    /// implement it gets the default, which gives no heads-up.
+    func connectLocally(
+        receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
+        answering: HookAnswerer?, headsUp: ReviewHeadsUp?
+    ) -> LocalConnection?
 }
 
 extension LocalEndpoint {
+    public func connectLocally(
+        receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
+        answering: HookAnswerer?, headsUp: ReviewHeadsUp?
+    ) -> LocalConnection? {
+        connectLocally(receive: receive, closed: closed, answering: answering)
+    }
+
     public func connectLocally(
         receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
         answering: HookAnswerer?
@@ -57,3 +73,9 @@ public typealias HookReviewer = @Sendable (HookRequest) async -> HookVerdict?
 /// no hop through Swift's pool). It must not block; an answer never given is decided by the failure policy at
 /// the deadline, and a second one is ignored.
 public typealias HookAnswerer = @Sendable (HookRequest, _ answer: @escaping @Sendable (HookVerdict?) -> Void) -> Void
+
+/// A heads-up to an interceptor attached in process that a message for review is probably on its way: called on a
+/// server thread as a frame that looks like a message arrives, about 20–30 µs before the review's request on an
+/// idle machine (issue 30, round 9). It must return at once. No review need follow (the frame may be something
+/// the server does not review, or be refused first), and several may come before one review.
+public typealias ReviewHeadsUp = @Sendable () -> Void

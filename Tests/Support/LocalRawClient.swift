@@ -10,13 +10,14 @@ public final class LocalRawClient: CommandRequesting, Sendable {
     private let connection: LocalConnection
     private let serial = Atomic<Int>(0)
 
-    /// Attaches to `endpoint`; `answering` answers hook requests when the client logs in as an interceptor.
-    public init(_ endpoint: any LocalEndpoint, answering: HookAnswerer? = nil) throws {
+    /// Attaches to `endpoint`; `answering` answers hook requests when the client logs in as an interceptor, and
+    /// `headsUp` is told when one is probably on its way.
+    public init(_ endpoint: any LocalEndpoint, answering: HookAnswerer? = nil, headsUp: ReviewHeadsUp? = nil) throws {
         let inbox = inbox
         guard
             let connection = endpoint.connectLocally(
                 receive: { inbox.append(($0, ObjectIdentifier(Thread.current))) }, closed: { inbox.close() },
-                answering: answering)
+                answering: answering, headsUp: headsUp)
         else { throw IMError(.connectionFailed, "server not running") }
         self.connection = connection
     }

@@ -15,13 +15,13 @@ final class LocalAttachments: Sendable {
     /// Starts serving a new in-process connection.
     func attach(
         allocateID: @escaping @Sendable () -> UInt64, service: IMService, receive: @escaping @Sendable (Command) -> Void,
-        closed: @escaping @Sendable () -> Void, review: HookAnswerer?
+        closed: @escaping @Sendable () -> Void, review: HookAnswerer?, headsUp: ReviewHeadsUp? = nil
     ) -> LocalConnection {
         let commands = LocalCommands()
         let transport = Transport(
             remoteAddress: "in-process", format: .local, encoder: { .command($0) },
             emit: { outbound in if case .command(let command) = outbound { receive(command) } },
-            finish: { commands.close() }, review: review, allocateID: allocateID)
+            finish: { commands.close() }, review: review, headsUp: headsUp, allocateID: allocateID)
         let id = transport.openFirst().id
         service.metrics.connectionOpened(.local)
         service.logger.info("connection accepted", metadata: ["conn": "\(id)", "remote": "in-process", "format": "local"])
@@ -179,8 +179,18 @@ extension IMServer: LocalEndpoint {
         receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
         answering: HookAnswerer?
     ) -> LocalConnection? {
+        connectLocally(receive: receive, closed: closed, answering: answering, headsUp: nil)
+    }
+
+    /// Attaches an in-process client whose verdicts come by callback and that is given a heads-up when a message
+    /// for its review is probably on its way (`ReviewHeadsUp`); nil when the server is not running.
+    public func connectLocally(
+        receive: @escaping @Sendable (Command) -> Void, closed: @escaping @Sendable () -> Void,
+        answering: HookAnswerer?, headsUp: ReviewHeadsUp?
+    ) -> LocalConnection? {
         guard isRunning else { return nil }
         return locals.attach(
-            allocateID: { [self] in allocateConnectionID() }, service: service, receive: receive, closed: closed, review: answering)
+            allocateID: { [self] in allocateConnectionID() }, service: service, receive: receive, closed: closed, review: answering,
+            headsUp: headsUp)
     }
 }

@@ -22,6 +22,8 @@ final class Transport: Sendable {
     let format: WireFormat
     /// Answers interception requests with a direct call instead of a `hook request` frame (in-process only).
     let review: HookAnswerer?
+    /// Told when a message for this interceptor's review is probably on its way (in-process only; `InterceptorHub`).
+    let headsUp: ReviewHeadsUp?
     /// LeanCloud protocol version 3 (`lc.*.3`): logins get unread notices instead of pushed offline
     /// messages; clients pull what they missed with `logs`.
     let notifiesUnreadOnly: Bool
@@ -50,7 +52,7 @@ final class Transport: Sendable {
     init(
         remoteAddress: String, format: WireFormat, encoder: @escaping @Sendable (Command) -> Connection.Outbound,
         emit: @escaping @Sendable (Connection.Outbound) -> Void, finish: @escaping @Sendable () -> Void,
-        review: HookAnswerer? = nil, notifiesUnreadOnly: Bool = false,
+        review: HookAnswerer? = nil, headsUp: ReviewHeadsUp? = nil, notifiesUnreadOnly: Bool = false,
         overflowBytes: Int = .max, overflow: @escaping @Sendable () -> Void = {},
         writer: WebSocketSession.Writer? = nil, allocateID: @escaping @Sendable () -> UInt64
     ) {
@@ -64,6 +66,7 @@ final class Transport: Sendable {
         self.emit = emit
         self.finish = finish
         self.review = review
+        self.headsUp = headsUp
         self.allocateID = allocateID
         firstConnectionID = allocateID()
     }

@@ -223,6 +223,8 @@ final class WebSocketSession: ChannelDuplexHandler {
         case .text, .binary:
             guard frame.reservedBits.isEmpty else { return close(code: .protocolError, reason: nil) }
             let data = frame.unmaskedData
+            // A message for review: the in-process interceptor gets ready while this thread decodes it (issue 30).
+            if service.interceptors.isActive, codec.format.probablySendsMessage(data) { service.interceptors.expectReview() }
             receive(.message(frame.opcode == .text ? .text(String(buffer: data)) : .binary(data)))
         case .ping:
             guard frame.fin else { return close(code: .protocolError, reason: nil) }
