@@ -86,7 +86,7 @@ extension BotHost {
                 transient: false)
             original = (message, body)
             let traced = traces.review(message)
-            traced?.reviewed("the server asked for a review (\(request.kind.rawValue), budget \(reviewBudgetText))")
+            traced?.reviewed(.reviewAsked(kind: request.kind.rawValue, budget: reviewBudgetText))
             trace = traced
             await knowSender(sent.from, in: sent.cid, until: until)
             review = await self.review(message, until: until, tracedBy: traced)
@@ -112,7 +112,7 @@ extension BotHost {
         if let trace, let original {
             let took = asked.duration(to: .now)
             let micros = Int(took.components.seconds * 1_000_000 + took.components.attoseconds / 1_000_000_000_000)
-            trace.reviewed(micros: micros, "answered \(verdict.name)" + (verdict.reason.map { ": \($0)" } ?? ""))
+            trace.reviewed(micros: micros, .reviewAnswered(verdict: verdict.name, reason: verdict.reason))
             // Where the bot is no member no delivery reaches it to continue the trace: nothing waits for one (such
             // entries only pushed out the others of the store's bounded list).
             switch (review.decision, verdict) {

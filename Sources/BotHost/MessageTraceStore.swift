@@ -93,7 +93,7 @@ public final class MessageTraceStore: Sendable {
         let reviewed: MessageTrace? = state.withLock { $0.awaiting.removeValue(forKey: key)?.trace }
         guard let reviewed else { return keep(Self.trace(of: message)) }
         reviewed.identify(messageID: message.id)
-        reviewed.add(.delivered, "delivered as \(message.id)")
+        reviewed.add(.delivered, .deliveredAs(message.id))
         return reviewed
     }
 
@@ -106,11 +106,12 @@ public final class MessageTraceStore: Sendable {
         var found: [MessageTrace.Snapshot] = []
         for trace in all.reversed() {
             guard found.count < limit else { break }
-            let snapshot = trace.snapshot
-            if blockedOnly, !snapshot.blocked { continue }
-            if withVerdict, snapshot.verdict == nil { continue }
-            if let cid, snapshot.cid != cid { continue }
-            found.append(snapshot)
+            // Filtered by the heading: only the traces shown have their texts made.
+            let heading = trace.heading
+            if blockedOnly, !heading.blocked { continue }
+            if withVerdict, !heading.hasVerdict { continue }
+            if let cid, heading.cid != cid { continue }
+            found.append(trace.snapshot)
         }
         return found
     }
@@ -118,9 +119,9 @@ public final class MessageTraceStore: Sendable {
     /// The trace of the message with this id, or else the trace with this number.
     public func trace(_ id: String) -> MessageTrace.Snapshot? {
         let all = state.withLock { $0.traces }
-        if let byMessage = all.lazy.map(\.snapshot).first(where: { $0.messageId == id }) { return byMessage }
+        if let byMessage = all.first(where: { $0.heading.messageId == id }) { return byMessage.snapshot }
         guard let number = Int(id) else { return nil }
-        return all.lazy.map(\.snapshot).first { $0.id == number }
+        return all.first { $0.heading.id == number }?.snapshot
     }
 
     private func keep(_ trace: MessageTrace) -> MessageTrace {

@@ -325,20 +325,7 @@ public final class MessageRouter: Sendable {
 
     nonisolated(nonsending) private func perform(_ action: HookAction, _ what: String, _ cid: String) async {
         do { try await outlet.perform(action) } catch { return failed(what, cid, plugin: action.plugin, error) }
-        if what != "log" { MessageTrace.current?.add(.action, plugin: action.plugin, "\(what) in \(cid)" + Self.target(of: action)) }
-    }
-
-    /// Whom an action is aimed at and why, for a trace (" (Tom: spam)").
-    private static func target(of action: HookAction) -> String {
-        switch action.kind {
-        case .mute(_, let user, let seconds, let reason):
-            " (\(user)\(seconds.map { ", \($0) s" } ?? "")\(reason.map { ": \($0)" } ?? ""))"
-        case .kick(_, let user, let reason): " (\(user)\(reason.map { ": \($0)" } ?? ""))"
-        case .warn(_, let user, let reason): " (\(user)\(reason.map { ": \($0)" } ?? ""))"
-        case .block(_, let user, _), .add(_, let user): " (\(user))"
-        case .sendCommand(_, let command): " (\(command.action))"
-        default: ""
-        }
+        if what != "log" { MessageTrace.current?.add(.action, plugin: action.plugin, .action(what, in: cid, action)) }
     }
 
     private func failed(_ what: String, _ cid: String, plugin: String, _ error: any Error) {
@@ -397,8 +384,7 @@ public final class MessageRouter: Sendable {
         approved.attrs[LoopGuard.hopKey] = .int(hops)
         do {
             try await outlet.send(approved, transient: transient, mentions: mentions, replyTo: replyTo, plugin: plugin)
-            MessageTrace.current?.add(
-                .sent, plugin: plugin, "\(transient ? "transient message" : "message") to \(cid): \"\(approved.text ?? "")\"")
+            MessageTrace.current?.add(.sent, plugin: plugin, .sent(transient: transient, cid: cid, text: approved.text ?? ""))
             note(.sent(cid: cid, transient: transient))
         } catch {
             failed(transient ? "send_transient" : "send", cid, plugin: plugin, error)

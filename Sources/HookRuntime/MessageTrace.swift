@@ -9,7 +9,8 @@ import Synchronization
 /// A host that wants traces makes one per message and runs the message's work inside
 /// `MessageTrace.$current.withValue(trace) { … }`; the plugin engine and the routing core add their steps
 /// to `current` when there is one (one task-local read per hook chain when there is none). A trace keeps
-/// at most `maxSteps` steps of at most `maxText` characters each, so a busy plugin cannot make it grow.
+/// at most `maxSteps` steps of at most `maxText` characters each, so a busy plugin cannot make it grow. A step
+/// keeps its parts (`Detail`) and its text is made when the trace is read (`snapshot`): most traces never are.
 public final class MessageTrace: Sendable {
     /// The trace the work of the current task belongs to, if the host traces it.
     @TaskLocal public static var current: MessageTrace?
@@ -78,8 +79,23 @@ public final class MessageTrace: Sendable {
         public var dropped: Int
     }
 
+    /// A step as kept: its parts (`detail`), formatted into `Step.text` only when the trace is read.
+    struct Entry: Sendable {
+        var kind: Step.Kind
+        var at: Double
+        var plugin: String?
+        var hook: String?
+        var micros: Int?
+        var detail: Detail
+
+        var step: Step { Step(kind: kind, at: at, plugin: plugin, hook: hook, micros: micros, text: MessageTrace.cut(detail.text)) }
+    }
+
     private struct State {
-        var snapshot: Snapshot
+        /// The trace's facts; its `steps` and `verdict` stay empty here (they are `entries` and `verdict`).
+        var heading: Snapshot
+        var entries: [Entry]
+        var verdict: Detail?
         var started: UInt64
     }
 
@@ -88,94 +104,133 @@ public final class MessageTrace: Sendable {
     public init(messageID: String, cid: String, from: String, text: String, time: Date = Date()) {
         // A reviewed and answered message takes about eight steps: room for them at once, instead of the array
         // growing four times.
-        var steps: [Step] = []
-        steps.reserveCapacity(Self.initialSteps)
+        var entries: [Entry] = []
+        entries.reserveCapacity(Self.initialSteps)
         state = Mutex(
             State(
-                snapshot: Snapshot(
+                heading: Snapshot(
                     id: 0, messageId: messageID, cid: cid, from: from, text: Self.cut(text),
                     time: Int64(time.timeIntervalSince1970 * 1000), blocked: false, reason: nil, decidedBy: nil, verdict: nil,
-                    reviewed: false, steps: steps,
+                    reviewed: false, steps: [],
                     dropped: 0),
-                started: DispatchTime.now().uptimeNanoseconds))
+                entries: entries, verdict: nil, started: DispatchTime.now().uptimeNanoseconds))
     }
 
-    /// What the trace holds now.
-    public var snapshot: Snapshot { state.withLock { $0.snapshot } }
+    /// What the trace holds now, its texts formatted (outside the lock: the bot's thread may be adding a step).
+    public var snapshot: Snapshot {
+        let (heading, entries, verdict) = state.withLock { ($0.heading, $0.entries, $0.verdict) }
+        var snapshot = heading
+        snapshot.verdict = verdict.map { Self.cut($0.text) }
+        snapshot.steps = entries.map(\.step)
+        return snapshot
+    }
+
+    /// What the trace list filters on, without formatting any text.
+    public struct Heading: Sendable, Hashable {
+        public var id: Int
+        public var messageId: String
+        public var cid: String
+        public var blocked: Bool
+        /// Whether the message got a verdict (`Snapshot.verdict` is not nil).
+        public var hasVerdict: Bool
+    }
+
+    /// The trace's number, message id, conversation, whether it was blocked and whether it has a verdict.
+    public var heading: Heading {
+        state.withLock {
+            Heading(
+                id: $0.heading.id, messageId: $0.heading.messageId, cid: $0.heading.cid, blocked: $0.heading.blocked,
+                hasVerdict: $0.verdict != nil)
+        }
+    }
 
     /// Numbers the trace (done once by the store that keeps it).
-    public func number(_ id: Int) { state.withLock { $0.snapshot.id = id } }
+    public func number(_ id: Int) { state.withLock { $0.heading.id = id } }
 
     /// Sets the message's id (a reviewed message once it is delivered).
-    public func identify(messageID: String) { state.withLock { $0.snapshot.messageId = messageID } }
+    public func identify(messageID: String) { state.withLock { $0.heading.messageId = messageID } }
 
     /// Adds the verdict the message got (what the trace list shows).
     public func verdict(_ text: String, plugin: String? = nil) {
-        state.withLock { $0.snapshot.verdict = Self.cut(text) }
-        add(.verdict, plugin: plugin, text)
+        verdict(.text(text), plugin: plugin)
+    }
+
+    /// Adds the verdict the message got, as its parts (each string part cut to `maxText`).
+    public func verdict(_ detail: Detail, plugin: String? = nil) {
+        state.withLock { $0.verdict = detail }
+        add(.verdict, plugin: plugin, detail)
     }
 
     /// Adds a review step: the server asked the bot to review the message.
     public func reviewed(micros: Int? = nil, _ text: String) {
-        state.withLock { $0.snapshot.reviewed = true }
-        add(.review, micros: micros, text)
+        reviewed(micros: micros, .text(text))
+    }
+
+    /// Adds a review step, as its parts.
+    public func reviewed(micros: Int? = nil, _ detail: Detail) {
+        state.withLock { $0.heading.reviewed = true }
+        add(.review, micros: micros, detail)
     }
 
     /// Marks the message as kept from the conversation, and why.
     public func block(reason: String?, by plugin: String?) {
         state.withLock {
-            $0.snapshot.blocked = true
-            if $0.snapshot.reason == nil { $0.snapshot.reason = reason.map { Self.cut($0) } }
-            if $0.snapshot.decidedBy == nil { $0.snapshot.decidedBy = plugin }
+            $0.heading.blocked = true
+            if $0.heading.reason == nil { $0.heading.reason = reason.map { Self.cut($0) } }
+            if $0.heading.decidedBy == nil { $0.heading.decidedBy = plugin }
         }
     }
 
     /// Adds a step (dropped, and counted, past `maxSteps`).
     public func add(_ kind: Step.Kind, plugin: String? = nil, hook: String? = nil, micros: Int? = nil, _ text: String) {
+        add(kind, plugin: plugin, hook: hook, micros: micros, .text(text))
+    }
+
+    /// Adds a step as its parts (dropped, and counted, past `maxSteps`); its text is made when the trace is read.
+    /// `Detail`'s makers cut every string part to `maxText`, so a plugin's long text is not kept whole.
+    public func add(_ kind: Step.Kind, plugin: String? = nil, hook: String? = nil, micros: Int? = nil, _ detail: Detail) {
         let now = DispatchTime.now().uptimeNanoseconds
         state.withLock {
-            guard $0.snapshot.steps.count < Self.maxSteps else {
-                $0.snapshot.dropped += 1
+            guard $0.entries.count < Self.maxSteps else {
+                $0.heading.dropped += 1
                 return
             }
             let at = Double(now &- $0.started) / 1_000_000
-            $0.snapshot.steps.append(
-                Step(kind: kind, at: (at * 1000).rounded() / 1000, plugin: plugin, hook: hook, micros: micros, text: Self.cut(text)))
+            $0.entries.append(
+                Entry(kind: kind, at: (at * 1000).rounded() / 1000, plugin: plugin, hook: hook, micros: micros, detail: detail))
         }
     }
 
     /// Records one plugin's hook call: how long it ran (`nanos`), what it decided (`outcome`, nil for
     /// nothing), the actions it asked for and its failure.
-    func hook(_ plugin: String, _ hook: String, nanos: UInt64, outcome: String?, actions: [HookAction], error: HookError?) {
-        var parts: [String] = []
-        if let outcome { parts.append(outcome) }
-        if !actions.isEmpty { parts.append("asked for " + actions.map { Self.name(of: $0.kind) }.joined(separator: ", ")) }
-        if let error { parts.append("failed: \(error.message)") }
+    func hook(_ plugin: String, _ hook: String, nanos: UInt64, outcome: Outcome?, actions: [HookAction], error: HookError?) {
+        // One action's name is a literal (nothing to allocate); several are joined now, not kept as the plugin's array.
+        let asked: String? =
+            switch actions.count {
+            case 0: nil
+            case 1: Self.name(of: actions[0].kind)
+            default: Self.cut(actions.map { Self.name(of: $0.kind) }.joined(separator: ", "))
+            }
         add(
             error == nil ? .hook : .error, plugin: plugin, hook: hook, micros: Int(nanos / 1000),
-            parts.isEmpty ? "no verdict" : parts.joined(separator: "; "))
+            .hook(outcome: outcome, asked: asked, error: error.map { Self.cut($0.message) }))
     }
 
     /// What a hook chain's value (the one that ended it) says, for a trace: a moderation or membership
-    /// verdict, a `before_send` drop, a translation.
-    static func describe(_ value: Any, hook: HookName) -> String? {
+    /// verdict, a `before_send` drop, a translation (its strings cut to `maxText`).
+    static func describe(_ value: Any, hook: HookName) -> Outcome? {
         switch hook {
         case .beforeSend:
-            let reason = value as? String
-            return reason.map { $0.isEmpty ? "drop" : "drop: \($0)" } ?? "drop"
+            return .drop(reason: (value as? String).map { Self.cut($0) })
         case .translate:
-            return (value as? String).map { "translated: \($0)" }
+            return (value as? String).map { .translated(Self.cut($0)) }
         default:
             guard let verdict = value as? ModerationVerdict else { return nil }
             switch verdict {
-            case .allow: return "allow"
-            case .replace(let text): return "replace with \"\(text)\""
+            case .allow: return .verdict(.allow)
+            case .replace(let text): return .verdict(.replace(text: Self.cut(text)))
             case .block(let reason, let code, let silent):
-                var said = "block"
-                if let reason { said += ": \(reason)" }
-                if let code { said += " (appCode \(code))" }
-                if silent { said += " (silent)" }
-                return said
+                return .verdict(.block(reason: reason.map { Self.cut($0) }, code: code, silent: silent))
             }
         }
     }
@@ -199,7 +254,9 @@ public final class MessageTrace: Sendable {
         }
     }
 
-    static func cut(_ text: String) -> String {
+    /// `text`, or its first `maxText` - 1 characters and "…" when it is longer. Cutting a step's string parts
+    /// before its text is made gives the same text as cutting the text: a cut part still reaches past `maxText`.
+    public static func cut(_ text: String) -> String {
         // A string has at least as many UTF-8 bytes as characters: most texts are found short without counting
         // their characters (grapheme breaking, a measured share of every step a trace adds).
         guard text.utf8.count > maxText, text.count > maxText else { return text }
