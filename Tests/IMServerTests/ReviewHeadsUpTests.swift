@@ -45,6 +45,30 @@ import Testing
         }
     }
 
+    /// The heads-up is called through the same frames at the fiftieth message as at the first (the call once went
+    /// through one more reabstraction thunk per frame received before it).
+    @Test func theHeadsUpIsCalledTheSameWayAtEveryMessage() async throws {
+        try await ServerHarness.start { configuration in
+            configuration.interception.interceptors = [.init(clientID: "modbot", secret: Self.secret)]
+            configuration.interception.deadlineMillis = 5000
+        }.whileRunning { server in
+            let depths = Mutex<[Int]>([])
+            let bot = try LocalRawClient(
+                server.server, answering: { _, answer in answer(.allow) },
+                headsUp: { depths.withLock { $0.append(Thread.callStackReturnAddresses.count) } })
+            #expect(try await bot.request(Command.interceptorOpen("modbot", secret: Self.secret)).op == .opened)
+            try await waitUntilInterceptorAttached(server.server, "modbot")
+            let tom = try await server.login("Tom")
+            let cid = try await tom.startConversation(members: ["Jerry"])
+            for k in 1...50 { try await tom.sendText("第 \(k) 条 ✉️", to: cid) }
+            let seen = depths.withLock { $0 }
+            #expect(seen.count == 50)
+            #expect(Set(seen).count == 1, "stack depths at the heads-ups: \(seen)")
+            await tom.close()
+            bot.close()
+        }
+    }
+
     @Test func noHeadsUpGoesToAnInterceptorThatIsNotFirstInTheChainOrHasLeft() async throws {
         try await ServerHarness.start { configuration in
             configuration.interception.interceptors = [
