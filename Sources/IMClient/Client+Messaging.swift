@@ -12,7 +12,7 @@ extension IMClient {
         let body = try content.encodedBody()
         var direct = try directCommand(to: cid, options: options)
         direct.msg = body
-        let (_, slot) = try enqueue(direct, policy: options.transient ? .fail : .resend)
+        let (_, slot) = try enqueue(consume direct, policy: options.transient ? .fail : .resend)
         return IMPendingMessage(client: self, slot: slot, conversationId: cid, content: content, body: body, options: options)
     }
 

@@ -16,8 +16,8 @@ extension IMClient {
 
     /// Sends a request and returns its reply. While the client is paused the request waits for the
     /// reconnect (at most `sendTimeout`); a reply carrying an error code is thrown as `IMError`.
-    func request(_ command: Command, policy: LossPolicy = .fail) async throws(IMError) -> Command {
-        let (serial, slot) = try enqueue(command, policy: policy)
+    func request(_ command: consuming Command, policy: LossPolicy = .fail) async throws(IMError) -> Command {
+        let (serial, slot) = try enqueue(consume command, policy: policy)
         let result = await withTaskCancellationHandler {
             await slot.value()
         } onCancel: {
@@ -29,13 +29,13 @@ extension IMClient {
     }
 
     /// Writes a request now, so requests leave in the order they are enqueued (or queues it while paused),
-    /// and returns the slot its reply will arrive in.
-    func enqueue(_ command: Command, policy: LossPolicy) throws(IMError) -> (serial: Int, slot: ReplySlot) {
+    /// and returns the slot its reply will arrive in. `consuming`: the serial is set in the caller's command
+    /// itself; a borrowed one would still be the caller's too, and setting it would copy the command's storage.
+    func enqueue(_ command: consuming Command, policy: LossPolicy) throws(IMError) -> (serial: Int, slot: ReplySlot) {
         switch connectionState {
         case .opened, .opening, .paused, .resuming: break
         case .closed, .kicked: throw IMError(.clientNotOpen, "open the client first")
         }
-        var command = command
         let serial = allocateSerial()
         command.i = serial
         let slot = ReplySlot()
