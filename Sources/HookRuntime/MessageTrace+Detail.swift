@@ -4,9 +4,11 @@ extension MessageTrace {
     /// interpolation, each then freed 500 messages later, and few traces are ever read.
     ///
     /// Made only by the static functions below, which cut every string part to `maxText` (an O(1) check for most
-    /// strings): a plugin's long text is not kept whole, so a trace holds no more than when it kept cut texts. The
-    /// text made from the parts is cut again, and is the same as cutting the whole text was: a part that was cut
-    /// still reaches past `maxText` in it.
+    /// strings): a plugin's long text is not kept whole. A step keeps at most four such parts (an action: its name,
+    /// conversation, user and reason), so up to about four times `maxText` characters where it used to keep one cut
+    /// text (a trace still holds at most `maxSteps` steps).
+    /// The text made from the parts is cut again, and is the same as cutting the whole text was: a part that was
+    /// cut still reaches past `maxText` in it.
     public struct Detail: Sendable, Hashable {
         let parts: Parts
 
