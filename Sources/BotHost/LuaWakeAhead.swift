@@ -92,12 +92,12 @@ final class LuaWakeAhead: Sendable {
 
     /// Runs on the Lua thread: returns once the review's job is queued, or after `budget`.
     private func waitForTheReview() {
-        let limit = NIODeadline.now().uptimeNanoseconds &+ Self.nanoseconds(budget)
+        let limit = NIODeadline.now().uptimeNanoseconds &+ UInt64(TimeAmount(budget).nanoseconds)
         waits.add(1, ordering: .relaxed)
         while phase.load(ordering: .acquiring) != Phase.queued {
             guard NIODeadline.now().uptimeNanoseconds < limit else {
                 // Rest before the next heads-up is taken (set before the phase lets one in).
-                restingUntil.store(NIODeadline.now().uptimeNanoseconds &+ Self.nanoseconds(restAfterMiss), ordering: .relaxed)
+                restingUntil.store(NIODeadline.now().uptimeNanoseconds &+ UInt64(TimeAmount(restAfterMiss).nanoseconds), ordering: .relaxed)
                 if phase.compareExchange(expected: Phase.expecting, desired: Phase.idle, ordering: .acquiringAndReleasing).exchanged {
                     missed.add(1, ordering: .relaxed)
                     return
@@ -112,10 +112,5 @@ final class LuaWakeAhead: Sendable {
         }
         reviewed.add(1, ordering: .relaxed)
         phase.store(Phase.idle, ordering: .releasing)
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
 }

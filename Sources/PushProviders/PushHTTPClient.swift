@@ -126,13 +126,6 @@ extension PushHTTPClient {
     }
 }
 
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}
-
 /// `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP date; a date in the past is zero.
 func parseRetryAfter(_ value: String, now: Date = Date()) -> Duration? {
     let trimmed = value.trimmingCharacters(in: .whitespaces)
