@@ -55,9 +55,12 @@ final class IMService: Sendable {
         interceptors = InterceptorHub(configuration: configuration.interception, metrics: metrics, logger: logger, cluster: cluster)
         pushes = try PushDispatcher.make(
             configuration, store: store, registry: registry, metrics: metrics, logger: logger, interceptors: interceptors)
+        let environment = ProcessInfo.processInfo.environment
+        let inlineLimit = environment["HOOKBOT_INLINE_COMMIT"].flatMap { Int($0) } ?? configuration.inlineCommitLimit
         pipeline = MessagePipeline(
             store: store, registry: registry, receipts: receipts, rooms: rooms,
-            counters: storageCounters, metrics: metrics, logger: logger, fansOutLocally: cluster == nil, pushes: pushes)
+            counters: storageCounters, metrics: metrics, logger: logger, fansOutLocally: cluster == nil, pushes: pushes,
+            inlineLimit: max(0, inlineLimit))
         interception = InterceptionStage(
             hub: interceptors, pipeline: pipeline, metrics: metrics,
             admission: ReviewAdmission(

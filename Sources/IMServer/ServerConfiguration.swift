@@ -28,6 +28,11 @@ public struct ServerConfiguration: Sendable {
     public var backlogLimitPerConversation: Int = 1000
     /// `PRAGMA synchronous = FULL` (fsync on every commit) when true, `NORMAL` otherwise.
     public var synchronousFull: Bool = true
+    /// With SQLite, the most messages a batch may hold to be committed on the event loop that enqueued its first
+    /// message (the WebSocket's, or the in-process bot's thread) when the writer thread is idle, saving two thread
+    /// wake-ups per message; larger batches, and everything while the writer is busy, commit on the writer thread with
+    /// group commit. 0 commits everything on the writer thread. `HOOKBOT_INLINE_COMMIT` in the environment overrides it.
+    public var inlineCommitLimit: Int = 1
     /// How long the start-up integrity check of the SQLite file (`PRAGMA quick_check`) may run, in seconds;
     /// a damaged file is refused, a check that runs out of time is logged and the server starts. 0 skips it.
     public var integrityCheckSeconds: Int = 30

@@ -77,8 +77,8 @@ final class Outbox {
         last = 0
         for entry in loops {
             let items = entry.items
-            if entry.loop.inEventLoop {
-                WebSocketSession.Writer.write(items)
+            if entry.loop.inEventLoop, let first = items.first {
+                first.0.writes.writeInLoop(items)
             } else if let first = items.first {
                 first.0.writes.submit(items)
             }
@@ -120,6 +120,18 @@ final class LoopWrites: Sendable {
             return !pending.scheduled
         }
         if schedule { loop.execute { self.run() } }
+    }
+
+    /// Writes frames of this loop's sessions, on the loop: now, unless frames handed over from other threads wait for
+    /// the loop's task, which then writes these after them (a batch committed inline on this loop must not overtake the
+    /// writer thread's batch before it).
+    func writeInLoop(_ items: [(WebSocketSession.Writer, Connection.Outbound)]) {
+        let queued = pending.withLock { pending in
+            guard pending.scheduled else { return false }
+            pending.items.append(contentsOf: items)
+            return true
+        }
+        if !queued { WebSocketSession.Writer.write(items) }
     }
 
     private func run() {
