@@ -114,9 +114,13 @@ struct Efficiency: Encodable {
     /// On PostgreSQL: every transaction the nodes ran per 1,000 (the pipeline's, presence, announcements,
     /// interception relays, logins…).
     var databaseTransactionsPer1000Messages: Double?
-    /// On SQLite: CPU microseconds of the message pipeline's writer thread (all nodes') per stored message: the
-    /// batches' commits and their hand-off to the event loops, apart from the clients sharing this process.
+    /// On SQLite: CPU microseconds of the message pipeline's commits (all nodes') per stored message: the writer
+    /// thread's (the batches' commits and their hand-off to the event loops) and those of batches committed inline on
+    /// an event loop, apart from the clients sharing this process.
     var writerCPUMicrosPerMessage: Double?
+    /// On SQLite: of `transactionsPer1000Messages`, those committed on the event loop that enqueued their message
+    /// (the writer thread was idle) instead of on the writer thread.
+    var inlineTransactionsPer1000Messages: Double?
 }
 
 /// Measures `Efficiency` between its creation and `finish()`.
@@ -126,6 +130,7 @@ struct Meter {
     let cpu = ProcessCPU.current()
     let botCPU: Double?
     let storage: (transactions: Int, messages: Int)
+    let inlineTransactions: Int
     let databaseTransactions: Int?
     let writerCPU: Double?
 
@@ -134,6 +139,7 @@ struct Meter {
         self.bot = bot
         botCPU = bot?.botCPUSeconds
         storage = Self.storageStats(servers)
+        inlineTransactions = servers.map(\.inlineTransactions).reduce(0, +)
         databaseTransactions = Self.databaseTransactions(servers)
         writerCPU = Self.writerCPU(servers)
     }
@@ -170,7 +176,9 @@ struct Meter {
             databaseTransactionsPer1000Messages: databaseTransactions,
             writerCPUMicrosPerMessage: writerCPU.flatMap { start in
                 Self.writerCPU(servers).map { (($0 - start) / Double(stored) * 1e6 * 10).rounded() / 10 }
-            })
+            },
+            inlineTransactionsPer1000Messages: writerCPU == nil
+                ? nil : per1000(Double(servers.map(\.inlineTransactions).reduce(0, +) - inlineTransactions)))
     }
 }
 

@@ -79,6 +79,9 @@ public final class IMServer: Sendable {
 
     /// Transactions committed by the message pipeline, and the messages they stored.
     public var storageStats: (transactions: Int, messages: Int) { service.storageCounters.snapshot }
+    /// Of `storageStats`' transactions, those committed on the event loop that enqueued their message (SQLite, an idle
+    /// writer thread: `ServerConfiguration.inlineCommitLimit`).
+    public var inlineTransactions: Int { service.storageCounters.inlineTransactions }
 
     /// CPU seconds used so far by the message pipeline's writer thread (SQLite), or nil (PostgreSQL).
     public var writerCPUSeconds: Double? { service.storageCounters.writerCPUSeconds }

@@ -164,7 +164,8 @@ final class WriterBatchTests: XCTestCase {
     }
 
     /// `IMServer.writerCPUSeconds` (what `hookbot bench` reports as `writerCPUMicrosPerMessage`): the SQLite
-    /// pipeline's writer thread's CPU clock, which grows as batches commit; nil on PostgreSQL.
+    /// pipeline's writer thread's CPU clock plus that of batches committed inline on an event loop (as these, one at a
+    /// time, are), which grows as batches commit; nil on PostgreSQL.
     func testTheWriterThreadsCPUTimeGrowsWithStoredMessages() async throws {
         let server = try await startServer()
         let (tom, jerry) = try await server.login("Tom", "Jerry")
