@@ -4,6 +4,7 @@ import PackageDescription
 /// The library products the targets below depend on, each spelled once.
 extension Target.Dependency {
     static let grdb: Self = .product(name: "GRDB", package: "GRDB.swift")
+    static let grdbSQLite: Self = .product(name: "GRDBSQLite", package: "GRDB.swift")
     static let tomlKit: Self = .product(name: "TOMLKit", package: "TOMLKit")
     static let asyncHTTPClient: Self = .product(name: "AsyncHTTPClient", package: "async-http-client")
     static let hummingbird: Self = .product(name: "Hummingbird", package: "hummingbird")
@@ -86,7 +87,7 @@ let package = Package(
             dependencies: [
                 "IMCore", "IMProto", "IMSignatures", "Telemetry", "MediaImaging", "PushProviders",
                 .hummingbird, .hummingbirdCore, .nioHTTPTypes, .nioHTTPTypesHTTP1, .nioHTTP1, .hummingbirdWebSocket,
-                .grdb, .postgresNIO, .logging, .crypto, .nioCore, .nioPosix, .nioWebSocket, .nioSSL, .serviceLifecycle,
+                .grdb, .grdbSQLite, .postgresNIO, .logging, .crypto, .nioCore, .nioPosix, .nioWebSocket, .nioSSL, .serviceLifecycle,
             ]
         ),
         .target(

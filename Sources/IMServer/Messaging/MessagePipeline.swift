@@ -123,8 +123,8 @@ final class MessagePipeline: Sendable {
             return !state.drainQueued
         }
         guard wake else { return }
-        if case .blocking(let write) = writeBatch, inlineLimit > 0, let loop = MultiThreadedEventLoopGroup.currentEventLoop {
-            loop.execute { self.commitInline(write) }
+        if case .blocking(let store) = writeBatch, inlineLimit > 0, let loop = MultiThreadedEventLoopGroup.currentEventLoop {
+            loop.execute { self.commitInline(store) }
         } else {
             startDrain()
         }
@@ -142,22 +142,24 @@ final class MessagePipeline: Sendable {
     /// deliveries costs no thread wake-up (on this machine a sleeping thread takes 30–50 µs to wake, and a bot's
     /// round trip had seven of them: issue 30, round 10); under load the writer is busy, messages queue behind its
     /// transaction and commit in its groups as before. Only one drain runs at a time (`drainQueued`), so commits stay
-    /// in order and the database has one writer.
-    private func commitInline(_ write: @escaping @Sendable (MessageBatch) throws -> BatchResult) {
-        guard state.withLock({ $0.queue.count <= inlineLimit }) else { return writer.execute { self.drain(write) } }
+    /// in order and the database has one writer. Slow upkeep the commit would do (SQLite's WAL checkpoint, with its
+    /// `fsync`s) is left to the writer thread, which runs it before anything else is committed (`WALCheckpointer`).
+    private func commitInline(_ store: BlockingBatchWriter) {
+        guard state.withLock({ $0.queue.count <= inlineLimit }) else { return writer.execute { self.drain(store) } }
         let cpu = ThreadCPUClock.now()
         if let batch = nextBatch() {
             let started = ServerMetrics.now()
-            finish(batch, Result { try write(batch) }, started: started)
+            finish(batch, Result { try store.write(batch, true) }, started: started)
         }
         counters.committedInline(cpuSince: cpu)
-        if drainGoesOn() { startDrain() }
+        // With upkeep due, the drain stays queued: messages arriving meanwhile wait for the writer thread.
+        if store.upkeepDue() || drainGoesOn() { writer.execute { self.drain(store) } }
     }
 
     /// Runs `drain` where the store commits: on the writer thread, or as a task.
     private func startDrain() {
         switch writeBatch {
-        case .blocking(let write): writer.execute { self.drain(write) }
+        case .blocking(let store): writer.execute { self.drain(store) }
         case .suspending(let write): Task { await self.drain(write) }
         }
     }
@@ -226,11 +228,12 @@ final class MessagePipeline: Sendable {
         }
     }
 
-    /// Runs on the writer thread: commits batches until nothing is queued.
-    private func drain(_ write: @Sendable (MessageBatch) throws -> BatchResult) {
+    /// Runs on the writer thread: the upkeep an inline commit left, then batches until nothing is queued.
+    private func drain(_ store: BlockingBatchWriter) {
+        store.upkeep()
         while let batch = nextBatch() {
             let started = ServerMetrics.now()
-            finish(batch, Result { try write(batch) }, started: started)
+            finish(batch, Result { try store.write(batch, false) }, started: started)
         }
     }
 

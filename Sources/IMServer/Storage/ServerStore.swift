@@ -124,10 +124,21 @@ struct BatchResult: Sendable {
     var timestamps: [String: Int64]
 }
 
+/// A store that commits on the calling thread (SQLite).
+struct BlockingBatchWriter: Sendable {
+    /// Commits a batch. `inline`: on an event loop (`MessagePipeline.commitInline`), where slow upkeep (a WAL checkpoint)
+    /// is left for `upkeep` on the pipeline's writer thread.
+    let write: @Sendable (MessageBatch, _ inline: Bool) throws -> BatchResult
+    /// Whether an inline commit left upkeep.
+    let upkeepDue: @Sendable () -> Bool
+    /// Runs the upkeep left, if any (on the writer thread, before its next batch).
+    let upkeep: @Sendable () -> Void
+}
+
 /// How a store commits batches: on the pipeline's own thread (SQLite: a blocking commit on a thread that
 /// does nothing else) or suspending (PostgreSQL: the driver is asynchronous).
 enum BatchWriter: Sendable {
-    case blocking(@Sendable (MessageBatch) throws -> BatchResult)
+    case blocking(BlockingBatchWriter)
     case suspending(@Sendable (MessageBatch) async throws -> BatchResult)
 }
 

@@ -10,6 +10,8 @@ final class SQLiteStore: ServerStore {
     let batchTargets = BatchTargets()
     /// The messages the last batches stored, for the delivery cursors that their acks move.
     let recentMessages = RecentMessages()
+    /// Runs the WAL's checkpoints off the committing threads.
+    let checkpointer: WALCheckpointer
 
     /// Opens (and migrates) the file, after checking its integrity for at most `integrityCheckSeconds` (0
     /// skips the check); a damaged file throws `DamagedDatabase`.
@@ -17,6 +19,7 @@ final class SQLiteStore: ServerStore {
         db = try SQLiteSchema.open(
             path: path, synchronousFull: synchronousFull, integrityCheckSeconds: integrityCheckSeconds, logger: logger)
         try db.writeWithoutTransaction { [batchTargets] db in try batchTargets.install(on: db) }
+        checkpointer = try WALCheckpointer(pool: db)
     }
 
     func ping() async throws {
@@ -234,25 +237,37 @@ final class SQLiteStore: ServerStore {
     // MARK: Messages
 
     var batchWriter: BatchWriter {
-        .blocking { [db, batchTargets, recentMessages] batch in
-            // The transaction without GRDB's `write`: it runs `BEGIN IMMEDIATE` and `COMMIT` through `execute(sql:)`,
-            // which parses both again on every call (a tenth of the writer thread's time for a one-message batch,
-            // perf, issue 30 round 6). The same statements, cached; GRDB still runs them (transaction observers,
-            // its bookkeeping), and `writeWithoutTransaction` checks that none is left open.
-            try db.writeWithoutTransaction { db in
-                try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
-                do {
-                    try batchTargets.validate(db)
-                    let result = try Self.commit(db, batch, targets: batchTargets)
-                    try MessageTable.advanceCursors(db, batch.moves, recent: recentMessages)
-                    try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
-                    recentMessages.remember(result.outcomes)
-                    return result
-                } catch {
-                    // A failed statement or commit may leave the transaction open (or SQLite may have ended it).
-                    if db.isInsideTransaction { try? db.rollback() }
-                    throw error
-                }
+        .blocking(
+            BlockingBatchWriter(
+                write: { [db, batchTargets, recentMessages, checkpointer] batch, inline in
+                    let write = { try Self.write(batch, to: db, targets: batchTargets, recent: recentMessages) }
+                    return inline ? try checkpointer.deferring(write) : try write()
+                },
+                upkeepDue: { [checkpointer] in checkpointer.isDue },
+                upkeep: { [db, checkpointer] in checkpointer.runDue(db) }))
+    }
+
+    /// One batch's transaction on the writer connection.
+    private static func write(
+        _ batch: MessageBatch, to db: DatabasePool, targets batchTargets: BatchTargets, recent recentMessages: RecentMessages
+    ) throws -> BatchResult {
+        // The transaction without GRDB's `write`: it runs `BEGIN IMMEDIATE` and `COMMIT` through `execute(sql:)`,
+        // which parses both again on every call (a tenth of the writer thread's time for a one-message batch,
+        // perf, issue 30 round 6). The same statements, cached; GRDB still runs them (transaction observers,
+        // its bookkeeping), and `writeWithoutTransaction` checks that none is left open.
+        try db.writeWithoutTransaction { db in
+            try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+            do {
+                try batchTargets.validate(db)
+                let result = try Self.commit(db, batch, targets: batchTargets)
+                try MessageTable.advanceCursors(db, batch.moves, recent: recentMessages)
+                try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                recentMessages.remember(result.outcomes)
+                return result
+            } catch {
+                // A failed statement or commit may leave the transaction open (or SQLite may have ended it).
+                if db.isInsideTransaction { try? db.rollback() }
+                throw error
             }
         }
     }
