@@ -60,7 +60,7 @@ final class IMService: Sendable {
         pipeline = MessagePipeline(
             store: store, registry: registry, receipts: receipts, rooms: rooms,
             counters: storageCounters, metrics: metrics, logger: logger, fansOutLocally: cluster == nil, pushes: pushes,
-            inlineLimit: max(0, inlineLimit))
+            inlineLimit: max(0, inlineLimit), inlineBudget: configuration.inlineCommitBudget)
         interception = InterceptionStage(
             hub: interceptors, pipeline: pipeline, metrics: metrics,
             admission: ReviewAdmission(

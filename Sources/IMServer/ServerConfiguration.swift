@@ -33,6 +33,10 @@ public struct ServerConfiguration: Sendable {
     /// wake-ups per message; larger batches, and everything while the writer is busy, commit on the writer thread with
     /// group commit. 0 commits everything on the writer thread. `HOOKBOT_INLINE_COMMIT` in the environment overrides it.
     public var inlineCommitLimit: Int = 1
+    /// Commits are made inline only while recent one-message commits took this long or less on average (an `fsync` of
+    /// milliseconds, a slow disk at `synchronous = FULL`, is waited for better by the writer thread than by an event loop
+    /// serving other connections).
+    public var inlineCommitBudget: Duration = .microseconds(500)
     /// How long the start-up integrity check of the SQLite file (`PRAGMA quick_check`) may run, in seconds;
     /// a damaged file is refused, a check that runs out of time is logged and the server starts. 0 skips it.
     public var integrityCheckSeconds: Int = 30

@@ -14,7 +14,8 @@ final class InlineCommitTests: XCTestCase {
     /// each arrives, acknowledged, with an id and a timestamp above the one before.
     func testAnIdlePipelineCommitsOnTheEventLoopThatReadTheMessage() async throws {
         try XCTSkipIf(TestDatabase.backend == .postgres, "PostgreSQL commits on Swift's pool")
-        let server = try await startServer()
+        // A budget no commit exceeds, however busy the machine running the tests.
+        let server = try await startServer { $0.inlineCommitBudget = .seconds(60) }
         let (tom, jerry) = try await server.login("Tom", "Jerry")
         let cid = try await tom.startConversation(members: ["Jerry"], name: "早安 ☕️")
         let counters = server.server.service.storageCounters
@@ -52,12 +53,28 @@ final class InlineCommitTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(server.server.service.storageCounters.snapshot.transactions, 5)
     }
 
+    /// While recent one-message commits take longer than `inlineCommitBudget` on average (a slow disk), commits stay on
+    /// the writer thread: with a budget of zero only the first, before any was timed, is made inline.
+    func testCommitsSlowerThanTheBudgetStayOnTheWriterThread() async throws {
+        try XCTSkipIf(TestDatabase.backend == .postgres, "PostgreSQL commits on Swift's pool")
+        let server = try await startServer { $0.inlineCommitBudget = .zero }
+        let (tom, jerry) = try await server.login("Tom", "Jerry")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        for k in 0..<10 {
+            let ack = try await tom.sendText("慢盘 \(k) 🐢", to: cid)
+            let received = try await jerry.nextMessage()
+            XCTAssertEqual(received.id, ack.uid)
+        }
+        XCTAssertLessThanOrEqual(server.server.inlineTransactions, 1)
+        XCTAssertGreaterThanOrEqual(server.server.storageStats.transactions, 10)
+    }
+
     /// Twelve members of a group send at once, several rounds, while the writer thread is busy with some batches and
     /// idle at others: both kinds of commit happen, every member receives every other member's messages exactly once, in
     /// timestamp order, and each sender's acks come back in the order it sent.
     func testInlineAndWriterThreadCommitsInterleaveInOrder() async throws {
         try XCTSkipIf(TestDatabase.backend == .postgres, "PostgreSQL commits on Swift's pool")
-        let server = try await startServer()
+        let server = try await startServer { $0.inlineCommitBudget = .seconds(60) }
         let names = (1...12).map { "member\($0)" }
         var clients: [TestClient] = []
         for name in names { clients.append(try await server.login(name)) }

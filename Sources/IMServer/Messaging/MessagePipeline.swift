@@ -93,10 +93,11 @@ final class MessagePipeline: Sendable {
     init(
         store: any ServerStore, registry: SessionRegistry, receipts: ReceiptTracker, rooms: ChatRooms,
         counters: StorageCounters, metrics: ServerMetrics, logger: Logger, fansOutLocally: Bool = true,
-        pushes: PushDispatcher? = nil, inlineLimit: Int = 1
+        pushes: PushDispatcher? = nil, inlineLimit: Int = 1, inlineBudget: Duration = .microseconds(500)
     ) {
         self.pushes = pushes
         self.inlineLimit = inlineLimit
+        inlineBudgetNanos = UInt64(max(0, min(inlineBudget / .nanoseconds(1), 1e18)))
         writeBatch = store.batchWriter
         roomMembers = { [rooms] cid in Array(rooms.clientIDs(in: cid)) }
         self.fansOutLocally = fansOutLocally
@@ -123,7 +124,9 @@ final class MessagePipeline: Sendable {
             return !state.drainQueued
         }
         guard wake else { return }
-        if case .blocking(let store) = writeBatch, inlineLimit > 0, let loop = MultiThreadedEventLoopGroup.currentEventLoop {
+        if case .blocking(let store) = writeBatch, inlineLimit > 0, commitNanos.load(ordering: .relaxed) <= inlineBudgetNanos,
+            let loop = MultiThreadedEventLoopGroup.currentEventLoop
+        {
             loop.execute { self.commitInline(store) }
         } else {
             startDrain()
@@ -132,6 +135,24 @@ final class MessagePipeline: Sendable {
 
     /// The most messages an idle pipeline commits on the event loop that enqueued the first (`commitInline`); 0: none.
     private let inlineLimit: Int
+    /// How long a one-message commit may take, on average, for commits to be made inline: an event loop does nothing
+    /// else meanwhile, and on a slow disk (an `fsync` of milliseconds at `synchronous = FULL`) the writer thread is
+    /// better at waiting.
+    private let inlineBudgetNanos: UInt64
+    /// The recent one-message commits' duration (a moving average, a new one weighing an eighth), inline or not.
+    private let commitNanos = Atomic<UInt64>(0)
+
+    /// Commits `batch` (`inline`: on an event loop), timing it when it is one message for `commitNanos`.
+    private func write(_ batch: MessageBatch, to store: BlockingBatchWriter, inline: Bool) -> Result<BatchResult, any Error> {
+        let started = ServerMetrics.now()
+        let result = Result { try store.write(batch, inline) }
+        if batch.messages.count == 1 {
+            let took = ServerMetrics.now() &- started
+            let average = commitNanos.load(ordering: .relaxed)
+            commitNanos.store(average - average / 8 + took / 8, ordering: .relaxed)
+        }
+        return result
+    }
 
     /// Commits the batch the caller started, on the caller's thread (an event loop: the WebSocket's that read the
     /// message, or the in-process bot's Lua thread that applied its verdict or sent its reply), then hands whatever was
@@ -149,7 +170,7 @@ final class MessagePipeline: Sendable {
         let cpu = ThreadCPUClock.now()
         if let batch = nextBatch() {
             let started = ServerMetrics.now()
-            finish(batch, Result { try store.write(batch, true) }, started: started)
+            finish(batch, write(batch, to: store, inline: true), started: started)
         }
         counters.committedInline(cpuSince: cpu)
         // With upkeep due, the drain stays queued: messages arriving meanwhile wait for the writer thread.
@@ -233,7 +254,7 @@ final class MessagePipeline: Sendable {
         store.upkeep()
         while let batch = nextBatch() {
             let started = ServerMetrics.now()
-            finish(batch, Result { try store.write(batch, false) }, started: started)
+            finish(batch, write(batch, to: store, inline: false), started: started)
         }
     }
 
