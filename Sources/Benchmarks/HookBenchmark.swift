@@ -125,9 +125,9 @@ public enum HookBenchmark {
         try check(rt1.loadAll(), expect: 1)
         for _ in 0..<2000 { _ = rt1.receive(msg) }
         let t0 = DispatchTime.now().uptimeNanoseconds
-        let c0 = threadCPUNanos()
+        let c0 = ThreadCPUClock.now()
         for _ in 0..<iterations { _ = rt1.receive(msg) }
-        let cpu1 = Double(threadCPUNanos() - c0) / 1e3
+        let cpu1 = Double(ThreadCPUClock.now() - c0) / 1e3
         let s1 = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
         rt1.shutdown()
 
@@ -147,9 +147,9 @@ public enum HookBenchmark {
         let n2 = max(iterations / 4, 1000)
         for _ in 0..<2000 { _ = rt2.incoming(msg) }
         let t1 = DispatchTime.now().uptimeNanoseconds
-        let c1 = threadCPUNanos()
+        let c1 = ThreadCPUClock.now()
         for _ in 0..<n2 { _ = rt2.incoming(msg) }
-        let cpu2 = Double(threadCPUNanos() - c1) / 1e3
+        let cpu2 = Double(ThreadCPUClock.now() - c1) / 1e3
         let s2 = Double(DispatchTime.now().uptimeNanoseconds - t1) / 1e9
         rt2.shutdown()
 
@@ -165,12 +165,4 @@ public enum HookBenchmark {
             iterations: iterations,
             moderation: try moderation(messages: max(iterations / 4, 1000)))
     }
-}
-
-/// The calling thread's CPU time in nanoseconds (the loops above run synchronously on one thread, with no
-/// suspension point, so the thread's clock covers exactly their work).
-func threadCPUNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }

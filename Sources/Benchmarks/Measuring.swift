@@ -139,7 +139,7 @@ struct Meter {
         self.bot = bot
         botCPU = bot?.botCPUSeconds
         storage = Self.storageStats(servers)
-        inlineTransactions = servers.map(\.inlineTransactions).reduce(0, +)
+        inlineTransactions = Self.inlineTransactions(servers)
         databaseTransactions = Self.databaseTransactions(servers)
         writerCPU = Self.writerCPU(servers)
     }
@@ -152,6 +152,10 @@ struct Meter {
     private static func databaseTransactions(_ servers: [IMServer]) -> Int? {
         let counts = servers.compactMap(\.databaseTransactionCount)
         return counts.isEmpty ? nil : counts.reduce(0, +)
+    }
+
+    private static func inlineTransactions(_ servers: [IMServer]) -> Int {
+        servers.map(\.inlineTransactions).reduce(0, +)
     }
 
     private static func storageStats(_ servers: [IMServer]) -> (transactions: Int, messages: Int) {
@@ -178,7 +182,7 @@ struct Meter {
                 Self.writerCPU(servers).map { (($0 - start) / Double(stored) * 1e6 * 10).rounded() / 10 }
             },
             inlineTransactionsPer1000Messages: writerCPU == nil
-                ? nil : per1000(Double(servers.map(\.inlineTransactions).reduce(0, +) - inlineTransactions)))
+                ? nil : per1000(Double(Self.inlineTransactions(servers) - inlineTransactions)))
     }
 }
 

@@ -142,8 +142,8 @@ final class MessagePipeline: Sendable {
     /// The recent one-message commits' duration (a moving average, a new one weighing an eighth), inline or not.
     private let commitNanos = Atomic<UInt64>(0)
 
-    /// Commits `batch` (`inline`: on an event loop), timing it when it is one message for `commitNanos`.
-    private func write(_ batch: MessageBatch, to store: BlockingBatchWriter, inline: Bool) -> Result<BatchResult, any Error> {
+    /// Commits `batch` (`inline`: on an event loop) and finishes it; a one-message commit's time goes into `commitNanos`.
+    private func commit(_ batch: MessageBatch, to store: BlockingBatchWriter, inline: Bool) {
         let started = ServerMetrics.now()
         let result = Result { try store.write(batch, inline) }
         if batch.messages.count == 1 {
@@ -151,7 +151,7 @@ final class MessagePipeline: Sendable {
             let average = commitNanos.load(ordering: .relaxed)
             commitNanos.store(average - average / 8 + took / 8, ordering: .relaxed)
         }
-        return result
+        finish(batch, result, started: started)
     }
 
     /// Commits the batch the caller started, on the caller's thread (an event loop: the WebSocket's that read the
@@ -168,10 +168,7 @@ final class MessagePipeline: Sendable {
     private func commitInline(_ store: BlockingBatchWriter) {
         guard state.withLock({ $0.queue.count <= inlineLimit }) else { return writer.execute { self.drain(store) } }
         let cpu = ThreadCPUClock.now()
-        if let batch = nextBatch() {
-            let started = ServerMetrics.now()
-            finish(batch, write(batch, to: store, inline: true), started: started)
-        }
+        if let batch = nextBatch() { commit(batch, to: store, inline: true) }
         counters.committedInline(cpuSince: cpu)
         // With upkeep due, the drain stays queued: messages arriving meanwhile wait for the writer thread.
         if store.upkeepDue() || drainGoesOn() { writer.execute { self.drain(store) } }
@@ -252,10 +249,7 @@ final class MessagePipeline: Sendable {
     /// Runs on the writer thread: the upkeep an inline commit left, then batches until nothing is queued.
     private func drain(_ store: BlockingBatchWriter) {
         store.upkeep()
-        while let batch = nextBatch() {
-            let started = ServerMetrics.now()
-            finish(batch, write(batch, to: store, inline: false), started: started)
-        }
+        while let batch = nextBatch() { commit(batch, to: store, inline: false) }
     }
 
     /// The same loop, suspending on each commit.
@@ -506,14 +500,5 @@ public final class StorageCounters: Sendable {
         var time = timespec()
         guard clock_gettime(clock, &time) == 0 else { return nil }
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9 + Double(inlineNanos.load(ordering: .relaxed)) / 1e9
-    }
-}
-
-/// The calling thread's CPU clock in nanoseconds.
-enum ThreadCPUClock {
-    static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 }

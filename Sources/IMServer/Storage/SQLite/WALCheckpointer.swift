@@ -18,7 +18,6 @@ import Synchronization
 /// its own, beside the commits, was tried and not kept: PERFORMANCE.md, "Commits on the thread that enqueued the
 /// message".)
 final class WALCheckpointer: Sendable {
-    let threshold: Int32
     let limit: Int32
     private let deferring = Atomic<Bool>(false)
     private let due = Atomic<Bool>(false)
@@ -28,11 +27,10 @@ final class WALCheckpointer: Sendable {
 
     /// Installs the checkpointer on `pool`'s writer connection (SQLite's default threshold, 1,000 frames).
     init(pool: DatabasePool, threshold: Int32 = 1000, limit: Int32 = 10_000) throws {
-        self.threshold = threshold
         self.limit = max(limit, threshold)
         // Retained once per store (a few dozen bytes): the writer connection may outlive this object, and its hook must
         // never read freed memory; it holds this object weakly.
-        let context = Unmanaged.passRetained(CheckpointHook(threshold: threshold, limit: self.limit, checkpointer: self)).toOpaque()
+        let context = Unmanaged.passRetained(CheckpointHook(threshold: threshold, checkpointer: self)).toOpaque()
         try pool.barrierWriteWithoutTransaction { db in
             _ = sqlite3_wal_hook(db.sqliteConnection, walHook, context)
         }
@@ -81,12 +79,10 @@ final class WALCheckpointer: Sendable {
 /// What the WAL hook reads on the committing thread.
 private final class CheckpointHook: Sendable {
     let threshold: Int32
-    let limit: Int32
     weak let checkpointer: WALCheckpointer?
 
-    init(threshold: Int32, limit: Int32, checkpointer: WALCheckpointer) {
+    init(threshold: Int32, checkpointer: WALCheckpointer) {
         self.threshold = threshold
-        self.limit = limit
         self.checkpointer = checkpointer
     }
 }
