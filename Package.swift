@@ -82,10 +82,12 @@ let package = Package(
             name: "IMProto",
             dependencies: ["IMCore", .swiftProtobuf]
         ),
+        // SQLite's default VFS with a transaction's WAL writes collected into one (see wal_writes.c).
+        .target(name: "CWALWrites", linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(
             name: "IMServer",
             dependencies: [
-                "IMCore", "IMProto", "IMSignatures", "Telemetry", "MediaImaging", "PushProviders",
+                "IMCore", "IMProto", "IMSignatures", "Telemetry", "MediaImaging", "PushProviders", "CWALWrites",
                 .hummingbird, .hummingbirdCore, .nioHTTPTypes, .nioHTTPTypesHTTP1, .nioHTTP1, .hummingbirdWebSocket,
                 .grdb, .grdbSQLite, .postgresNIO, .logging, .crypto, .nioCore, .nioPosix, .nioWebSocket, .nioSSL, .serviceLifecycle,
             ]
@@ -262,7 +264,7 @@ let package = Package(
             name: "IMServerTests",
             dependencies: [
                 "IMCore", "IMServer", "IMSignatures", "HookbotTestSupport", "MediaImaging", "CVips",
-                .hummingbirdWSClient, .grdb,
+                .hummingbirdWSClient, .grdb, .grdbSQLite,
             ]
         ),
     ]

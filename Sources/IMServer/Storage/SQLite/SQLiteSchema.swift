@@ -7,6 +7,7 @@ enum SQLiteSchema {
     static func open(path: String, synchronousFull: Bool, integrityCheckSeconds: Int = 0, logger: Logger? = nil) throws
         -> DatabasePool
     {
+        WALWrites.install()
         do {
             var config = Configuration()
             config.busyMode = .timeout(5)
