@@ -121,6 +121,9 @@ struct Efficiency: Encodable {
     /// On SQLite: of `transactionsPer1000Messages`, those committed on the event loop that enqueued their message
     /// (the writer thread was idle) instead of on the writer thread.
     var inlineTransactionsPer1000Messages: Double?
+    /// On SQLite: writes to WAL files per 1,000, every SQLite file of this process included (the WAL writes of a
+    /// transaction go in one call: `WALWrites`; without it, two per page written). Nil with `HOOKBOT_WAL_WRITES=0`.
+    var walWritesPer1000Messages: Double?
 }
 
 /// Measures `Efficiency` between its creation and `finish()`.
@@ -133,6 +136,7 @@ struct Meter {
     let inlineTransactions: Int
     let databaseTransactions: Int?
     let writerCPU: Double?
+    let walWrites = WALWrites.counts.issued
 
     init(servers: [IMServer], bot: BenchHub?) {
         self.servers = servers
@@ -182,7 +186,9 @@ struct Meter {
                 Self.writerCPU(servers).map { (($0 - start) / Double(stored) * 1e6 * 10).rounded() / 10 }
             },
             inlineTransactionsPer1000Messages: writerCPU == nil
-                ? nil : per1000(Double(Self.inlineTransactions(servers) - inlineTransactions)))
+                ? nil : per1000(Double(Self.inlineTransactions(servers) - inlineTransactions)),
+            walWritesPer1000Messages: writerCPU == nil || !WALWrites.isInstalled
+                ? nil : per1000(Double(WALWrites.counts.issued - walWrites)))
     }
 }
 

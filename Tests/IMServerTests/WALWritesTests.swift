@@ -97,7 +97,7 @@ final class WALWritesTests: XCTestCase {
         let path = try databasePath()
         let pool = try notesPool(path)
         let size: @Sendable (Int) -> Int = { k in 100 + (k * 613) % 9_000 }
-        let done = ManagedAtomicFlag()
+        let done = ReadersStop()
         let failures = FailureLog()
         let readers = (0..<2).map { _ in
             Thread {
@@ -187,7 +187,7 @@ final class WALWritesTests: XCTestCase {
 }
 
 /// A flag the readers poll, and a count of readers that stopped.
-private final class ManagedAtomicFlag: @unchecked Sendable {
+private final class ReadersStop: @unchecked Sendable {
     private let condition = NSCondition()
     private var flag = false
     private var stopped = 0
