@@ -171,6 +171,35 @@ final class WALWritesTests: XCTestCase {
         XCTAssertEqual(WALWrites.counts.late, late)
     }
 
+    /// A commit whose collected frames cannot be written (the file may not grow: `RLIMIT_FSIZE`, as a full disk) fails
+    /// with an error, as with SQLite's own VFS: the process goes on, the rows are not there, and the next commit works.
+    func testAFailedWriteOfTheCollectedFramesFailsTheCommit() throws {
+        let path = try databasePath()
+        let pool = try notesPool(path)
+        for k in 0..<5 { try insert(k, into: pool) }
+        let walSize = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        XCTAssertGreaterThan(walSize, 0)
+        let late = WALWrites.counts.late
+        // Three pages or so of frames, all collected until the commit frame's page: the one write that would make the
+        // WAL longer than allowed is the commit's.
+        var previous = rlimit()
+        getrlimit(Int32(RLIMIT_FSIZE.rawValue), &previous)
+        let handler = signal(SIGXFSZ, SIG_IGN)
+        var limit = previous
+        limit.rlim_cur = rlim_t(walSize + 1_024)
+        setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+        let failure = Result { try insert(5, size: 6_000, into: pool) }
+        setrlimit(Int32(RLIMIT_FSIZE.rawValue), &previous)
+        signal(SIGXFSZ, handler)
+        guard case .failure(let error) = failure else { return XCTFail("the commit succeeded past the file size limit") }
+        XCTAssertTrue(error is DatabaseError, "\(error)")
+        XCTAssertEqual(WALWrites.counts.late, late)
+        try assertIntact(pool, count: 5, size: { _ in 200 })
+        try insert(5, into: pool)
+        try assertIntact(pool, count: 6, size: { _ in 200 })
+        try assertIntact(try notesPool(path), count: 6, size: { _ in 200 })
+    }
+
     /// The server's store opens its file through the collecting VFS.
     func testTheServersStoreUsesIt() throws {
         let pool = try SQLiteSchema.open(path: try databasePath(), synchronousFull: true)
