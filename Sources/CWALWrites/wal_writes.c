@@ -212,7 +212,7 @@ static int wbFileControl(sqlite3_file *file, int op, void *argument) {
     int rc = flush(p);
     if (rc != SQLITE_OK) return rc;
     if (op == SQLITE_FCNTL_VFSNAME && argument != NULL) {
-        // What `PRAGMA vfs_list`-like tools show: this VFS over the real one.
+        // The name `sqlite3` shows for `.vfsname`: this VFS over the real one.
         int found = p->real->pMethods->xFileControl(p->real, op, argument);
         if (found == SQLITE_OK) {
             char *inner = *(char **)argument;
