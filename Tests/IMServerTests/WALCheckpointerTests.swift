@@ -10,10 +10,7 @@ import XCTest
 /// loop (`WALCheckpointer`); other commits checkpoint as SQLite's automatic checkpoint did, and past `limit` frames any.
 final class WALCheckpointerTests: XCTestCase {
     private func pool() throws -> (DatabasePool, URL) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wal-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("db.sqlite").path
+        let path = try makeTemporaryDirectory("wal").appendingPathComponent("db.sqlite").path
         let pool = try DatabasePool(path: path)
         try pool.write { db in try db.execute(sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)") }
         return (pool, URL(fileURLWithPath: path + "-wal"))

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import HookbotTestSupport
 import XCTest
 
 @testable import IMServer
@@ -15,10 +16,7 @@ final class WALWritesTests: XCTestCase {
     }
 
     private func databasePath() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("walwrites-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
-        return directory.appendingPathComponent("db.sqlite").path
+        try makeTemporaryDirectory("walwrites").appendingPathComponent("db.sqlite").path
     }
 
     private func notesPool(_ path: String, _ prepare: (@Sendable (Database) throws -> Void)? = nil) throws -> DatabasePool {
