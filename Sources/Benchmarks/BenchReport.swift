@@ -93,6 +93,8 @@ extension BenchReport {
         let scale = quick ? 0.1 : 1.0
         let bench = try Bench(
             scale: scale, relaxedSync: relaxedSync, remoteBot: remoteBot, cluster: database.map { (url: $0, nodes: max(1, nodes)) })
+        // Every workload stops its servers and bots before it returns: their databases, plugins and files go with the run.
+        defer { try? FileManager.default.removeItem(at: bench.root) }
         var report = BenchReport(
             machine: BenchReport.Machine(), bot: remoteBot ? "remote process (WebSocket)" : "in process",
             store: database == nil ? "SQLite" : "PostgreSQL, \(max(1, nodes)) node(s)",

@@ -30,8 +30,7 @@ final class DurabilityTests: XCTestCase {
     /// acknowledged message is in history after a restart on the same file.
     func testAcknowledgedMessagesSurviveSIGKILL() async throws {
         let binary = try XCTUnwrap(ServerProcess.binaryURL(), "build the hookbot executable first (swift build)")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-kill-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try makeTemporaryDirectory("hookbot-kill")
         let db = directory.appendingPathComponent("kill.sqlite").path
 
         let process = try await ServerProcess.launch(binary: binary, db: db)

@@ -139,8 +139,7 @@ final class JoinPolicyTests: XCTestCase {
     /// A database from before join policies: its 1:1s and temporary conversations become invite-only, its
     /// groups (unique or not) and chat rooms stay open.
     func testExistingConversationsGetTheirPolicyWhenTheStoreIsUpgraded() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-sdk-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try makeTemporaryDirectory("hookbot-sdk")
         let now = Identifiers.nowMillis()
         func rows(chr: String) -> [String] {
             [

@@ -13,19 +13,31 @@ public final class ServerHarness: Sendable {
     public let directory: URL
     public let server: IMServer
     public let port: Int
+    /// The temporary directory this harness made (nil when the test gave one), shared with the harnesses
+    /// `restarted()` makes: removed with what it holds when the last of them goes away.
+    private let made: MadeDirectory?
 
-    private init(directory: URL, server: IMServer, port: Int) {
+    private init(directory: URL, server: IMServer, port: Int, made: MadeDirectory?) {
         self.directory = directory
         self.server = server
         self.port = port
+        self.made = made
     }
 
-    /// Starts a server; `port` 0 picks a free one.
+    /// Starts a server; `port` 0 picks a free one. Without `directory`, its files go to a new temporary directory
+    /// that is removed when the harness (and any harness `restarted()` made from it) is released.
     public static func start(
         directory: URL? = nil, port: Int = 0, logger: Logger? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerHarness {
-        let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-sdk-\(UUID().uuidString)")
+        let made = directory == nil ? try MadeDirectory("hookbot-sdk") : nil
+        return try await start(directory: directory ?? made!.url, made: made, port: port, logger: logger, configure: configure)
+    }
+
+    private static func start(
+        directory: URL, made: MadeDirectory?, port: Int, logger: Logger? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> ServerHarness {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = ServerConfiguration()
         configuration.port = port
@@ -39,7 +51,7 @@ public final class ServerHarness: Sendable {
         let logger = logger ?? defaultLogger
         let server = try IMServer(configuration: configuration, logger: logger)
         let bound = try await server.start()
-        return ServerHarness(directory: directory, server: server, port: bound)
+        return ServerHarness(directory: directory, server: server, port: bound, made: made)
     }
 
     /// The server's SQLite file.
@@ -52,7 +64,7 @@ public final class ServerHarness: Sendable {
         await stop()
         var lastError: (any Error)?
         for _ in 0..<50 {
-            do { return try await ServerHarness.start(directory: directory, port: port) } catch {
+            do { return try await ServerHarness.start(directory: directory, made: made, port: port) } catch {
                 lastError = error
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -81,6 +93,19 @@ public final class ServerHarness: Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
         return IMClient(clientId: clientId, tag: tag, options: options, registry: registry, logger: logger)
     }
+}
+
+/// A temporary directory `<prefix>-<UUID>`, removed with what it holds when the last reference goes: a suite
+/// run starts some 1,700 servers, and their files (about 150 MB) stayed behind in the system's temporary directory.
+final class MadeDirectory: Sendable {
+    let url: URL
+
+    init(_ prefix: String) throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
 }
 
 /// Waits (up to `timeout`) until `server` has registered the interceptor `clientID`, and throws `Timeout` when
