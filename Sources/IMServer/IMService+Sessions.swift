@@ -48,6 +48,7 @@ extension IMService {
         opened.st = token
         opened.stTtl = configuration.sessionTokenTTL
         let openedAt = Identifiers.nowMillis()
+        let committedThrough = pipeline.committedThrough
         opened.t = openedAt
         connection.send(opened)
         metrics.sessionOpened(connection.transport.format)
@@ -82,15 +83,18 @@ extension IMService {
             // Protocol version 3: the unread notice stands for the backlog; the client pulls it with `logs`.
             connection.markReady(alreadySent: [])
         } else {
-            await deliverBacklog(to: connection, clientID: clientID, openedAt: openedAt)
+            await deliverBacklog(to: connection, clientID: clientID, openedAt: openedAt, committedThrough: committedThrough)
         }
     }
 
     /// Sends stored messages the client has not acknowledged, oldest first per conversation, then
     /// releases messages that arrived meanwhile. The backlog is read after `session opened` went out, so it
-    /// may hold messages sent since; only those stored before `openedAt` are flagged `offline` (the others
-    /// reach the client once, through the backlog, as the live messages they are).
-    func deliverBacklog(to connection: Connection, clientID: String, openedAt: Int64) async {
+    /// may hold messages sent since; only those stored before the session opened are flagged `offline` (the
+    /// others reach the client once, through the backlog, as the live messages they are). Stored before: a
+    /// timestamp before `openedAt`, or at most `committedThrough` (the highest this node had committed by then:
+    /// a burst in one conversation gets timestamps ahead of the clock, and its last messages, stored and
+    /// acknowledged before the login, were flagged as live).
+    func deliverBacklog(to connection: Connection, clientID: String, openedAt: Int64, committedThrough: Int64) async {
         await pipeline.flush()
         let limit = configuration.backlogLimitPerConversation
         let backlog: [(records: [MessageRecord], hasMore: Bool)]
@@ -106,7 +110,7 @@ extension IMService {
         for (records, hasMore) in backlog {
             for (index, record) in records.enumerated() {
                 if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
-                var command = MessagePipeline.directCommand(record, offline: record.t < openedAt)
+                var command = MessagePipeline.directCommand(record, offline: record.t < openedAt || record.t <= committedThrough)
                 if hasMore, index == records.count - 1 { command.hasMore = true }
                 connection.send(command)
                 sent.insert(record.id)

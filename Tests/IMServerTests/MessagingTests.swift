@@ -105,6 +105,34 @@ final class MessagingTests: XCTestCase {
         XCTAssertEqual(liveText, "after")
     }
 
+    /// A burst in one conversation gets timestamps one above the other, ahead of the clock. Messages stored and
+    /// acknowledged before the receiver logs in are offline messages all the same, whatever their timestamp (the
+    /// last of a burst used to arrive flagged as live, and `testOfflineMessagesArriveOnceInOrder` failed now and then).
+    func testABurstStoredBeforeLoginIsOfflineThoughItsTimestampsRunAheadOfTheClock() async throws {
+        let server = try await startServer()
+        let tom = try await server.login("Tom")
+        let cid = try await tom.startConversation(members: ["Jerry"])
+        let acks = try await withThrowingTaskGroup(of: Command.self) { group in
+            for k in 0..<200 { group.addTask { try await tom.sendText("burst \(k)", to: cid) } }
+            return try await group.reduce(into: [Command]()) { $0.append($1) }
+        }
+        let newest = try XCTUnwrap(acks.compactMap(\.t).max())
+        let loginAt = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        XCTAssertGreaterThan(newest, loginAt, "the burst's timestamps ran ahead of the clock (else this test tests nothing)")
+
+        let jerry = try await server.login("Jerry")
+        var received: [Command] = []
+        for _ in 0..<200 { received.append(try await jerry.nextMessage()) }
+        XCTAssertEqual(Set(received.compactMap(\.id)), Set(acks.compactMap(\.uid)))
+        XCTAssertEqual(received.filter { $0.offline != true }.compactMap(\.text), [])
+
+        // Sent after the login: live.
+        try await tom.sendText("after", to: cid)
+        let live = try await jerry.nextMessage()
+        XCTAssertEqual(live.text, "after")
+        XCTAssertNil(live.offline)
+    }
+
     func testUnacknowledgedMessagesAreDeliveredAgainAfterReconnect() async throws {
         let server = try await startServer()
         let tom = try await server.login("Tom")
