@@ -234,12 +234,12 @@ final class MessagePipeline: Sendable {
         }
     }
 
-    /// Returns once everything enqueued so far is written (later work does not hold it up).
     /// The highest timestamp of the messages this pipeline committed so far, updated before their acks go out. A
     /// conversation's timestamps run ahead of the clock when it stores more than one message a millisecond (each is one
     /// above the one before), so a message committed before a moment may carry a later timestamp than that moment.
     var committedThrough: Int64 { state.withLock { $0.highestTimestamp } }
 
+    /// Returns once everything enqueued so far is written (later work does not hold it up).
     func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
