@@ -24,9 +24,9 @@ final class WebDriver: @unchecked Sendable {
     private let process: ChildProcess
     private let base: String
     private let session: String
-    /// The browser's temporary directory (its profile, its singleton socket), removed by `quit()`: Chromium left
-    /// a few MB there per session when it was the system's.
-    private let temporary: URL
+    /// The browser's temporary directory (its profile, its singleton socket), removed when this driver goes away:
+    /// Chromium left a few MB there per session when it was the system's.
+    private let temporary: MadeDirectory
 
     /// Where chromedriver and Chromium are installed (`make browser`).
     static let driverPath = "/usr/bin/chromedriver"
@@ -39,17 +39,10 @@ final class WebDriver: @unchecked Sendable {
     /// Starts chromedriver and a headless browser window of `width`×`height`.
     static func start(width: Int = 1280, height: Int = 800) async throws -> WebDriver {
         let port = try freePort()
-        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent("hookbot-browser-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
-        let process: ChildProcess
-        do {
-            process = try ChildProcess(
-                URL(fileURLWithPath: driverPath), ["--port=\(port)", "--allowed-ips=127.0.0.1"], environment: ["TMPDIR": temporary.path],
-                output: .discarded, error: .discarded)
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            throw error
-        }
+        let temporary = try MadeDirectory("hookbot-browser")
+        let process = try ChildProcess(
+            URL(fileURLWithPath: driverPath), ["--port=\(port)", "--allowed-ips=127.0.0.1"], environment: ["TMPDIR": temporary.url.path],
+            output: .discarded, error: .discarded)
         let base = "http://127.0.0.1:\(port)"
         do {
             let deadline = ContinuousClock.now + .seconds(20)
@@ -86,29 +79,28 @@ final class WebDriver: @unchecked Sendable {
             }
             return WebDriver(process: process, base: base, session: session, temporary: temporary)
         } catch {
-            await stop(process, removing: temporary)
+            await stop(process)
             throw error
         }
     }
 
-    private init(process: ChildProcess, base: String, session: String, temporary: URL) {
+    private init(process: ChildProcess, base: String, session: String, temporary: MadeDirectory) {
         self.process = process
         self.base = base
         self.session = session
         self.temporary = temporary
     }
 
-    /// Stops chromedriver (and with it the browser), then removes their temporary directory.
-    private static func stop(_ process: ChildProcess, removing temporary: URL) async {
+    /// Stops chromedriver (and with it the browser).
+    private static func stop(_ process: ChildProcess) async {
         process.signal()
         if (try? await process.waitForExit(timeout: .seconds(5))) == nil { process.signal(SIGKILL) }
-        try? FileManager.default.removeItem(at: temporary)
     }
 
     /// Ends the browser session and chromedriver.
     func quit() async {
         _ = try? await command("DELETE", "")
-        await Self.stop(process, removing: temporary)
+        await Self.stop(process)
     }
 
     func open(_ url: String) async throws { _ = try await command("POST", "/url", ["url": url]) }

@@ -97,10 +97,10 @@ public final class ServerHarness: Sendable {
 
 /// A temporary directory `<prefix>-<UUID>`, removed with what it holds when the last reference goes: a suite
 /// run starts some 1,700 servers, and their files (about 150 MB) stayed behind in the system's temporary directory.
-final class MadeDirectory: Sendable {
-    let url: URL
+public final class MadeDirectory: Sendable {
+    public let url: URL
 
-    init(_ prefix: String) throws {
+    public init(_ prefix: String) throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
