@@ -48,7 +48,6 @@ extension IMService {
         opened.st = token
         opened.stTtl = configuration.sessionTokenTTL
         let openedAt = Identifiers.nowMillis()
-        let committedThrough = pipeline.committedThrough
         opened.t = openedAt
         connection.send(opened)
         metrics.sessionOpened(connection.transport.format)
@@ -83,18 +82,18 @@ extension IMService {
             // Protocol version 3: the unread notice stands for the backlog; the client pulls it with `logs`.
             connection.markReady(alreadySent: [])
         } else {
-            await deliverBacklog(to: connection, clientID: clientID, openedAt: openedAt, committedThrough: committedThrough)
+            await deliverBacklog(to: connection, clientID: clientID, openedAt: openedAt)
         }
     }
 
     /// Sends stored messages the client has not acknowledged, oldest first per conversation, then
     /// releases messages that arrived meanwhile. The backlog is read after `session opened` went out, so it
     /// may hold messages sent since; only those stored before the session opened are flagged `offline` (the
-    /// others reach the client once, through the backlog, as the live messages they are). Stored before: a
-    /// timestamp before `openedAt`, or at most `committedThrough` (the highest this node had committed by then:
-    /// a burst in one conversation gets timestamps ahead of the clock, and its last messages, stored and
-    /// acknowledged before the login, were flagged as live).
-    func deliverBacklog(to connection: Connection, clientID: String, openedAt: Int64, committedThrough: Int64) async {
+    /// others reach the client once, through the backlog, as the live messages they are). Live: the session holds
+    /// them, as they were delivered to it after it was registered, on this node or from another. Not the timestamp: a
+    /// conversation that stores more than one message a millisecond gives each one above the one before, so the
+    /// last messages of a burst stored and acknowledged before the login carry timestamps after it.
+    func deliverBacklog(to connection: Connection, clientID: String, openedAt: Int64) async {
         await pipeline.flush()
         let limit = configuration.backlogLimitPerConversation
         let backlog: [(records: [MessageRecord], hasMore: Bool)]
@@ -106,11 +105,14 @@ extension IMService {
             connection.send(Self.errorReply(IMError(.internalError, "offline messages could not be read; fetch them with logs"), to: nil))
             backlog = []
         }
+        // Read after the backlog, so that it holds the messages stored since the registration and published by then; one
+        // published later than this is flagged offline though it is just after the login (the safe side).
+        let live = connection.heldMessageIDs()
         var sent = Set<String>()
         for (records, hasMore) in backlog {
             for (index, record) in records.enumerated() {
                 if record.receipt { receipts.track(messageID: record.id, sender: record.from, cid: record.cid) }
-                var command = MessagePipeline.directCommand(record, offline: record.t < openedAt || record.t <= committedThrough)
+                var command = MessagePipeline.directCommand(record, offline: record.t < openedAt || !live.contains(record.id))
                 if hasMore, index == records.count - 1 { command.hasMore = true }
                 connection.send(command)
                 sent.insert(record.id)

@@ -70,8 +70,6 @@ final class MessagePipeline: Sendable {
         var flushWaiters: [(batch: Int, continuation: CheckedContinuation<Void, Never>)] = []
         /// The newest timestamp of recently active conversations (at most `timestampCacheLimit`).
         var lastTimestamps: [String: Int64] = [:]
-        /// The highest timestamp of any message committed here so far (`committedThrough`).
-        var highestTimestamp: Int64 = 0
     }
 
     private let writeBatch: BatchWriter
@@ -234,11 +232,6 @@ final class MessagePipeline: Sendable {
         }
     }
 
-    /// The highest timestamp of the messages this pipeline committed so far, updated before their acks go out. A
-    /// conversation's timestamps run ahead of the clock when it stores more than one message a millisecond (each is one
-    /// above the one before), so a message committed before a moment may carry a later timestamp than that moment.
-    var committedThrough: Int64 { state.withLock { $0.highestTimestamp } }
-
     /// Returns once everything enqueued so far is written (later work does not hold it up).
     func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -331,7 +324,6 @@ final class MessagePipeline: Sendable {
             state.withLock { state in
                 if state.lastTimestamps.count + result.timestamps.count > timestampCacheLimit { state.lastTimestamps.removeAll() }
                 state.lastTimestamps.merge(result.timestamps) { _, new in new }
-                for t in result.timestamps.values where t > state.highestTimestamp { state.highestTimestamp = t }
             }
             // The batch's deliveries and acks leave together: one event-loop task per loop, one flush per socket.
             let outbox = Outbox()

@@ -124,6 +124,11 @@ final class Connection: Sendable {
         return true
     }
 
+    /// The ids of the messages held so far: those that reached this session live, after it was registered.
+    func heldMessageIDs() -> Set<String> {
+        state.withLock { Set($0.held.map(\.id)) }
+    }
+
     /// Releases held messages, skipping those already sent as backlog.
     func markReady(alreadySent: Set<String>) {
         let held = state.withLock { state -> [(id: String, frame: Outbound)] in
