@@ -118,7 +118,8 @@ public final class IMServer: Sendable {
             portContinuation.yield(port)
             portContinuation.finish()
         }
-        let group = ServiceGroup(configuration: .init(services: [app] + certificateWatcher + mediaRetention + pushServices, logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(services: [app] + certificateWatcher + mediaRetention + pushServices + memoryTrimmer, logger: logger))
         let task = Task {
             defer { portContinuation.finish() }
             try await group.run()
@@ -165,7 +166,7 @@ public final class IMServer: Sendable {
         let app = makeApplication(onListening)
         let group = ServiceGroup(
             configuration: .init(
-                services: [app, GoAwayOnShutdown(server: self)] + certificateWatcher + mediaRetention + pushServices,
+                services: [app, GoAwayOnShutdown(server: self)] + certificateWatcher + mediaRetention + pushServices + memoryTrimmer,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()
@@ -181,6 +182,10 @@ public final class IMServer: Sendable {
     /// `TLSSettings.reloadInterval`). Returns true when a new certificate is in use.
     @discardableResult
     public func reloadCertificateIfChanged() -> Bool { certificates?.reloadIfChanged() ?? false }
+
+    private var memoryTrimmer: [any Service] {
+        service.memoryTrim.threshold > 0 ? [MemoryTrimService(trim: service.memoryTrim, logger: logger)] : []
+    }
 
     private var certificateWatcher: [any Service] { certificates.map { [CertificateWatcher(store: $0)] } ?? [] }
 

@@ -51,6 +51,7 @@ extension IMService {
         opened.t = openedAt
         connection.send(opened)
         metrics.sessionOpened(connection.transport.format)
+        memoryTrim.noteSession()
         for other in registry.add(connection, clientID: clientID, tag: tag) { kick(other, tag: tag) }
         // A login that raced the shutdown's goaway (its reply went out before it was registered, so goAway()
         // did not see it) is told now.
@@ -139,6 +140,7 @@ extension IMService {
         guard let identity = connection.identity else { return }
         registry.remove(connection, clientID: identity.clientID)
         metrics.sessionClosed(connection.transport.format)
+        memoryTrim.noteSession()
         rooms.leave(connection)
         if let cluster { Task { await cluster.sessionClosed(connection.id) } }
         interceptors.detach(connection)

@@ -38,11 +38,14 @@ final class IMService: Sendable {
     let mediaThumbnails: MediaThumbnails
     /// Offline push (docs/PUSH.md), when providers are configured.
     let pushes: PushDispatcher?
+    /// Counts sessions opened and closed, for returning free memory after a churn (`MemoryTrimService`).
+    let memoryTrim: MemoryTrim
 
     init(configuration: ServerConfiguration, logger: Logger, metrics: ServerMetrics) throws {
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
+        memoryTrim = MemoryTrim(threshold: configuration.memoryTrimAfterSessions)
         let store = try Self.openStore(configuration, logger: logger)
         self.store = store
         media = try MediaStores.open(configuration, store: store)

@@ -21,6 +21,9 @@ public struct ServerConfiguration: Sendable {
     public var pauseReadingAboveQueuedBytes: Int = 2 << 20
     /// ...and beyond which it closes the connection (a client that does not read what it is sent).
     public var closeAboveQueuedBytes: Int = 16 << 20
+    /// After this many sessions opened or closed, the server gives the allocator's free memory back to the system once
+    /// the churn has calmed (`MemoryTrim`): what a reconnection storm's logins left behind. 0 never does.
+    public var memoryTrimAfterSessions: Int = 1000
     /// Default and largest page size of `logs`.
     public var historyDefaultLimit: Int = 20
     public var historyMaxLimit: Int = 1000
