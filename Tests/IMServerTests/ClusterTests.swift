@@ -141,26 +141,7 @@ final class ClusterTests: XCTestCase {
     /// whose own pipeline never saw it, still gets all of it flagged offline, and what is sent after the login live.
     func testABurstStoredThroughAnotherNodeIsOfflineAtLogin() async throws {
         let cluster = try await nodes(2)
-        let tom = try await cluster[0].login("Tom")
-        let cid = try await tom.startConversation(members: ["Jerry"])
-        let acks = try await withThrowingTaskGroup(of: Command.self) { group in
-            for k in 0..<400 { group.addTask { try await tom.sendText("burst \(k)", to: cid) } }
-            return try await group.reduce(into: [Command]()) { $0.append($1) }
-        }
-        let newest = try XCTUnwrap(acks.compactMap(\.t).max())
-        let loginAt = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-        XCTAssertGreaterThan(newest, loginAt, "the burst's timestamps ran ahead of the clock (else this test tests nothing)")
-
-        let jerry = try await cluster[1].login("Jerry")
-        var received: [Command] = []
-        for _ in 0..<400 { received.append(try await jerry.nextMessage()) }
-        XCTAssertEqual(Set(received.compactMap(\.id)), Set(acks.compactMap(\.uid)))
-        XCTAssertEqual(received.filter { $0.offline != true }.compactMap(\.text), [])
-
-        try await tom.sendText("after", to: cid)
-        let live = try await jerry.nextMessage()
-        XCTAssertEqual(live.text, "after")
-        XCTAssertNil(live.offline)
+        try await assertABurstArrivesOffline(sentThrough: cluster[0], receivedThrough: cluster[1])
         await stop(cluster)
     }
 
