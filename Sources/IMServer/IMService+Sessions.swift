@@ -90,10 +90,12 @@ extension IMService {
     /// Sends stored messages the client has not acknowledged, oldest first per conversation, then
     /// releases messages that arrived meanwhile. The backlog is read after `session opened` went out, so it
     /// may hold messages sent since; only those stored before the session opened are flagged `offline` (the
-    /// others reach the client once, through the backlog, as the live messages they are). Live: the session holds
-    /// them, as they were delivered to it after it was registered, on this node or from another. Not the timestamp: a
-    /// conversation that stores more than one message a millisecond gives each one above the one before, so the
-    /// last messages of a burst stored and acknowledged before the login carry timestamps after it.
+    /// others reach the client once, through the backlog, as the live messages they are). Offline: timestamped before
+    /// `openedAt`, or not held by the session (held: delivered to it after it was registered, on this node or from
+    /// another). The timestamp alone is not enough: a conversation that stores more than one message a millisecond gives
+    /// each one above the one before, so the last messages of a burst stored and acknowledged before the login carry
+    /// timestamps after it. In a cluster, such a message stored through another node whose notice reaches this node only
+    /// after the registration is held, and so flagged live.
     func deliverBacklog(to connection: Connection, clientID: String, openedAt: Int64) async {
         await pipeline.flush()
         let limit = configuration.backlogLimitPerConversation

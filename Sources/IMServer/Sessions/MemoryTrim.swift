@@ -6,8 +6,8 @@ import Synchronization
     import Glibc
 #endif
 
-/// Gives glibc malloc's free pages back to the system after many sessions opened or closed (docs/PERFORMANCE.md, "Idle
-/// sessions"). A session's setup (the HTTP upgrade, the login's commands and queries) frees blocks among the session's
+/// Gives glibc malloc's free pages back to the system after many sessions opened or closed (docs/PERFORMANCE.md, "Round
+/// 13"). A session's setup (the HTTP upgrade, the login's commands and queries) frees blocks among the session's
 /// long-lived ones, and malloc keeps such pages resident: with 15,000 idle sessions about 115 MB of 320 MB resident was
 /// free, in some 30,000 chunks of two arenas (`malloc_info`), 7–8 KB a session. `malloc_trim(0)` returns the whole free
 /// pages inside the heap. It takes about 0.1 ms when there is little to return and up to 9 ms when it returns 50 MB,
